@@ -1,0 +1,88 @@
+/**
+ * Mutation attempts: what the attempts stage hands to the detector. One span becomes at most one
+ * attempt; spans that carry no idempotency key become none (they only feed `NodeActivity`).
+ */
+
+/** What a dedup store answered. `miss` means the key was admitted and the mutation executed. */
+export type Outcome = 'miss' | 'hit' | 'in_progress' | 'mismatch' | 'error';
+export const OUTCOMES: readonly Outcome[] = ['miss', 'hit', 'in_progress', 'mismatch', 'error'];
+
+/** Key scope levels, narrowest first. `tenant` is a namespace, not a placement level. */
+export type ScopeLevel = 'node' | 'cluster' | 'region' | 'tenant' | 'global';
+export const SCOPE_LEVELS: readonly ScopeLevel[] = ['node', 'cluster', 'region', 'tenant', 'global'];
+
+/** Where a span was emitted, from resource attributes. '' when the sender did not say. */
+export interface Placement {
+  service: string;
+  /** `service.instance.id`, else `host.name`. */
+  node: string;
+  cluster: string;
+  region: string;
+  zone: string;
+}
+
+interface AttemptBase {
+  /** The idempotency key as the client sent it. */
+  key: string;
+  /** '' when unknown. */
+  tenant: string;
+  traceId: string;
+  spanId: string;
+  parentSpanId: string;
+  /** Unix epoch milliseconds (fractional). */
+  startUnixMillis: number;
+  endUnixMillis: number;
+  placement: Placement;
+  /** `http.route`, else the span name. With `placement.service` it names the dedup tier. */
+  operation: string;
+}
+
+/** A server-side span in which a dedup store was consulted. */
+export interface ServerAttempt extends AttemptBase {
+  kind: 'server';
+  outcome: Outcome;
+  /** Id of the dedup store instance (given, or derived from the declared scope and placement). */
+  store: string;
+  /** Declared key scope, or '' when the span did not declare one. */
+  scope: ScopeLevel | '';
+}
+
+/** A server span carrying the key without an outcome: evidence of where a request landed. */
+export interface Arrival extends AttemptBase {
+  kind: 'arrival';
+}
+
+/** A CLIENT span carrying the key: one send of the request by a client (or a retry of it). */
+export interface ClientAttempt extends AttemptBase {
+  kind: 'client';
+  /** `http.request.resend_count`; 0 for the first send. */
+  resendCount: number;
+  /** `server.address[:server.port]`, else `network.peer.address`; '' when unknown. */
+  target: string;
+  /** `http.response.status_code`, 0 when there was no response. */
+  statusCode: number;
+  /** `error.type`, else the status message of an ERROR span; '' on success. */
+  error: string;
+}
+
+export type Attempt = ServerAttempt | Arrival | ClientAttempt;
+
+/**
+ * Traffic seen per placement and time bucket, from every SERVER span (with a key or not): the
+ * detector infers routing events (a node going silent, an error spike, traffic moving) from it.
+ */
+export interface NodeActivity {
+  placement: Placement;
+  /** Start of the bucket, Unix epoch milliseconds, a multiple of `bucketMillis`. */
+  bucketStartUnixMillis: number;
+  bucketMillis: number;
+  spans: number;
+  errors: number;
+}
+
+export interface ExtractedAttempts {
+  attempts: Attempt[];
+  activity: NodeActivity[];
+  /** Spans skipped because (trace id, span id) was seen before. */
+  duplicateSpans: number;
+}
