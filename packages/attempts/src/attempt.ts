@@ -85,4 +85,14 @@ export interface ExtractedAttempts {
   activity: NodeActivity[];
   /** Spans skipped because (trace id, span id) was seen before. */
   duplicateSpans: number;
+  /** Attribute values outside their closed list or of the wrong type, counted by attribute. */
+  invalid: InvalidValueCounts;
 }
+
+/**
+ * Why an attribute value was refused. `outcome` and `hit` make the span no attempt at all (a store
+ * decision we cannot read must not be guessed); `scope` keeps the attempt with scope ''.
+ */
+export type InvalidValueReason = 'outcome' | 'hit' | 'scope';
+export const INVALID_VALUE_REASONS: readonly InvalidValueReason[] = ['outcome', 'hit', 'scope'];
+export type InvalidValueCounts = Record<InvalidValueReason, number>;

@@ -1,0 +1,239 @@
+import { type Span, SpanKind, StatusCode } from '@keyscope/otlp';
+import { createActivityCounter } from './activity-counter.ts';
+import {
+  type Arrival,
+  type Attempt,
+  type ClientAttempt,
+  type ExtractedAttempts,
+  type InvalidValueCounts,
+  OUTCOMES,
+  type Outcome,
+  SCOPE_LEVELS,
+  type ScopeLevel,
+  type ServerAttempt,
+} from './attempt.ts';
+import {
+  type CompiledMapping,
+  compileMapping,
+  type ResourceView,
+  readNumber,
+  readText,
+  readValue,
+} from './compiled-mapping.ts';
+import type { Mapping } from './mapping.ts';
+import type { SpanDeduplicator } from './span-deduplicator.ts';
+import { derivedStoreId } from './store-id.ts';
+
+const OUTCOME_SET: ReadonlySet<string> = new Set(OUTCOMES);
+const SCOPE_SET: ReadonlySet<string> = new Set(SCOPE_LEVELS);
+
+/**
+ * Turns decoded spans into mutation attempts, per span:
+ *
+ * - no key: nothing, except that a SERVER span still counts into `activity`;
+ * - CLIENT with a key: a `ClientAttempt` (an outcome attribute on a client span is ignored: the
+ *   client's view is not the store's decision);
+ * - SERVER, INTERNAL, UNSPECIFIED, PRODUCER or CONSUMER with a key and an outcome (recorded,
+ *   from the `hit` boolean, or, on SERVER spans only, inferred from HTTP): a `ServerAttempt` —
+ *   the dedup decision is often recorded on an internal child span, or in a queue consumer;
+ * - SERVER with a key and no outcome: an `Arrival`; other kinds without an outcome: nothing;
+ * - an outcome or hit value outside its closed list: nothing, counted in `invalid`.
+ *
+ * With a deduplicator, a span that would become an attempt and whose (trace id, span id) was seen
+ * before is skipped entirely and counted in `duplicateSpans`. Without one nothing is deduplicated.
+ *
+ * Never throws on span content. `spans` is only read.
+ */
+export function extractAttempts(
+  spans: readonly Span[],
+  mapping: Mapping,
+  deduplicator?: SpanDeduplicator,
+): ExtractedAttempts {
+  const compiled = compileMapping(mapping);
+  const names = compiled.names;
+  const attempts: Attempt[] = [];
+  const activity = createActivityCounter(compiled.activityBucketMillis);
+  const invalid: InvalidValueCounts = { outcome: 0, hit: 0, scope: 0 };
+  let duplicateSpans = 0;
+
+  for (let i = 0; i < spans.length; i++) {
+    const span = spans[i]!;
+    const view = compiled.view(span.resource);
+    const attributes = span.attributes;
+    const fromResource = view.fields;
+    const server = span.kind === SpanKind.SERVER;
+    const key = readText(attributes, names.key, fromResource.key);
+
+    if (key === undefined) {
+      if (server) activity.count(view, span.startTimeUnixMillis, isServerError(span, compiled, view));
+      continue;
+    }
+
+    if (span.kind === SpanKind.CLIENT) {
+      if (deduplicator?.seen(span.traceId, span.spanId)) {
+        duplicateSpans++;
+        continue;
+      }
+      attempts.push(clientAttempt(span, key, compiled, view));
+      continue;
+    }
+
+    let outcome: Outcome | undefined;
+    let refused = false;
+    const recorded = readValue(attributes, names.outcome, fromResource.outcome);
+    if (recorded !== undefined) {
+      if (typeof recorded === 'string' && OUTCOME_SET.has(recorded)) outcome = recorded as Outcome;
+      else {
+        invalid.outcome++;
+        refused = true;
+      }
+    } else {
+      const hit = readValue(attributes, names.hit, fromResource.hit);
+      if (hit !== undefined) {
+        if (typeof hit === 'boolean') outcome = hit ? 'hit' : 'miss';
+        else {
+          invalid.hit++;
+          refused = true;
+        }
+      } else if (server && compiled.inferOutcomeFromHttp) {
+        outcome = inferredOutcome(span, compiled, view);
+      }
+    }
+
+    if (refused || (outcome === undefined && !server)) {
+      if (server) activity.count(view, span.startTimeUnixMillis, isServerError(span, compiled, view));
+      continue;
+    }
+    if (deduplicator?.seen(span.traceId, span.spanId)) {
+      duplicateSpans++;
+      continue;
+    }
+    if (server) activity.count(view, span.startTimeUnixMillis, isServerError(span, compiled, view));
+
+    if (outcome === undefined) {
+      attempts.push(arrival(span, key, compiled, view));
+      continue;
+    }
+    let scope: ScopeLevel | '' = '';
+    const declared = readValue(attributes, names.scope, fromResource.scope);
+    if (declared !== undefined) {
+      if (typeof declared === 'string' && SCOPE_SET.has(declared)) scope = declared as ScopeLevel;
+      else invalid.scope++;
+    }
+    attempts.push(serverAttempt(span, key, outcome, scope, compiled, view));
+  }
+
+  return { attempts, activity: activity.activity, duplicateSpans, invalid };
+}
+
+function isServerError(span: Span, compiled: CompiledMapping, view: ResourceView): boolean {
+  if (span.status.code === StatusCode.ERROR) return true;
+  const status = readNumber(span.attributes, compiled.names.statusCode, view.fields.statusCode);
+  return status !== undefined && status >= 500;
+}
+
+/**
+ * Reads the response the way an idempotency layer answers (the IETF Idempotency-Key draft and
+ * common implementations): a replay is marked by `Idempotent-Replayed: true`, a concurrent attempt
+ * is refused with 409, a payload mismatch with 422; any other 2xx is a first execution. Anything
+ * else (no status, 4xx/5xx) says nothing about the store, so the span stays an arrival.
+ */
+function inferredOutcome(span: Span, compiled: CompiledMapping, view: ResourceView): Outcome | undefined {
+  const replayed = readText(span.attributes, compiled.names.replayed, view.fields.replayed);
+  if (replayed !== undefined && replayed.trim().toLowerCase() === 'true') return 'hit';
+  const status = readNumber(span.attributes, compiled.names.statusCode, view.fields.statusCode);
+  if (status === 409) return 'in_progress';
+  if (status === 422) return 'mismatch';
+  if (status !== undefined && status >= 200 && status < 300) return 'miss';
+  return undefined;
+}
+
+function tenantOf(span: Span, compiled: CompiledMapping, view: ResourceView): string {
+  return readText(span.attributes, compiled.names.tenant, view.fields.tenant) ?? '';
+}
+
+function operationOf(span: Span, compiled: CompiledMapping, view: ResourceView): string {
+  return readText(span.attributes, compiled.names.operation, view.fields.operation) ?? span.name;
+}
+
+function serverAttempt(
+  span: Span,
+  key: string,
+  outcome: Outcome,
+  scope: ScopeLevel | '',
+  compiled: CompiledMapping,
+  view: ResourceView,
+): ServerAttempt {
+  const tenant = tenantOf(span, compiled, view);
+  const store =
+    readText(span.attributes, compiled.names.store, view.fields.store) ??
+    (scope === 'tenant' ? derivedStoreId(view.placement, scope, tenant) : view.storeByScope[scope]);
+  return {
+    kind: 'server',
+    key,
+    tenant,
+    traceId: span.traceId,
+    spanId: span.spanId,
+    parentSpanId: span.parentSpanId,
+    startUnixMillis: span.startTimeUnixMillis,
+    endUnixMillis: span.endTimeUnixMillis,
+    placement: view.placement,
+    operation: operationOf(span, compiled, view),
+    outcome,
+    store,
+    scope,
+  };
+}
+
+function arrival(span: Span, key: string, compiled: CompiledMapping, view: ResourceView): Arrival {
+  return {
+    kind: 'arrival',
+    key,
+    tenant: tenantOf(span, compiled, view),
+    traceId: span.traceId,
+    spanId: span.spanId,
+    parentSpanId: span.parentSpanId,
+    startUnixMillis: span.startTimeUnixMillis,
+    endUnixMillis: span.endTimeUnixMillis,
+    placement: view.placement,
+    operation: operationOf(span, compiled, view),
+  };
+}
+
+function clientAttempt(
+  span: Span,
+  key: string,
+  compiled: CompiledMapping,
+  view: ResourceView,
+): ClientAttempt {
+  const names = compiled.names;
+  const fromResource = view.fields;
+  const attributes = span.attributes;
+  let target: string;
+  const address = readText(attributes, names.serverAddress, fromResource.serverAddress);
+  if (address !== undefined) {
+    const port = readText(attributes, names.serverPort, fromResource.serverPort);
+    target = port === undefined ? address : address + ':' + port;
+  } else {
+    target = readText(attributes, names.peerAddress, fromResource.peerAddress) ?? '';
+  }
+  const failed = span.status.code === StatusCode.ERROR;
+  return {
+    kind: 'client',
+    key,
+    tenant: tenantOf(span, compiled, view),
+    traceId: span.traceId,
+    spanId: span.spanId,
+    parentSpanId: span.parentSpanId,
+    startUnixMillis: span.startTimeUnixMillis,
+    endUnixMillis: span.endTimeUnixMillis,
+    placement: view.placement,
+    operation: operationOf(span, compiled, view),
+    resendCount: readNumber(attributes, names.resendCount, fromResource.resendCount) ?? 0,
+    target,
+    statusCode: readNumber(attributes, names.statusCode, fromResource.statusCode) ?? 0,
+    error:
+      readText(attributes, names.errorType, fromResource.errorType) ??
+      (failed ? span.status.message || 'error' : ''),
+  };
+}

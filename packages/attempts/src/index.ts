@@ -1,0 +1,46 @@
+export {
+  type Arrival,
+  type Attempt,
+  type ClientAttempt,
+  type ExtractedAttempts,
+  INVALID_VALUE_REASONS,
+  type InvalidValueCounts,
+  type InvalidValueReason,
+  type NodeActivity,
+  OUTCOMES,
+  type Outcome,
+  type Placement,
+  SCOPE_LEVELS,
+  type ScopeLevel,
+  type ServerAttempt,
+} from './attempt.ts';
+export {
+  ATTEMPTS_ERRORS,
+  MAPPING_EMPTY_LIST,
+  MAPPING_EMPTY_NAME,
+  MAPPING_INVALID_VALUE,
+  MAPPING_SYNTAX,
+  MAPPING_UNKNOWN_KEY,
+  MAPPING_WRONG_TYPE,
+} from './errors.ts';
+export { extractAttempts } from './extract-attempts.ts';
+export {
+  defaultMapping,
+  KEY_NAMESPACES,
+  type KeyNamespace,
+  loadMapping,
+  MAPPING_FIELDS,
+  type Mapping,
+  type MappingField,
+  mappingAttributeNames,
+  PLACEMENT_FIELDS,
+  parseMapping,
+} from './mapping.ts';
+export { partitionKey } from './partition-key.ts';
+export {
+  createSpanDeduplicator,
+  DEFAULT_DEDUPLICATOR_MAX_ENTRIES,
+  type SpanDeduplicator,
+  type SpanDeduplicatorOptions,
+} from './span-deduplicator.ts';
+export { derivedStoreId } from './store-id.ts';

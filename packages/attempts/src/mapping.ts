@@ -1,0 +1,256 @@
+import { type ErrorDefinition, KeyscopeError } from '@keyscope/errors';
+import { parseDocument } from 'yaml';
+import {
+  MAPPING_EMPTY_LIST,
+  MAPPING_EMPTY_NAME,
+  MAPPING_INVALID_VALUE,
+  MAPPING_SYNTAX,
+  MAPPING_UNKNOWN_KEY,
+  MAPPING_WRONG_TYPE,
+} from './errors.ts';
+
+/**
+ * The attribute mapping: which span and resource attributes the attempts stage reads for each
+ * field. Every field is an ordered list of attribute names; extraction tries them in turn and
+ * takes the first usable value, looking at the span's attributes and then the resource's for each
+ * name. The placement fields (`service`, `node`, `cluster`, `region`, `zone`) are the exception:
+ * they describe the emitting process, which OpenTelemetry models as the resource, so they are read
+ * from resource attributes only (and computed once per resource, not once per span).
+ */
+export const MAPPING_FIELDS = [
+  'key',
+  'outcome',
+  'hit',
+  'store',
+  'scope',
+  'tenant',
+  'operation',
+  'service',
+  'node',
+  'cluster',
+  'region',
+  'zone',
+  'resendCount',
+  'statusCode',
+  'serverAddress',
+  'serverPort',
+  'peerAddress',
+  'errorType',
+  'replayed',
+] as const;
+export type MappingField = (typeof MAPPING_FIELDS)[number];
+
+export const PLACEMENT_FIELDS: readonly MappingField[] = ['service', 'node', 'cluster', 'region', 'zone'];
+
+/** Whether idempotency keys are unique globally or only within a tenant (see `partitionKey`). */
+export type KeyNamespace = 'global' | 'tenant';
+export const KEY_NAMESPACES: readonly KeyNamespace[] = ['global', 'tenant'];
+
+/** Validated, frozen, plain data: safe to share, log and pass between stages. */
+export interface Mapping {
+  readonly fields: Readonly<Record<MappingField, readonly string[]>>;
+  /** Derive an outcome from the HTTP response when a keyed SERVER span records none. */
+  readonly inferOutcomeFromHttp: boolean;
+  readonly keyNamespace: KeyNamespace;
+  /** Width of the `NodeActivity` time buckets. */
+  readonly activityBucketMillis: number;
+}
+
+const DEFAULT_FIELDS: Record<MappingField, readonly string[]> = {
+  key: ['idempotency.key', 'http.request.header.idempotency-key'],
+  outcome: ['idempotency.outcome'],
+  hit: ['idempotency.hit'],
+  store: ['idempotency.store'],
+  scope: ['idempotency.scope'],
+  tenant: ['tenant.id'],
+  // The span name is the last fallback for `operation`, after these names; it is not an attribute.
+  operation: ['http.route'],
+  service: ['service.name'],
+  node: ['service.instance.id', 'host.name'],
+  cluster: ['k8s.cluster.name'],
+  region: ['cloud.region'],
+  zone: ['cloud.availability_zone'],
+  resendCount: ['http.request.resend_count'],
+  statusCode: ['http.response.status_code'],
+  serverAddress: ['server.address'],
+  serverPort: ['server.port'],
+  peerAddress: ['network.peer.address'],
+  errorType: ['error.type'],
+  replayed: ['http.response.header.idempotent-replayed'],
+};
+
+const DEFAULT_OPTIONS = {
+  inferOutcomeFromHttp: false,
+  keyNamespace: 'global' as KeyNamespace,
+  activityBucketMillis: 1000,
+};
+
+const TOP_LEVEL_KEYS = ['fields', 'inferOutcomeFromHttp', 'keyNamespace', 'activityBucketMillis'] as const;
+
+export function defaultMapping(): Mapping {
+  return freezeMapping({ fields: { ...DEFAULT_FIELDS }, ...DEFAULT_OPTIONS });
+}
+
+/**
+ * Parses a mapping file's text (YAML; JSON is valid YAML). Throws a `KeyscopeError` with a
+ * `KS_MAPPING_*` code whose message starts with `sourceName` and names the offending path.
+ */
+export function loadMapping(text: string, sourceName: string): Mapping {
+  const document = parseDocument(text, { prettyErrors: true });
+  const problem = document.errors[0] ?? document.warnings[0];
+  if (problem !== undefined) {
+    throw new KeyscopeError(MAPPING_SYNTAX, `${sourceName}: not valid YAML or JSON: ${problem.message}`, {
+      cause: problem,
+    });
+  }
+  return parseMapping(document.toJS(), sourceName);
+}
+
+/**
+ * Validates an already-parsed mapping object against the strict schema. A field that is given
+ * replaces that field's default list entirely (list the defaults too to keep them as fallbacks);
+ * fields and options that are not given keep their defaults.
+ */
+export function parseMapping(value: unknown, sourceName = 'mapping'): Mapping {
+  const fail = (definition: ErrorDefinition, message: string): never => {
+    throw new KeyscopeError(definition, `${sourceName}: ${message}`);
+  };
+  if (!isPlainObject(value)) {
+    fail(MAPPING_WRONG_TYPE, `the mapping must be an object, received ${describe(value)}`);
+  }
+  const input = value as Record<string, unknown>;
+  for (const key of Object.keys(input)) {
+    if (!(TOP_LEVEL_KEYS as readonly string[]).includes(key)) {
+      fail(MAPPING_UNKNOWN_KEY, `${key} is not a known option; known: ${TOP_LEVEL_KEYS.join(', ')}`);
+    }
+  }
+
+  const fields: Record<MappingField, readonly string[]> = { ...DEFAULT_FIELDS };
+  if (input.fields !== undefined) {
+    if (!isPlainObject(input.fields)) {
+      fail(MAPPING_WRONG_TYPE, `fields must be an object, received ${describe(input.fields)}`);
+    }
+    const given = input.fields as Record<string, unknown>;
+    for (const field of Object.keys(given)) {
+      if (!(MAPPING_FIELDS as readonly string[]).includes(field)) {
+        fail(
+          MAPPING_UNKNOWN_KEY,
+          `fields.${field} is not a known field; known: ${MAPPING_FIELDS.join(', ')}`,
+        );
+      }
+      fields[field as MappingField] = parseNameList(given[field], `fields.${field}`, fail);
+    }
+  }
+
+  const options = { ...DEFAULT_OPTIONS };
+  if (input.inferOutcomeFromHttp !== undefined) {
+    if (typeof input.inferOutcomeFromHttp !== 'boolean') {
+      fail(
+        MAPPING_WRONG_TYPE,
+        `inferOutcomeFromHttp must be true or false, received ${describe(input.inferOutcomeFromHttp)}`,
+      );
+    }
+    options.inferOutcomeFromHttp = input.inferOutcomeFromHttp as boolean;
+  }
+  if (input.keyNamespace !== undefined) {
+    if (typeof input.keyNamespace !== 'string') {
+      fail(MAPPING_WRONG_TYPE, `keyNamespace must be a string, received ${describe(input.keyNamespace)}`);
+    }
+    if (!(KEY_NAMESPACES as readonly string[]).includes(input.keyNamespace as string)) {
+      fail(
+        MAPPING_INVALID_VALUE,
+        `keyNamespace must be one of ${KEY_NAMESPACES.join(', ')}, received ${JSON.stringify(input.keyNamespace)}`,
+      );
+    }
+    options.keyNamespace = input.keyNamespace as KeyNamespace;
+  }
+  if (input.activityBucketMillis !== undefined) {
+    const millis = input.activityBucketMillis;
+    if (typeof millis !== 'number') {
+      fail(MAPPING_WRONG_TYPE, `activityBucketMillis must be a number, received ${describe(millis)}`);
+    }
+    if (!Number.isSafeInteger(millis) || (millis as number) <= 0) {
+      fail(MAPPING_INVALID_VALUE, `activityBucketMillis must be a positive integer, received ${millis}`);
+    }
+    options.activityBucketMillis = millis as number;
+  }
+
+  return freezeMapping({ fields, ...options });
+}
+
+function parseNameList(
+  value: unknown,
+  path: string,
+  fail: (definition: ErrorDefinition, message: string) => never,
+): readonly string[] {
+  if (!Array.isArray(value)) {
+    return fail(MAPPING_WRONG_TYPE, `${path} must be a list of attribute names, received ${describe(value)}`);
+  }
+  if (value.length === 0) {
+    return fail(
+      MAPPING_EMPTY_LIST,
+      `${path} must list at least one attribute name; omit it to keep the defaults`,
+    );
+  }
+  const names: string[] = [];
+  value.forEach((name, index) => {
+    if (typeof name !== 'string') {
+      fail(MAPPING_WRONG_TYPE, `${path}[${index}] must be an attribute name, received ${describe(name)}`);
+    }
+    if ((name as string).trim() === '') {
+      fail(MAPPING_EMPTY_NAME, `${path}[${index}] is an empty attribute name`);
+    }
+    if (names.includes(name as string)) {
+      fail(MAPPING_INVALID_VALUE, `${path}[${index}] repeats ${name}`);
+    }
+    names.push(name as string);
+  });
+  return names;
+}
+
+/**
+ * Every attribute name the mapping reads, for the OTLP decoder's attribute filter
+ * (`DecodeOptions.spanAttributes` / `resourceAttributes`): attributes outside these sets need not
+ * be materialized. Non-placement fields are tried on the span and then the resource, so their
+ * names are in both sets; placement fields are read from the resource only.
+ */
+export function mappingAttributeNames(mapping: Mapping): { span: Set<string>; resource: Set<string> } {
+  const span = new Set<string>();
+  const resource = new Set<string>();
+  for (const field of MAPPING_FIELDS) {
+    const placement = PLACEMENT_FIELDS.includes(field);
+    for (const name of mapping.fields[field]) {
+      resource.add(name);
+      if (!placement) span.add(name);
+    }
+  }
+  return { span, resource };
+}
+
+function freezeMapping(mapping: {
+  fields: Record<MappingField, readonly string[]>;
+  inferOutcomeFromHttp: boolean;
+  keyNamespace: KeyNamespace;
+  activityBucketMillis: number;
+}): Mapping {
+  const fields = {} as Record<MappingField, readonly string[]>;
+  for (const field of MAPPING_FIELDS) fields[field] = Object.freeze([...mapping.fields[field]]);
+  return Object.freeze({
+    fields: Object.freeze(fields),
+    inferOutcomeFromHttp: mapping.inferOutcomeFromHttp,
+    keyNamespace: mapping.keyNamespace,
+    activityBucketMillis: mapping.activityBucketMillis,
+  });
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function describe(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'a list';
+  if (typeof value === 'object') return 'an object';
+  if (typeof value === 'string') return `the string ${JSON.stringify(value)}`;
+  return `${typeof value} ${String(value)}`;
+}

@@ -1,0 +1,390 @@
+import { SpanKind } from '@keyscope/otlp';
+import { describe, expect, it } from 'vitest';
+import type { Arrival, ClientAttempt, ServerAttempt } from '../src/attempt.ts';
+import { extractAttempts } from '../src/extract-attempts.ts';
+import { defaultMapping, parseMapping } from '../src/mapping.ts';
+import { clientSpan, internalSpan, resource, serverSpan, span } from './span-builders.ts';
+
+const mapping = defaultMapping();
+const inferring = parseMapping({ inferOutcomeFromHttp: true });
+
+function only<T>(spans: Parameters<typeof extractAttempts>[0], using = mapping): T {
+  const { attempts } = extractAttempts(spans, using);
+  expect(attempts).toHaveLength(1);
+  return attempts[0] as T;
+}
+
+describe('server attempts', () => {
+  it('turns a keyed SERVER span with an outcome into a server attempt with every base field', () => {
+    const placement = resource({
+      service: 'payments',
+      instance: 'payments-a-1',
+      cluster: 'eu-1',
+      region: 'eu-west-1',
+      zone: 'eu-west-1a',
+    });
+    const input = serverSpan({
+      key: 'k1',
+      outcome: 'miss',
+      store: 'redis-a',
+      scope: 'node',
+      tenant: 'acme',
+      route: '/payments',
+      startMillis: 1000,
+      durationMillis: 20,
+      parentSpanId: 'aaaaaaaaaaaaaaaa',
+      resource: placement,
+    });
+    expect(only<ServerAttempt>([input])).toEqual({
+      kind: 'server',
+      key: 'k1',
+      tenant: 'acme',
+      traceId: input.traceId,
+      spanId: input.spanId,
+      parentSpanId: 'aaaaaaaaaaaaaaaa',
+      startUnixMillis: 1000,
+      endUnixMillis: 1020,
+      placement: {
+        service: 'payments',
+        node: 'payments-a-1',
+        cluster: 'eu-1',
+        region: 'eu-west-1',
+        zone: 'eu-west-1a',
+      },
+      operation: '/payments',
+      outcome: 'miss',
+      store: 'redis-a',
+      scope: 'node',
+    });
+  });
+
+  it.each(['miss', 'hit', 'in_progress', 'mismatch', 'error'])('accepts the outcome %s', (outcome) => {
+    expect(only<ServerAttempt>([serverSpan({ key: 'k1', outcome })]).outcome).toBe(outcome);
+  });
+
+  it('reads idempotency.hit true as a hit and false as a miss when no outcome is recorded', () => {
+    const { attempts } = extractAttempts(
+      [serverSpan({ key: 'k1', hit: true }), serverSpan({ key: 'k2', hit: false })],
+      mapping,
+    );
+    expect(attempts.map((a) => (a as ServerAttempt).outcome)).toEqual(['hit', 'miss']);
+  });
+
+  it('prefers the recorded outcome over the hit boolean', () => {
+    expect(only<ServerAttempt>([serverSpan({ key: 'k1', outcome: 'miss', hit: true })]).outcome).toBe('miss');
+  });
+
+  it('takes the key from the idempotency-key request header, first value, when idempotency.key is absent', () => {
+    const input = serverSpan({
+      outcome: 'miss',
+      attributes: { 'http.request.header.idempotency-key': ['from-header', 'second'] },
+    });
+    expect(only<ServerAttempt>([input]).key).toBe('from-header');
+  });
+
+  it('prefers idempotency.key over the header', () => {
+    const input = serverSpan({
+      key: 'from-attribute',
+      outcome: 'miss',
+      attributes: { 'http.request.header.idempotency-key': ['from-header'] },
+    });
+    expect(only<ServerAttempt>([input]).key).toBe('from-attribute');
+  });
+
+  it('falls back to the header when idempotency.key is an empty string', () => {
+    const input = serverSpan({
+      key: '',
+      outcome: 'miss',
+      attributes: { 'http.request.header.idempotency-key': ['from-header'] },
+    });
+    expect(only<ServerAttempt>([input]).key).toBe('from-header');
+  });
+
+  it('reads a field from resource attributes when the span does not carry it', () => {
+    const tenantResource = resource({ attributes: { 'tenant.id': 'acme', 'idempotency.scope': 'region' } });
+    const attempt = only<ServerAttempt>([
+      serverSpan({ key: 'k1', outcome: 'miss', resource: tenantResource }),
+    ]);
+    expect(attempt.tenant).toBe('acme');
+    expect(attempt.scope).toBe('region');
+  });
+
+  it('prefers the span attribute over the resource attribute of the same name', () => {
+    const tenantResource = resource({ attributes: { 'tenant.id': 'from-resource' } });
+    const input = serverSpan({ key: 'k1', outcome: 'miss', tenant: 'from-span', resource: tenantResource });
+    expect(only<ServerAttempt>([input]).tenant).toBe('from-span');
+  });
+
+  it('uses the span name as the operation when http.route is absent', () => {
+    expect(only<ServerAttempt>([serverSpan({ key: 'k1', outcome: 'miss', name: 'charge' })]).operation).toBe(
+      'charge',
+    );
+  });
+
+  it('leaves tenant and scope empty when the span declares neither', () => {
+    const attempt = only<ServerAttempt>([serverSpan({ key: 'k1', outcome: 'miss' })]);
+    expect(attempt.tenant).toBe('');
+    expect(attempt.scope).toBe('');
+  });
+
+  it('takes the node from host.name when service.instance.id is absent', () => {
+    const hostOnly = resource({ service: 'payments', host: 'host-7' });
+    expect(
+      only<ServerAttempt>([serverSpan({ key: 'k1', outcome: 'miss', resource: hostOnly })]).placement.node,
+    ).toBe('host-7');
+  });
+
+  it('makes an INTERNAL span carrying the dedup decision a server attempt', () => {
+    expect(only<ServerAttempt>([internalSpan({ key: 'k1', outcome: 'hit' })]).kind).toBe('server');
+  });
+
+  it('makes an UNSPECIFIED span with an outcome a server attempt', () => {
+    expect(only<ServerAttempt>([span(SpanKind.UNSPECIFIED, { key: 'k1', outcome: 'miss' })]).kind).toBe(
+      'server',
+    );
+  });
+
+  it('makes PRODUCER and CONSUMER spans server attempts only when they carry an outcome', () => {
+    const { attempts } = extractAttempts(
+      [
+        span(SpanKind.PRODUCER, { key: 'k1' }),
+        span(SpanKind.CONSUMER, { key: 'k1' }),
+        span(SpanKind.CONSUMER, { key: 'k1', outcome: 'miss' }),
+        span(SpanKind.PRODUCER, { key: 'k1', hit: true }),
+      ],
+      mapping,
+    );
+    expect(attempts.map((a) => [a.kind, (a as ServerAttempt).outcome])).toEqual([
+      ['server', 'miss'],
+      ['server', 'hit'],
+    ]);
+  });
+
+  it('ignores an INTERNAL span that carries a key but no outcome', () => {
+    expect(extractAttempts([internalSpan({ key: 'k1' })], mapping).attempts).toEqual([]);
+  });
+
+  it('ignores spans without a key', () => {
+    const result = extractAttempts(
+      [serverSpan({ outcome: 'miss' }), clientSpan(), internalSpan({ outcome: 'hit' })],
+      mapping,
+    );
+    expect(result.attempts).toEqual([]);
+  });
+
+  it('shares one frozen placement object among all spans of one resource', () => {
+    const shared = resource({ instance: 'payments-b-2' });
+    const { attempts } = extractAttempts(
+      [
+        serverSpan({ key: 'k1', outcome: 'miss', resource: shared }),
+        serverSpan({ key: 'k2', outcome: 'miss', resource: resource() }),
+        serverSpan({ key: 'k3', outcome: 'miss', resource: shared }),
+      ],
+      mapping,
+    );
+    expect(attempts[0]!.placement).toBe(attempts[2]!.placement);
+    expect(attempts[0]!.placement).not.toBe(attempts[1]!.placement);
+    expect(Object.isFrozen(attempts[0]!.placement)).toBe(true);
+  });
+});
+
+describe('invalid values', () => {
+  it('refuses an outcome outside the closed list and counts it', () => {
+    const result = extractAttempts(
+      [serverSpan({ key: 'k1', outcome: 'HIT' }), serverSpan({ key: 'k2', outcome: 'skipped' })],
+      mapping,
+    );
+    expect(result.attempts).toEqual([]);
+    expect(result.invalid).toEqual({ outcome: 2, hit: 0, scope: 0 });
+  });
+
+  it('refuses an outcome of the wrong type and counts it', () => {
+    const result = extractAttempts(
+      [serverSpan({ key: 'k1', attributes: { 'idempotency.outcome': 1 } })],
+      mapping,
+    );
+    expect(result.attempts).toEqual([]);
+    expect(result.invalid.outcome).toBe(1);
+  });
+
+  it('refuses a hit value that is not a boolean and counts it', () => {
+    const result = extractAttempts([serverSpan({ key: 'k1', hit: 'true' })], mapping);
+    expect(result.attempts).toEqual([]);
+    expect(result.invalid).toEqual({ outcome: 0, hit: 1, scope: 0 });
+  });
+
+  it('keeps the attempt with an empty scope when the scope is outside the closed list, and counts it', () => {
+    const result = extractAttempts(
+      [serverSpan({ key: 'k1', outcome: 'miss', scope: 'datacenter' })],
+      mapping,
+    );
+    expect(result.invalid).toEqual({ outcome: 0, hit: 0, scope: 1 });
+    const attempt = result.attempts[0] as ServerAttempt;
+    expect(attempt.scope).toBe('');
+    expect(attempt.store).toBe('payments/unknown');
+  });
+
+  it('reports zero counts for clean input', () => {
+    expect(extractAttempts([serverSpan({ key: 'k1', outcome: 'miss' })], mapping).invalid).toEqual({
+      outcome: 0,
+      hit: 0,
+      scope: 0,
+    });
+  });
+});
+
+describe('arrivals', () => {
+  it('turns a keyed SERVER span without an outcome into an arrival', () => {
+    const input = serverSpan({ key: 'k1', route: '/payments', tenant: 'acme' });
+    expect(only<Arrival>([input])).toEqual({
+      kind: 'arrival',
+      key: 'k1',
+      tenant: 'acme',
+      traceId: input.traceId,
+      spanId: input.spanId,
+      parentSpanId: '',
+      startUnixMillis: input.startTimeUnixMillis,
+      endUnixMillis: input.endTimeUnixMillis,
+      placement: { service: 'payments', node: 'payments-a-1', cluster: '', region: '', zone: '' },
+      operation: '/payments',
+    });
+  });
+
+  it('does not infer outcomes from HTTP by default', () => {
+    expect(only<Arrival>([serverSpan({ key: 'k1', statusCode: 200 })]).kind).toBe('arrival');
+  });
+});
+
+describe('outcome inference from HTTP', () => {
+  it('infers a hit from the Idempotent-Replayed response header', () => {
+    const input = serverSpan({
+      key: 'k1',
+      statusCode: 200,
+      attributes: { 'http.response.header.idempotent-replayed': ['true'] },
+    });
+    expect(only<ServerAttempt>([input], inferring).outcome).toBe('hit');
+  });
+
+  it('infers in_progress from 409', () => {
+    expect(only<ServerAttempt>([serverSpan({ key: 'k1', statusCode: 409 })], inferring).outcome).toBe(
+      'in_progress',
+    );
+  });
+
+  it('infers mismatch from 422', () => {
+    expect(only<ServerAttempt>([serverSpan({ key: 'k1', statusCode: 422 })], inferring).outcome).toBe(
+      'mismatch',
+    );
+  });
+
+  it.each([200, 201, 204, 299])('infers miss from %i', (statusCode) => {
+    expect(only<ServerAttempt>([serverSpan({ key: 'k1', statusCode })], inferring).outcome).toBe('miss');
+  });
+
+  it('reads a replayed header of false as no replay', () => {
+    const input = serverSpan({
+      key: 'k1',
+      statusCode: 201,
+      attributes: { 'http.response.header.idempotent-replayed': ['false'] },
+    });
+    expect(only<ServerAttempt>([input], inferring).outcome).toBe('miss');
+  });
+
+  it.each([400, 404, 500, 503])('keeps a span answered %i an arrival', (statusCode) => {
+    expect(only<Arrival>([serverSpan({ key: 'k1', statusCode })], inferring).kind).toBe('arrival');
+  });
+
+  it('keeps a span without a status code an arrival', () => {
+    expect(only<Arrival>([serverSpan({ key: 'k1' })], inferring).kind).toBe('arrival');
+  });
+
+  it('never overrides a recorded outcome', () => {
+    expect(
+      only<ServerAttempt>([serverSpan({ key: 'k1', outcome: 'hit', statusCode: 201 })], inferring).outcome,
+    ).toBe('hit');
+  });
+
+  it('infers only on SERVER spans', () => {
+    expect(extractAttempts([internalSpan({ key: 'k1', statusCode: 200 })], inferring).attempts).toEqual([]);
+  });
+});
+
+describe('client attempts', () => {
+  it('turns a keyed CLIENT span into a client attempt with defaults for everything unrecorded', () => {
+    const input = clientSpan({ key: 'k1', name: 'POST' });
+    expect(only<ClientAttempt>([input])).toEqual({
+      kind: 'client',
+      key: 'k1',
+      tenant: '',
+      traceId: input.traceId,
+      spanId: input.spanId,
+      parentSpanId: '',
+      startUnixMillis: input.startTimeUnixMillis,
+      endUnixMillis: input.endTimeUnixMillis,
+      placement: { service: 'payments', node: 'payments-a-1', cluster: '', region: '', zone: '' },
+      operation: 'POST',
+      resendCount: 0,
+      target: '',
+      statusCode: 0,
+      error: '',
+    });
+  });
+
+  it('reads the resend count, status code, and server address with port', () => {
+    const attempt = only<ClientAttempt>([
+      clientSpan({
+        key: 'k1',
+        statusCode: 201,
+        attributes: {
+          'http.request.resend_count': 2,
+          'server.address': 'api.example.com',
+          'server.port': 8443,
+        },
+      }),
+    ]);
+    expect([attempt.resendCount, attempt.statusCode, attempt.target]).toEqual([
+      2,
+      201,
+      'api.example.com:8443',
+    ]);
+  });
+
+  it('reads a resend count the decoder kept as a bigint', () => {
+    const input = clientSpan({ key: 'k1', attributes: { 'http.request.resend_count': 3n } });
+    expect(only<ClientAttempt>([input]).resendCount).toBe(3);
+  });
+
+  it('uses the server address alone when the port is absent', () => {
+    const input = clientSpan({ key: 'k1', attributes: { 'server.address': 'api.example.com' } });
+    expect(only<ClientAttempt>([input]).target).toBe('api.example.com');
+  });
+
+  it('falls back to the network peer address as the target', () => {
+    const input = clientSpan({ key: 'k1', attributes: { 'network.peer.address': '10.0.0.7' } });
+    expect(only<ClientAttempt>([input]).target).toBe('10.0.0.7');
+  });
+
+  it('takes the error from error.type first', () => {
+    const input = clientSpan({
+      key: 'k1',
+      error: true,
+      statusMessage: 'socket hang up',
+      attributes: { 'error.type': 'timeout' },
+    });
+    expect(only<ClientAttempt>([input]).error).toBe('timeout');
+  });
+
+  it('takes the error from the status message of an ERROR span without error.type', () => {
+    expect(
+      only<ClientAttempt>([clientSpan({ key: 'k1', error: true, statusMessage: 'socket hang up' })]).error,
+    ).toBe('socket hang up');
+  });
+
+  it("says 'error' for an ERROR span with no message and no error.type", () => {
+    expect(only<ClientAttempt>([clientSpan({ key: 'k1', error: true })]).error).toBe('error');
+  });
+
+  it('ignores an outcome attribute on a client span', () => {
+    expect(only<ClientAttempt>([clientSpan({ key: 'k1', outcome: 'miss' })]).kind).toBe('client');
+  });
+});
