@@ -1,0 +1,88 @@
+import { describe, expect, it } from 'vitest';
+import { extractAttempts } from '../src/extract-attempts.ts';
+import { defaultMapping, parseMapping } from '../src/mapping.ts';
+import { clientSpan, internalSpan, resource, serverSpan } from './span-builders.ts';
+
+const nodeA = resource({ service: 'payments', instance: 'a-1', region: 'eu' });
+const nodeB = resource({ service: 'payments', instance: 'b-1', region: 'eu' });
+
+describe('node activity', () => {
+  it('counts every SERVER span per placement and one-second bucket, keyed or not', () => {
+    const { activity } = extractAttempts(
+      [
+        serverSpan({ resource: nodeA, startMillis: 10_000 }),
+        serverSpan({ resource: nodeA, startMillis: 10_999, key: 'k1', outcome: 'miss' }),
+        serverSpan({ resource: nodeA, startMillis: 11_000, key: 'k2' }),
+        serverSpan({ resource: nodeB, startMillis: 10_500 }),
+      ],
+      defaultMapping(),
+    );
+    expect(activity.map((a) => [a.placement.node, a.bucketStartUnixMillis, a.bucketMillis, a.spans])).toEqual(
+      [
+        ['a-1', 10_000, 1000, 2],
+        ['a-1', 11_000, 1000, 1],
+        ['b-1', 10_000, 1000, 1],
+      ],
+    );
+  });
+
+  it('does not count CLIENT or INTERNAL spans', () => {
+    const { activity } = extractAttempts(
+      [
+        clientSpan({ resource: nodeA, key: 'k1' }),
+        internalSpan({ resource: nodeA, key: 'k1', outcome: 'miss' }),
+      ],
+      defaultMapping(),
+    );
+    expect(activity).toEqual([]);
+  });
+
+  it('counts ERROR spans and spans answered 5xx as errors, 4xx not', () => {
+    const { activity } = extractAttempts(
+      [
+        serverSpan({ resource: nodeA, error: true }),
+        serverSpan({ resource: nodeA, statusCode: 503 }),
+        serverSpan({ resource: nodeA, statusCode: 500, key: 'k1', outcome: 'error' }),
+        serverSpan({ resource: nodeA, statusCode: 404 }),
+        serverSpan({ resource: nodeA, statusCode: 200 }),
+      ],
+      defaultMapping(),
+    );
+    expect(activity).toHaveLength(1);
+    expect([activity[0]!.spans, activity[0]!.errors]).toEqual([5, 3]);
+  });
+
+  it('merges resources with equal placements into one entry', () => {
+    const { activity } = extractAttempts(
+      [
+        serverSpan({ resource: resource({ instance: 'a-1' }) }),
+        serverSpan({ resource: resource({ instance: 'a-1' }) }),
+      ],
+      defaultMapping(),
+    );
+    expect(activity).toHaveLength(1);
+    expect(activity[0]!.spans).toBe(2);
+  });
+
+  it('uses the configured bucket width', () => {
+    const { activity } = extractAttempts(
+      [
+        serverSpan({ resource: nodeA, startMillis: 59_999 }),
+        serverSpan({ resource: nodeA, startMillis: 60_000 }),
+      ],
+      parseMapping({ activityBucketMillis: 60_000 }),
+    );
+    expect(activity.map((a) => [a.bucketStartUnixMillis, a.bucketMillis, a.spans])).toEqual([
+      [0, 60_000, 1],
+      [60_000, 60_000, 1],
+    ]);
+  });
+
+  it('counts a SERVER span whose outcome was refused', () => {
+    const { activity } = extractAttempts(
+      [serverSpan({ resource: nodeA, key: 'k1', outcome: 'nope' })],
+      defaultMapping(),
+    );
+    expect(activity[0]!.spans).toBe(1);
+  });
+});
