@@ -116,7 +116,10 @@ export function parseMapping(value: unknown, sourceName = 'mapping'): Mapping {
     throw new KeyscopeError(definition, `${sourceName}: ${message}`);
   };
   if (!isPlainObject(value)) {
-    fail(MAPPING_WRONG_TYPE, `the mapping must be an object, received ${describe(value)}`);
+    fail(
+      MAPPING_WRONG_TYPE,
+      `the mapping must be an object, received ${describe(value)}${value == null ? ' (an empty file? write {} for all defaults)' : ''}`,
+    );
   }
   const input = value as Record<string, unknown>;
   for (const key of Object.keys(input)) {

@@ -1,0 +1,27 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { ATTEMPTS_ERRORS } from '../src/errors.ts';
+
+function attemptsSection(): string {
+  const text = readFileSync(new URL('../../../docs/errors.md', import.meta.url), 'utf8');
+  const start = text.indexOf('\n## attempts');
+  expect(start).toBeGreaterThanOrEqual(0);
+  const end = text.indexOf('\n## ', start + 1);
+  return text.slice(start, end === -1 ? undefined : end);
+}
+
+describe('attempts error codes', () => {
+  it('documents every code in the attempts section of docs/errors.md with its HTTP status', () => {
+    const section = attemptsSection();
+    for (const definition of ATTEMPTS_ERRORS) {
+      expect(section).toContain(`| \`${definition.code}\` | ${definition.httpStatus} | permanent |`);
+    }
+  });
+
+  it('declares only permanent KS_MAPPING_ codes', () => {
+    for (const definition of ATTEMPTS_ERRORS) {
+      expect(definition.code).toMatch(/^KS_MAPPING_[A-Z_]+$/);
+      expect(definition.retryable).toBe(false);
+    }
+  });
+});

@@ -1,0 +1,227 @@
+import { readFileSync } from 'node:fs';
+import { isKeyscopeError } from '@keyscope/errors';
+import { describe, expect, it } from 'vitest';
+import type { ServerAttempt } from '../src/attempt.ts';
+import { extractAttempts } from '../src/extract-attempts.ts';
+import {
+  defaultMapping,
+  loadMapping,
+  MAPPING_FIELDS,
+  mappingAttributeNames,
+  parseMapping,
+} from '../src/mapping.ts';
+import { resource, serverSpan } from './span-builders.ts';
+
+function codeOf(action: () => unknown): string {
+  try {
+    action();
+  } catch (error) {
+    if (isKeyscopeError(error)) return error.code;
+    throw error;
+  }
+  throw new Error('expected a KeyscopeError, nothing was thrown');
+}
+
+describe('default mapping', () => {
+  it('lists the conventions of DESIGN.md', () => {
+    const { fields, ...options } = defaultMapping();
+    expect(fields).toEqual({
+      key: ['idempotency.key', 'http.request.header.idempotency-key'],
+      outcome: ['idempotency.outcome'],
+      hit: ['idempotency.hit'],
+      store: ['idempotency.store'],
+      scope: ['idempotency.scope'],
+      tenant: ['tenant.id'],
+      operation: ['http.route'],
+      service: ['service.name'],
+      node: ['service.instance.id', 'host.name'],
+      cluster: ['k8s.cluster.name'],
+      region: ['cloud.region'],
+      zone: ['cloud.availability_zone'],
+      resendCount: ['http.request.resend_count'],
+      statusCode: ['http.response.status_code'],
+      serverAddress: ['server.address'],
+      serverPort: ['server.port'],
+      peerAddress: ['network.peer.address'],
+      errorType: ['error.type'],
+      replayed: ['http.response.header.idempotent-replayed'],
+    });
+    expect(options).toEqual({
+      inferOutcomeFromHttp: false,
+      keyNamespace: 'global',
+      activityBucketMillis: 1000,
+    });
+  });
+
+  it('is frozen all the way down', () => {
+    const mapping = defaultMapping();
+    expect(Object.isFrozen(mapping)).toBe(true);
+    expect(Object.isFrozen(mapping.fields)).toBe(true);
+    expect(Object.isFrozen(mapping.fields.key)).toBe(true);
+  });
+
+  it('equals the documented example file', () => {
+    const example = readFileSync(new URL('../mapping.example.yaml', import.meta.url), 'utf8');
+    expect(loadMapping(example, 'mapping.example.yaml')).toEqual(defaultMapping());
+  });
+});
+
+describe('mapping files', () => {
+  it('reads YAML, replacing the fields it gives and keeping the other defaults', () => {
+    const mapping = loadMapping(
+      [
+        'fields:',
+        '  key: [idempotency.key, http.request.header.idempotency-key, app.request_id]',
+        '  store: [dedup.store]',
+        'inferOutcomeFromHttp: true',
+        'keyNamespace: tenant',
+        'activityBucketMillis: 5000',
+      ].join('\n'),
+      'mapping.yaml',
+    );
+    expect(mapping.fields.key).toEqual([
+      'idempotency.key',
+      'http.request.header.idempotency-key',
+      'app.request_id',
+    ]);
+    expect(mapping.fields.store).toEqual(['dedup.store']);
+    expect(mapping.fields.outcome).toEqual(['idempotency.outcome']);
+    expect([mapping.inferOutcomeFromHttp, mapping.keyNamespace, mapping.activityBucketMillis]).toEqual([
+      true,
+      'tenant',
+      5000,
+    ]);
+  });
+
+  it('reads JSON', () => {
+    const mapping = loadMapping(
+      '{"fields": {"tenant": ["org.id"]}, "keyNamespace": "tenant"}',
+      'mapping.json',
+    );
+    expect(mapping.fields.tenant).toEqual(['org.id']);
+    expect(mapping.keyNamespace).toBe('tenant');
+  });
+
+  it('drives extraction: a custom key fallback and a replaced store attribute', () => {
+    const mapping = parseMapping({
+      fields: { key: ['idempotency.key', 'app.request_id'], store: ['dedup.store'] },
+    });
+    const { attempts } = extractAttempts(
+      [
+        serverSpan({
+          outcome: 'miss',
+          store: 'ignored-now',
+          attributes: { 'app.request_id': 'r-1', 'dedup.store': 'redis-a' },
+        }),
+      ],
+      mapping,
+    );
+    expect(attempts.map((a) => [a.key, (a as ServerAttempt).store])).toEqual([['r-1', 'redis-a']]);
+  });
+
+  it('drives placement from renamed resource attributes', () => {
+    const mapping = parseMapping({ fields: { node: ['pod.name'] } });
+    const podResource = resource({ instance: 'ignored', attributes: { 'pod.name': 'pod-1' } });
+    const { attempts } = extractAttempts(
+      [serverSpan({ key: 'k1', outcome: 'miss', scope: 'node', resource: podResource })],
+      mapping,
+    );
+    expect((attempts[0] as ServerAttempt).store).toBe('payments/node:pod-1');
+  });
+
+  it('accepts an empty object as all defaults', () => {
+    expect(parseMapping({})).toEqual(defaultMapping());
+  });
+
+  it('names the source and the path in its messages', () => {
+    expect(() => loadMapping('fields:\n  ky: [a]\n', 'my-mapping.yaml')).toThrow(
+      /my-mapping\.yaml: fields\.ky is not a known field; known: key, outcome/,
+    );
+  });
+});
+
+describe('mapping strictness', () => {
+  it.each([
+    ['text that is not YAML', 'fields: [unclosed', 'KS_MAPPING_SYNTAX'],
+    ['a duplicated key', 'keyNamespace: global\nkeyNamespace: tenant\n', 'KS_MAPPING_SYNTAX'],
+    ['an empty file', '', 'KS_MAPPING_WRONG_TYPE'],
+    ['a list at the root', '- key\n', 'KS_MAPPING_WRONG_TYPE'],
+  ])('refuses %s', (_, text, code) => {
+    expect(codeOf(() => loadMapping(text, 'm.yaml'))).toBe(code);
+  });
+
+  it.each([
+    ['an unknown option', { inferOutcome: true }, 'KS_MAPPING_UNKNOWN_KEY'],
+    ['an unknown field', { fields: { ky: ['a'] } }, 'KS_MAPPING_UNKNOWN_KEY'],
+    ['fields that are not an object', { fields: ['key'] }, 'KS_MAPPING_WRONG_TYPE'],
+    ['a field that is a string, not a list', { fields: { key: 'idempotency.key' } }, 'KS_MAPPING_WRONG_TYPE'],
+    ['a name that is not a string', { fields: { key: [42] } }, 'KS_MAPPING_WRONG_TYPE'],
+    ['an empty list', { fields: { key: [] } }, 'KS_MAPPING_EMPTY_LIST'],
+    ['an empty name', { fields: { key: ['idempotency.key', ''] } }, 'KS_MAPPING_EMPTY_NAME'],
+    ['a blank name', { fields: { key: ['  '] } }, 'KS_MAPPING_EMPTY_NAME'],
+    ['a name listed twice', { fields: { key: ['a', 'a'] } }, 'KS_MAPPING_INVALID_VALUE'],
+    ['inferOutcomeFromHttp as a string', { inferOutcomeFromHttp: 'yes' }, 'KS_MAPPING_WRONG_TYPE'],
+    ['keyNamespace that is not a string', { keyNamespace: 1 }, 'KS_MAPPING_WRONG_TYPE'],
+    ['an unknown keyNamespace', { keyNamespace: 'region' }, 'KS_MAPPING_INVALID_VALUE'],
+    ['activityBucketMillis as a string', { activityBucketMillis: '1s' }, 'KS_MAPPING_WRONG_TYPE'],
+    ['a zero activityBucketMillis', { activityBucketMillis: 0 }, 'KS_MAPPING_INVALID_VALUE'],
+    ['a fractional activityBucketMillis', { activityBucketMillis: 1.5 }, 'KS_MAPPING_INVALID_VALUE'],
+  ])('refuses %s', (_, value, code) => {
+    expect(codeOf(() => parseMapping(value))).toBe(code);
+  });
+
+  it('throws permanent errors', () => {
+    try {
+      parseMapping({ fields: { ky: ['a'] } });
+    } catch (error) {
+      expect(isKeyscopeError(error) && !error.retryable).toBe(true);
+      return;
+    }
+    throw new Error('expected an error');
+  });
+});
+
+describe('mapping attribute names', () => {
+  it('lists every name read from spans in the span set, and every name in the resource set', () => {
+    const mapping = parseMapping({
+      fields: { key: ['idempotency.key', 'app.request_id'], node: ['pod.name'] },
+    });
+    const names = mappingAttributeNames(mapping);
+    for (const field of MAPPING_FIELDS) {
+      for (const name of mapping.fields[field]) expect(names.resource.has(name)).toBe(true);
+    }
+    expect(names.span.has('app.request_id')).toBe(true);
+    expect(names.span.has('http.response.header.idempotent-replayed')).toBe(true);
+    expect(names.resource.has('pod.name')).toBe(true);
+    expect(names.resource.has('service.name')).toBe(true);
+  });
+
+  it('leaves placement names out of the span set, since placement is read from the resource only', () => {
+    const names = mappingAttributeNames(defaultMapping());
+    expect(names.span.has('service.name')).toBe(false);
+    expect(names.span.has('host.name')).toBe(false);
+  });
+
+  it('is enough: extraction reads the same attempts from spans filtered to those names', () => {
+    const mapping = defaultMapping();
+    const names = mappingAttributeNames(mapping);
+    const full = serverSpan({
+      key: 'k1',
+      outcome: 'miss',
+      scope: 'node',
+      route: '/pay',
+      attributes: { 'http.request.method': 'POST', 'user_agent.original': 'curl' },
+    });
+    const keep = (attributes: Record<string, unknown>, allowed: Set<string>) =>
+      Object.assign(
+        Object.create(null),
+        Object.fromEntries(Object.entries(attributes).filter(([name]) => allowed.has(name))),
+      );
+    const filtered = {
+      ...full,
+      attributes: keep(full.attributes, names.span),
+      resource: { attributes: keep(full.resource.attributes, names.resource) },
+    };
+    expect(extractAttempts([filtered], mapping).attempts).toEqual(extractAttempts([full], mapping).attempts);
+  });
+});
