@@ -1,0 +1,67 @@
+import { defineError } from '@keyscope/errors';
+
+/**
+ * The analyzer's own error codes: what its receivers refuse before a payload reaches the decoder,
+ * what they answer when the pipeline behind them is saturated, and what stops `keyscope serve`
+ * from starting. Decode errors are the otlp package's (`KS_OTLP_*`).
+ */
+
+export const ANALYZER_BODY_TOO_LARGE = defineError(
+  'KS_ANALYZER_BODY_TOO_LARGE',
+  413,
+  false,
+  'An OTLP/HTTP request body is larger than `otlp.http.bodyLimitBytes`, before or after decompression.',
+);
+
+export const ANALYZER_UNSUPPORTED_MEDIA_TYPE = defineError(
+  'KS_ANALYZER_UNSUPPORTED_MEDIA_TYPE',
+  415,
+  false,
+  'An OTLP/HTTP request has a Content-Type other than application/x-protobuf or application/json (charset utf-8).',
+);
+
+export const ANALYZER_UNSUPPORTED_CONTENT_ENCODING = defineError(
+  'KS_ANALYZER_UNSUPPORTED_CONTENT_ENCODING',
+  415,
+  false,
+  'An OTLP/HTTP request has a Content-Encoding other than gzip or identity.',
+);
+
+export const ANALYZER_BAD_COMPRESSION = defineError(
+  'KS_ANALYZER_BAD_COMPRESSION',
+  400,
+  false,
+  'An OTLP/HTTP request body declared as gzip is not a valid gzip stream (corrupt or truncated).',
+);
+
+export const ANALYZER_SATURATED = defineError(
+  'KS_ANALYZER_SATURATED',
+  503,
+  true,
+  'The receivers already hold `otlp.admission.maxInFlightRequests` requests or `maxInFlightSpans` spans that the pipeline has not acknowledged; the sender should retry after the Retry-After interval.',
+);
+
+export const ANALYZER_INTERNAL = defineError(
+  'KS_ANALYZER_INTERNAL',
+  500,
+  false,
+  'The decoder or the pipeline failed with an error that is not a KeyscopeError: a bug, logged with its stack.',
+);
+
+export const ANALYZER_CONFIG_INVALID = defineError(
+  'KS_ANALYZER_CONFIG_INVALID',
+  400,
+  false,
+  'The `keyscope serve` configuration (file or flags) has an unknown key or an invalid value; the message names the field.',
+);
+
+/** Every code this service declares, for the registry test. */
+export const ANALYZER_ERRORS = [
+  ANALYZER_BODY_TOO_LARGE,
+  ANALYZER_UNSUPPORTED_MEDIA_TYPE,
+  ANALYZER_UNSUPPORTED_CONTENT_ENCODING,
+  ANALYZER_BAD_COMPRESSION,
+  ANALYZER_SATURATED,
+  ANALYZER_INTERNAL,
+  ANALYZER_CONFIG_INVALID,
+] as const;

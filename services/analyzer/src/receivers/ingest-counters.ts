@@ -1,0 +1,100 @@
+/**
+ * What the receivers took in and what they refused, per transport. Plain in-memory counters: the
+ * /metrics endpoint reads `snapshot()` and exports them, so nothing here knows about Prometheus.
+ */
+
+export type Transport = 'http' | 'grpc';
+
+/**
+ * Why a payload or span was refused, from a closed list: the receiver's own reasons below, or the
+ * `KS_*` code of the KeyscopeError a decoder or consumer threw (closed too: codes are declared
+ * once, at load, in each package's errors.ts). Anything else counts as `internal_error`.
+ */
+export const RECEIVER_REJECT_REASONS = [
+  'body_too_large',
+  'unsupported_media_type',
+  'unsupported_content_encoding',
+  'bad_compression',
+  'saturated',
+  /** The sender closed the connection before its body arrived. */
+  'request_aborted',
+  /** Spans the consumer refused one by one, answered with partial_success. */
+  'consumer_refused',
+  'internal_error',
+] as const;
+export type ReceiverRejectReason = (typeof RECEIVER_REJECT_REASONS)[number];
+export type RejectReason = ReceiverRejectReason | `KS_${string}`;
+
+export interface TransportCounts {
+  payloadsReceived: number;
+  /** Payloads answered 200 / OK, including partial successes. */
+  payloadsAccepted: number;
+  payloadsRejected: Record<string, number>;
+  spansAccepted: number;
+  /** Only spans whose count was known: a payload refused before decoding counts no spans. */
+  spansRejected: Record<string, number>;
+  /** Bytes as they arrived on the wire. gRPC reports 0: grpc-js decompresses before the handler. */
+  bytesReceivedCompressed: number;
+  bytesReceivedDecompressed: number;
+}
+
+export type IngestCountersSnapshot = Record<Transport, TransportCounts>;
+
+export class IngestCounters {
+  readonly #counts: IngestCountersSnapshot = { http: emptyCounts(), grpc: emptyCounts() };
+
+  payloadReceived(transport: Transport): void {
+    this.#counts[transport].payloadsReceived += 1;
+  }
+
+  bytesReceived(transport: Transport, compressedBytes: number, decompressedBytes: number): void {
+    const counts = this.#counts[transport];
+    counts.bytesReceivedCompressed += compressedBytes;
+    counts.bytesReceivedDecompressed += decompressedBytes;
+  }
+
+  payloadAccepted(transport: Transport, acceptedSpans: number): void {
+    const counts = this.#counts[transport];
+    counts.payloadsAccepted += 1;
+    counts.spansAccepted += acceptedSpans;
+  }
+
+  payloadRejected(transport: Transport, reason: RejectReason, spans: number): void {
+    const counts = this.#counts[transport];
+    increment(counts.payloadsRejected, reason, 1);
+    this.spansRejected(transport, reason, spans);
+  }
+
+  spansRejected(transport: Transport, reason: RejectReason, spans: number): void {
+    if (spans > 0) increment(this.#counts[transport].spansRejected, reason, spans);
+  }
+
+  /** A copy: later counting never changes a snapshot already taken. */
+  snapshot(): IngestCountersSnapshot {
+    return { http: copyCounts(this.#counts.http), grpc: copyCounts(this.#counts.grpc) };
+  }
+}
+
+function emptyCounts(): TransportCounts {
+  return {
+    payloadsReceived: 0,
+    payloadsAccepted: 0,
+    payloadsRejected: {},
+    spansAccepted: 0,
+    spansRejected: {},
+    bytesReceivedCompressed: 0,
+    bytesReceivedDecompressed: 0,
+  };
+}
+
+function copyCounts(counts: TransportCounts): TransportCounts {
+  return {
+    ...counts,
+    payloadsRejected: { ...counts.payloadsRejected },
+    spansRejected: { ...counts.spansRejected },
+  };
+}
+
+function increment(table: Record<string, number>, reason: RejectReason, by: number): void {
+  table[reason] = (table[reason] ?? 0) + by;
+}

@@ -1,0 +1,61 @@
+import { GrpcCode, grpcCodeFor, isKeyscopeError } from '@keyscope/errors';
+import {
+  ANALYZER_BAD_COMPRESSION,
+  ANALYZER_BODY_TOO_LARGE,
+  ANALYZER_SATURATED,
+  ANALYZER_UNSUPPORTED_CONTENT_ENCODING,
+  ANALYZER_UNSUPPORTED_MEDIA_TYPE,
+} from '../errors.ts';
+import type { ReceiverRejectReason, RejectReason } from './ingest-counters.ts';
+
+/**
+ * How a refused payload is answered, in one place for both transports: the HTTP status and the
+ * gRPC code, whether the sender should retry, and the reason it is counted under.
+ */
+export interface IngestFailure {
+  readonly reason: RejectReason;
+  readonly httpStatus: number;
+  readonly grpcCode: number;
+  /** Retryable failures carry Retry-After over HTTP. */
+  readonly retryable: boolean;
+  /** For the sender: google.rpc.Status message / gRPC status details. */
+  readonly message: string;
+}
+
+const REASON_BY_CODE: ReadonlyMap<string, ReceiverRejectReason> = new Map([
+  [ANALYZER_BODY_TOO_LARGE.code, 'body_too_large'],
+  [ANALYZER_UNSUPPORTED_MEDIA_TYPE.code, 'unsupported_media_type'],
+  [ANALYZER_UNSUPPORTED_CONTENT_ENCODING.code, 'unsupported_content_encoding'],
+  [ANALYZER_BAD_COMPRESSION.code, 'bad_compression'],
+  [ANALYZER_SATURATED.code, 'saturated'],
+]);
+
+/** OTLP/HTTP clients retry exactly these; any other 4xx/5xx makes them drop the data. */
+const RETRYABLE_HTTP_STATUSES: ReadonlySet<number> = new Set([429, 502, 503, 504]);
+
+export const INTERNAL_FAILURE: IngestFailure = Object.freeze({
+  reason: 'internal_error',
+  httpStatus: 500,
+  grpcCode: GrpcCode.INTERNAL,
+  retryable: false,
+  message: 'internal error; the keyscope log has the details',
+});
+
+export function ingestFailureFor(error: unknown): IngestFailure {
+  if (!isKeyscopeError(error) || !error.code.startsWith('KS_')) return INTERNAL_FAILURE;
+  const reason: RejectReason = REASON_BY_CODE.get(error.code) ?? (error.code as `KS_${string}`);
+  if (error.retryable) {
+    return {
+      reason,
+      httpStatus: error.httpStatus === 429 ? 429 : 503,
+      // Not RESOURCE_EXHAUSTED: OTLP clients retry it only when the status carries RetryInfo,
+      // which this receiver does not attach; UNAVAILABLE is what the spec asks for backpressure.
+      grpcCode: GrpcCode.UNAVAILABLE,
+      retryable: true,
+      message: error.message,
+    };
+  }
+  const httpStatus =
+    error.httpStatus >= 400 && !RETRYABLE_HTTP_STATUSES.has(error.httpStatus) ? error.httpStatus : 500;
+  return { reason, httpStatus, grpcCode: grpcCodeFor(error), retryable: false, message: error.message };
+}

@@ -1,0 +1,77 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { isKeyscopeError } from '@keyscope/errors';
+import { describe, expect, it } from 'vitest';
+import { defaultServeConfig, readConfigFile, resolveServeConfig } from '../src/config.ts';
+import { ANALYZER_CONFIG_INVALID } from '../src/errors.ts';
+
+function configError(run: () => unknown): { code: string; message: string } {
+  try {
+    run();
+  } catch (error) {
+    if (isKeyscopeError(error)) return { code: error.code, message: error.message };
+    throw error;
+  }
+  throw new Error('expected the configuration to be refused');
+}
+
+describe('serve configuration', () => {
+  it('defaults to the OTLP ports on loopback', () => {
+    const config = defaultServeConfig();
+    expect(config.otlp.http).toMatchObject({
+      host: '127.0.0.1',
+      port: 4318,
+      bodyLimitBytes: 20 * 1024 * 1024,
+    });
+    expect(config.otlp.grpc).toMatchObject({ host: '127.0.0.1', port: 4317 });
+  });
+
+  it('lays a partial config over the defaults and freezes the result', () => {
+    const config = resolveServeConfig({ otlp: { http: { port: 0 } }, db: { path: ':memory:' } });
+    expect(config.otlp.http.port).toBe(0);
+    expect(config.otlp.http.bodyLimitBytes).toBe(defaultServeConfig().otlp.http.bodyLimitBytes);
+    expect(config.db.path).toBe(':memory:');
+    expect(Object.isFrozen(config.otlp.http)).toBe(true);
+  });
+
+  it('names an unknown key with its parent', () => {
+    const error = configError(() => resolveServeConfig({ otlp: { htttp: {} } }));
+    expect(error.code).toBe(ANALYZER_CONFIG_INVALID.code);
+    expect(error.message).toContain("'otlp'");
+    expect(error.message).toContain('htttp');
+  });
+
+  it.each([
+    [{ otlp: { grpc: { port: 70_000 } } }, 'otlp.grpc.port'],
+    [{ otlp: { http: { port: '4318' } } }, 'otlp.http.port'],
+    [{ otlp: { http: { bodyLimitBytes: 0 } } }, 'otlp.http.bodyLimitBytes'],
+    [{ otlp: { admission: { maxInFlightSpans: 1.5 } } }, 'otlp.admission.maxInFlightSpans'],
+    [{ api: { host: '' } }, 'api.host'],
+    [{ db: 'keyscope.db' }, 'db'],
+  ])('names the invalid field in %j', (overrides, field) => {
+    const error = configError(() => resolveServeConfig(overrides));
+    expect(error.code).toBe(ANALYZER_CONFIG_INVALID.code);
+    expect(error.message.startsWith(field)).toBe(true);
+  });
+
+  it('refuses two listeners on one port', () => {
+    const error = configError(() => resolveServeConfig({ api: { port: 4318 } }));
+    expect(error.message).toContain('otlp.http.port');
+  });
+
+  it('reads a YAML config file', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'keyscope-config-'));
+    const path = join(dir, 'keyscope.yaml');
+    writeFileSync(path, 'otlp:\n  http:\n    port: 14318\n  admission:\n    retryAfterSeconds: 2\n');
+    const config = resolveServeConfig(await readConfigFile(path));
+    expect(config.otlp.http.port).toBe(14318);
+    expect(config.otlp.admission.retryAfterSeconds).toBe(2);
+  });
+
+  it('refuses a config file that is missing', async () => {
+    await expect(readConfigFile('/nonexistent/keyscope.yaml')).rejects.toMatchObject({
+      code: ANALYZER_CONFIG_INVALID.code,
+    });
+  });
+});
