@@ -1,0 +1,112 @@
+import type { Attempt, ScopeLevel } from '@keyscope/attempts';
+import type { Finding, FindingClass } from './finding.ts';
+import { covers, type SpreadLevel, spreadOf } from './scope-report.ts';
+
+const NEXT_LEVEL_NAME: Record<SpreadLevel, string> = {
+  node: 'one node',
+  cluster: 'one cluster',
+  region: 'one region',
+  global: 'every region',
+};
+
+/**
+ * The advice an incident carries, following DESIGN.md's decision boundary: dedup is sound only
+ * while scope, pinning or downstream idempotency holds; when the key scope is narrower, name the
+ * smallest scope that covers what was observed — and never recommend a global namespace by
+ * reflex, because it puts a cross-region write and a hot partition on every mutation.
+ */
+export function adviceFor(findingClass: FindingClass, findings: readonly Finding[]): string {
+  const attempts = findings.flatMap((f) => f.attempts);
+  const declared = declaredScope(attempts);
+  const spread = widestSpread(findings);
+  const stores = new Set(findings.flatMap((f) => f.stores));
+  const proxies = findings.filter((f) => f.retriedBy === 'proxy').length;
+  const declaredText = declared === 'unknown' ? 'an undeclared scope' : `${declared} scope`;
+
+  switch (findingClass) {
+    case 'cross_store_duplicate':
+    case 'scope_violation': {
+      const head =
+        findingClass === 'cross_store_duplicate'
+          ? `Retries of one key executed in ${stores.size} different dedup stores: keys have ${declaredText}, but retries reached ${NEXT_LEVEL_NAME[spread]}.`
+          : `Retries of one key already reach ${stores.size} dedup stores (keys have ${declaredText}; retries reached ${NEXT_LEVEL_NAME[spread]}); nothing has executed twice yet, but the next slow response will.`;
+      return [head, widenAdvice(declared, spread), proxyAdvice(proxies)].filter((s) => s !== '').join(' ');
+    }
+    case 'same_store_duplicate': {
+      const race = findings.some((f) => f.cause === 'race');
+      const ttl = findings.some((f) => f.cause === 'ttl_expired');
+      const parts: string[] = [];
+      if (race) {
+        parts.push(
+          'Attempts of one key overlapped in time and both executed in the same store: the store admits a key without an in-flight lock. Record the key as in progress atomically before executing (insert-if-absent) and answer concurrent attempts with 409.',
+        );
+      }
+      if (ttl) {
+        const gaps = findings.map((f) => f.gapMillis ?? 0);
+        parts.push(
+          `A retry arrived after the store had forgotten the key (longest gap ${formatDuration(Math.max(...gaps))}). Keep keys at least as long as clients retry (their longest backoff plus total timeout), or make clients give up before the key expires.`,
+        );
+      }
+      return parts.join(' ');
+    }
+    case 'absorbed_duplicate':
+      return `The front tier executed one key twice, and a downstream service's dedup caught the repeat: no double side effect, thanks to downstream idempotency. The front tier's keys have ${declaredText} while its retries reached ${NEXT_LEVEL_NAME[spread]}; ${widenAdvice(declared, spread, true)}`;
+    case 'key_collision':
+      return (
+        'Two tenants sent the same idempotency key into one namespace' +
+        (findings.some((f) => f.cause === 'cross_tenant_replay')
+          ? ', and one was served the result stored for the other.'
+          : '.') +
+        ' Client-generated keys are unique per client at best: qualify the key with the tenant (a tenant-scoped namespace) rather than trusting clients to produce globally unique keys.'
+      );
+  }
+}
+
+function widenAdvice(declared: ScopeLevel | 'unknown', spread: SpreadLevel, brief = false): string {
+  if (declared !== 'unknown' && covers(declared, spread)) {
+    return 'The declared scope should cover this; check that every instance really shares the store it reports.';
+  }
+  if (spread === 'global') {
+    return (
+      'Retries crossed regions. Widening the key namespace to global would put a cross-region write on every mutation; ' +
+      'prefer pinning retries of a key to the region that first admitted it (fail the retry rather than fail over mid-request), ' +
+      'or make the side effect idempotent downstream.'
+    );
+  }
+  const fix = `widen the key namespace to ${spread} scope (the smallest that covers every observed retry), or enforce pinning of a key's retries to one ${declared === 'unknown' ? 'endpoint' : declared}, or make the side effect idempotent downstream.`;
+  return brief ? `fix it before relying on that: ${fix}` : `Smallest sound fix: ${fix}`;
+}
+
+function proxyAdvice(proxies: number): string {
+  if (proxies === 0) return '';
+  return `${proxies} of these were retried by a proxy or load balancer, not by the client: stop it from retrying non-idempotent requests, or make it forward the same idempotency key to the same store.`;
+}
+
+function declaredScope(attempts: readonly Attempt[]): ScopeLevel | 'unknown' {
+  const counts = new Map<ScopeLevel, number>();
+  for (const a of attempts)
+    if (a.kind === 'server' && a.scope !== '') counts.set(a.scope, (counts.get(a.scope) ?? 0) + 1);
+  let best: ScopeLevel | 'unknown' = 'unknown';
+  let most = 0;
+  for (const [scope, count] of counts) if (count > most) [best, most] = [scope, count];
+  return best;
+}
+
+function widestSpread(findings: readonly Finding[]): SpreadLevel {
+  const order: SpreadLevel[] = ['node', 'cluster', 'region', 'global'];
+  let widest = 0;
+  for (const finding of findings) {
+    const landed = finding.attempts.filter(
+      (a) =>
+        a.kind !== 'client' && a.placement.service === finding.service && a.operation === finding.operation,
+    );
+    widest = Math.max(widest, order.indexOf(spreadOf(landed)));
+  }
+  return order[widest]!;
+}
+
+function formatDuration(millis: number): string {
+  if (millis >= 3_600_000) return `${(millis / 3_600_000).toFixed(1)} h`;
+  if (millis >= 60_000) return `${(millis / 60_000).toFixed(1)} min`;
+  return `${(millis / 1000).toFixed(1)} s`;
+}

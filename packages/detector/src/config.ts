@@ -1,0 +1,43 @@
+/** The detector's settings, all in one place with units in their names. */
+export interface DetectorConfig {
+  /**
+   * `tenant` when idempotency keys are unique only within a tenant: attempts are then grouped by
+   * (tenant, key) and two tenants sharing a key is not a collision.
+   */
+  readonly keyNamespace: 'global' | 'tenant';
+  /** How long a key's attempts are kept and compared (event time). */
+  readonly retryHorizonMillis: number;
+  /** Keys held in memory; the least recently touched beyond this go to the KeyStateStore. */
+  readonly maxKeys: number;
+  /** Findings without a routing event are grouped into incidents per bucket of this size. */
+  readonly incidentBucketMillis: number;
+  /** An open incident with no new finding for this long (event time) is resolved. */
+  readonly quietPeriodMillis: number;
+  /** A routing event overlaps a finding when its window comes within this much of the executions. */
+  readonly routingSlackMillis: number;
+  /** A node silent this long, while the rest of its service is not, is a `node_down` event. */
+  readonly silenceMinMillis: number;
+  /** Mean spans per activity bucket before a silence for it to count (a quiet node is not a dead one). */
+  readonly silenceMinBaselineSpans: number;
+  /** Error ratio of a node's server spans that counts as a spike, sustained for errorSpikeMinMillis. */
+  readonly errorSpikeRatio: number;
+  readonly errorSpikeMinMillis: number;
+  /** Fewest spans per bucket for a bucket's error ratio to count. */
+  readonly errorSpikeMinSpans: number;
+}
+
+export function defaultDetectorConfig(): DetectorConfig {
+  return Object.freeze({
+    keyNamespace: 'global' as const,
+    retryHorizonMillis: 24 * 60 * 60 * 1000,
+    maxKeys: 1_000_000,
+    incidentBucketMillis: 60 * 60 * 1000,
+    quietPeriodMillis: 30 * 60 * 1000,
+    routingSlackMillis: 60 * 1000,
+    silenceMinMillis: 5_000,
+    silenceMinBaselineSpans: 2,
+    errorSpikeRatio: 0.5,
+    errorSpikeMinMillis: 3_000,
+    errorSpikeMinSpans: 5,
+  });
+}

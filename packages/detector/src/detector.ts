@@ -1,0 +1,319 @@
+import type { Attempt, ExtractedAttempts } from '@keyscope/attempts';
+import { type AttemptLog, createMemoryAttemptLog } from './attempt-log.ts';
+import { type DetectorConfig, defaultDetectorConfig } from './config.ts';
+import { evaluateKey, type FindingDraft, tierName } from './evaluate-key.ts';
+import type { Finding, FindingClass } from './finding.ts';
+import { type Incident, IncidentBook } from './incidents.ts';
+import {
+  createMemoryKeyStateStore,
+  Interner,
+  KeyState,
+  type KeyStateStore,
+  persistKeyState,
+  restoreKeyState,
+} from './key-state.ts';
+import type { RoutingEvent } from './routing-event.ts';
+import { RoutingInference } from './routing-inference.ts';
+import { ScopeReport, type ScopeReportRow, type SpreadLevel, spreadOf } from './scope-report.ts';
+
+/**
+ * What one call changed. Findings and incidents are upserts keyed by their deterministic ids;
+ * retractions remove what later evidence disproved (a scope violation that became a duplicate,
+ * an incident whose findings moved to a routing event's incident).
+ */
+export interface DetectorChanges {
+  findings: Finding[];
+  retractedFindingIds: string[];
+  incidents: Incident[];
+  retractedIncidentIds: string[];
+}
+
+export interface DetectorStats {
+  keysInMemory: number;
+  suspectKeys: number;
+  attempts: number;
+  duplicateAttempts: number;
+  spilledKeys: number;
+  watermarkUnixMillis: number;
+}
+
+export interface Detector {
+  /** Judges a batch of attempts; findings are emitted as soon as their evidence is complete. */
+  ingest(batch: ExtractedAttempts): DetectorChanges;
+  /**
+   * Re-infers routing events, re-groups findings whose routing changed, resolves quiet incidents
+   * and drops state older than the retry horizon. `nowUnixMillis` is event time: the watermark
+   * when analysing files, the wall clock in the service (so incidents resolve when traffic stops).
+   */
+  tick(nowUnixMillis: number): DetectorChanges;
+  /** `tick` at the watermark: what a finished input looks like. */
+  flush(): DetectorChanges;
+  findings(): Finding[];
+  incidents(): Incident[];
+  routingEvents(): RoutingEvent[];
+  scopeReport(): ScopeReportRow[];
+  stats(): DetectorStats;
+}
+
+export interface DetectorDependencies {
+  attemptLog?: AttemptLog;
+  keyStateStore?: KeyStateStore;
+}
+
+class Changes {
+  readonly findings = new Map<string, Finding>();
+  readonly retractedFindings = new Set<string>();
+  readonly incidents = new Map<string, Incident>();
+  readonly retractedIncidents = new Set<string>();
+
+  result(): DetectorChanges {
+    for (const id of this.retractedIncidents) this.incidents.delete(id);
+    return {
+      findings: [...this.findings.values()],
+      retractedFindingIds: [...this.retractedFindings],
+      incidents: [...this.incidents.values()].map((incident) => ({ ...incident })),
+      retractedIncidentIds: [...this.retractedIncidents],
+    };
+  }
+}
+
+export function createDetector(
+  config: DetectorConfig = defaultDetectorConfig(),
+  dependencies: DetectorDependencies = {},
+): Detector {
+  const log = dependencies.attemptLog ?? createMemoryAttemptLog();
+  const spill = dependencies.keyStateStore ?? createMemoryKeyStateStore();
+  const keys = new Map<string, KeyState>();
+  const interner = new Interner();
+  const routing = new RoutingInference(config);
+  const book = new IncidentBook(config);
+  const scopes = new ScopeReport();
+  /** Findings currently reported, by id: the detector's answer to "what is wrong right now". */
+  const current = new Map<string, Finding>();
+  /** Per suspect key and tier, the spread already counted in the scope report. */
+  const spreads = new Map<string, Map<string, SpreadLevel>>();
+  let routingSignature = new Map<string, string>();
+  let watermark = Number.NEGATIVE_INFINITY;
+  let attemptsSeen = 0;
+  let duplicateAttempts = 0;
+  let spilledKeys = 0;
+
+  function partitionKeyOf(attempt: Attempt): string {
+    return config.keyNamespace === 'tenant' && attempt.tenant !== ''
+      ? `${attempt.tenant}\u0000${attempt.key}`
+      : attempt.key;
+  }
+
+  function stateOf(partitionKey: string): KeyState {
+    let state = keys.get(partitionKey);
+    if (state !== undefined) {
+      // Re-inserting keeps the Map in least-recently-touched order for spilling.
+      keys.delete(partitionKey);
+      keys.set(partitionKey, state);
+      return state;
+    }
+    const persisted = spill.load(partitionKey);
+    state = persisted === undefined ? new KeyState() : restoreKeyState(persisted, interner);
+    keys.set(partitionKey, state);
+    if (keys.size > config.maxKeys) spillOldest();
+    return state;
+  }
+
+  function spillOldest(): void {
+    const batch = [];
+    for (const [partitionKey, state] of keys) {
+      if (keys.size - batch.length <= config.maxKeys * 0.9) break;
+      batch.push(persistKeyState(partitionKey, state, interner));
+    }
+    spill.save(batch);
+    for (const persisted of batch) keys.delete(persisted.partitionKey);
+    spilledKeys += batch.length;
+  }
+
+  /** Updates the compact state; true when the key needs judging from its full evidence. */
+  function observe(state: KeyState, attempt: Attempt): boolean {
+    if (attempt.endUnixMillis > state.lastSeenUnixMillis) state.lastSeenUnixMillis = attempt.endUnixMillis;
+    if (attempt.tenant !== '') {
+      const tenant = interner.id(attempt.tenant);
+      if (state.tenant === -1) state.tenant = tenant;
+      else if (state.tenant !== tenant) state.suspect = true;
+    }
+    if (attempt.kind === 'client') return state.suspect;
+    const name = tierName(attempt.placement.service, attempt.operation);
+    const tier = interner.id(name);
+    const node = interner.id(attempt.placement.node);
+    const server = attempt.kind === 'server' ? 1 : 0;
+    if (attempt.kind === 'server')
+      scopes.declared(name, attempt.placement.service, attempt.operation, attempt.scope);
+    if (state.tierA === tier) {
+      state.countA += server;
+      if (state.countA >= 2 || state.nodeA !== node) state.suspect = true;
+    } else if (state.tierB === tier) {
+      state.countB += server;
+      if (state.countB >= 2 || state.nodeB !== node) state.suspect = true;
+    } else {
+      scopes.keySeen(name, attempt.placement.service, attempt.operation);
+      if (state.tierA === -1) {
+        state.tierA = tier;
+        state.countA = server;
+        state.nodeA = node;
+      } else if (state.tierB === -1) {
+        state.tierB = tier;
+        state.countB = server;
+        state.nodeB = node;
+      } else state.suspect = true;
+    }
+    return state.suspect;
+  }
+
+  function judge(partitionKey: string, state: KeyState, changes: Changes): void {
+    const evidence = log.attemptsOf(partitionKey);
+    if (evidence.length === 0) return;
+    updateSpreads(partitionKey, evidence);
+    const drafts = evaluateKey(evidence[0]!.key, evidence, (service) => routing.eventsOf(service), config);
+    apply(state, drafts, changes);
+  }
+
+  function updateSpreads(partitionKey: string, evidence: Attempt[]): void {
+    const byTier = new Map<string, Attempt[]>();
+    for (const attempt of evidence) {
+      if (attempt.kind === 'client') continue;
+      const name = tierName(attempt.placement.service, attempt.operation);
+      const list = byTier.get(name);
+      if (list === undefined) byTier.set(name, [attempt]);
+      else list.push(attempt);
+    }
+    let known = spreads.get(partitionKey);
+    if (known === undefined) spreads.set(partitionKey, (known = new Map()));
+    for (const [name, landed] of byTier) {
+      const spread = spreadOf(landed);
+      scopes.spreadChanged(name, known.get(name) ?? 'node', spread);
+      known.set(name, spread);
+    }
+  }
+
+  function apply(state: KeyState, drafts: FindingDraft[], changes: Changes): void {
+    const previous = state.reported ?? new Map<FindingClass, string>();
+    const next = new Map<FindingClass, string>();
+    for (const draft of drafts) {
+      const signature = signatureOf(draft);
+      next.set(draft.class, draft.id);
+      const placed = book.place(draft, changes.incidents, changes.retractedIncidents);
+      const before = current.get(draft.id);
+      current.set(draft.id, placed);
+      if (
+        before === undefined ||
+        signatureOf(before) !== signature ||
+        before.incidentId !== placed.incidentId
+      ) {
+        changes.findings.set(placed.id, placed);
+        changes.retractedFindings.delete(placed.id);
+      }
+    }
+    for (const [findingClass, id] of previous) {
+      if (next.has(findingClass)) continue;
+      book.remove(id, changes.incidents, changes.retractedIncidents);
+      current.delete(id);
+      changes.findings.delete(id);
+      changes.retractedFindings.add(id);
+    }
+    state.reported = next.size === 0 ? null : next;
+  }
+
+  /** Re-judges findings whose service's routing events changed since the last look. */
+  function regroup(changes: Changes): void {
+    const signature = new Map<string, string>();
+    for (const event of routing.all()) {
+      const entry = `${event.id}:${event.endUnixMillis}:${event.ended}`;
+      signature.set(event.service, (signature.get(event.service) ?? '') + entry + ';');
+    }
+    const changedServices = new Set<string>();
+    for (const service of new Set([...signature.keys(), ...routingSignature.keys()])) {
+      if (signature.get(service) !== routingSignature.get(service)) changedServices.add(service);
+    }
+    routingSignature = signature;
+    if (changedServices.size === 0) return;
+    const keysToJudge = new Set<string>();
+    for (const finding of current.values()) {
+      if (changedServices.has(finding.service)) keysToJudge.add(partitionKeyOf(finding.attempts[0]!));
+    }
+    for (const partitionKey of [...keysToJudge].sort()) judge(partitionKey, stateOf(partitionKey), changes);
+  }
+
+  function expire(nowUnixMillis: number): void {
+    const cutoff = nowUnixMillis - config.retryHorizonMillis;
+    for (const [partitionKey, state] of keys) {
+      if (state.lastSeenUnixMillis < cutoff) {
+        keys.delete(partitionKey);
+        spreads.delete(partitionKey);
+      }
+    }
+    spill.expire(cutoff);
+    log.expire(cutoff);
+    routing.prune();
+    book.forget(cutoff);
+    for (const [id, finding] of current) if (finding.lastSeenUnixMillis < cutoff) current.delete(id);
+  }
+
+  function tick(nowUnixMillis: number): DetectorChanges {
+    const changes = new Changes();
+    regroup(changes);
+    book.resolveQuiet(nowUnixMillis, changes.incidents);
+    expire(nowUnixMillis);
+    return changes.result();
+  }
+
+  return {
+    ingest(batch) {
+      const changes = new Changes();
+      routing.record(batch.activity);
+      const dirty = new Map<string, KeyState>();
+      for (const attempt of batch.attempts) {
+        attemptsSeen++;
+        if (attempt.endUnixMillis > watermark) watermark = attempt.endUnixMillis;
+        const partitionKey = partitionKeyOf(attempt);
+        if (!log.append(partitionKey, attempt)) {
+          duplicateAttempts++;
+          continue;
+        }
+        const state = stateOf(partitionKey);
+        if (observe(state, attempt)) dirty.set(partitionKey, state);
+      }
+      for (const [partitionKey, state] of dirty) judge(partitionKey, state, changes);
+      return changes.result();
+    },
+    tick,
+    flush: () => tick(watermark),
+    findings: () => [...current.values()],
+    incidents: () => book.all().map((incident) => ({ ...incident })),
+    routingEvents: () => routing.all(),
+    scopeReport: () => scopes.rows(),
+    stats: () => ({
+      keysInMemory: keys.size,
+      suspectKeys: spreads.size,
+      attempts: attemptsSeen,
+      duplicateAttempts,
+      spilledKeys,
+      watermarkUnixMillis: watermark,
+    }),
+  };
+}
+
+/** What makes two versions of one finding different enough to report the newer one. */
+function signatureOf(finding: FindingDraft): string {
+  return [
+    finding.class,
+    finding.cause,
+    finding.executions,
+    finding.retriedBy,
+    finding.gapMillis,
+    finding.stores.join(','),
+    finding.nodes.join(','),
+    finding.tenants.join(','),
+    finding.routing.affinityBroken,
+    finding.routing.event?.id ?? '',
+    finding.routing.event?.endUnixMillis ?? '',
+    finding.attempts.length,
+    finding.lastSeenUnixMillis,
+  ].join('|');
+}

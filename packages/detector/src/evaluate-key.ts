@@ -1,0 +1,337 @@
+import type { Attempt, ClientAttempt, ServerAttempt } from '@keyscope/attempts';
+import type { DetectorConfig } from './config.ts';
+import { type Finding, type FindingCause, type FindingClass, type RetriedBy, SEVERITY } from './finding.ts';
+import { stableId } from './ids.ts';
+import type { RoutingEvent } from './routing-event.ts';
+
+/** A finding before it is placed in an incident. */
+export type FindingDraft = Omit<Finding, 'incidentId'>;
+
+export type RoutingLookup = (service: string) => readonly RoutingEvent[];
+
+interface Tier {
+  service: string;
+  operation: string;
+  server: ServerAttempt[];
+  /** Server attempts and arrivals: everywhere a request of this key landed at this tier. */
+  landed: Attempt[];
+}
+
+/** A tier that executed one key more than once, before choosing which tier to report. */
+interface Duplicate {
+  tier: Tier;
+  executions: ServerAttempt[];
+  absorbed: boolean;
+}
+
+export function tierName(service: string, operation: string): string {
+  return `${service}\u0000${operation}`;
+}
+
+/**
+ * Every finding one key's attempts support, by the rules of DESIGN.md's findings table. Pure: the
+ * same set of attempts yields the same findings whatever order they arrived in.
+ */
+export function evaluateKey(
+  key: string,
+  attempts: readonly Attempt[],
+  routing: RoutingLookup,
+  config: DetectorConfig,
+): FindingDraft[] {
+  const evidence = [...attempts].sort(compareAttempts);
+  const tiers = groupTiers(evidence);
+  const drafts: FindingDraft[] = [];
+
+  const duplicates: Duplicate[] = [];
+  for (const tier of tiers.values()) {
+    for (const executions of executionsByTenant(tier.server)) {
+      if (executions.length < 2) continue;
+      duplicates.push({ tier, executions, absorbed: isAbsorbed(tier, executions, tiers) });
+    }
+  }
+
+  const reported = chooseReportedDuplicate(duplicates, tiers);
+  if (reported !== null) {
+    const { tier, executions, absorbed } = reported;
+    const stores = distinct(executions.map((e) => e.store));
+    let findingClass: FindingClass;
+    let cause: FindingCause = null;
+    if (absorbed) findingClass = 'absorbed_duplicate';
+    else if (stores.length >= 2) findingClass = 'cross_store_duplicate';
+    else {
+      findingClass = 'same_store_duplicate';
+      cause = executionsOverlap(executions) ? 'race' : 'ttl_expired';
+    }
+    drafts.push(draft(key, findingClass, cause, tier, executions, evidence, routing, config));
+  } else {
+    // Predictive: the retry scope already exceeds the key scope, but nothing ran twice yet.
+    violation: for (const tier of tiers.values()) {
+      for (const requests of byTenant(tier.server)) {
+        if (distinct(requests.map((a) => a.store)).length < 2) continue;
+        const executions = requests.filter((a) => a.outcome === 'miss');
+        drafts.push(draft(key, 'scope_violation', null, tier, executions, evidence, routing, config));
+        break violation;
+      }
+    }
+  }
+
+  const collision = keyCollision(evidence);
+  if (collision !== null) {
+    const tier = tiers.get(tierName(collision.service, collision.operation))!;
+    const executions = tier.server.filter((a) => a.outcome === 'miss');
+    drafts.push(draft(key, 'key_collision', collision.cause, tier, executions, evidence, routing, config));
+  }
+  return drafts;
+}
+
+function groupTiers(evidence: readonly Attempt[]): Map<string, Tier> {
+  const tiers = new Map<string, Tier>();
+  for (const attempt of evidence) {
+    if (attempt.kind === 'client') continue;
+    const name = tierName(attempt.placement.service, attempt.operation);
+    let tier = tiers.get(name);
+    if (tier === undefined) {
+      tier = { service: attempt.placement.service, operation: attempt.operation, server: [], landed: [] };
+      tiers.set(name, tier);
+    }
+    tier.landed.push(attempt);
+    if (attempt.kind === 'server') tier.server.push(attempt);
+  }
+  // An arrival-only tier (a server span that carries the key but consulted no store) is where a
+  // request passed through, not a dedup tier.
+  for (const [name, tier] of tiers) if (tier.server.length === 0) tiers.delete(name);
+  return tiers;
+}
+
+/**
+ * Executions grouped by tenant: two tenants that happen to send one key are two requests (that is
+ * a key collision, reported as such), not one request executed twice.
+ */
+function executionsByTenant(server: readonly ServerAttempt[]): ServerAttempt[][] {
+  return byTenant(server.filter((attempt) => attempt.outcome === 'miss'));
+}
+
+function byTenant(server: readonly ServerAttempt[]): ServerAttempt[][] {
+  const groups = new Map<string, ServerAttempt[]>();
+  for (const attempt of server) {
+    const list = groups.get(attempt.tenant);
+    if (list === undefined) groups.set(attempt.tenant, [attempt]);
+    else list.push(attempt);
+  }
+  return [...groups.values()];
+}
+
+/** Tiers that received this key's requests from `upstream` within the same traces. */
+function downstreamOf(upstream: Tier, tiers: Map<string, Tier>): Tier[] {
+  const traces = new Map<string, number>();
+  for (const attempt of upstream.server) {
+    const start = traces.get(attempt.traceId);
+    if (start === undefined || attempt.startUnixMillis < start)
+      traces.set(attempt.traceId, attempt.startUnixMillis);
+  }
+  const out: Tier[] = [];
+  for (const tier of tiers.values()) {
+    if (tier === upstream) continue;
+    const below = tier.server.some((attempt) => {
+      const start = traces.get(attempt.traceId);
+      return start !== undefined && attempt.startUnixMillis >= start;
+    });
+    if (below) out.push(tier);
+  }
+  return out;
+}
+
+/** Every repeat execution was answered `hit` by a downstream tier in the repeat's own trace. */
+function isAbsorbed(tier: Tier, executions: ServerAttempt[], tiers: Map<string, Tier>): boolean {
+  const downstream = downstreamOf(tier, tiers);
+  if (downstream.length === 0) return false;
+  for (const repeat of executions.slice(1)) {
+    const caught = downstream.some((below) =>
+      below.server.some((a) => a.traceId === repeat.traceId && a.outcome === 'hit'),
+    );
+    if (!caught) return false;
+  }
+  return true;
+}
+
+/**
+ * One finding per key and class: when several tiers executed the key twice, the duplicate is
+ * reported at the deepest of them (where the side effect finally happened); a duplicate that
+ * was not absorbed outranks one that was.
+ */
+function chooseReportedDuplicate(duplicates: Duplicate[], tiers: Map<string, Tier>): Duplicate | null {
+  if (duplicates.length === 0) return null;
+  const real = duplicates.filter((d) => !d.absorbed);
+  const pool = real.length > 0 ? real : duplicates;
+  const deepest = pool.filter(
+    (candidate) =>
+      !pool.some((other) => other !== candidate && downstreamOf(candidate.tier, tiers).includes(other.tier)),
+  );
+  const ranked = (deepest.length > 0 ? deepest : pool).sort(
+    (a, b) =>
+      compareStrings(
+        tierName(a.tier.service, a.tier.operation),
+        tierName(b.tier.service, b.tier.operation),
+      ) || compareStrings(a.executions[0]!.tenant, b.executions[0]!.tenant),
+  );
+  return ranked[0]!;
+}
+
+function executionsOverlap(executions: readonly ServerAttempt[]): boolean {
+  for (let i = 0; i < executions.length; i++) {
+    for (let j = i + 1; j < executions.length; j++) {
+      const a = executions[i]!;
+      const b = executions[j]!;
+      if (a.startUnixMillis < b.endUnixMillis && b.startUnixMillis < a.endUnixMillis) return true;
+    }
+  }
+  return false;
+}
+
+function keyCollision(
+  evidence: readonly Attempt[],
+): { cause: FindingCause; service: string; operation: string } | null {
+  const server = evidence.filter((a): a is ServerAttempt => a.kind === 'server' && a.tenant !== '');
+  const tenants = distinct(server.map((a) => a.tenant));
+  if (tenants.length < 2) return null;
+  // Worst case: a store replayed to one tenant the result it stored for another.
+  for (const hit of server) {
+    if (hit.outcome !== 'hit') continue;
+    const owner = server.find(
+      (a) => a.outcome === 'miss' && a.store === hit.store && a.startUnixMillis <= hit.startUnixMillis,
+    );
+    if (owner !== undefined && owner.tenant !== hit.tenant) {
+      return { cause: 'cross_tenant_replay', service: hit.placement.service, operation: hit.operation };
+    }
+  }
+  const first = server[0]!;
+  return { cause: 'shared_key', service: first.placement.service, operation: first.operation };
+}
+
+function draft(
+  key: string,
+  findingClass: FindingClass,
+  cause: FindingCause,
+  tier: Tier,
+  executions: ServerAttempt[],
+  evidence: Attempt[],
+  routing: RoutingLookup,
+  config: DetectorConfig,
+): FindingDraft {
+  const nodes = distinct(tier.landed.map((a) => a.placement.node).filter((n) => n !== ''));
+  const tenants = distinct(evidence.map((a) => a.tenant).filter((t) => t !== ''));
+  let gapMillis: number | null = null;
+  if (executions.length >= 2) gapMillis = executions[1]!.startUnixMillis - executions[0]!.endUnixMillis;
+  const windowFrom = Math.min(
+    ...(executions.length > 0 ? executions : tier.server).map((a) => a.startUnixMillis),
+  );
+  const windowTo = Math.max(
+    ...(executions.length > 0 ? executions : tier.server).map((a) => a.endUnixMillis),
+  );
+  return {
+    id: stableId('f', [findingClass, key]),
+    key,
+    class: findingClass,
+    cause,
+    severity: SEVERITY[findingClass],
+    service: tier.service,
+    operation: tier.operation,
+    tenant: tenants[0] ?? '',
+    tenants,
+    stores: distinct(tier.server.map((a) => a.store)),
+    nodes,
+    executions: executions.length,
+    retriedBy: retriedBy(tier, executions.length, evidence),
+    gapMillis,
+    routing: {
+      affinityBroken: nodes.length >= 2,
+      event: overlappingEvent(tier, routing(tier.service), windowFrom, windowTo, config),
+    },
+    firstSeenUnixMillis: Math.min(...evidence.map((a) => a.startUnixMillis)),
+    lastSeenUnixMillis: Math.max(...evidence.map((a) => a.endUnixMillis)),
+    attempts: evidence,
+  };
+}
+
+/**
+ * Who sent the repeat. Client sends are the CLIENT spans that called this tier (the parents of
+ * the spans that landed here, or failing that every CLIENT span from another service): two or
+ * more sends → the client retried; one send but two landings → something between them retried
+ * (a proxy or load balancer retrying a non-idempotent request).
+ */
+function retriedBy(tier: Tier, executions: number, evidence: Attempt[]): RetriedBy {
+  const clients = evidence.filter((a): a is ClientAttempt => a.kind === 'client');
+  if (clients.length === 0) return 'unknown';
+  const bySpanId = new Map<string, Attempt>();
+  for (const attempt of evidence) bySpanId.set(attempt.spanId, attempt);
+  const callers = new Set<string>();
+  for (const landed of tier.landed) {
+    let parent = bySpanId.get(landed.parentSpanId);
+    for (let hops = 0; parent !== undefined && hops < 4; hops++) {
+      if (parent.kind === 'client' && parent.placement.service !== tier.service) {
+        callers.add(parent.placement.service);
+        break;
+      }
+      parent = bySpanId.get(parent.parentSpanId);
+    }
+  }
+  const sends = clients.filter((c) =>
+    callers.size > 0 ? callers.has(c.placement.service) : c.placement.service !== tier.service,
+  );
+  if (sends.length === 0) return 'unknown';
+  const sendCount = Math.max(sends.length, 1 + Math.max(...sends.map((c) => c.resendCount)));
+  if (sendCount >= 2) return 'client';
+  const landings = Math.max(executions, tier.server.length);
+  return landings >= 2 ? 'proxy' : 'unknown';
+}
+
+function overlappingEvent(
+  tier: Tier,
+  events: readonly RoutingEvent[],
+  fromMillis: number,
+  toMillis: number,
+  config: DetectorConfig,
+): RoutingEvent | null {
+  if (events.length === 0) return null;
+  const nodes = new Set(tier.landed.map((a) => a.placement.node));
+  const clusters = new Set(tier.landed.map((a) => a.placement.cluster));
+  const regions = new Set(tier.landed.map((a) => a.placement.region));
+  let best: RoutingEvent | null = null;
+  for (const event of events) {
+    const touches =
+      event.startUnixMillis - config.routingSlackMillis <= toMillis &&
+      fromMillis <= event.endUnixMillis + config.routingSlackMillis;
+    if (!touches) continue;
+    const where =
+      event.type === 'region_failover'
+        ? regions.has(event.region)
+        : event.type === 'cluster_failover'
+          ? clusters.has(event.cluster)
+          : nodes.has(event.node);
+    if (!where) continue;
+    if (
+      best === null ||
+      event.startUnixMillis < best.startUnixMillis ||
+      (event.startUnixMillis === best.startUnixMillis && event.id < best.id)
+    ) {
+      best = event;
+    }
+  }
+  return best;
+}
+
+export function compareAttempts(a: Attempt, b: Attempt): number {
+  return (
+    a.startUnixMillis - b.startUnixMillis ||
+    compareStrings(a.traceId, b.traceId) ||
+    compareStrings(a.spanId, b.spanId)
+  );
+}
+
+function compareStrings(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+function distinct(values: readonly string[]): string[] {
+  return [...new Set(values)];
+}

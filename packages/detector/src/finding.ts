@@ -1,0 +1,70 @@
+import type { Attempt } from '@keyscope/attempts';
+import type { RoutingEvent } from './routing-event.ts';
+
+export type FindingClass =
+  | 'cross_store_duplicate'
+  | 'same_store_duplicate'
+  | 'absorbed_duplicate'
+  | 'key_collision'
+  | 'scope_violation';
+
+export const FINDING_CLASSES: readonly FindingClass[] = [
+  'cross_store_duplicate',
+  'same_store_duplicate',
+  'absorbed_duplicate',
+  'key_collision',
+  'scope_violation',
+];
+
+export type Severity = 'critical' | 'high' | 'warning';
+
+export const SEVERITY: Readonly<Record<FindingClass, Severity>> = {
+  cross_store_duplicate: 'critical',
+  same_store_duplicate: 'critical',
+  absorbed_duplicate: 'warning',
+  key_collision: 'high',
+  scope_violation: 'warning',
+};
+
+/**
+ * Why, within a class: `ttl_expired` / `race` for same-store duplicates, `cross_tenant_replay` /
+ * `shared_key` for key collisions; null where the class says it all.
+ */
+export type FindingCause = 'ttl_expired' | 'race' | 'cross_tenant_replay' | 'shared_key' | null;
+
+export type RetriedBy = 'client' | 'proxy' | 'unknown';
+
+export interface FindingRouting {
+  /** The key's attempts at the finding's tier landed on two or more nodes. */
+  affinityBroken: boolean;
+  /** The routing event the executions overlap, if any. */
+  event: RoutingEvent | null;
+}
+
+/** One per key and class. Times are Unix epoch milliseconds (the API renders RFC 3339). */
+export interface Finding {
+  id: string;
+  key: string;
+  class: FindingClass;
+  cause: FindingCause;
+  severity: Severity;
+  /** The dedup tier: the service and operation that executed twice (or whose scope was exceeded). */
+  service: string;
+  operation: string;
+  /** First tenant seen for the key ('' when unknown); all of them in `tenants`. */
+  tenant: string;
+  tenants: string[];
+  stores: string[];
+  nodes: string[];
+  /** Executions (`miss`) at the finding's tier. */
+  executions: number;
+  retriedBy: RetriedBy;
+  /** Between the first execution's end and the second's start; null with fewer than two. */
+  gapMillis: number | null;
+  routing: FindingRouting;
+  incidentId: string;
+  firstSeenUnixMillis: number;
+  lastSeenUnixMillis: number;
+  /** Every attempt of the key (client, arrival, server), in time order. */
+  attempts: Attempt[];
+}

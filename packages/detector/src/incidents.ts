@@ -1,0 +1,188 @@
+import { adviceFor } from './advice.ts';
+import type { DetectorConfig } from './config.ts';
+import { type Finding, type FindingClass, SEVERITY, type Severity } from './finding.ts';
+import { stableId } from './ids.ts';
+import type { RoutingEvent } from './routing-event.ts';
+
+export type IncidentStatus = 'open' | 'resolved';
+
+/**
+ * Findings grouped by (service, operation, class, routing event or time bucket): one failover
+ * that doubles 300 payments is one incident, so on-call is paged once.
+ */
+export interface Incident {
+  id: string;
+  service: string;
+  operation: string;
+  class: FindingClass;
+  severity: Severity;
+  status: IncidentStatus;
+  /** The routing event the findings overlap; null when grouped by time bucket. */
+  routingEvent: RoutingEvent | null;
+  /** Start of the time bucket when there is no routing event. */
+  bucketStartUnixMillis: number | null;
+  /** Keys (findings) in the incident. */
+  keys: number;
+  stores: string[];
+  nodes: string[];
+  openedUnixMillis: number;
+  lastFindingUnixMillis: number;
+  resolvedUnixMillis: number | null;
+  title: string;
+  advice: string;
+}
+
+/** Groups findings into incidents and resolves incidents after a quiet period. */
+export class IncidentBook {
+  private readonly incidents = new Map<string, { incident: Incident; members: Map<string, Finding> }>();
+  /** finding id → incident id */
+  private readonly membership = new Map<string, string>();
+
+  constructor(private readonly config: DetectorConfig) {}
+
+  /**
+   * Places a finding (new or updated) in its incident, moving it out of the one it was in;
+   * incidents that changed go to `changed`, incidents left empty to `retracted`.
+   */
+  place(
+    finding: Omit<Finding, 'incidentId'>,
+    changed: Map<string, Incident>,
+    retracted: Set<string>,
+  ): Finding {
+    const event = finding.routing.event;
+    const bucketStart =
+      Math.floor(finding.firstSeenUnixMillis / this.config.incidentBucketMillis) *
+      this.config.incidentBucketMillis;
+    const group = event !== null ? `event:${event.id}` : `bucket:${bucketStart}`;
+    const incidentId = stableId('inc', [finding.service, finding.operation, finding.class, group]);
+    const placed: Finding = { ...finding, incidentId };
+
+    const previous = this.membership.get(finding.id);
+    if (previous !== undefined && previous !== incidentId) this.remove(finding.id, changed, retracted);
+
+    let entry = this.incidents.get(incidentId);
+    if (entry === undefined) {
+      entry = {
+        incident: {
+          id: incidentId,
+          service: finding.service,
+          operation: finding.operation,
+          class: finding.class,
+          severity: SEVERITY[finding.class],
+          status: 'open',
+          routingEvent: event,
+          bucketStartUnixMillis: event === null ? bucketStart : null,
+          keys: 0,
+          stores: [],
+          nodes: [],
+          openedUnixMillis: finding.firstSeenUnixMillis,
+          lastFindingUnixMillis: finding.lastSeenUnixMillis,
+          resolvedUnixMillis: null,
+          title: '',
+          advice: '',
+        },
+        members: new Map(),
+      };
+      this.incidents.set(incidentId, entry);
+      retracted.delete(incidentId);
+    }
+    entry.members.set(finding.id, placed);
+    this.membership.set(finding.id, incidentId);
+    if (event !== null) entry.incident.routingEvent = event;
+    this.summarize(entry);
+    changed.set(incidentId, entry.incident);
+    return placed;
+  }
+
+  /** Takes a finding out of its incident; an incident left empty is deleted (and reported). */
+  remove(findingId: string, changed: Map<string, Incident>, retracted: Set<string>): void {
+    const incidentId = this.membership.get(findingId);
+    if (incidentId === undefined) return;
+    this.membership.delete(findingId);
+    const entry = this.incidents.get(incidentId);
+    if (entry === undefined) return;
+    entry.members.delete(findingId);
+    if (entry.members.size === 0) {
+      this.incidents.delete(incidentId);
+      changed.delete(incidentId);
+      retracted.add(incidentId);
+      return;
+    }
+    this.summarize(entry);
+    changed.set(incidentId, entry.incident);
+  }
+
+  incidentOf(findingId: string): string | undefined {
+    return this.membership.get(findingId);
+  }
+
+  /** Findings currently placed, for re-judging when routing events change. */
+  findings(): Finding[] {
+    const out: Finding[] = [];
+    for (const entry of this.incidents.values()) out.push(...entry.members.values());
+    return out;
+  }
+
+  all(): Incident[] {
+    return [...this.incidents.values()].map((entry) => entry.incident);
+  }
+
+  get(id: string): Incident | undefined {
+    return this.incidents.get(id)?.incident;
+  }
+
+  /** Resolves open incidents quiet since `nowUnixMillis - quietPeriodMillis`; reopens none. */
+  resolveQuiet(nowUnixMillis: number, changed: Map<string, Incident>): void {
+    for (const { incident } of this.incidents.values()) {
+      if (incident.status !== 'open') continue;
+      if (nowUnixMillis - incident.lastFindingUnixMillis >= this.config.quietPeriodMillis) {
+        incident.status = 'resolved';
+        incident.resolvedUnixMillis = incident.lastFindingUnixMillis + this.config.quietPeriodMillis;
+        changed.set(incident.id, incident);
+      }
+    }
+  }
+
+  /** Forgets resolved incidents whose last finding is older than the cutoff. */
+  forget(beforeUnixMillis: number): void {
+    for (const [id, entry] of this.incidents) {
+      if (entry.incident.status === 'resolved' && entry.incident.lastFindingUnixMillis < beforeUnixMillis) {
+        this.incidents.delete(id);
+        for (const findingId of entry.members.keys()) this.membership.delete(findingId);
+      }
+    }
+  }
+
+  private summarize(entry: { incident: Incident; members: Map<string, Finding> }): void {
+    const incident = entry.incident;
+    const members = [...entry.members.values()];
+    incident.keys = members.length;
+    incident.stores = [...new Set(members.flatMap((f) => f.stores))].sort();
+    incident.nodes = [...new Set(members.flatMap((f) => f.nodes))].sort();
+    incident.openedUnixMillis = Math.min(...members.map((f) => f.firstSeenUnixMillis));
+    const last = Math.max(...members.map((f) => f.lastSeenUnixMillis));
+    if (last > incident.lastFindingUnixMillis || incident.status === 'open')
+      incident.lastFindingUnixMillis = last;
+    if (incident.status === 'resolved' && last > (incident.resolvedUnixMillis ?? last)) {
+      incident.status = 'open';
+      incident.resolvedUnixMillis = null;
+    }
+    incident.title = titleOf(incident);
+    incident.advice = adviceFor(incident.class, members);
+  }
+}
+
+const CLASS_TITLE: Record<FindingClass, string> = {
+  cross_store_duplicate: 'executed twice in different dedup stores',
+  same_store_duplicate: 'executed twice in one dedup store',
+  absorbed_duplicate: 'executed twice, caught downstream',
+  key_collision: 'idempotency key shared across tenants',
+  scope_violation: 'retries reach more than one dedup store',
+};
+
+function titleOf(incident: Incident): string {
+  const where =
+    incident.routingEvent === null ? '' : ` during ${incident.routingEvent.type.replace('_', ' ')}`;
+  const keys = incident.keys === 1 ? '1 key' : `${incident.keys} keys`;
+  return `${incident.service} ${incident.operation}: ${keys} ${CLASS_TITLE[incident.class]}${where}`;
+}

@@ -1,0 +1,28 @@
+export { type AttemptLog, createMemoryAttemptLog } from './attempt-log.ts';
+export { type DetectorConfig, defaultDetectorConfig } from './config.ts';
+export {
+  createDetector,
+  type Detector,
+  type DetectorChanges,
+  type DetectorDependencies,
+  type DetectorStats,
+} from './detector.ts';
+export { evaluateKey, type FindingDraft, tierName } from './evaluate-key.ts';
+export {
+  FINDING_CLASSES,
+  type Finding,
+  type FindingCause,
+  type FindingClass,
+  type FindingRouting,
+  type RetriedBy,
+  SEVERITY,
+  type Severity,
+} from './finding.ts';
+export type { Incident, IncidentStatus } from './incidents.ts';
+export {
+  createMemoryKeyStateStore,
+  type KeyStateStore,
+  type PersistedKeyState,
+} from './key-state.ts';
+export type { RoutingEvent, RoutingEventType } from './routing-event.ts';
+export { covers, type ScopeReportRow, type SpreadLevel, spreadOf } from './scope-report.ts';

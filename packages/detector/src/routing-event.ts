@@ -1,0 +1,29 @@
+/**
+ * A change in routing inferred from the spans themselves. Each one is explainable on its own: a
+ * type, where (service and node/cluster/region), and an event-time window.
+ *
+ * - `node_down`: a node that had steady traffic emitted no server spans for at least
+ *   `silenceMinMillis` while the rest of its service kept serving.
+ * - `error_spike`: a node's server spans failed at `errorSpikeRatio` or more for at least
+ *   `errorSpikeMinMillis`.
+ * - `cluster_failover` / `region_failover`: every node of the service in that cluster / region
+ *   went down at once while the service kept serving elsewhere; replaces the node events.
+ */
+export type RoutingEventType = 'node_down' | 'error_spike' | 'cluster_failover' | 'region_failover';
+
+export interface RoutingEvent {
+  id: string;
+  type: RoutingEventType;
+  service: string;
+  /** Set for node events; '' for cluster/region events. */
+  node: string;
+  cluster: string;
+  region: string;
+  startUnixMillis: number;
+  /** End of the window: the first bucket the node (or region) served again, or the last observed. */
+  endUnixMillis: number;
+  /** False while the window is still open at the end of what has been observed. */
+  ended: boolean;
+  /** A sentence a human can check against their dashboards. */
+  description: string;
+}

@@ -1,0 +1,303 @@
+import type { NodeActivity, Placement } from '@keyscope/attempts';
+import type { DetectorConfig } from './config.ts';
+import { stableId } from './ids.ts';
+import type { RoutingEvent } from './routing-event.ts';
+
+/** How much activity is kept to infer events from; older events are frozen as they were. */
+const ACTIVITY_WINDOW_MILLIS = 2 * 60 * 60 * 1000;
+/** Buckets before a silence that give the node's baseline rate. */
+const BASELINE_BUCKETS = 30;
+
+interface NodeSeries {
+  placement: Placement;
+  /** Bucket index → [spans, errors]. */
+  buckets: Map<number, [number, number]>;
+}
+
+interface ServiceSeries {
+  nodes: Map<string, NodeSeries>;
+  /** Bucket index → spans of all nodes. */
+  totals: Map<number, number>;
+  dirty: boolean;
+  events: RoutingEvent[];
+}
+
+/**
+ * Keeps per-node traffic counts (commutative, so the final state does not depend on arrival
+ * order) and infers routing events from them. Inference is recomputed per service on demand when
+ * that service's counts changed; it reads only the counts, never arrival order.
+ */
+export class RoutingInference {
+  private readonly services = new Map<string, ServiceSeries>();
+  private readonly frozen = new Map<string, RoutingEvent>();
+  private bucketMillis = 1000;
+  private watermarkUnixMillis = Number.NEGATIVE_INFINITY;
+
+  constructor(private readonly config: DetectorConfig) {}
+
+  record(activity: readonly NodeActivity[]): void {
+    for (const sample of activity) {
+      this.bucketMillis = sample.bucketMillis;
+      const placement = sample.placement;
+      let service = this.services.get(placement.service);
+      if (service === undefined) {
+        service = { nodes: new Map(), totals: new Map(), dirty: true, events: [] };
+        this.services.set(placement.service, service);
+      }
+      const nodeKey = placement.node;
+      let node = service.nodes.get(nodeKey);
+      if (node === undefined) {
+        node = { placement, buckets: new Map() };
+        service.nodes.set(nodeKey, node);
+      }
+      const index = Math.floor(sample.bucketStartUnixMillis / sample.bucketMillis);
+      const counts = node.buckets.get(index);
+      if (counts === undefined) node.buckets.set(index, [sample.spans, sample.errors]);
+      else {
+        counts[0] += sample.spans;
+        counts[1] += sample.errors;
+      }
+      service.totals.set(index, (service.totals.get(index) ?? 0) + sample.spans);
+      service.dirty = true;
+      const end = sample.bucketStartUnixMillis + sample.bucketMillis;
+      if (end > this.watermarkUnixMillis) this.watermarkUnixMillis = end;
+    }
+  }
+
+  /** Events of one service, recomputed if its traffic changed since the last call. */
+  eventsOf(service: string): readonly RoutingEvent[] {
+    const series = this.services.get(service);
+    const live = series === undefined ? [] : this.refresh(service, series);
+    if (this.frozen.size === 0) return live;
+    const frozen = [...this.frozen.values()].filter((event) => event.service === service);
+    return frozen.length === 0 ? live : [...frozen, ...live];
+  }
+
+  all(): RoutingEvent[] {
+    const out = [...this.frozen.values()];
+    for (const [name, series] of this.services) out.push(...this.refresh(name, series));
+    return out.sort(compareEvents);
+  }
+
+  /** Drops activity older than the window, freezing the events that ended before it. */
+  prune(): void {
+    const cutoffIndex = Math.floor((this.watermarkUnixMillis - ACTIVITY_WINDOW_MILLIS) / this.bucketMillis);
+    const cutoffMillis = cutoffIndex * this.bucketMillis;
+    for (const [name, series] of this.services) {
+      for (const event of this.refresh(name, series)) {
+        if (event.ended && event.endUnixMillis < cutoffMillis) this.frozen.set(event.id, event);
+      }
+      let removed = false;
+      for (const node of series.nodes.values()) {
+        for (const index of node.buckets.keys()) {
+          if (index < cutoffIndex) {
+            node.buckets.delete(index);
+            removed = true;
+          }
+        }
+      }
+      for (const index of series.totals.keys()) if (index < cutoffIndex) series.totals.delete(index);
+      for (const [key, node] of series.nodes) if (node.buckets.size === 0) series.nodes.delete(key);
+      if (removed) series.dirty = true;
+    }
+    const horizon = this.watermarkUnixMillis - this.config.retryHorizonMillis;
+    for (const [id, event] of this.frozen) if (event.endUnixMillis < horizon) this.frozen.delete(id);
+  }
+
+  private refresh(name: string, series: ServiceSeries): RoutingEvent[] {
+    if (series.dirty) {
+      series.events = this.infer(name, series).filter((event) => !this.frozen.has(event.id));
+      series.dirty = false;
+    }
+    return series.events;
+  }
+
+  private infer(service: string, series: ServiceSeries): RoutingEvent[] {
+    let maxIndex = Number.NEGATIVE_INFINITY;
+    for (const index of series.totals.keys()) if (index > maxIndex) maxIndex = index;
+    if (maxIndex === Number.NEGATIVE_INFINITY) return [];
+
+    const downs: RoutingEvent[] = [];
+    const spikes: RoutingEvent[] = [];
+    for (const node of series.nodes.values()) {
+      const indexes = [...node.buckets.keys()].sort((a, b) => a - b);
+      this.findSilences(service, series, node, indexes, maxIndex, downs);
+      this.findSpikes(service, node, indexes, spikes);
+    }
+    return [...this.composeFailovers(service, series, downs), ...spikes].sort(compareEvents);
+  }
+
+  private findSilences(
+    service: string,
+    series: ServiceSeries,
+    node: NodeSeries,
+    indexes: number[],
+    maxIndex: number,
+    out: RoutingEvent[],
+  ): void {
+    const minBuckets = Math.max(1, Math.ceil(this.config.silenceMinMillis / this.bucketMillis));
+    const firstIndex = indexes[0]!;
+    for (let i = 0; i < indexes.length; i++) {
+      const lastActive = indexes[i]!;
+      const nextActive = i + 1 < indexes.length ? indexes[i + 1]! : maxIndex + 1;
+      if (nextActive - lastActive - 1 < minBuckets) continue;
+      // Only buckets in which the rest of the service served count: a silence of the whole
+      // service is an outage or a lull, not traffic moving away from this node.
+      let servedElsewhere = 0;
+      for (let index = lastActive + 1; index < nextActive; index++) {
+        if ((series.totals.get(index) ?? 0) > 0) servedElsewhere++;
+      }
+      if (servedElsewhere < minBuckets) continue;
+      const baselineFrom = Math.max(firstIndex, lastActive + 1 - BASELINE_BUCKETS);
+      let baselineSpans = 0;
+      for (let index = baselineFrom; index <= lastActive; index++) {
+        baselineSpans += node.buckets.get(index)?.[0] ?? 0;
+      }
+      const baseline = baselineSpans / (lastActive - baselineFrom + 1);
+      if (baseline < this.config.silenceMinBaselineSpans) continue;
+      const ended = nextActive <= maxIndex;
+      const startUnixMillis = (lastActive + 1) * this.bucketMillis;
+      const endUnixMillis = nextActive * this.bucketMillis;
+      const p = node.placement;
+      out.push({
+        id: stableId('re', ['node_down', service, p.node, startUnixMillis]),
+        type: 'node_down',
+        service,
+        node: p.node,
+        cluster: p.cluster,
+        region: p.region,
+        startUnixMillis,
+        endUnixMillis,
+        ended,
+        description: `${service} node ${p.node} emitted no server spans for ${formatSeconds(
+          endUnixMillis - startUnixMillis,
+        )}${ended ? '' : ' (still silent)'} while other nodes of ${service} kept serving`,
+      });
+    }
+  }
+
+  private findSpikes(service: string, node: NodeSeries, indexes: number[], out: RoutingEvent[]): void {
+    const minBuckets = Math.max(1, Math.ceil(this.config.errorSpikeMinMillis / this.bucketMillis));
+    let runStart = -1;
+    let runLength = 0;
+    let previous = Number.NEGATIVE_INFINITY;
+    const flush = (): void => {
+      if (runLength >= minBuckets) {
+        const startUnixMillis = runStart * this.bucketMillis;
+        const endUnixMillis = (runStart + runLength) * this.bucketMillis;
+        const p = node.placement;
+        out.push({
+          id: stableId('re', ['error_spike', service, p.node, startUnixMillis]),
+          type: 'error_spike',
+          service,
+          node: p.node,
+          cluster: p.cluster,
+          region: p.region,
+          startUnixMillis,
+          endUnixMillis,
+          ended: true,
+          description: `${service} node ${p.node} failed ${Math.round(
+            this.config.errorSpikeRatio * 100,
+          )}% or more of its server spans for ${formatSeconds(endUnixMillis - startUnixMillis)}`,
+        });
+      }
+      runStart = -1;
+      runLength = 0;
+    };
+    for (const index of indexes) {
+      const [spans, errors] = node.buckets.get(index)!;
+      const spiking =
+        spans >= this.config.errorSpikeMinSpans && errors / spans >= this.config.errorSpikeRatio;
+      if (spiking && runLength > 0 && index === previous + 1) runLength++;
+      else {
+        flush();
+        if (spiking) {
+          runStart = index;
+          runLength = 1;
+        }
+      }
+      previous = index;
+    }
+    flush();
+  }
+
+  /**
+   * Replaces node_down events by one cluster_failover or region_failover event when every node of
+   * the service in that cluster or region went down in overlapping windows: one failover is one
+   * event, so it becomes one incident and one page.
+   */
+  private composeFailovers(service: string, series: ServiceSeries, downs: RoutingEvent[]): RoutingEvent[] {
+    let remaining = downs;
+    const composed: RoutingEvent[] = [];
+    for (const level of ['region', 'cluster'] as const) {
+      const groups = new Map<string, { nodes: Set<string>; events: RoutingEvent[] }>();
+      for (const node of series.nodes.values()) {
+        const name = node.placement[level];
+        if (name === '') continue;
+        let group = groups.get(name);
+        if (group === undefined) groups.set(name, (group = { nodes: new Set(), events: [] }));
+        group.nodes.add(node.placement.node);
+      }
+      for (const event of remaining) groups.get(event[level])?.events.push(event);
+      const absorbed = new Set<RoutingEvent>();
+      for (const [name, group] of groups) {
+        if (group.nodes.size < 2) continue;
+        const together = overlappingCover(group.events, group.nodes);
+        if (together === null) continue;
+        const startUnixMillis = Math.min(...together.map((e) => e.startUnixMillis));
+        const endUnixMillis = Math.max(...together.map((e) => e.endUnixMillis));
+        const ended = together.every((e) => e.ended);
+        const type = level === 'region' ? 'region_failover' : 'cluster_failover';
+        const first = together[0]!;
+        composed.push({
+          id: stableId('re', [type, service, name, startUnixMillis]),
+          type,
+          service,
+          node: '',
+          cluster: level === 'cluster' ? name : first.cluster,
+          region: first.region,
+          startUnixMillis,
+          endUnixMillis,
+          ended,
+          description: `all ${group.nodes.size} nodes of ${service} in ${level} ${name} stopped serving for ${formatSeconds(
+            endUnixMillis - startUnixMillis,
+          )}${ended ? '' : ' (still down)'} while ${service} kept serving elsewhere`,
+        });
+        for (const event of together) absorbed.add(event);
+      }
+      remaining = remaining.filter((event) => !absorbed.has(event));
+    }
+    return [...composed, ...remaining];
+  }
+}
+
+/** One down event per node of the group, all sharing a common instant; null if there is none. */
+function overlappingCover(events: RoutingEvent[], nodes: Set<string>): RoutingEvent[] | null {
+  const byNode = new Map<string, RoutingEvent[]>();
+  for (const event of events) {
+    const list = byNode.get(event.node);
+    if (list === undefined) byNode.set(event.node, [event]);
+    else list.push(event);
+  }
+  if (byNode.size < nodes.size) return null;
+  // Try each event's start as the shared instant; groups are small (nodes of one cluster).
+  for (const candidate of events) {
+    const at = candidate.startUnixMillis;
+    const cover: RoutingEvent[] = [];
+    for (const list of byNode.values()) {
+      const hit = list.find((e) => e.startUnixMillis <= at && at < e.endUnixMillis);
+      if (hit === undefined) break;
+      cover.push(hit);
+    }
+    if (cover.length === byNode.size) return cover.sort(compareEvents);
+  }
+  return null;
+}
+
+export function compareEvents(a: RoutingEvent, b: RoutingEvent): number {
+  return a.startUnixMillis - b.startUnixMillis || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+}
+
+function formatSeconds(millis: number): string {
+  return `${Math.round(millis / 1000)} s`;
+}

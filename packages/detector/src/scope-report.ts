@@ -1,0 +1,126 @@
+import type { Attempt, ScopeLevel } from '@keyscope/attempts';
+
+/** How far one key's requests spread at a tier: the smallest placement level holding them all. */
+export type SpreadLevel = 'node' | 'cluster' | 'region' | 'global';
+const SPREAD_ORDER: readonly SpreadLevel[] = ['node', 'cluster', 'region', 'global'];
+
+/** The reconciliation view of DESIGN.md: declared key scope vs observed retry scope, per tier. */
+export interface ScopeReportRow {
+  service: string;
+  operation: string;
+  /** The scope most server attempts declared (`idempotency.scope`); 'unknown' if none did. */
+  declaredScope: ScopeLevel | 'unknown';
+  /** Declarations seen, by level, for the rare tier whose instances disagree. */
+  declaredCounts: Partial<Record<ScopeLevel, number>>;
+  keys: number;
+  /** Keys whose requests landed on ≥2 nodes of one cluster / ≥2 clusters of one region / ≥2 regions. */
+  keysSpanning: { nodes: number; clusters: number; regions: number };
+  /** The smallest level that would have held every observed retry of every key. */
+  smallestCoveringScope: SpreadLevel;
+  /** Keys whose retries reached beyond the declared scope. */
+  keysAtRisk: number;
+  status: 'sound' | 'narrower' | 'unknown';
+}
+
+/** The level at which a set of landings first differ (node when they share one node). */
+export function spreadOf(landed: readonly Attempt[]): SpreadLevel {
+  let level = 0;
+  const first = landed[0];
+  if (first === undefined) return 'node';
+  for (const attempt of landed) {
+    const p = attempt.placement;
+    const q = first.placement;
+    if (p.region !== q.region) return 'global';
+    if (p.cluster !== q.cluster) level = Math.max(level, 2);
+    else if (p.node !== q.node) level = Math.max(level, 1);
+  }
+  return SPREAD_ORDER[level]!;
+}
+
+/** Whether a key scope holds a spread; `tenant` and `global` namespaces span every placement. */
+export function covers(scope: ScopeLevel, spread: SpreadLevel): boolean {
+  if (scope === 'tenant' || scope === 'global') return true;
+  return SPREAD_ORDER.indexOf(scope) >= SPREAD_ORDER.indexOf(spread);
+}
+
+interface TierStats {
+  service: string;
+  operation: string;
+  declared: Map<ScopeLevel, number>;
+  keys: number;
+  spread: number[];
+}
+
+/**
+ * Aggregates kept incrementally: a key counts once per tier, at the spread it has reached so far
+ * (moving up a level moves it between counters), so the report needs no scan of key state.
+ */
+export class ScopeReport {
+  private readonly tiers = new Map<string, TierStats>();
+
+  private stats(tier: string, service: string, operation: string): TierStats {
+    let stats = this.tiers.get(tier);
+    if (stats === undefined) {
+      stats = { service, operation, declared: new Map(), keys: 0, spread: [0, 0, 0, 0] };
+      this.tiers.set(tier, stats);
+    }
+    return stats;
+  }
+
+  declared(tier: string, service: string, operation: string, scope: ScopeLevel | ''): void {
+    if (scope === '') return;
+    const stats = this.stats(tier, service, operation);
+    stats.declared.set(scope, (stats.declared.get(scope) ?? 0) + 1);
+  }
+
+  /** A key's first landing at a tier. */
+  keySeen(tier: string, service: string, operation: string): void {
+    const stats = this.stats(tier, service, operation);
+    stats.keys++;
+    stats.spread[0] = stats.spread[0]! + 1;
+  }
+
+  /** A suspect key's spread at a tier changed from `from` to `to`. */
+  spreadChanged(tier: string, from: SpreadLevel, to: SpreadLevel): void {
+    const stats = this.tiers.get(tier);
+    if (stats === undefined || from === to) return;
+    const spread = stats.spread;
+    spread[SPREAD_ORDER.indexOf(from)] = spread[SPREAD_ORDER.indexOf(from)]! - 1;
+    spread[SPREAD_ORDER.indexOf(to)] = spread[SPREAD_ORDER.indexOf(to)]! + 1;
+  }
+
+  rows(): ScopeReportRow[] {
+    const rows: ScopeReportRow[] = [];
+    for (const stats of this.tiers.values()) {
+      let declaredScope: ScopeLevel | 'unknown' = 'unknown';
+      let most = 0;
+      for (const [scope, count] of stats.declared) {
+        if (count > most) {
+          most = count;
+          declaredScope = scope;
+        }
+      }
+      let widest = 0;
+      for (let level = 0; level < 4; level++) if (stats.spread[level]! > 0) widest = level;
+      const smallestCoveringScope = SPREAD_ORDER[widest]!;
+      let keysAtRisk = 0;
+      if (declaredScope !== 'unknown') {
+        for (let level = 0; level < 4; level++) {
+          if (!covers(declaredScope, SPREAD_ORDER[level]!)) keysAtRisk += stats.spread[level]!;
+        }
+      }
+      rows.push({
+        service: stats.service,
+        operation: stats.operation,
+        declaredScope,
+        declaredCounts: Object.fromEntries(stats.declared),
+        keys: stats.keys,
+        keysSpanning: { nodes: stats.spread[1]!, clusters: stats.spread[2]!, regions: stats.spread[3]! },
+        smallestCoveringScope,
+        keysAtRisk,
+        status: declaredScope === 'unknown' ? 'unknown' : keysAtRisk > 0 ? 'narrower' : 'sound',
+      });
+    }
+    return rows.sort((a, b) => (a.service + a.operation < b.service + b.operation ? -1 : 1));
+  }
+}

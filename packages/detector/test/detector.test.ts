@@ -1,0 +1,457 @@
+import type { Attempt, ExtractedAttempts, NodeActivity } from '@keyscope/attempts';
+import { activity, arrival, client, server, TEST_EPOCH_UNIX_MILLIS } from '@keyscope/testkit';
+import { describe, expect, it } from 'vitest';
+import { createDetector, defaultDetectorConfig, type Finding } from '../src/index.ts';
+
+function batch(attempts: Attempt[], nodeActivity: NodeActivity[] = []): ExtractedAttempts {
+  return {
+    attempts,
+    activity: nodeActivity,
+    duplicateSpans: 0,
+    invalid: { outcome: 0, hit: 0, scope: 0 },
+  };
+}
+
+function run(attempts: Attempt[], nodeActivity: NodeActivity[] = [], config = defaultDetectorConfig()) {
+  const detector = createDetector(config);
+  detector.ingest(batch(attempts, nodeActivity));
+  detector.flush();
+  return detector;
+}
+
+function only(findings: Finding[]): Finding {
+  expect(findings).toHaveLength(1);
+  return findings[0]!;
+}
+
+describe('duplicate executions', () => {
+  it('flags two misses of one key in two node stores as a cross-store duplicate', () => {
+    const detector = run([
+      server({ key: 'k1', node: 'a', store: 'payments/node:a', at: 0, durationMillis: 1900 }),
+      server({ key: 'k1', node: 'b', store: 'payments/node:b', at: 2.1 }),
+    ]);
+    const finding = only(detector.findings());
+    expect(finding.class).toBe('cross_store_duplicate');
+    expect(finding.severity).toBe('critical');
+    expect(finding.executions).toBe(2);
+    expect(finding.stores).toEqual(['payments/node:a', 'payments/node:b']);
+    expect(finding.routing.affinityBroken).toBe(true);
+    expect(finding.gapMillis).toBe(200);
+    expect(finding.attempts).toHaveLength(2);
+  });
+
+  it('reports nothing when the retry is answered with a hit by the same store', () => {
+    const detector = run([
+      client({ key: 'k1', at: 0 }),
+      server({ key: 'k1', node: 'a', at: 0 }),
+      client({ key: 'k1', at: 2, resendCount: 1 }),
+      server({ key: 'k1', node: 'a', at: 2, outcome: 'hit' }),
+    ]);
+    expect(detector.findings()).toEqual([]);
+    expect(detector.incidents()).toEqual([]);
+  });
+
+  it('calls two overlapping executions in one store a race', () => {
+    const detector = run([
+      server({ key: 'k1', store: 's', at: 0, durationMillis: 500 }),
+      server({ key: 'k1', store: 's', at: 0.2, durationMillis: 500 }),
+    ]);
+    const finding = only(detector.findings());
+    expect(finding.class).toBe('same_store_duplicate');
+    expect(finding.cause).toBe('race');
+  });
+
+  it('calls two executions in one store hours apart an expired key', () => {
+    const detector = run([
+      server({ key: 'k1', store: 's', at: 0 }),
+      server({ key: 'k1', store: 's', at: 7200 }),
+    ]);
+    const finding = only(detector.findings());
+    expect(finding.class).toBe('same_store_duplicate');
+    expect(finding.cause).toBe('ttl_expired');
+  });
+
+  it('treats one execution per tier of a key that flows down a chain as no duplicate', () => {
+    const detector = run([
+      server({ key: 'k1', traceId: 't1'.padEnd(32, '0'), service: 'payments', node: 'p1', at: 0 }),
+      server({
+        key: 'k1',
+        traceId: 't1'.padEnd(32, '0'),
+        service: 'ledger',
+        node: 'l1',
+        operation: '/entries',
+        at: 0.1,
+      }),
+    ]);
+    expect(detector.findings()).toEqual([]);
+  });
+
+  it('calls a front-tier repeat caught by a downstream hit an absorbed duplicate', () => {
+    const t1 = '1'.repeat(32);
+    const t2 = '2'.repeat(32);
+    const detector = run([
+      server({ key: 'k1', traceId: t1, node: 'p1', store: 'payments/node:p1', at: 0 }),
+      server({
+        key: 'k1',
+        traceId: t1,
+        service: 'ledger',
+        node: 'l1',
+        store: 'ledger/global',
+        scope: 'global',
+        operation: '/entries',
+        at: 0.1,
+      }),
+      server({ key: 'k1', traceId: t2, node: 'p2', store: 'payments/node:p2', at: 3 }),
+      server({
+        key: 'k1',
+        traceId: t2,
+        service: 'ledger',
+        node: 'l1',
+        store: 'ledger/global',
+        scope: 'global',
+        operation: '/entries',
+        outcome: 'hit',
+        at: 3.1,
+      }),
+    ]);
+    const finding = only(detector.findings());
+    expect(finding.class).toBe('absorbed_duplicate');
+    expect(finding.severity).toBe('warning');
+    expect(finding.service).toBe('payments');
+  });
+
+  it('reports the duplicate at the downstream tier when the downstream store did not catch it', () => {
+    const t1 = '1'.repeat(32);
+    const t2 = '2'.repeat(32);
+    const detector = run([
+      server({ key: 'k1', traceId: t1, node: 'p1', store: 'payments/node:p1', at: 0 }),
+      server({
+        key: 'k1',
+        traceId: t1,
+        service: 'ledger',
+        node: 'l1',
+        store: 'ledger/node:l1',
+        operation: '/entries',
+        at: 0.1,
+      }),
+      server({ key: 'k1', traceId: t2, node: 'p2', store: 'payments/node:p2', at: 3 }),
+      server({
+        key: 'k1',
+        traceId: t2,
+        service: 'ledger',
+        node: 'l2',
+        store: 'ledger/node:l2',
+        operation: '/entries',
+        at: 3.1,
+      }),
+    ]);
+    const finding = only(detector.findings());
+    expect(finding.class).toBe('cross_store_duplicate');
+    expect(finding.service).toBe('ledger');
+    expect(finding.operation).toBe('/entries');
+  });
+});
+
+describe('who retried', () => {
+  it('blames a proxy when the client sent once and the servers executed twice', () => {
+    const send = client({ key: 'k1', at: 0 });
+    const detector = run([
+      send,
+      server({ key: 'k1', traceId: send.traceId, parentSpanId: send.spanId, node: 'a', store: 'A', at: 0 }),
+      server({ key: 'k1', traceId: send.traceId, parentSpanId: send.spanId, node: 'b', store: 'B', at: 1 }),
+    ]);
+    expect(only(detector.findings()).retriedBy).toBe('proxy');
+  });
+
+  it('blames the client when it sent the request twice', () => {
+    const first = client({ key: 'k1', at: 0 });
+    const retry = client({ key: 'k1', at: 2, resendCount: 1 });
+    const detector = run([
+      first,
+      retry,
+      server({ key: 'k1', parentSpanId: first.spanId, node: 'a', store: 'A', at: 0 }),
+      server({ key: 'k1', parentSpanId: retry.spanId, node: 'b', store: 'B', at: 2 }),
+    ]);
+    expect(only(detector.findings()).retriedBy).toBe('client');
+  });
+
+  it('says unknown without client spans', () => {
+    const detector = run([
+      server({ key: 'k1', store: 'A', at: 0 }),
+      server({ key: 'k1', store: 'B', at: 1 }),
+    ]);
+    expect(only(detector.findings()).retriedBy).toBe('unknown');
+  });
+});
+
+describe('key collisions and scope violations', () => {
+  it('flags a hit that replayed another tenant’s result as a key collision', () => {
+    const detector = run([
+      server({ key: 'k1', tenant: 'acme', store: 'payments/global', scope: 'global', at: 0 }),
+      server({
+        key: 'k1',
+        tenant: 'globex',
+        store: 'payments/global',
+        scope: 'global',
+        outcome: 'hit',
+        at: 5,
+      }),
+    ]);
+    const finding = only(detector.findings());
+    expect(finding.class).toBe('key_collision');
+    expect(finding.cause).toBe('cross_tenant_replay');
+    expect(finding.severity).toBe('high');
+    expect(finding.tenants).toEqual(['acme', 'globex']);
+  });
+
+  it('does not count two tenants’ executions of one key as a duplicate', () => {
+    const detector = run([
+      server({ key: 'k1', tenant: 'acme', store: 'A', at: 0 }),
+      server({ key: 'k1', tenant: 'globex', store: 'B', at: 5 }),
+    ]);
+    expect(detector.findings().map((f) => f.class)).toEqual(['key_collision']);
+  });
+
+  it('groups by tenant and key when keys are tenant-scoped, so sharing a key is no collision', () => {
+    const detector = run(
+      [
+        server({ key: 'k1', tenant: 'acme', store: 'S', at: 0 }),
+        server({ key: 'k1', tenant: 'globex', store: 'S', at: 5 }),
+      ],
+      [],
+      { ...defaultDetectorConfig(), keyNamespace: 'tenant' },
+    );
+    expect(detector.findings()).toEqual([]);
+  });
+
+  it('warns of a scope violation when a retry reached a second store without executing', () => {
+    const detector = run([
+      server({ key: 'k1', node: 'a', store: 'A', at: 0 }),
+      server({ key: 'k1', node: 'b', store: 'B', outcome: 'error', at: 2 }),
+    ]);
+    const finding = only(detector.findings());
+    expect(finding.class).toBe('scope_violation');
+    expect(finding.severity).toBe('warning');
+  });
+
+  it('retracts the scope violation when the key later executes in the second store', () => {
+    const detector = createDetector();
+    const first = detector.ingest(
+      batch([
+        server({ key: 'k1', node: 'a', store: 'A', at: 0 }),
+        server({ key: 'k1', node: 'b', store: 'B', outcome: 'in_progress', at: 1 }),
+      ]),
+    );
+    expect(first.findings.map((f) => f.class)).toEqual(['scope_violation']);
+    const second = detector.ingest(batch([server({ key: 'k1', node: 'b', store: 'B', at: 4 })]));
+    expect(second.findings.map((f) => f.class)).toEqual(['cross_store_duplicate']);
+    expect(second.retractedFindingIds).toEqual([first.findings[0]!.id]);
+    expect(second.retractedIncidentIds).toEqual([first.findings[0]!.incidentId]);
+    expect(detector.findings().map((f) => f.class)).toEqual(['cross_store_duplicate']);
+  });
+});
+
+describe('arrival order and redelivery', () => {
+  it('emits the finding in the call that delivers the second execution', () => {
+    const detector = createDetector();
+    expect(detector.ingest(batch([server({ key: 'k1', store: 'A', at: 0 })])).findings).toEqual([]);
+    const changes = detector.ingest(batch([server({ key: 'k1', store: 'B', at: 2 })]));
+    expect(changes.findings).toHaveLength(1);
+    expect(changes.incidents).toHaveLength(1);
+    expect(changes.findings[0]!.incidentId).toBe(changes.incidents[0]!.id);
+  });
+
+  it('ignores a redelivered attempt (same trace and span id)', () => {
+    const attempt = server({ key: 'k1', store: 'A', at: 0 });
+    const detector = run([attempt, { ...attempt }, { ...attempt }]);
+    expect(detector.findings()).toEqual([]);
+    expect(detector.stats().duplicateAttempts).toBe(2);
+  });
+
+  it('yields the same finding and incident ids for any order of the same attempts', () => {
+    const attempts = [
+      client({ key: 'k1', at: 0 }),
+      server({ key: 'k1', node: 'a', store: 'A', at: 0 }),
+      client({ key: 'k1', at: 2, resendCount: 1 }),
+      server({ key: 'k1', node: 'b', store: 'B', at: 2 }),
+      server({ key: 'k2', node: 'a', store: 'A', at: 1 }),
+      server({ key: 'k2', node: 'b', store: 'B', outcome: 'error', at: 3 }),
+      server({ key: 'k3', store: 'A', at: 5, durationMillis: 400 }),
+      server({ key: 'k3', store: 'A', at: 5.1, durationMillis: 400 }),
+    ];
+    const expected = summary(run(attempts).findings());
+    let seed = 7;
+    for (let round = 0; round < 25; round++) {
+      const shuffled = [...attempts];
+      for (let i = shuffled.length - 1; i > 0; i--) {
+        seed = (seed * 1103515245 + 12345) % 2 ** 31;
+        const j = seed % (i + 1);
+        [shuffled[i], shuffled[j]] = [shuffled[j]!, shuffled[i]!];
+      }
+      const detector = createDetector();
+      for (const attempt of shuffled)
+        detector.ingest(batch([attempt, ...(round % 2 === 0 ? [attempt] : [])]));
+      detector.flush();
+      expect(summary(detector.findings())).toEqual(expected);
+    }
+  });
+});
+
+function summary(findings: Finding[]) {
+  return findings
+    .map((f) => ({
+      id: f.id,
+      class: f.class,
+      cause: f.cause,
+      incidentId: f.incidentId,
+      retriedBy: f.retriedBy,
+      executions: f.executions,
+    }))
+    .sort((a, b) => (a.id < b.id ? -1 : 1));
+}
+
+describe('routing events and incidents', () => {
+  // payments nodes a, b, c serve steadily; node a goes silent from second 60 to 120.
+  const traffic = [
+    ...activity({ node: 'a', fromSecond: 0, toSecond: 60 }),
+    ...activity({ node: 'a', fromSecond: 120, toSecond: 180 }),
+    ...activity({ node: 'b', fromSecond: 0, toSecond: 180 }),
+    ...activity({ node: 'c', fromSecond: 0, toSecond: 180 }),
+  ];
+
+  it('infers a node going silent while the rest of its service serves as node_down', () => {
+    const detector = run([], traffic);
+    const events = detector.routingEvents();
+    expect(events).toHaveLength(1);
+    expect(events[0]).toMatchObject({
+      type: 'node_down',
+      service: 'payments',
+      node: 'a',
+      startUnixMillis: TEST_EPOCH_UNIX_MILLIS + 60_000,
+      endUnixMillis: TEST_EPOCH_UNIX_MILLIS + 120_000,
+      ended: true,
+    });
+  });
+
+  it('groups the duplicates of one failover into one incident tied to the routing event', () => {
+    const attempts = [];
+    for (let i = 0; i < 30; i++) {
+      attempts.push(server({ key: `k${i}`, node: 'a', store: 'A', at: 58 + i * 0.05, durationMillis: 1900 }));
+      attempts.push(
+        server({ key: `k${i}`, node: i % 2 ? 'b' : 'c', store: i % 2 ? 'B' : 'C', at: 61 + i * 0.05 }),
+      );
+    }
+    const detector = run(attempts, traffic);
+    const incidents = detector.incidents();
+    expect(incidents).toHaveLength(1);
+    expect(incidents[0]!.keys).toBe(30);
+    expect(incidents[0]!.routingEvent?.type).toBe('node_down');
+    expect(detector.findings().every((f) => f.routing.event?.id === incidents[0]!.routingEvent?.id)).toBe(
+      true,
+    );
+  });
+
+  it('moves findings from a time-bucket incident to the failover incident once the failover is seen', () => {
+    const detector = createDetector();
+    const early = detector.ingest(
+      batch(
+        [
+          server({ key: 'k1', node: 'a', store: 'A', at: 58, durationMillis: 1900 }),
+          server({ key: 'k1', node: 'b', store: 'B', at: 61 }),
+        ],
+        traffic.filter((sample) => sample.bucketStartUnixMillis < TEST_EPOCH_UNIX_MILLIS + 62_000),
+      ),
+    );
+    const bucketIncident = early.incidents[0]!;
+    expect(bucketIncident.routingEvent).toBeNull();
+    detector.ingest(
+      batch(
+        [],
+        traffic.filter((sample) => sample.bucketStartUnixMillis >= TEST_EPOCH_UNIX_MILLIS + 62_000),
+      ),
+    );
+    const later = detector.tick(TEST_EPOCH_UNIX_MILLIS + 180_000);
+    expect(later.retractedIncidentIds).toContain(bucketIncident.id);
+    expect(later.incidents).toHaveLength(1);
+    expect(later.incidents[0]!.routingEvent?.type).toBe('node_down');
+  });
+
+  it('composes every node of a region going down into one region failover', () => {
+    const regional = [
+      ...activity({ node: 'eu1', region: 'eu', cluster: 'eu-c', fromSecond: 0, toSecond: 60 }),
+      ...activity({ node: 'eu2', region: 'eu', cluster: 'eu-c', fromSecond: 0, toSecond: 60 }),
+      ...activity({ node: 'us1', region: 'us', cluster: 'us-c', fromSecond: 0, toSecond: 120 }),
+    ];
+    const events = run([], regional).routingEvents();
+    expect(events.map((e) => [e.type, e.region])).toEqual([['region_failover', 'eu']]);
+  });
+
+  it('resolves an incident after the quiet period', () => {
+    const detector = run([
+      server({ key: 'k1', store: 'A', at: 0 }),
+      server({ key: 'k1', store: 'B', at: 2 }),
+    ]);
+    expect(detector.incidents()[0]!.status).toBe('open');
+    const changes = detector.tick(
+      TEST_EPOCH_UNIX_MILLIS + 2000 + defaultDetectorConfig().quietPeriodMillis + 1000,
+    );
+    expect(changes.incidents.map((i) => i.status)).toEqual(['resolved']);
+  });
+});
+
+describe('bounded memory', () => {
+  it('spills least recently used keys and still finds a duplicate whose first execution was spilled', () => {
+    const detector = createDetector({ ...defaultDetectorConfig(), maxKeys: 100 });
+    detector.ingest(batch([server({ key: 'early', store: 'A', at: 0 })]));
+    for (let i = 0; i < 500; i++) detector.ingest(batch([server({ key: `filler-${i}`, store: 'A', at: 1 })]));
+    expect(detector.stats().keysInMemory).toBeLessThanOrEqual(100);
+    expect(detector.stats().spilledKeys).toBeGreaterThan(0);
+    const changes = detector.ingest(batch([server({ key: 'early', store: 'B', at: 3 })]));
+    expect(changes.findings.map((f) => f.class)).toEqual(['cross_store_duplicate']);
+  });
+});
+
+describe('scope report', () => {
+  it('reports declared node scope, keys spanning nodes and cluster as the smallest covering scope', () => {
+    const detector = run([
+      arrival({ key: 'k1', node: 'a', at: 0 }),
+      server({ key: 'k1', node: 'a', store: 'A', at: 0 }),
+      server({ key: 'k1', node: 'b', store: 'B', outcome: 'error', at: 2 }),
+      server({ key: 'k2', node: 'a', store: 'A', at: 3 }),
+      server({ key: 'k3', node: 'b', store: 'B', at: 3 }),
+    ]);
+    const [row] = detector.scopeReport();
+    expect(row).toMatchObject({
+      service: 'payments',
+      operation: '/payments',
+      declaredScope: 'node',
+      keys: 3,
+      keysSpanning: { nodes: 1, clusters: 0, regions: 0 },
+      smallestCoveringScope: 'cluster',
+      keysAtRisk: 1,
+      status: 'narrower',
+    });
+  });
+});
+
+describe('advice', () => {
+  it('names the smallest covering scope rather than global for retries within a cluster', () => {
+    const detector = run([
+      server({ key: 'k1', node: 'a', store: 'A', at: 0 }),
+      server({ key: 'k1', node: 'b', store: 'B', at: 2 }),
+    ]);
+    const advice = detector.incidents()[0]!.advice;
+    expect(advice).toContain('cluster scope');
+    expect(advice).not.toMatch(/to global/);
+  });
+
+  it('warns against a global namespace and suggests pinning when retries crossed regions', () => {
+    const detector = run([
+      server({ key: 'k1', node: 'a', region: 'eu', store: 'A', scope: 'region', at: 0 }),
+      server({ key: 'k1', node: 'b', region: 'us', store: 'B', scope: 'region', at: 2 }),
+    ]);
+    const advice = detector.incidents()[0]!.advice;
+    expect(advice).toMatch(/pinning/);
+    expect(advice).toMatch(/cross-region write/);
+  });
+});

@@ -1,0 +1,115 @@
+import type {
+  Arrival,
+  ClientAttempt,
+  NodeActivity,
+  Outcome,
+  Placement,
+  ScopeLevel,
+  ServerAttempt,
+} from '@keyscope/attempts';
+
+/**
+ * Readable attempt builders for tests: `server({ key: 'k1', store: 'node-a', node: 'a' })`.
+ * Ids default to a counter so every built attempt is a distinct span unless told otherwise.
+ */
+let counter = 0;
+
+function nextId(width: number): string {
+  counter++;
+  return counter.toString(16).padStart(width, '0');
+}
+
+export interface PlacementInput {
+  service?: string;
+  node?: string;
+  cluster?: string;
+  region?: string;
+  zone?: string;
+}
+
+export function placement(input: PlacementInput = {}): Placement {
+  return {
+    service: input.service ?? 'payments',
+    node: input.node ?? 'payments-a',
+    cluster: input.cluster ?? 'c1',
+    region: input.region ?? 'eu-west-1',
+    zone: input.zone ?? '',
+  };
+}
+
+interface CommonInput extends PlacementInput {
+  key?: string;
+  tenant?: string;
+  traceId?: string;
+  spanId?: string;
+  parentSpanId?: string;
+  /** Start, in seconds from the test's epoch (2026-01-01T00:00:00Z). */
+  at?: number;
+  /** Duration in milliseconds. */
+  durationMillis?: number;
+  operation?: string;
+}
+
+export const TEST_EPOCH_UNIX_MILLIS = Date.UTC(2026, 0, 1);
+
+function common(input: CommonInput) {
+  const start = TEST_EPOCH_UNIX_MILLIS + (input.at ?? 0) * 1000;
+  return {
+    key: input.key ?? 'k1',
+    tenant: input.tenant ?? '',
+    traceId: input.traceId ?? nextId(32),
+    spanId: input.spanId ?? nextId(16),
+    parentSpanId: input.parentSpanId ?? '',
+    startUnixMillis: start,
+    endUnixMillis: start + (input.durationMillis ?? 100),
+    placement: placement(input),
+    operation: input.operation ?? '/payments',
+  };
+}
+
+export function server(
+  input: CommonInput & { outcome?: Outcome; store?: string; scope?: ScopeLevel | '' } = {},
+): ServerAttempt {
+  const base = common(input);
+  return {
+    kind: 'server',
+    ...base,
+    outcome: input.outcome ?? 'miss',
+    store: input.store ?? `${base.placement.service}/node:${base.placement.node}`,
+    scope: input.scope ?? 'node',
+  };
+}
+
+export function arrival(input: CommonInput = {}): Arrival {
+  return { kind: 'arrival', ...common(input) };
+}
+
+export function client(
+  input: CommonInput & { resendCount?: number; target?: string; statusCode?: number; error?: string } = {},
+): ClientAttempt {
+  return {
+    kind: 'client',
+    ...common({ service: 'checkout', node: 'checkout-1', ...input }),
+    resendCount: input.resendCount ?? 0,
+    target: input.target ?? 'payments.internal:443',
+    statusCode: input.statusCode ?? 200,
+    error: input.error ?? '',
+  };
+}
+
+/** Steady traffic of one node: `spans` server spans per second from `fromSecond` to `toSecond`. */
+export function activity(
+  input: PlacementInput & { fromSecond: number; toSecond: number; spans?: number; errors?: number },
+): NodeActivity[] {
+  const out: NodeActivity[] = [];
+  for (let second = input.fromSecond; second < input.toSecond; second++) {
+    out.push({
+      placement: placement(input),
+      bucketStartUnixMillis: TEST_EPOCH_UNIX_MILLIS + second * 1000,
+      bucketMillis: 1000,
+      spans: input.spans ?? 10,
+      errors: input.errors ?? 0,
+    });
+  }
+  return out;
+}
