@@ -2,16 +2,11 @@ import type { Attempt, ExtractedAttempts } from '@keyscope/attempts';
 import { type AttemptLog, createMemoryAttemptLog } from './attempt-log.ts';
 import { type DetectorConfig, defaultDetectorConfig } from './config.ts';
 import { evaluateKey, type FindingDraft, tierName } from './evaluate-key.ts';
-import type { Finding, FindingClass } from './finding.ts';
+import type { Finding } from './finding.ts';
+import { FINDING_CLASSES } from './finding.ts';
+import { stableId } from './ids.ts';
 import { type Incident, IncidentBook } from './incidents.ts';
-import {
-  createMemoryKeyStateStore,
-  Interner,
-  KeyState,
-  type KeyStateStore,
-  persistKeyState,
-  restoreKeyState,
-} from './key-state.ts';
+import { Interner, KeyState } from './key-state.ts';
 import type { RoutingEvent } from './routing-event.ts';
 import { RoutingInference } from './routing-inference.ts';
 import { ScopeReport, type ScopeReportRow, type SpreadLevel, spreadOf } from './scope-report.ts';
@@ -33,7 +28,10 @@ export interface DetectorStats {
   suspectKeys: number;
   attempts: number;
   duplicateAttempts: number;
-  spilledKeys: number;
+  /** Keys dropped from memory beyond `maxKeys` (their attempts stay in the AttemptLog). */
+  evictedKeys: number;
+  /** Keys rebuilt from the AttemptLog after an eviction or a restart. */
+  rebuiltKeys: number;
   watermarkUnixMillis: number;
 }
 
@@ -53,11 +51,17 @@ export interface Detector {
   routingEvents(): RoutingEvent[];
   scopeReport(): ScopeReportRow[];
   stats(): DetectorStats;
+  /**
+   * Loads what a previous run reported (findings within the retry horizon, from the store), so
+   * that after a restart a finding is updated or retracted rather than reported anew. Call before
+   * the first `ingest`.
+   */
+  restore(findings: readonly Finding[]): void;
 }
 
 export interface DetectorDependencies {
+  /** Defaults to an in-memory log; the embedded service passes its SQLite one. */
   attemptLog?: AttemptLog;
-  keyStateStore?: KeyStateStore;
 }
 
 class Changes {
@@ -82,7 +86,6 @@ export function createDetector(
   dependencies: DetectorDependencies = {},
 ): Detector {
   const log = dependencies.attemptLog ?? createMemoryAttemptLog();
-  const spill = dependencies.keyStateStore ?? createMemoryKeyStateStore();
   const keys = new Map<string, KeyState>();
   const interner = new Interner();
   const routing = new RoutingInference(config);
@@ -91,12 +94,13 @@ export function createDetector(
   /** Findings currently reported, by id: the detector's answer to "what is wrong right now". */
   const current = new Map<string, Finding>();
   /** Per suspect key and tier, the spread already counted in the scope report. */
-  const spreads = new Map<string, Map<string, SpreadLevel>>();
+  const spreads = new Map<string, { lastSeenUnixMillis: number; tiers: Map<string, SpreadLevel> }>();
   let routingSignature = new Map<string, string>();
   let watermark = Number.NEGATIVE_INFINITY;
   let attemptsSeen = 0;
   let duplicateAttempts = 0;
-  let spilledKeys = 0;
+  let evictedKeys = 0;
+  let rebuiltKeys = 0;
 
   function partitionKeyOf(attempt: Attempt): string {
     return config.keyNamespace === 'tenant' && attempt.tenant !== ''
@@ -104,34 +108,47 @@ export function createDetector(
       : attempt.key;
   }
 
-  function stateOf(partitionKey: string): KeyState {
+  /**
+   * The key's compact state; when it is not in memory, rebuilt from the attempts the log holds
+   * (all but `pending`, the attempt the caller is about to observe).
+   */
+  function stateOf(partitionKey: string, pending?: Attempt): KeyState {
     let state = keys.get(partitionKey);
     if (state !== undefined) {
-      // Re-inserting keeps the Map in least-recently-touched order for spilling.
+      // Re-inserting keeps the Map in least-recently-touched order for eviction.
       keys.delete(partitionKey);
       keys.set(partitionKey, state);
       return state;
     }
-    const persisted = spill.load(partitionKey);
-    state = persisted === undefined ? new KeyState() : restoreKeyState(persisted, interner);
+    state = new KeyState();
+    const history = log.attemptsOf(partitionKey);
+    let replayed = 0;
+    for (const attempt of history) {
+      if (pending !== undefined && attempt.spanId === pending.spanId && attempt.traceId === pending.traceId)
+        continue;
+      observe(state, attempt, false);
+      replayed++;
+    }
+    if (replayed > 0) rebuiltKeys++;
     keys.set(partitionKey, state);
-    if (keys.size > config.maxKeys) spillOldest();
+    if (keys.size > config.maxKeys) evictOldest();
     return state;
   }
 
-  function spillOldest(): void {
-    const batch = [];
-    for (const [partitionKey, state] of keys) {
-      if (keys.size - batch.length <= config.maxKeys * 0.9) break;
-      batch.push(persistKeyState(partitionKey, state, interner));
+  function evictOldest(): void {
+    const target = Math.floor(config.maxKeys * 0.9);
+    for (const partitionKey of keys.keys()) {
+      if (keys.size <= target) break;
+      keys.delete(partitionKey);
+      evictedKeys++;
     }
-    spill.save(batch);
-    for (const persisted of batch) keys.delete(persisted.partitionKey);
-    spilledKeys += batch.length;
   }
 
-  /** Updates the compact state; true when the key needs judging from its full evidence. */
-  function observe(state: KeyState, attempt: Attempt): boolean {
+  /**
+   * Updates the compact state; true when the key needs judging from its full evidence. `fresh`
+   * is false when replaying a rebuilt key's history, which the scope report already counted.
+   */
+  function observe(state: KeyState, attempt: Attempt, fresh: boolean): boolean {
     if (attempt.endUnixMillis > state.lastSeenUnixMillis) state.lastSeenUnixMillis = attempt.endUnixMillis;
     if (attempt.tenant !== '') {
       const tenant = interner.id(attempt.tenant);
@@ -152,7 +169,7 @@ export function createDetector(
       state.countB += server;
       if (state.countB >= 2 || state.nodeB !== node) state.suspect = true;
     } else {
-      scopes.keySeen(name, attempt.placement.service, attempt.operation);
+      if (fresh) scopes.keySeen(name, attempt.placement.service, attempt.operation);
       if (state.tierA === -1) {
         state.tierA = tier;
         state.countA = server;
@@ -166,12 +183,13 @@ export function createDetector(
     return state.suspect;
   }
 
-  function judge(partitionKey: string, state: KeyState, changes: Changes): void {
+  function judge(partitionKey: string, changes: Changes): void {
     const evidence = log.attemptsOf(partitionKey);
     if (evidence.length === 0) return;
     updateSpreads(partitionKey, evidence);
-    const drafts = evaluateKey(evidence[0]!.key, evidence, (service) => routing.eventsOf(service), config);
-    apply(state, drafts, changes);
+    const key = evidence[0]!.key;
+    const drafts = evaluateKey(key, evidence, (service) => routing.eventsOf(service), config);
+    apply(key, drafts, changes);
   }
 
   function updateSpreads(partitionKey: string, evidence: Attempt[]): void {
@@ -184,40 +202,43 @@ export function createDetector(
       else list.push(attempt);
     }
     let known = spreads.get(partitionKey);
-    if (known === undefined) spreads.set(partitionKey, (known = new Map()));
+    if (known === undefined) spreads.set(partitionKey, (known = { lastSeenUnixMillis: 0, tiers: new Map() }));
+    for (const attempt of evidence) {
+      if (attempt.endUnixMillis > known.lastSeenUnixMillis) known.lastSeenUnixMillis = attempt.endUnixMillis;
+    }
     for (const [name, landed] of byTier) {
       const spread = spreadOf(landed);
-      scopes.spreadChanged(name, known.get(name) ?? 'node', spread);
-      known.set(name, spread);
+      scopes.spreadChanged(name, known.tiers.get(name) ?? 'node', spread);
+      known.tiers.set(name, spread);
     }
   }
 
-  function apply(state: KeyState, drafts: FindingDraft[], changes: Changes): void {
-    const previous = state.reported ?? new Map<FindingClass, string>();
-    const next = new Map<FindingClass, string>();
+  function apply(key: string, drafts: FindingDraft[], changes: Changes): void {
+    const next = new Set<string>();
     for (const draft of drafts) {
-      const signature = signatureOf(draft);
-      next.set(draft.class, draft.id);
-      const placed = book.place(draft, changes.incidents, changes.retractedIncidents);
+      next.add(draft.id);
       const before = current.get(draft.id);
+      const placed = book.place(draft, changes.incidents, changes.retractedIncidents);
       current.set(draft.id, placed);
       if (
         before === undefined ||
-        signatureOf(before) !== signature ||
+        signatureOf(before) !== signatureOf(draft) ||
         before.incidentId !== placed.incidentId
       ) {
         changes.findings.set(placed.id, placed);
         changes.retractedFindings.delete(placed.id);
       }
     }
-    for (const [findingClass, id] of previous) {
-      if (next.has(findingClass)) continue;
+    // Ids are derived from class and key, so what this key reported before is found without
+    // remembering it per key.
+    for (const findingClass of FINDING_CLASSES) {
+      const id = stableId('f', [findingClass, key]);
+      if (next.has(id) || !current.has(id)) continue;
       book.remove(id, changes.incidents, changes.retractedIncidents);
       current.delete(id);
       changes.findings.delete(id);
       changes.retractedFindings.add(id);
     }
-    state.reported = next.size === 0 ? null : next;
   }
 
   /** Re-judges findings whose service's routing events changed since the last look. */
@@ -237,18 +258,15 @@ export function createDetector(
     for (const finding of current.values()) {
       if (changedServices.has(finding.service)) keysToJudge.add(partitionKeyOf(finding.attempts[0]!));
     }
-    for (const partitionKey of [...keysToJudge].sort()) judge(partitionKey, stateOf(partitionKey), changes);
+    for (const partitionKey of [...keysToJudge].sort()) judge(partitionKey, changes);
   }
 
   function expire(nowUnixMillis: number): void {
     const cutoff = nowUnixMillis - config.retryHorizonMillis;
-    for (const [partitionKey, state] of keys) {
-      if (state.lastSeenUnixMillis < cutoff) {
-        keys.delete(partitionKey);
-        spreads.delete(partitionKey);
-      }
-    }
-    spill.expire(cutoff);
+    for (const [partitionKey, state] of keys)
+      if (state.lastSeenUnixMillis < cutoff) keys.delete(partitionKey);
+    for (const [partitionKey, seen] of spreads)
+      if (seen.lastSeenUnixMillis < cutoff) spreads.delete(partitionKey);
     log.expire(cutoff);
     routing.prune();
     book.forget(cutoff);
@@ -267,7 +285,7 @@ export function createDetector(
     ingest(batch) {
       const changes = new Changes();
       routing.record(batch.activity);
-      const dirty = new Map<string, KeyState>();
+      const dirty = new Set<string>();
       for (const attempt of batch.attempts) {
         attemptsSeen++;
         if (attempt.endUnixMillis > watermark) watermark = attempt.endUnixMillis;
@@ -276,10 +294,10 @@ export function createDetector(
           duplicateAttempts++;
           continue;
         }
-        const state = stateOf(partitionKey);
-        if (observe(state, attempt)) dirty.set(partitionKey, state);
+        const state = stateOf(partitionKey, attempt);
+        if (observe(state, attempt, true)) dirty.add(partitionKey);
       }
-      for (const [partitionKey, state] of dirty) judge(partitionKey, state, changes);
+      for (const partitionKey of dirty) judge(partitionKey, changes);
       return changes.result();
     },
     tick,
@@ -293,9 +311,18 @@ export function createDetector(
       suspectKeys: spreads.size,
       attempts: attemptsSeen,
       duplicateAttempts,
-      spilledKeys,
+      evictedKeys,
+      rebuiltKeys,
       watermarkUnixMillis: watermark,
     }),
+    restore(findings) {
+      const changes = new Changes();
+      for (const finding of findings) {
+        const placed = book.place(finding, changes.incidents, changes.retractedIncidents);
+        current.set(placed.id, placed);
+        if (finding.lastSeenUnixMillis > watermark) watermark = finding.lastSeenUnixMillis;
+      }
+    },
   };
 }
 

@@ -19,10 +19,5 @@ export {
   type Severity,
 } from './finding.ts';
 export type { Incident, IncidentStatus } from './incidents.ts';
-export {
-  createMemoryKeyStateStore,
-  type KeyStateStore,
-  type PersistedKeyState,
-} from './key-state.ts';
 export type { RoutingEvent, RoutingEventType } from './routing-event.ts';
 export { covers, type ScopeReportRow, type SpreadLevel, spreadOf } from './scope-report.ts';

@@ -1,7 +1,7 @@
 import type { Attempt, ExtractedAttempts, NodeActivity } from '@keyscope/attempts';
 import { activity, arrival, client, server, TEST_EPOCH_UNIX_MILLIS } from '@keyscope/testkit';
 import { describe, expect, it } from 'vitest';
-import { createDetector, defaultDetectorConfig, type Finding } from '../src/index.ts';
+import { createDetector, createMemoryAttemptLog, defaultDetectorConfig, type Finding } from '../src/index.ts';
 
 function batch(attempts: Attempt[], nodeActivity: NodeActivity[] = []): ExtractedAttempts {
   return {
@@ -400,14 +400,42 @@ describe('routing events and incidents', () => {
 });
 
 describe('bounded memory', () => {
-  it('spills least recently used keys and still finds a duplicate whose first execution was spilled', () => {
+  it('evicts least recently used keys and still finds a duplicate whose first execution was evicted', () => {
     const detector = createDetector({ ...defaultDetectorConfig(), maxKeys: 100 });
     detector.ingest(batch([server({ key: 'early', store: 'A', at: 0 })]));
     for (let i = 0; i < 500; i++) detector.ingest(batch([server({ key: `filler-${i}`, store: 'A', at: 1 })]));
     expect(detector.stats().keysInMemory).toBeLessThanOrEqual(100);
-    expect(detector.stats().spilledKeys).toBeGreaterThan(0);
+    expect(detector.stats().evictedKeys).toBeGreaterThan(0);
     const changes = detector.ingest(batch([server({ key: 'early', store: 'B', at: 3 })]));
     expect(changes.findings.map((f) => f.class)).toEqual(['cross_store_duplicate']);
+    expect(detector.stats().rebuiltKeys).toBe(1);
+  });
+
+  it('finds a duplicate across a restart from the attempt log alone', () => {
+    const log = createMemoryAttemptLog();
+    createDetector(defaultDetectorConfig(), { attemptLog: log }).ingest(
+      batch([server({ key: 'k1', store: 'A', at: 0 })]),
+    );
+    const restarted = createDetector(defaultDetectorConfig(), { attemptLog: log });
+    const changes = restarted.ingest(batch([server({ key: 'k1', store: 'B', at: 2 })]));
+    expect(changes.findings.map((f) => f.class)).toEqual(['cross_store_duplicate']);
+  });
+
+  it('retracts after a restart a finding reported before it, once restored', () => {
+    const log = createMemoryAttemptLog();
+    const before = createDetector(defaultDetectorConfig(), { attemptLog: log });
+    before.ingest(
+      batch([
+        server({ key: 'k1', node: 'a', store: 'A', at: 0 }),
+        server({ key: 'k1', node: 'b', store: 'B', outcome: 'error', at: 1 }),
+      ]),
+    );
+    const violation = before.findings()[0]!;
+    const restarted = createDetector(defaultDetectorConfig(), { attemptLog: log });
+    restarted.restore(before.findings());
+    const changes = restarted.ingest(batch([server({ key: 'k1', node: 'b', store: 'B', at: 4 })]));
+    expect(changes.retractedFindingIds).toEqual([violation.id]);
+    expect(restarted.findings().map((f) => f.class)).toEqual(['cross_store_duplicate']);
   });
 });
 
