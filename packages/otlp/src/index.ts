@@ -1,4 +1,23 @@
 export { ACCEPTED_ALL, type ConsumeResult, type SpanConsumer } from './consumer.ts';
+export { decodeTracesJson } from './decode-json.ts';
+export { DEFAULT_MAX_DEPTH, type DecodeOptions, MAX_NESTING_DEPTH } from './decode-options.ts';
+export { decodeTraces } from './decode-protobuf.ts';
+export { encodeTracesJson } from './encode-json.ts';
+export { encodeTraces } from './encode-protobuf.ts';
+export {
+  OTLP_ERRORS,
+  OTLP_FIELD_NUMBER,
+  OTLP_ID_LENGTH,
+  OTLP_ID_ZERO,
+  OTLP_JSON,
+  OTLP_NESTING,
+  OTLP_TRUNCATED,
+  OTLP_UTF8,
+  OTLP_VARINT_TOO_LONG,
+  OTLP_WIRE_TYPE,
+} from './errors.ts';
+export { encodeExportResponse, exportResponseJson } from './export-response.ts';
+export { encodeRpcStatus, rpcStatusJson } from './rpc-status.ts';
 export {
   type Attributes,
   type AttributeValue,

@@ -1,0 +1,459 @@
+import { KeyscopeError } from '@keyscope/errors';
+import { type DecodeOptions, type ResolvedDecodeOptions, resolveDecodeOptions } from './decode-options.ts';
+import { OTLP_ID_LENGTH, OTLP_ID_ZERO, OTLP_NESTING } from './errors.ts';
+import { hexOf8, hexOf16 } from './hex.ts';
+import type {
+  Attributes,
+  AttributeValue,
+  InstrumentationScope,
+  Resource,
+  Span,
+  SpanEvent,
+  SpanKind,
+  SpanStatus,
+  StatusCode,
+} from './span.ts';
+import { StringCache } from './string-cache.ts';
+import { decodeUtf8 } from './utf8.ts';
+import { messageFields, WireReader, WireType } from './wire-reader.ts';
+
+/*
+ * Field numbers and wire types from opentelemetry-proto (collector/trace/v1/trace_service.proto,
+ * trace/v1/trace.proto, resource/v1/resource.proto, common/v1/common.proto). The decoder switches
+ * on whole tags ((field << 3) | wire type), so a known field with the wrong wire type falls through
+ * to `skip`, which refuses it. Fields keyscope does not keep (trace_state, links, flags, dropped
+ * counts, schema urls) are listed so their wire types are still checked.
+ */
+const { VARINT, I64, LEN, I32 } = WireType;
+
+const REQUEST = messageFields('ExportTraceServiceRequest', { 1: ['resource_spans', LEN] });
+const RESOURCE_SPANS = messageFields('ResourceSpans', {
+  1: ['resource', LEN],
+  2: ['scope_spans', LEN],
+  3: ['schema_url', LEN],
+});
+const RESOURCE = messageFields('Resource', {
+  1: ['attributes', LEN],
+  2: ['dropped_attributes_count', VARINT],
+});
+const SCOPE_SPANS = messageFields('ScopeSpans', {
+  1: ['scope', LEN],
+  2: ['spans', LEN],
+  3: ['schema_url', LEN],
+});
+const SCOPE = messageFields('InstrumentationScope', {
+  1: ['name', LEN],
+  2: ['version', LEN],
+  3: ['attributes', LEN],
+  4: ['dropped_attributes_count', VARINT],
+});
+const SPAN = messageFields('Span', {
+  1: ['trace_id', LEN],
+  2: ['span_id', LEN],
+  3: ['trace_state', LEN],
+  4: ['parent_span_id', LEN],
+  5: ['name', LEN],
+  6: ['kind', VARINT],
+  7: ['start_time_unix_nano', I64],
+  8: ['end_time_unix_nano', I64],
+  9: ['attributes', LEN],
+  10: ['dropped_attributes_count', VARINT],
+  11: ['events', LEN],
+  12: ['dropped_events_count', VARINT],
+  13: ['links', LEN],
+  14: ['dropped_links_count', VARINT],
+  15: ['status', LEN],
+  16: ['flags', I32],
+});
+const EVENT = messageFields('Span.Event', {
+  1: ['time_unix_nano', I64],
+  2: ['name', LEN],
+  3: ['attributes', LEN],
+  4: ['dropped_attributes_count', VARINT],
+});
+// Field 1 (deprecated_code) is reserved: old senders may still write it, so it is skipped as unknown.
+const STATUS = messageFields('Status', { 2: ['message', LEN], 3: ['code', VARINT] });
+const KEY_VALUE = messageFields('KeyValue', { 1: ['key', LEN], 2: ['value', LEN] });
+const ANY_VALUE = messageFields('AnyValue', {
+  1: ['string_value', LEN],
+  2: ['bool_value', VARINT],
+  3: ['int_value', VARINT],
+  4: ['double_value', I64],
+  5: ['array_value', LEN],
+  6: ['kvlist_value', LEN],
+  7: ['bytes_value', LEN],
+});
+const ARRAY_VALUE = messageFields('ArrayValue', { 1: ['values', LEN] });
+const KEY_VALUE_LIST = messageFields('KeyValueList', { 1: ['values', LEN] });
+
+/** Attribute keys repeat across spans and batches; see string-cache.ts. */
+const keyCache = new StringCache(2048, 64);
+/** Short values repeat too (methods, routes, service and host names, status strings). */
+const valueCache = new StringCache(1024, 32);
+
+/**
+ * Decodes a protobuf `ExportTraceServiceRequest` into keyscope spans.
+ *
+ * Spans of one ResourceSpans share one `Resource` object and spans of one ScopeSpans share one
+ * `InstrumentationScope` object. The result never aliases `bytes`, so the caller may reuse it.
+ *
+ * Ids: the spec calls a trace or span id invalid when it is not 16/8 bytes or all zeros, and
+ * keyscope deduplicates on (trace id, span id), so such a span cannot be handled; the payload is
+ * refused with OTLP_ID_LENGTH / OTLP_ID_ZERO (a producer that writes one bad id writes them in
+ * every batch, and a 400 surfaces that at the sender). A missing id counts as 0 bytes. An empty
+ * parent span id means a root span; an all-zero one is read as root too, since some producers
+ * write eight zero bytes for "no parent".
+ *
+ * Enums: kinds and status codes outside the values span.ts names become UNSPECIFIED / UNSET.
+ *
+ * Every malformed input fails with a KeyscopeError carrying one of the codes in errors.ts.
+ */
+export function decodeTraces(bytes: Uint8Array, options?: DecodeOptions): Span[] {
+  return new TraceDecoder(bytes, resolveDecodeOptions(options)).request();
+}
+
+class TraceDecoder {
+  private readonly r: WireReader;
+  private readonly bytes: Uint8Array;
+  private readonly spanKeys: ReadonlySet<string> | null;
+  private readonly resourceKeys: ReadonlySet<string> | null;
+  private readonly events: boolean;
+  private readonly maxDepth: number;
+  private readonly spans: Span[] = [];
+  /** Spans of one trace often sit together in a batch: reuse the previous trace id's string. */
+  private lastTraceIdAt = -1;
+  private lastTraceId = '';
+
+  constructor(bytes: Uint8Array, options: ResolvedDecodeOptions) {
+    this.bytes = bytes;
+    this.r = new WireReader(bytes);
+    this.spanKeys = options.spanKeys;
+    this.resourceKeys = options.resourceKeys;
+    this.events = options.events;
+    this.maxDepth = options.maxDepth;
+  }
+
+  request(): Span[] {
+    const r = this.r;
+    const end = this.bytes.length;
+    while (r.pos < end) {
+      const tag = r.tag(end);
+      if (tag === 0x0a) this.resourceSpans(r.lengthEnd(end));
+      else r.skip(tag, end, REQUEST);
+    }
+    return this.spans;
+  }
+
+  private resourceSpans(end: number): void {
+    const r = this.r;
+    // Created before the fields are read: protobuf does not order fields, and spans that precede
+    // the `resource` field must still share this object.
+    const resource: Resource = { attributes: Object.create(null) };
+    while (r.pos < end) {
+      const tag = r.tag(end);
+      if (tag === 0x12) this.scopeSpans(r.lengthEnd(end), resource);
+      else if (tag === 0x0a) this.resource(r.lengthEnd(end), resource.attributes);
+      else r.skip(tag, end, RESOURCE_SPANS);
+    }
+  }
+
+  private resource(end: number, attributes: Attributes): void {
+    const r = this.r;
+    while (r.pos < end) {
+      const tag = r.tag(end);
+      if (tag === 0x0a) this.keyValue(r.lengthEnd(end), attributes, this.resourceKeys, 0);
+      else r.skip(tag, end, RESOURCE);
+    }
+  }
+
+  private scopeSpans(end: number, resource: Resource): void {
+    const r = this.r;
+    const scope: InstrumentationScope = { name: '', version: '' };
+    while (r.pos < end) {
+      const tag = r.tag(end);
+      if (tag === 0x12) this.spans.push(this.span(r.lengthEnd(end), resource, scope));
+      else if (tag === 0x0a) this.scope(r.lengthEnd(end), scope);
+      else r.skip(tag, end, SCOPE_SPANS);
+    }
+  }
+
+  private scope(end: number, scope: InstrumentationScope): void {
+    const r = this.r;
+    while (r.pos < end) {
+      const tag = r.tag(end);
+      if (tag === 0x0a) scope.name = this.string(r.lengthEnd(end));
+      else if (tag === 0x12) scope.version = this.string(r.lengthEnd(end));
+      else r.skip(tag, end, SCOPE);
+    }
+  }
+
+  private span(end: number, resource: Resource, scope: InstrumentationScope): Span {
+    const r = this.r;
+    const bytes = this.bytes;
+    const spanStart = r.pos;
+    let traceId = '';
+    let spanId = '';
+    let parentSpanId = '';
+    let name = '';
+    let kind = 0;
+    let startTimeUnixMillis = 0;
+    let endTimeUnixMillis = 0;
+    let statusCode = 0;
+    let statusMessage = '';
+    const attributes: Attributes = Object.create(null);
+    const events: SpanEvent[] = [];
+    while (r.pos < end) {
+      const tag = r.tag(end);
+      switch (tag) {
+        case 0x0a: {
+          const fieldEnd = r.lengthEnd(end);
+          traceId = this.traceId(r.pos, fieldEnd);
+          r.pos = fieldEnd;
+          break;
+        }
+        case 0x12: {
+          const fieldEnd = r.lengthEnd(end);
+          const at = r.pos;
+          checkId('span id', at, fieldEnd, 8);
+          if (isZero(bytes, at, 8)) throw zeroId('span id', at);
+          spanId = hexOf8(bytes, at);
+          r.pos = fieldEnd;
+          break;
+        }
+        case 0x22: {
+          const fieldEnd = r.lengthEnd(end);
+          const at = r.pos;
+          if (fieldEnd === at) parentSpanId = '';
+          else {
+            checkId('parent span id', at, fieldEnd, 8);
+            parentSpanId = isZero(bytes, at, 8) ? '' : hexOf8(bytes, at);
+          }
+          r.pos = fieldEnd;
+          break;
+        }
+        case 0x2a:
+          name = this.string(r.lengthEnd(end));
+          break;
+        case 0x30:
+          kind = r.varint32(end);
+          break;
+        case 0x39:
+          startTimeUnixMillis = r.fixed64Millis(end);
+          break;
+        case 0x41:
+          endTimeUnixMillis = r.fixed64Millis(end);
+          break;
+        case 0x4a:
+          this.keyValue(r.lengthEnd(end), attributes, this.spanKeys, 0);
+          break;
+        case 0x5a:
+          if (this.events) events.push(this.event(r.lengthEnd(end)));
+          else r.pos = r.lengthEnd(end);
+          break;
+        case 0x7a: {
+          const statusEnd = r.lengthEnd(end);
+          while (r.pos < statusEnd) {
+            const statusTag = r.tag(statusEnd);
+            if (statusTag === 0x18) statusCode = r.varint32(statusEnd);
+            else if (statusTag === 0x12) statusMessage = this.string(r.lengthEnd(statusEnd));
+            else r.skip(statusTag, statusEnd, STATUS);
+          }
+          break;
+        }
+        default:
+          r.skip(tag, end, SPAN);
+      }
+    }
+    if (traceId === '') throw missingId('trace id', 16, spanStart);
+    if (spanId === '') throw missingId('span id', 8, spanStart);
+    const status: SpanStatus = {
+      code: (statusCode <= 2 ? statusCode : 0) as StatusCode,
+      message: statusMessage,
+    };
+    return {
+      traceId,
+      spanId,
+      parentSpanId,
+      name,
+      kind: (kind <= 5 ? kind : 0) as SpanKind,
+      startTimeUnixMillis,
+      endTimeUnixMillis,
+      status,
+      attributes,
+      events,
+      resource,
+      scope,
+    };
+  }
+
+  private traceId(at: number, end: number): string {
+    checkId('trace id', at, end, 16);
+    const bytes = this.bytes;
+    const last = this.lastTraceIdAt;
+    if (last >= 0) {
+      let i = 0;
+      while (i < 16 && bytes[at + i] === bytes[last + i]) i++;
+      if (i === 16) return this.lastTraceId;
+    }
+    if (isZero(bytes, at, 16)) throw zeroId('trace id', at);
+    const id = hexOf16(bytes, at);
+    this.lastTraceIdAt = at;
+    this.lastTraceId = id;
+    return id;
+  }
+
+  private event(end: number): SpanEvent {
+    const r = this.r;
+    let name = '';
+    let timeUnixMillis = 0;
+    const attributes: Attributes = Object.create(null);
+    while (r.pos < end) {
+      const tag = r.tag(end);
+      if (tag === 0x1a) this.keyValue(r.lengthEnd(end), attributes, null, 0);
+      else if (tag === 0x12) name = this.string(r.lengthEnd(end));
+      else if (tag === 0x09) timeUnixMillis = r.fixed64Millis(end);
+      else r.skip(tag, end, EVENT);
+    }
+    return { name, timeUnixMillis, attributes };
+  }
+
+  /**
+   * One KeyValue into `target`. The value is only located while scanning (protobuf allows it
+   * before the key), then decoded if `keys` wants the key: a skipped attribute costs its key.
+   */
+  private keyValue(end: number, target: Attributes, keys: ReadonlySet<string> | null, depth: number): void {
+    const r = this.r;
+    let key = '';
+    let valueStart = -1;
+    let valueEnd = -1;
+    while (r.pos < end) {
+      const tag = r.tag(end);
+      if (tag === 0x0a) {
+        const keyEnd = r.lengthEnd(end);
+        key = keyCache.get(this.bytes, r.pos, keyEnd);
+        r.pos = keyEnd;
+      } else if (tag === 0x12) {
+        valueEnd = r.lengthEnd(end);
+        valueStart = r.pos;
+        r.pos = valueEnd;
+      } else r.skip(tag, end, KEY_VALUE);
+    }
+    if (keys !== null && !keys.has(key)) return;
+    if (valueStart < 0) {
+      target[key] = null;
+      return;
+    }
+    r.pos = valueStart;
+    target[key] = this.anyValue(valueEnd, depth);
+    r.pos = end;
+  }
+
+  private anyValue(end: number, depth: number): AttributeValue {
+    const r = this.r;
+    // An AnyValue with no field set is "empty"; a oneof written twice keeps the last, as protobuf does.
+    let value: AttributeValue = null;
+    while (r.pos < end) {
+      const tag = r.tag(end);
+      switch (tag) {
+        case 0x0a: {
+          const stringEnd = r.lengthEnd(end);
+          value = valueCache.get(this.bytes, r.pos, stringEnd);
+          r.pos = stringEnd;
+          break;
+        }
+        case 0x18:
+          value = r.int64(end);
+          break;
+        case 0x10:
+          value = r.bool(end);
+          break;
+        case 0x21:
+          value = r.double(end);
+          break;
+        case 0x2a:
+          value = this.arrayValue(r.lengthEnd(end), depth + 1);
+          break;
+        case 0x32: {
+          const listEnd = r.lengthEnd(end);
+          value = this.keyValueList(listEnd, depth + 1);
+          break;
+        }
+        case 0x3a: {
+          const bytesEnd = r.lengthEnd(end);
+          // A copy, so the span does not keep the whole payload alive or see it reused.
+          value = new Uint8Array(this.bytes.subarray(r.pos, bytesEnd));
+          r.pos = bytesEnd;
+          break;
+        }
+        default:
+          r.skip(tag, end, ANY_VALUE);
+      }
+    }
+    return value;
+  }
+
+  private arrayValue(end: number, depth: number): AttributeValue[] {
+    if (depth > this.maxDepth) throw tooDeep(depth, this.maxDepth, this.r.pos);
+    const r = this.r;
+    const values: AttributeValue[] = [];
+    while (r.pos < end) {
+      const tag = r.tag(end);
+      if (tag === 0x0a) values.push(this.anyValue(r.lengthEnd(end), depth));
+      else r.skip(tag, end, ARRAY_VALUE);
+    }
+    return values;
+  }
+
+  private keyValueList(end: number, depth: number): Attributes {
+    if (depth > this.maxDepth) throw tooDeep(depth, this.maxDepth, this.r.pos);
+    const r = this.r;
+    const values: Attributes = Object.create(null);
+    while (r.pos < end) {
+      const tag = r.tag(end);
+      if (tag === 0x0a) this.keyValue(r.lengthEnd(end), values, null, depth);
+      else r.skip(tag, end, KEY_VALUE_LIST);
+    }
+    return values;
+  }
+
+  /** A string field ending at `end`; leaves the reader after it. */
+  private string(end: number): string {
+    const r = this.r;
+    const text = decodeUtf8(this.bytes, r.pos, end);
+    r.pos = end;
+    return text;
+  }
+}
+
+function checkId(what: string, at: number, end: number, size: number): void {
+  if (end - at !== size) {
+    throw new KeyscopeError(
+      OTLP_ID_LENGTH,
+      `${what} must be ${size} bytes, received ${end - at} (at byte ${at})`,
+    );
+  }
+}
+
+function missingId(what: string, size: number, spanStart: number): KeyscopeError {
+  return new KeyscopeError(
+    OTLP_ID_LENGTH,
+    `${what} must be ${size} bytes, received 0 (span at byte ${spanStart})`,
+  );
+}
+
+function zeroId(what: string, at: number): KeyscopeError {
+  return new KeyscopeError(OTLP_ID_ZERO, `${what} must not be all zeros, received all zeros (at byte ${at})`);
+}
+
+function tooDeep(depth: number, maxDepth: number, at: number): KeyscopeError {
+  return new KeyscopeError(
+    OTLP_NESTING,
+    `attribute values must nest at most ${maxDepth} arrays/kvlists deep, received ${depth} (at byte ${at})`,
+  );
+}
+
+function isZero(bytes: Uint8Array, at: number, size: number): boolean {
+  let any = 0;
+  for (let i = 0; i < size; i++) any |= bytes[at + i]!;
+  return any === 0;
+}
