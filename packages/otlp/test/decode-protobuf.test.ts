@@ -1,0 +1,260 @@
+import { isKeyscopeError } from '@keyscope/errors';
+import { ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer';
+import { describe, expect, it } from 'vitest';
+import { decodeTraces } from '../src/decode-protobuf.ts';
+import { OTLP_NESTING } from '../src/errors.ts';
+import { officialEncode, referenceDecode } from './support/reference-decoder.ts';
+import { sdkSpans } from './support/sdk-spans.ts';
+
+const traceId = (n: number) => Uint8Array.from(Buffer.from(n.toString(16).padStart(32, '0'), 'hex'));
+const spanId = (n: number) => Uint8Array.from(Buffer.from(n.toString(16).padStart(16, '0'), 'hex'));
+const nanos = (n: bigint) => ({
+  low: Number(n & 0xffffffffn) | 0,
+  high: Number(n >> 32n) | 0,
+  unsigned: true,
+});
+
+/** A one-span request whose span carries `attributes` (protobufjs fromObject form). */
+function requestWithAttributes(attributes: object[]): object {
+  return {
+    resourceSpans: [
+      {
+        resource: { attributes: [{ key: 'service.name', value: { stringValue: 'payments' } }] },
+        scopeSpans: [
+          {
+            scope: { name: 'scope', version: '1' },
+            spans: [
+              {
+                traceId: traceId(1),
+                spanId: spanId(1),
+                name: 'span',
+                kind: 2,
+                startTimeUnixNano: nanos(1_700_000_000_123_456_789n),
+                endTimeUnixNano: nanos(1_700_000_001_000_000_000n),
+                attributes,
+              },
+            ],
+          },
+        ],
+      },
+    ],
+  };
+}
+
+describe('decodeTraces', () => {
+  it('decodes what the official OpenTelemetry JS exporter sends exactly as the official protos do', () => {
+    const bytes = ProtobufTraceSerializer.serializeRequest(sdkSpans())!;
+    const spans = decodeTraces(bytes);
+    expect(spans).toHaveLength(8);
+    expect(spans).toEqual(referenceDecode(bytes));
+  });
+
+  it('keeps every SDK attribute kind with its value', () => {
+    const spans = decodeTraces(ProtobufTraceSerializer.serializeRequest(sdkSpans())!);
+    const server = spans.find((span) => span.name === 'POST /api/v1/payments')!;
+    expect(server.kind).toBe(2);
+    expect(server.attributes['http.response.status_code']).toBe(201);
+    expect(server.attributes['payment.count.negative']).toBe(-42);
+    expect(server.attributes['payment.count.huge']).toBe(2n ** 60n);
+    expect(server.attributes['payment.count.min']).toBe(-(2n ** 63n));
+    expect(server.attributes['payment.count.unsafe']).toBe(2n ** 53n + 2n);
+    expect(server.attributes['payment.amount']).toBe(1999.95);
+    expect(server.attributes['idempotency.hit']).toBe(false);
+    expect(server.attributes['sparse.values']).toEqual(['a', null, 'c']);
+    expect(server.attributes['empty.array']).toEqual([]);
+    expect(server.attributes['unicode.value']).toBe('naïve café ✓ 🚀');
+    expect(server.startTimeUnixMillis).toBe(1_700_000_000_123.456);
+    expect(server.events.map((event) => event.name)).toEqual(['dedup.lookup', 'no.attributes']);
+    expect(server.parentSpanId).toBe('');
+    const client = spans.find((span) => span.name === 'POST ledger')!;
+    expect(client.parentSpanId).toBe(server.spanId);
+    expect(client.status).toEqual({ code: 2, message: 'upstream timed out ⏱' });
+  });
+
+  it('shares one resource object per ResourceSpans and one scope object per ScopeSpans', () => {
+    const spans = decodeTraces(ProtobufTraceSerializer.serializeRequest(sdkSpans())!);
+    const payments = spans.filter((span) => span.resource.attributes['service.name'] === 'payments');
+    const ledger = spans.filter((span) => span.resource.attributes['service.name'] === 'ledger');
+    expect(new Set(payments.map((span) => span.resource)).size).toBe(1);
+    expect(new Set(ledger.map((span) => span.resource)).size).toBe(1);
+    expect(payments[0]!.resource).not.toBe(ledger[0]!.resource);
+    const http = payments.filter((span) => span.scope.name === '@opentelemetry/instrumentation-http');
+    expect(new Set(http.map((span) => span.scope)).size).toBe(1);
+    expect(http[0]!.scope).toEqual({ name: '@opentelemetry/instrumentation-http', version: '0.223.0' });
+  });
+
+  it('decodes AnyValue kinds the SDK cannot produce: kvlists, bytes, nested arrays, int64 extremes, empty values', () => {
+    const bytes = officialEncode(
+      requestWithAttributes([
+        {
+          key: 'nested',
+          value: {
+            kvlistValue: {
+              values: [
+                { key: 'bytes', value: { bytesValue: Uint8Array.from([0, 1, 254, 255]) } },
+                {
+                  key: 'matrix',
+                  value: {
+                    arrayValue: {
+                      values: [
+                        { arrayValue: { values: [{ intValue: 1 }, { doubleValue: 2.5 }] } },
+                        { arrayValue: { values: [] } },
+                        { kvlistValue: { values: [{ key: 'deep', value: { boolValue: true } }] } },
+                      ],
+                    },
+                  },
+                },
+                { key: 'empty', value: {} },
+                { key: 'missing' },
+              ],
+            },
+          },
+        },
+        { key: 'max', value: { intValue: '9223372036854775807' } },
+        { key: 'min', value: { intValue: '-9223372036854775808' } },
+        { key: 'max.safe', value: { intValue: String(Number.MAX_SAFE_INTEGER) } },
+        { key: 'min.safe', value: { intValue: String(Number.MIN_SAFE_INTEGER) } },
+        { key: 'past.safe', value: { intValue: '9007199254740992' } },
+        { key: 'below.safe', value: { intValue: '-9007199254740992' } },
+        { key: 'minus.one', value: { intValue: -1 } },
+        { key: 'nan', value: { doubleValue: Number.NaN } },
+        { key: 'infinity', value: { doubleValue: Number.NEGATIVE_INFINITY } },
+        { key: 'empty.bytes', value: { bytesValue: new Uint8Array(0) } },
+        { key: '__proto__', value: { stringValue: 'an ordinary key' } },
+        { key: '', value: { stringValue: 'an empty key is kept' } },
+      ]),
+    );
+    const [span] = decodeTraces(bytes);
+    expect([span]).toEqual(referenceDecode(bytes));
+    const attributes = span!.attributes;
+    expect(attributes.max).toBe(2n ** 63n - 1n);
+    expect(attributes.min).toBe(-(2n ** 63n));
+    expect(attributes['max.safe']).toBe(Number.MAX_SAFE_INTEGER);
+    expect(attributes['min.safe']).toBe(Number.MIN_SAFE_INTEGER);
+    expect(attributes['past.safe']).toBe(2n ** 53n);
+    expect(attributes['below.safe']).toBe(-(2n ** 53n));
+    expect(attributes['minus.one']).toBe(-1);
+    expect(attributes.nan).toBeNaN();
+    expect(attributes.nested).toEqual({
+      bytes: Uint8Array.from([0, 1, 254, 255]),
+      matrix: [[1, 2.5], [], { deep: true }],
+      empty: null,
+      missing: null,
+    });
+    expect(Object.getPrototypeOf(attributes)).toBeNull();
+    expect(Object.getPrototypeOf(attributes.nested)).toBeNull();
+    expect(Object.hasOwn(attributes, '__proto__')).toBe(true);
+    expect(attributes.__proto__).toBe('an ordinary key');
+    expect(attributes['']).toBe('an empty key is kept');
+  });
+
+  it('returns byte values that do not alias the payload', () => {
+    const bytes = officialEncode(
+      requestWithAttributes([{ key: 'b', value: { bytesValue: Uint8Array.from([7, 8]) } }]),
+    );
+    const value = decodeTraces(bytes)[0]!.attributes.b as Uint8Array;
+    bytes.fill(0);
+    expect(value).toEqual(Uint8Array.from([7, 8]));
+    expect(value.constructor).toBe(Uint8Array);
+  });
+
+  it('accepts a Buffer that is a view into a larger pool', () => {
+    const payload = ProtobufTraceSerializer.serializeRequest(sdkSpans())!;
+    const pool = Buffer.alloc(payload.length + 100, 0xff);
+    pool.set(payload, 37);
+    const view = pool.subarray(37, 37 + payload.length);
+    expect(decodeTraces(view)).toEqual(referenceDecode(payload));
+  });
+
+  it('decodes an empty payload as no spans', () => {
+    expect(decodeTraces(new Uint8Array(0))).toEqual([]);
+  });
+
+  it('truncates times to whole microseconds', () => {
+    const bytes = officialEncode(requestWithAttributes([]));
+    const [span] = decodeTraces(bytes);
+    expect(span!.startTimeUnixMillis).toBe(1_700_000_000_123.456);
+    expect(span!.endTimeUnixMillis).toBe(1_700_000_001_000);
+  });
+
+  it('maps kinds and status codes outside the known values to UNSPECIFIED and UNSET', () => {
+    const request = requestWithAttributes([]) as { resourceSpans: { scopeSpans: { spans: object[] }[] }[] };
+    const span = request.resourceSpans[0]!.scopeSpans[0]!.spans[0]! as Record<string, unknown>;
+    span.kind = 9;
+    span.status = { code: 7, message: 'from the future' };
+    const [decoded] = decodeTraces(officialEncode(request));
+    expect(decoded!.kind).toBe(0);
+    expect(decoded!.status).toEqual({ code: 0, message: 'from the future' });
+    span.kind = -1; // an int32 enum written as a 10-byte varint
+    expect(decodeTraces(officialEncode(request))[0]!.kind).toBe(0);
+  });
+
+  it('reads an all-zero parent span id as a root span', () => {
+    const request = requestWithAttributes([]) as { resourceSpans: { scopeSpans: { spans: object[] }[] }[] };
+    (request.resourceSpans[0]!.scopeSpans[0]!.spans[0] as Record<string, unknown>).parentSpanId =
+      new Uint8Array(8);
+    expect(decodeTraces(officialEncode(request))[0]!.parentSpanId).toBe('');
+  });
+
+  describe('options', () => {
+    const payload = ProtobufTraceSerializer.serializeRequest(sdkSpans())!;
+
+    it('materializes only the span and resource attributes named in the sets', () => {
+      const spans = decodeTraces(payload, {
+        spanAttributes: new Set(['idempotency.key', 'absent.key']),
+        resourceAttributes: new Set(['service.name']),
+      });
+      const server = spans.find((span) => span.name === 'POST /api/v1/payments')!;
+      expect(server.attributes).toEqual({ 'idempotency.key': 'key-0001' });
+      expect(server.resource.attributes).toEqual({ 'service.name': 'payments' });
+      expect(server.events[0]!.attributes).toEqual({ 'cache.hit': false, 'lookup.micros': 812 });
+      const full = decodeTraces(payload);
+      expect(spans.map(({ attributes, resource, ...rest }) => rest)).toEqual(
+        full.map(({ attributes, resource, ...rest }) => rest),
+      );
+    });
+
+    it('skips events when events is false', () => {
+      const spans = decodeTraces(payload, { events: false });
+      expect(spans.every((span) => span.events.length === 0)).toBe(true);
+      expect(spans.map((span) => span.spanId)).toEqual(decodeTraces(payload).map((span) => span.spanId));
+    });
+
+    it('does not decode skipped attribute values, so a bad value under an unwanted key passes', () => {
+      const nested = (depth: number): object =>
+        depth === 0 ? { stringValue: 'leaf' } : { arrayValue: { values: [nested(depth - 1)] } };
+      const bytes = officialEncode(
+        requestWithAttributes([
+          { key: 'deep', value: nested(40) },
+          { key: 'wanted', value: { intValue: 5 } },
+        ]),
+      );
+      expect(() => decodeTraces(bytes)).toThrowError(expect.objectContaining({ code: OTLP_NESTING.code }));
+      expect(decodeTraces(bytes, { spanAttributes: new Set(['wanted']) })[0]!.attributes).toEqual({
+        wanted: 5,
+      });
+    });
+
+    it('enforces maxDepth on nested arrays and kvlists', () => {
+      const nested = (depth: number): object =>
+        depth === 0 ? { intValue: 1 } : { kvlistValue: { values: [{ key: 'k', value: nested(depth - 1) }] } };
+      const bytes = officialEncode(requestWithAttributes([{ key: 'v', value: nested(3) }]));
+      expect(decodeTraces(bytes, { maxDepth: 3 })[0]!.attributes.v).toEqual({ k: { k: { k: 1 } } });
+      let error: unknown;
+      try {
+        decodeTraces(bytes, { maxDepth: 2 });
+      } catch (caught) {
+        error = caught;
+      }
+      expect(isKeyscopeError(error) && error.code).toBe(OTLP_NESTING.code);
+    });
+
+    it('refuses options that are programming errors', () => {
+      expect(() => decodeTraces(payload, { maxDepth: -1 })).toThrow(RangeError);
+      expect(() => decodeTraces(payload, { maxDepth: 1.5 })).toThrow(RangeError);
+      expect(() => decodeTraces(payload, { maxDepth: 100_000 })).toThrow(RangeError);
+      // biome-ignore lint/suspicious/noExplicitAny: deliberately wrong type
+      expect(() => decodeTraces(payload, { spanAttributes: ['a'] as any })).toThrow(TypeError);
+    });
+  });
+});
