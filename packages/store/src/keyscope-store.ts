@@ -1,0 +1,443 @@
+import type { Attempt } from '@keyscope/attempts';
+import type { AttemptLog, DetectorChanges, Finding, FindingClass, Incident } from '@keyscope/detector';
+import { KeyscopeError } from '@keyscope/errors';
+import BetterSqlite3, { type Database, type Statement } from 'better-sqlite3';
+import { decodeCursor, encodeCursor } from './cursor.ts';
+import { STORE_NEWER_SCHEMA, STORE_UNAVAILABLE } from './errors.ts';
+import { migrate } from './migrations.ts';
+
+export interface StoreOptions {
+  /** A file path, or ':memory:' for tests. */
+  path: string;
+}
+
+export interface FindingFilter {
+  class?: FindingClass;
+  service?: string;
+  key?: string;
+  sinceUnixMillis?: number;
+  untilUnixMillis?: number;
+  /** Only findings that involve this tenant (a tenant-scoped token). */
+  tenant?: string;
+}
+
+export interface IncidentFilter {
+  status?: 'open' | 'resolved';
+  class?: FindingClass;
+  service?: string;
+  sinceUnixMillis?: number;
+  untilUnixMillis?: number;
+  tenant?: string;
+}
+
+export interface Page {
+  limit: number;
+  cursor?: string;
+}
+
+export interface PageResult<T> {
+  items: T[];
+  nextCursor: string | null;
+}
+
+/** An incident as the API serves it: the detector's view plus what people did to it. */
+export interface StoredIncident extends Incident {
+  acknowledged: boolean;
+  acknowledgedUnixMillis: number | null;
+  acknowledgedBy: string | null;
+  resolvedBy: string | null;
+}
+
+export interface OutboxEntry {
+  id: number;
+  sink: string;
+  dedupKey: string;
+  incidentId: string;
+  payload: unknown;
+  attempts: number;
+}
+
+/**
+ * keyscope's SQLite database (better-sqlite3, WAL). Writes happen inside `transaction`, which the
+ * pipeline wraps around one OTLP request's worth of work, so that the request is acknowledged only
+ * after everything it contributed is committed. With WAL and `synchronous = NORMAL` a committed
+ * transaction survives the process being killed at any moment; surviving a power cut as well would
+ * cost an fsync per request (`synchronous = FULL`), which keyscope does not do.
+ */
+export class KeyscopeStore {
+  readonly db: Database;
+  readonly attemptLog: AttemptLog;
+  private readonly statements = new Map<string, Statement>();
+
+  constructor(options: StoreOptions) {
+    try {
+      this.db = new BetterSqlite3(options.path);
+      this.db.pragma('journal_mode = WAL');
+      this.db.pragma('synchronous = NORMAL');
+      this.db.pragma('busy_timeout = 5000');
+    } catch (error) {
+      throw new KeyscopeError(
+        STORE_UNAVAILABLE,
+        `cannot open database ${options.path}: ${(error as Error).message}`,
+        {
+          cause: error,
+        },
+      );
+    }
+    const known = migrate(this.db);
+    const version = this.db.pragma('user_version', { simple: true }) as number;
+    if (version > known) {
+      throw new KeyscopeError(
+        STORE_NEWER_SCHEMA,
+        `database ${options.path} has schema version ${version}, this keyscope knows up to ${known}`,
+      );
+    }
+    this.attemptLog = this.createAttemptLog();
+  }
+
+  /** Runs `work` in one transaction (nested calls become savepoints). */
+  transaction<T>(work: () => T): T {
+    try {
+      return this.db.transaction(work)();
+    } catch (error) {
+      if (error instanceof KeyscopeError || !isSqliteError(error)) throw error;
+      throw new KeyscopeError(STORE_UNAVAILABLE, `database write failed: ${(error as Error).message}`, {
+        cause: error,
+      });
+    }
+  }
+
+  private statement(sql: string): Statement {
+    let statement = this.statements.get(sql);
+    if (statement === undefined) {
+      statement = this.db.prepare(sql);
+      this.statements.set(sql, statement);
+    }
+    return statement;
+  }
+
+  private createAttemptLog(): AttemptLog {
+    const insert = this.db.prepare(
+      'INSERT OR IGNORE INTO attempts (partition_key, trace_id, span_id, key, end_ms, body) VALUES (?, ?, ?, ?, ?, ?)',
+    );
+    const select = this.db.prepare('SELECT body FROM attempts WHERE partition_key = ?').pluck();
+    return {
+      append: (partitionKey, attempt) =>
+        insert.run(
+          partitionKey,
+          attempt.traceId,
+          attempt.spanId,
+          attempt.key,
+          attempt.endUnixMillis,
+          JSON.stringify(attempt),
+        ).changes === 1,
+      attemptsOf: (partitionKey) =>
+        (select.all(partitionKey) as string[]).map((body) => JSON.parse(body) as Attempt),
+      // Retention runs in small chunks in `purge`, off the ingest path, so the detector's own
+      // expiry call has nothing to do here.
+      expire: () => {},
+    };
+  }
+
+  /** Writes what the detector changed: upserts keep a row's seq (and so its place in lists). */
+  applyChanges(changes: DetectorChanges): void {
+    const upsertFinding = this.statement(
+      `INSERT INTO findings (id, key, class, service, tenants, incident_id, first_seen_ms, last_seen_ms, body)
+       VALUES (@id, @key, @class, @service, @tenants, @incidentId, @firstSeen, @lastSeen, @body)
+       ON CONFLICT (id) DO UPDATE SET class = excluded.class, service = excluded.service, tenants = excluded.tenants,
+         incident_id = excluded.incident_id, first_seen_ms = excluded.first_seen_ms,
+         last_seen_ms = excluded.last_seen_ms, body = excluded.body`,
+    );
+    const deleteFinding = this.statement('DELETE FROM findings WHERE id = ?');
+    // A manual resolve holds until the incident gains keys; the detector's own status otherwise.
+    const upsertIncident = this.statement(
+      `INSERT INTO incidents (id, service, class, status, keys, opened_ms, last_finding_ms, body)
+       VALUES (@id, @service, @class, @status, @keys, @opened, @lastFinding, @body)
+       ON CONFLICT (id) DO UPDATE SET
+         status = CASE WHEN incidents.resolved_manually_ms IS NOT NULL AND excluded.keys <= incidents.keys
+                       THEN 'resolved' ELSE excluded.status END,
+         resolved_manually_ms = CASE WHEN excluded.keys > incidents.keys THEN NULL ELSE incidents.resolved_manually_ms END,
+         resolved_by = CASE WHEN excluded.keys > incidents.keys THEN NULL ELSE incidents.resolved_by END,
+         keys = excluded.keys, opened_ms = excluded.opened_ms, last_finding_ms = excluded.last_finding_ms,
+         body = excluded.body`,
+    );
+    const deleteIncident = this.statement('DELETE FROM incidents WHERE id = ?');
+    for (const id of changes.retractedFindingIds) deleteFinding.run(id);
+    for (const finding of changes.findings) {
+      upsertFinding.run({
+        id: finding.id,
+        key: finding.key,
+        class: finding.class,
+        service: finding.service,
+        tenants: JSON.stringify(finding.tenants),
+        incidentId: finding.incidentId,
+        firstSeen: finding.firstSeenUnixMillis,
+        lastSeen: finding.lastSeenUnixMillis,
+        body: JSON.stringify(finding),
+      });
+    }
+    for (const id of changes.retractedIncidentIds) deleteIncident.run(id);
+    for (const incident of changes.incidents) {
+      upsertIncident.run({
+        id: incident.id,
+        service: incident.service,
+        class: incident.class,
+        status: incident.status,
+        keys: incident.keys,
+        opened: incident.openedUnixMillis,
+        lastFinding: incident.lastFindingUnixMillis,
+        body: JSON.stringify(incident),
+      });
+    }
+  }
+
+  listFindings(filter: FindingFilter, page: Page): PageResult<Finding> {
+    const where: string[] = [];
+    const params: unknown[] = [];
+    if (filter.class !== undefined) where.push('class = ?') && params.push(filter.class);
+    if (filter.service !== undefined) where.push('service = ?') && params.push(filter.service);
+    if (filter.key !== undefined) where.push('key = ?') && params.push(filter.key);
+    if (filter.sinceUnixMillis !== undefined)
+      where.push('last_seen_ms >= ?') && params.push(filter.sinceUnixMillis);
+    if (filter.untilUnixMillis !== undefined)
+      where.push('first_seen_ms < ?') && params.push(filter.untilUnixMillis);
+    if (filter.tenant !== undefined) where.push(TENANT_OF_FINDING) && params.push(filter.tenant);
+    return this.page('findings', where, params, page, (body) => JSON.parse(body) as Finding);
+  }
+
+  getFinding(id: string, tenant?: string): Finding | undefined {
+    const body = this.statement(
+      `SELECT body FROM findings WHERE id = ? AND (? IS NULL OR ${TENANT_OF_FINDING})`,
+    )
+      .pluck()
+      .get(id, tenant ?? null, tenant ?? null) as string | undefined;
+    return body === undefined ? undefined : (JSON.parse(body) as Finding);
+  }
+
+  findingsOfIncident(incidentId: string, tenant?: string): Finding[] {
+    return (
+      this.statement(
+        `SELECT body FROM findings WHERE incident_id = ? AND (? IS NULL OR ${TENANT_OF_FINDING}) ORDER BY seq`,
+      )
+        .pluck()
+        .all(incidentId, tenant ?? null, tenant ?? null) as string[]
+    ).map((body) => JSON.parse(body) as Finding);
+  }
+
+  findingsOfKey(key: string, tenant?: string): Finding[] {
+    return (
+      this.statement(
+        `SELECT body FROM findings WHERE key = ? AND (? IS NULL OR ${TENANT_OF_FINDING}) ORDER BY seq`,
+      )
+        .pluck()
+        .all(key, tenant ?? null, tenant ?? null) as string[]
+    ).map((body) => JSON.parse(body) as Finding);
+  }
+
+  /** Findings seen since a time: what a restarted detector must know it reported. */
+  recentFindings(sinceUnixMillis: number): Finding[] {
+    return (
+      this.statement('SELECT body FROM findings WHERE last_seen_ms >= ? ORDER BY seq')
+        .pluck()
+        .all(sinceUnixMillis) as string[]
+    ).map((body) => JSON.parse(body) as Finding);
+  }
+
+  /** Every attempt recorded for an idempotency key (under any tenant), in time order. */
+  attemptsOfKey(key: string, tenant?: string): Attempt[] {
+    const attempts = (this.statement('SELECT body FROM attempts WHERE key = ?').pluck().all(key) as string[])
+      .map((body) => JSON.parse(body) as Attempt)
+      .filter((attempt) => tenant === undefined || attempt.tenant === tenant);
+    return attempts.sort((a, b) => a.startUnixMillis - b.startUnixMillis || (a.spanId < b.spanId ? -1 : 1));
+  }
+
+  listIncidents(filter: IncidentFilter, page: Page): PageResult<StoredIncident> {
+    const where: string[] = [];
+    const params: unknown[] = [];
+    if (filter.status !== undefined) where.push('status = ?') && params.push(filter.status);
+    if (filter.class !== undefined) where.push('class = ?') && params.push(filter.class);
+    if (filter.service !== undefined) where.push('service = ?') && params.push(filter.service);
+    if (filter.sinceUnixMillis !== undefined)
+      where.push('last_finding_ms >= ?') && params.push(filter.sinceUnixMillis);
+    if (filter.untilUnixMillis !== undefined)
+      where.push('opened_ms < ?') && params.push(filter.untilUnixMillis);
+    if (filter.tenant !== undefined) where.push(TENANT_OF_INCIDENT) && params.push(filter.tenant);
+    return this.page(
+      'incidents',
+      where,
+      params,
+      page,
+      (body, row) => storedIncident(body, row),
+      INCIDENT_COLUMNS,
+    );
+  }
+
+  getIncident(id: string, tenant?: string): StoredIncident | undefined {
+    const row = this.statement(
+      `SELECT body, ${INCIDENT_COLUMNS} FROM incidents WHERE id = ? AND (? IS NULL OR ${TENANT_OF_INCIDENT})`,
+    ).get(id, tenant ?? null, tenant ?? null) as IncidentRow | undefined;
+    return row === undefined ? undefined : storedIncident(row.body, row);
+  }
+
+  acknowledge(id: string, by: string, nowUnixMillis: number): StoredIncident | undefined {
+    this.statement(
+      'UPDATE incidents SET acknowledged_ms = ?, acknowledged_by = ? WHERE id = ? AND acknowledged_ms IS NULL',
+    ).run(nowUnixMillis, by, id);
+    return this.getIncident(id);
+  }
+
+  resolve(id: string, by: string, nowUnixMillis: number): StoredIncident | undefined {
+    this.statement(
+      "UPDATE incidents SET status = 'resolved', resolved_manually_ms = ?, resolved_by = ? WHERE id = ? AND status = 'open'",
+    ).run(nowUnixMillis, by, id);
+    return this.getIncident(id);
+  }
+
+  saveState(name: string, value: unknown): void {
+    this.statement(
+      'INSERT INTO state (name, body) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET body = excluded.body',
+    ).run(name, JSON.stringify(value));
+  }
+
+  loadState<T>(name: string): T | undefined {
+    const body = this.statement('SELECT body FROM state WHERE name = ?').pluck().get(name) as
+      | string
+      | undefined;
+    return body === undefined ? undefined : (JSON.parse(body) as T);
+  }
+
+  /** Enqueues a delivery unless one with the same (sink, dedup key) exists; true when enqueued. */
+  enqueueAlert(entry: {
+    sink: string;
+    dedupKey: string;
+    incidentId: string;
+    payload: unknown;
+    dueUnixMillis: number;
+  }): boolean {
+    return (
+      this.statement(
+        'INSERT OR IGNORE INTO outbox (sink, dedup_key, incident_id, payload, next_attempt_ms) VALUES (?, ?, ?, ?, ?)',
+      ).run(entry.sink, entry.dedupKey, entry.incidentId, JSON.stringify(entry.payload), entry.dueUnixMillis)
+        .changes === 1
+    );
+  }
+
+  dueAlerts(nowUnixMillis: number, limit: number): OutboxEntry[] {
+    const rows = this.statement(
+      `SELECT id, sink, dedup_key AS dedupKey, incident_id AS incidentId, payload, attempts FROM outbox
+       WHERE delivered_ms IS NULL AND next_attempt_ms <= ? ORDER BY next_attempt_ms, id LIMIT ?`,
+    ).all(nowUnixMillis, limit) as (Omit<OutboxEntry, 'payload'> & { payload: string })[];
+    return rows.map((row) => ({ ...row, payload: JSON.parse(row.payload) }));
+  }
+
+  alertDelivered(id: number, nowUnixMillis: number): void {
+    this.statement(
+      'UPDATE outbox SET delivered_ms = ?, attempts = attempts + 1, last_error = NULL WHERE id = ?',
+    ).run(nowUnixMillis, id);
+  }
+
+  alertFailed(id: number, error: string, nextAttemptUnixMillis: number): void {
+    this.statement(
+      'UPDATE outbox SET attempts = attempts + 1, last_error = ?, next_attempt_ms = ? WHERE id = ?',
+    ).run(error, nextAttemptUnixMillis, id);
+  }
+
+  pendingAlerts(): number {
+    return this.statement('SELECT count(*) FROM outbox WHERE delivered_ms IS NULL').pluck().get() as number;
+  }
+
+  /**
+   * Deletes up to `maxRows` rows past retention per table and returns how many went; called in
+   * small chunks on a timer so a large purge never holds the write lock for long.
+   */
+  purge(options: {
+    attemptsBeforeUnixMillis: number;
+    recordsBeforeUnixMillis: number;
+    maxRows: number;
+  }): number {
+    return this.transaction(() => {
+      let removed = this.statement(
+        'DELETE FROM attempts WHERE (partition_key, trace_id, span_id) IN (SELECT partition_key, trace_id, span_id FROM attempts WHERE end_ms < ? LIMIT ?)',
+      ).run(options.attemptsBeforeUnixMillis, options.maxRows).changes;
+      removed += this.statement(
+        'DELETE FROM findings WHERE seq IN (SELECT seq FROM findings WHERE last_seen_ms < ? LIMIT ?)',
+      ).run(options.recordsBeforeUnixMillis, options.maxRows).changes;
+      removed += this.statement(
+        "DELETE FROM incidents WHERE seq IN (SELECT seq FROM incidents WHERE last_finding_ms < ? AND status = 'resolved' LIMIT ?)",
+      ).run(options.recordsBeforeUnixMillis, options.maxRows).changes;
+      removed += this.statement(
+        'DELETE FROM outbox WHERE id IN (SELECT id FROM outbox WHERE delivered_ms < ? LIMIT ?)',
+      ).run(options.recordsBeforeUnixMillis, options.maxRows).changes;
+      return removed;
+    });
+  }
+
+  counts(): { attempts: number; findings: number; incidents: number; openIncidents: number } {
+    const count = (sql: string) => this.statement(sql).pluck().get() as number;
+    return {
+      attempts: count('SELECT count(*) FROM attempts'),
+      findings: count('SELECT count(*) FROM findings'),
+      incidents: count('SELECT count(*) FROM incidents'),
+      openIncidents: count("SELECT count(*) FROM incidents WHERE status = 'open'"),
+    };
+  }
+
+  close(): void {
+    if (this.db.open) this.db.close();
+  }
+
+  private page<T>(
+    table: 'findings' | 'incidents',
+    where: string[],
+    params: unknown[],
+    page: Page,
+    parse: (body: string, row: IncidentRow) => T,
+    extraColumns = '',
+  ): PageResult<T> {
+    if (page.cursor !== undefined) {
+      where.push('seq < ?');
+      params.push(decodeCursor(page.cursor));
+    }
+    const columns = extraColumns === '' ? 'seq, body' : `seq, body, ${extraColumns}`;
+    const sql = `SELECT ${columns} FROM ${table}${where.length > 0 ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY seq DESC LIMIT ?`;
+    const rows = this.statement(sql).all(...params, page.limit + 1) as (IncidentRow & { seq: number })[];
+    const more = rows.length > page.limit;
+    const items = rows.slice(0, page.limit);
+    return {
+      items: items.map((row) => parse(row.body, row)),
+      nextCursor: more ? encodeCursor(items[items.length - 1]!.seq) : null,
+    };
+  }
+}
+
+const TENANT_OF_FINDING = 'EXISTS (SELECT 1 FROM json_each(findings.tenants) WHERE value = ?)';
+const TENANT_OF_INCIDENT =
+  'EXISTS (SELECT 1 FROM findings f, json_each(f.tenants) t WHERE f.incident_id = incidents.id AND t.value = ?)';
+const INCIDENT_COLUMNS = 'status, acknowledged_ms, acknowledged_by, resolved_manually_ms, resolved_by';
+
+interface IncidentRow {
+  body: string;
+  status: 'open' | 'resolved';
+  acknowledged_ms: number | null;
+  acknowledged_by: string | null;
+  resolved_manually_ms: number | null;
+  resolved_by: string | null;
+}
+
+function storedIncident(body: string, row: IncidentRow): StoredIncident {
+  const incident = JSON.parse(body) as Incident;
+  return {
+    ...incident,
+    status: row.status,
+    resolvedUnixMillis: row.resolved_manually_ms ?? incident.resolvedUnixMillis,
+    acknowledged: row.acknowledged_ms !== null,
+    acknowledgedUnixMillis: row.acknowledged_ms,
+    acknowledgedBy: row.acknowledged_by,
+    resolvedBy: row.resolved_by,
+  };
+}
+
+function isSqliteError(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && code.startsWith('SQLITE');
+}

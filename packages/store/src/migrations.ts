@@ -1,0 +1,91 @@
+import type { Database } from 'better-sqlite3';
+
+/**
+ * Schema changes, applied in order at open; `PRAGMA user_version` records how many have run.
+ * Append only: a shipped migration is never edited, because databases in the field already ran it.
+ */
+const MIGRATIONS: readonly string[] = [
+  `
+  -- Every attempt of every key within the retry horizon: the detector's evidence and the key lookup.
+  -- The primary key makes a redelivered span a no-op (INSERT OR IGNORE) and keeps a key's
+  -- attempts together for the detector's lookup by partition key.
+  CREATE TABLE attempts (
+    partition_key TEXT NOT NULL,
+    trace_id TEXT NOT NULL,
+    span_id TEXT NOT NULL,
+    key TEXT NOT NULL,
+    end_ms REAL NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (partition_key, trace_id, span_id)
+  ) WITHOUT ROWID;
+  CREATE INDEX attempts_by_end ON attempts (end_ms);
+
+  -- seq orders lists and makes cursors stable: it is assigned on first insert and never changes,
+  -- so concurrent inserts land above every cursor already handed out.
+  CREATE TABLE findings (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE,
+    key TEXT NOT NULL,
+    class TEXT NOT NULL,
+    service TEXT NOT NULL,
+    tenants TEXT NOT NULL,
+    incident_id TEXT NOT NULL,
+    first_seen_ms REAL NOT NULL,
+    last_seen_ms REAL NOT NULL,
+    body TEXT NOT NULL
+  );
+  CREATE INDEX findings_by_key ON findings (key);
+  CREATE INDEX findings_by_incident ON findings (incident_id);
+  CREATE INDEX findings_by_last_seen ON findings (last_seen_ms);
+
+  CREATE TABLE incidents (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE,
+    service TEXT NOT NULL,
+    class TEXT NOT NULL,
+    status TEXT NOT NULL,
+    keys INTEGER NOT NULL,
+    opened_ms REAL NOT NULL,
+    last_finding_ms REAL NOT NULL,
+    acknowledged_ms REAL,
+    acknowledged_by TEXT,
+    resolved_manually_ms REAL,
+    resolved_by TEXT,
+    body TEXT NOT NULL
+  );
+  CREATE INDEX incidents_by_last_finding ON incidents (last_finding_ms);
+
+  -- Alert deliveries: one row per (sink, dedup key), so a page is enqueued once however often the
+  -- incident is upserted, and survives restarts until delivered.
+  CREATE TABLE outbox (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    sink TEXT NOT NULL,
+    dedup_key TEXT NOT NULL,
+    incident_id TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    next_attempt_ms REAL NOT NULL,
+    delivered_ms REAL,
+    last_error TEXT,
+    UNIQUE (sink, dedup_key)
+  );
+  CREATE INDEX outbox_due ON outbox (delivered_ms, next_attempt_ms);
+
+  -- Small named documents: the scope report aggregates, routing events.
+  CREATE TABLE state (
+    name TEXT PRIMARY KEY,
+    body TEXT NOT NULL
+  );
+  `,
+];
+
+export function migrate(db: Database): number {
+  const applied = db.pragma('user_version', { simple: true }) as number;
+  for (let version = applied; version < MIGRATIONS.length; version++) {
+    db.transaction(() => {
+      db.exec(MIGRATIONS[version]!);
+      db.pragma(`user_version = ${version + 1}`);
+    })();
+  }
+  return MIGRATIONS.length;
+}

@@ -1,0 +1,213 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Attempt, ExtractedAttempts } from '@keyscope/attempts';
+import { createDetector, type Detector } from '@keyscope/detector';
+import { isKeyscopeError } from '@keyscope/errors';
+import { server, TEST_EPOCH_UNIX_MILLIS } from '@keyscope/testkit';
+import BetterSqlite3 from 'better-sqlite3';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { KeyscopeStore } from '../src/index.ts';
+
+function batch(attempts: Attempt[]): ExtractedAttempts {
+  return { attempts, activity: [], duplicateSpans: 0, invalid: { outcome: 0, hit: 0, scope: 0 } };
+}
+
+/** Two executions of `key` in two node stores: one cross-store duplicate. */
+function duplicate(key: string, at: number, tenant = ''): Attempt[] {
+  return [
+    server({ key, tenant, node: 'a', store: 'A', at }),
+    server({ key, tenant, node: 'b', store: 'B', at: at + 2 }),
+  ];
+}
+
+let dir: string;
+let store: KeyscopeStore;
+let detector: Detector;
+
+function ingest(attempts: Attempt[]): void {
+  store.transaction(() => store.applyChanges(detector.ingest(batch(attempts))));
+}
+
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'keyscope-store-'));
+  store = new KeyscopeStore({ path: join(dir, 'keyscope.db') });
+  detector = createDetector(undefined, { attemptLog: store.attemptLog });
+});
+
+afterEach(() => {
+  store.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('schema', () => {
+  it('keeps data across reopening and does not re-run migrations', () => {
+    ingest(duplicate('k1', 0));
+    store.close();
+    store = new KeyscopeStore({ path: join(dir, 'keyscope.db') });
+    expect(store.counts()).toMatchObject({ attempts: 2, findings: 1, incidents: 1 });
+  });
+
+  it('refuses a database written by a newer schema', () => {
+    store.close();
+    const raw = new BetterSqlite3(join(dir, 'keyscope.db'));
+    raw.pragma('user_version = 99');
+    raw.close();
+    try {
+      store = new KeyscopeStore({ path: join(dir, 'keyscope.db') });
+      expect.unreachable();
+    } catch (error) {
+      expect(isKeyscopeError(error) && error.code).toBe('KS_STORE_NEWER_SCHEMA');
+    }
+    store = new KeyscopeStore({ path: ':memory:' });
+  });
+});
+
+describe('attempt log', () => {
+  it('refuses a redelivered attempt and returns a key’s attempts', () => {
+    const attempt = server({ key: 'k1' });
+    expect(store.attemptLog.append('k1', attempt)).toBe(true);
+    expect(store.attemptLog.append('k1', { ...attempt })).toBe(false);
+    expect(store.attemptLog.attemptsOf('k1')).toEqual([attempt]);
+    expect(store.attemptsOfKey('k1')).toEqual([attempt]);
+  });
+
+  it('rolls back the attempts of a failed transaction', () => {
+    expect(() =>
+      store.transaction(() => {
+        store.attemptLog.append('k1', server({ key: 'k1' }));
+        throw new Error('boom');
+      }),
+    ).toThrow('boom');
+    expect(store.attemptLog.attemptsOf('k1')).toEqual([]);
+  });
+});
+
+describe('findings', () => {
+  it('stores the detector’s findings and filters them by class, service, key and time', () => {
+    ingest([...duplicate('k1', 0), ...duplicate('k2', 100)]);
+    expect(store.listFindings({}, { limit: 10 }).items.map((f) => f.key)).toEqual(['k2', 'k1']);
+    expect(store.listFindings({ key: 'k1' }, { limit: 10 }).items).toHaveLength(1);
+    expect(store.listFindings({ class: 'key_collision' }, { limit: 10 }).items).toHaveLength(0);
+    expect(store.listFindings({ service: 'payments' }, { limit: 10 }).items).toHaveLength(2);
+    const since = TEST_EPOCH_UNIX_MILLIS + 50_000;
+    expect(store.listFindings({ sinceUnixMillis: since }, { limit: 10 }).items.map((f) => f.key)).toEqual([
+      'k2',
+    ]);
+    expect(store.listFindings({ untilUnixMillis: since }, { limit: 10 }).items.map((f) => f.key)).toEqual([
+      'k1',
+    ]);
+  });
+
+  it('pages with a cursor that stays stable while new findings are inserted', () => {
+    for (let i = 0; i < 5; i++) ingest(duplicate(`k${i}`, i * 10));
+    const first = store.listFindings({}, { limit: 2 });
+    expect(first.items.map((f) => f.key)).toEqual(['k4', 'k3']);
+    for (let i = 5; i < 8; i++) ingest(duplicate(`k${i}`, i * 10));
+    const second = store.listFindings({}, { limit: 2, cursor: first.nextCursor! });
+    const third = store.listFindings({}, { limit: 2, cursor: second.nextCursor! });
+    expect([...second.items, ...third.items].map((f) => f.key)).toEqual(['k2', 'k1', 'k0']);
+    expect(third.nextCursor).toBeNull();
+  });
+
+  it('rejects a cursor it did not issue', () => {
+    try {
+      store.listFindings({}, { limit: 2, cursor: 'bm9wZQ' });
+      expect.unreachable();
+    } catch (error) {
+      expect(isKeyscopeError(error) && error.code).toBe('KS_CURSOR_INVALID');
+    }
+  });
+
+  it('shows a tenant only the findings that involve it', () => {
+    ingest([...duplicate('k1', 0, 'acme'), ...duplicate('k2', 10, 'globex')]);
+    expect(store.listFindings({ tenant: 'acme' }, { limit: 10 }).items.map((f) => f.key)).toEqual(['k1']);
+    expect(store.listIncidents({ tenant: 'globex' }, { limit: 10 }).items).toHaveLength(1);
+    const incident = store.listIncidents({}, { limit: 10 }).items[0]!;
+    expect(store.findingsOfIncident(incident.id, 'acme').map((f) => f.key)).toEqual(['k1']);
+    expect(store.attemptsOfKey('k1', 'globex')).toEqual([]);
+  });
+
+  it('deletes retracted findings and incidents', () => {
+    ingest([
+      server({ key: 'k1', node: 'a', store: 'A', at: 0 }),
+      server({ key: 'k1', node: 'b', store: 'B', outcome: 'error', at: 1 }),
+    ]);
+    expect(store.listFindings({}, { limit: 10 }).items.map((f) => f.class)).toEqual(['scope_violation']);
+    ingest([server({ key: 'k1', node: 'b', store: 'B', at: 5 })]);
+    expect(store.listFindings({}, { limit: 10 }).items.map((f) => f.class)).toEqual([
+      'cross_store_duplicate',
+    ]);
+    expect(store.counts().incidents).toBe(1);
+  });
+});
+
+describe('incidents', () => {
+  it('acknowledges once and records who did it', () => {
+    ingest(duplicate('k1', 0));
+    const id = store.listIncidents({}, { limit: 1 }).items[0]!.id;
+    expect(store.acknowledge(id, 'alice', 1000)).toMatchObject({
+      acknowledged: true,
+      acknowledgedBy: 'alice',
+    });
+    expect(store.acknowledge(id, 'bob', 2000)).toMatchObject({
+      acknowledgedBy: 'alice',
+      acknowledgedUnixMillis: 1000,
+    });
+  });
+
+  it('keeps a manual resolve until the incident gains keys', () => {
+    ingest(duplicate('k1', 0));
+    const id = store.listIncidents({}, { limit: 1 }).items[0]!.id;
+    expect(store.resolve(id, 'alice', 1000)?.status).toBe('resolved');
+    ingest([server({ key: 'k1', node: 'c', store: 'C', at: 3 })]);
+    expect(store.getIncident(id)?.status).toBe('resolved');
+    ingest(duplicate('k2', 5));
+    expect(store.getIncident(id)).toMatchObject({ status: 'open', keys: 2, resolvedBy: null });
+    expect(store.listIncidents({ status: 'open' }, { limit: 10 }).items).toHaveLength(1);
+  });
+});
+
+describe('outbox', () => {
+  it('enqueues one delivery per sink and dedup key, and retries failed ones when due', () => {
+    const entry = {
+      sink: 'pagerduty',
+      dedupKey: 'inc_1:trigger',
+      incidentId: 'inc_1',
+      payload: { a: 1 },
+      dueUnixMillis: 0,
+    };
+    expect(store.enqueueAlert(entry)).toBe(true);
+    expect(store.enqueueAlert(entry)).toBe(false);
+    const [due] = store.dueAlerts(10, 10);
+    expect(due).toMatchObject({ sink: 'pagerduty', payload: { a: 1 }, attempts: 0 });
+    store.alertFailed(due!.id, 'connection refused', 500);
+    expect(store.dueAlerts(100, 10)).toEqual([]);
+    expect(store.dueAlerts(500, 10)[0]).toMatchObject({ attempts: 1 });
+    store.alertDelivered(due!.id, 600);
+    expect(store.pendingAlerts()).toBe(0);
+  });
+});
+
+describe('retention', () => {
+  it('purges attempts past the horizon and resolved records past retention, in chunks', () => {
+    // k2 is in a later hour, so in an incident of its own that stays.
+    ingest([...duplicate('k1', 0), ...duplicate('k2', 4000)]);
+    const early = store.listIncidents({ untilUnixMillis: TEST_EPOCH_UNIX_MILLIS + 1000 }, { limit: 10 })
+      .items[0]!;
+    store.resolve(early.id, 'alice', 0);
+    const cutoff = TEST_EPOCH_UNIX_MILLIS + 3_000_000;
+    let removed = 0;
+    for (let round = 0; round < 10; round++) {
+      const chunk = store.purge({
+        attemptsBeforeUnixMillis: cutoff,
+        recordsBeforeUnixMillis: cutoff,
+        maxRows: 1,
+      });
+      removed += chunk;
+      if (chunk === 0) break;
+    }
+    expect(removed).toBe(4);
+    expect(store.counts()).toMatchObject({ attempts: 2, findings: 1, incidents: 1 });
+  });
+});
