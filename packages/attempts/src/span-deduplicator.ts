@@ -10,6 +10,10 @@
  *
  * `extractAttempts` consults it only for spans that become attempts: spans without a key are never
  * remembered, so they cost nothing here.
+ *
+ * Ids outside the `Span` contract (not 32 + 16 hex characters) are never remembered and never
+ * reported as duplicates: the decoders refuse such ids, and a false "duplicate" would hide an
+ * execution, which is worse than letting a redelivery through.
  */
 export interface SpanDeduplicator {
   /** Records the span's id; true when it had been recorded before (a redelivery). */
@@ -19,12 +23,15 @@ export interface SpanDeduplicator {
 }
 
 export interface SpanDeduplicatorOptions {
-  /** At least 2. */
+  /** At least 2. Memory is allocated up front: 50 to 100 bytes per entry (tables are powers of two). */
   maxEntries: number;
 }
 
-/** About 20 MB of ids: seconds to minutes of keyed spans at high rates, enough for exporter retries. */
+/** About 13 MB: seconds to minutes of keyed spans even at high rates, enough for exporter retries. */
 export const DEFAULT_DEDUPLICATOR_MAX_ENTRIES = 200_000;
+
+/** A trace id (128 bits) and a span id (64 bits) as 32-bit words. */
+const WORDS = 6;
 
 export function createSpanDeduplicator(
   options: SpanDeduplicatorOptions = { maxEntries: DEFAULT_DEDUPLICATOR_MAX_ENTRIES },
@@ -34,16 +41,23 @@ export function createSpanDeduplicator(
     throw new RangeError(`maxEntries must be an integer of at least 2, received ${maxEntries}`);
   }
   const generationSize = Math.floor(maxEntries / 2);
-  let young = new Set<string>();
-  let old = new Set<string>();
+  let young = new IdTable(generationSize);
+  let old = new IdTable(generationSize);
+  const id = new Uint32Array(WORDS);
   return {
     seen(traceId, spanId) {
-      const id = traceId + spanId;
-      if (young.has(id) || old.has(id)) return true;
-      young.add(id);
+      if (!parseIds(traceId, spanId, id)) return false;
+      // Ids are a fixed-size table of words rather than a Set of strings: no per-span string
+      // allocation, no rehashing, nothing for the garbage collector to trace.
+      const hash = hashOf(id);
+      const found = young.find(id, hash);
+      if (found >= 0 || old.find(id, hash) >= 0) return true;
+      young.insertAt(-1 - found, id);
       if (young.size >= generationSize) {
+        const dropped = old;
         old = young;
-        young = new Set();
+        young = dropped;
+        young.clear();
       }
       return false;
     },
@@ -51,4 +65,84 @@ export function createSpanDeduplicator(
       return young.size + old.size;
     },
   };
+}
+
+/** Open addressing with linear probing, at most half full, so probes stay short. */
+class IdTable {
+  size = 0;
+  private readonly mask: number;
+  private readonly words: Uint32Array;
+  private readonly used: Uint8Array;
+
+  constructor(entries: number) {
+    let capacity = 2;
+    while (capacity < entries * 2) capacity *= 2;
+    this.mask = capacity - 1;
+    this.words = new Uint32Array(capacity * WORDS);
+    this.used = new Uint8Array(capacity);
+  }
+
+  /** The slot holding `id`, or `-1 - slot` for the free slot where it would go. */
+  find(id: Uint32Array, hash: number): number {
+    const { words, used, mask } = this;
+    let slot = hash & mask;
+    while (used[slot] === 1) {
+      const base = slot * WORDS;
+      if (
+        words[base + 5] === id[5] &&
+        words[base + 4] === id[4] &&
+        words[base + 3] === id[3] &&
+        words[base + 2] === id[2] &&
+        words[base + 1] === id[1] &&
+        words[base] === id[0]
+      ) {
+        return slot;
+      }
+      slot = (slot + 1) & mask;
+    }
+    return -1 - slot;
+  }
+
+  /** `slot` must come from `find` with no insertion in between. */
+  insertAt(slot: number, id: Uint32Array): void {
+    this.words.set(id, slot * WORDS);
+    this.used[slot] = 1;
+    this.size++;
+  }
+
+  clear(): void {
+    this.used.fill(0);
+    this.size = 0;
+  }
+}
+
+/** Mixes every word, so sequential ids (tests, simulators) spread as well as random ones. */
+function hashOf(id: Uint32Array): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < WORDS; i++) hash = Math.imul(hash ^ id[i]!, 0x9e3779b1);
+  return (hash ^ (hash >>> 16)) >>> 0;
+}
+
+/** false when an id is not hex of the right length. */
+function parseIds(traceId: string, spanId: string, into: Uint32Array): boolean {
+  if (traceId.length !== 32 || spanId.length !== 16) return false;
+  for (let word = 0; word < WORDS; word++) {
+    const text = word < 4 ? traceId : spanId;
+    const offset = word < 4 ? word * 8 : (word - 4) * 8;
+    let value = 0;
+    for (let i = 0; i < 8; i++) {
+      const digit = hexDigit(text.charCodeAt(offset + i));
+      if (digit < 0) return false;
+      value = (value << 4) | digit;
+    }
+    into[word] = value >>> 0;
+  }
+  return true;
+}
+
+function hexDigit(code: number): number {
+  if (code >= 48 && code <= 57) return code - 48;
+  const lower = code | 0x20;
+  if (lower >= 97 && lower <= 102) return lower - 87;
+  return -1;
 }

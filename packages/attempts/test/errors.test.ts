@@ -12,9 +12,15 @@ function attemptsSection(): string {
 
 describe('attempts error codes', () => {
   it('documents every code in the attempts section of docs/errors.md with its HTTP status', () => {
-    const section = attemptsSection();
+    const rows = attemptsSection()
+      .split('\n')
+      .filter((line) => line.startsWith('|'))
+      .map((line) => line.split('|').map((cell) => cell.trim()));
     for (const definition of ATTEMPTS_ERRORS) {
-      expect(section).toContain(`| \`${definition.code}\` | ${definition.httpStatus} | permanent |`);
+      const row = rows.find((cells) => cells[1] === `\`${definition.code}\``);
+      expect(row, definition.code).toBeDefined();
+      expect(row![2]).toBe(String(definition.httpStatus));
+      expect(row![3]).toBe(definition.retryable ? 'yes' : 'no');
     }
   });
 

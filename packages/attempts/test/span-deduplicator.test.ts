@@ -33,6 +33,24 @@ describe('span deduplicator', () => {
     expect(deduplicator.seen(TRACE, id(0))).toBe(false);
   });
 
+  it('never reports ids outside the span contract as duplicates, so no execution is hidden', () => {
+    const deduplicator = createSpanDeduplicator({ maxEntries: 100 });
+    for (const [traceId, spanId] of [
+      [TRACE, 'short'],
+      ['zz' + TRACE.slice(2), '0000000000000001'],
+    ] as const) {
+      expect(deduplicator.seen(traceId, spanId)).toBe(false);
+      expect(deduplicator.seen(traceId, spanId)).toBe(false);
+    }
+    expect(deduplicator.size).toBe(0);
+  });
+
+  it('tells apart ids that differ only in the first trace id digit', () => {
+    const deduplicator = createSpanDeduplicator({ maxEntries: 100 });
+    deduplicator.seen('1' + TRACE.slice(1), '0000000000000001');
+    expect(deduplicator.seen('2' + TRACE.slice(1), '0000000000000001')).toBe(false);
+  });
+
   it('refuses a maxEntries below 2', () => {
     expect(() => createSpanDeduplicator({ maxEntries: 1 })).toThrow(RangeError);
     expect(() => createSpanDeduplicator({ maxEntries: 1.5 })).toThrow(RangeError);
