@@ -342,6 +342,36 @@ export class KeyscopeStore {
     ).run(error, nextAttemptUnixMillis, id);
   }
 
+  /** Gives up on a delivery the target refused for good (e.g. 400: the payload will never be accepted). */
+  alertAbandoned(id: number, error: string, nowUnixMillis: number): void {
+    this.statement(
+      "UPDATE outbox SET attempts = attempts + 1, last_error = 'abandoned: ' || ?, delivered_ms = ? WHERE id = ?",
+    ).run(error, nowUnixMillis, id);
+  }
+
+  /** The last deliveries of an incident's alerts, for the API and tests. */
+  alertsOfIncident(
+    incidentId: string,
+  ): { sink: string; dedupKey: string; attempts: number; delivered: boolean; lastError: string | null }[] {
+    return (
+      this.statement(
+        'SELECT sink, dedup_key, attempts, delivered_ms, last_error FROM outbox WHERE incident_id = ? ORDER BY id',
+      ).all(incidentId) as {
+        sink: string;
+        dedup_key: string;
+        attempts: number;
+        delivered_ms: number | null;
+        last_error: string | null;
+      }[]
+    ).map((row) => ({
+      sink: row.sink,
+      dedupKey: row.dedup_key,
+      attempts: row.attempts,
+      delivered: row.delivered_ms !== null,
+      lastError: row.last_error,
+    }));
+  }
+
   pendingAlerts(): number {
     return this.statement('SELECT count(*) FROM outbox WHERE delivered_ms IS NULL').pluck().get() as number;
   }
