@@ -144,7 +144,8 @@ describe('decodeTraces', () => {
     expect(Object.getPrototypeOf(attributes)).toBeNull();
     expect(Object.getPrototypeOf(attributes.nested)).toBeNull();
     expect(Object.hasOwn(attributes, '__proto__')).toBe(true);
-    expect(attributes.__proto__).toBe('an ordinary key');
+    const protoKey = '__proto__';
+    expect(attributes[protoKey]).toBe('an ordinary key');
     expect(attributes['']).toBe('an empty key is kept');
   });
 

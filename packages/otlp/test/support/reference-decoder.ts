@@ -48,8 +48,8 @@ export function referenceDecode(bytes: Uint8Array): Span[] {
     const resource: Resource = { attributes: attributes(resourceSpans.resource?.attributes ?? []) };
     for (const scopeSpans of resourceSpans.scopeSpans as Message[]) {
       const scope: InstrumentationScope = {
-        name: scopeSpans.scope?.name ?? '',
-        version: scopeSpans.scope?.version ?? '',
+        name: scopeSpans.scope?.name || '',
+        version: scopeSpans.scope?.version || '',
       };
       for (const span of scopeSpans.spans as Message[]) {
         const parent = hex(span.parentSpanId);
@@ -57,18 +57,18 @@ export function referenceDecode(bytes: Uint8Array): Span[] {
           traceId: hex(span.traceId),
           spanId: hex(span.spanId),
           parentSpanId: /^0*$/.test(parent) ? '' : parent,
-          name: span.name,
+          name: span.name ?? '',
           kind: span.kind >= 0 && span.kind <= 5 ? span.kind : 0,
           startTimeUnixMillis: millis(span.startTimeUnixNano),
           endTimeUnixMillis: millis(span.endTimeUnixNano),
           status: {
             code: span.status && span.status.code >= 0 && span.status.code <= 2 ? span.status.code : 0,
-            message: span.status?.message ?? '',
+            message: span.status?.message || '',
           },
           attributes: attributes(span.attributes),
           events: (span.events as Message[]).map(
             (event): SpanEvent => ({
-              name: event.name,
+              name: event.name ?? '',
               timeUnixMillis: millis(event.timeUnixNano),
               attributes: attributes(event.attributes),
             }),
@@ -94,7 +94,8 @@ function millis(nanos: Message): number {
 
 function attributes(keyValues: Message[]): Attributes {
   const out: Attributes = Object.create(null);
-  for (const keyValue of keyValues) out[keyValue.key] = keyValue.value ? anyValue(keyValue.value) : null;
+  for (const keyValue of keyValues)
+    out[keyValue.key ?? ''] = keyValue.value ? anyValue(keyValue.value) : null;
   return out;
 }
 

@@ -1,0 +1,32 @@
+import { describe, expect, it } from 'vitest';
+import { encodeExportResponse, exportResponseJson } from '../src/export-response.ts';
+import { official } from './support/reference-decoder.ts';
+
+describe('encodeExportResponse', () => {
+  it('is the empty message when every span was accepted', () => {
+    expect(encodeExportResponse({ rejectedSpans: 0, errorMessage: '' })).toEqual(new Uint8Array(0));
+    expect(exportResponseJson({ rejectedSpans: 0, errorMessage: '' })).toEqual({});
+  });
+
+  it('reports rejected spans as partial_success, as the official protos read it', () => {
+    const bytes = encodeExportResponse({
+      rejectedSpans: 3,
+      errorMessage: 'spans without an idempotency key: 3 ✓',
+    });
+    const decoded = official.ExportTraceServiceResponse.toObject(
+      official.ExportTraceServiceResponse.decode(bytes),
+      {
+        longs: String,
+      },
+    );
+    expect(decoded).toEqual({
+      partialSuccess: { rejectedSpans: '3', errorMessage: 'spans without an idempotency key: 3 ✓' },
+    });
+  });
+
+  it('writes the JSON form with the int64 as a decimal string', () => {
+    expect(exportResponseJson({ rejectedSpans: 2, errorMessage: 'late' })).toEqual({
+      partialSuccess: { rejectedSpans: '2', errorMessage: 'late' },
+    });
+  });
+});
