@@ -1,0 +1,97 @@
+import { derivedStoreId, type Outcome } from '@keyscope/attempts';
+import type { DedupSpec } from './scenario.ts';
+import type { SimNode } from './topology.ts';
+
+/**
+ * The id of the store a node consults for a tenant's key. With `recordStoreId` it is an explicit
+ * instance id written on the span; without, it is the id the attempts stage derives from the
+ * declared scope and the resource (`derivedStoreId`), so ground truth names stores the way the
+ * pipeline will.
+ */
+export function storeIdFor(service: string, dedup: DedupSpec, node: SimNode, tenant: string): string {
+  if (!dedup.recordStoreId) {
+    const placement = {
+      service,
+      node: node.instanceId,
+      cluster: node.cluster,
+      region: node.region,
+      zone: node.zone,
+    };
+    return derivedStoreId(placement, dedup.scope, tenant);
+  }
+  switch (dedup.scope) {
+    case 'node':
+      return `${service}-idem@${node.instanceId}`;
+    case 'cluster':
+      return `${service}-idem@${node.cluster}`;
+    case 'region':
+      return `${service}-idem@${node.region}`;
+    case 'tenant':
+      return `${service}-idem@tenant-${tenant}`;
+    case 'global':
+      return `${service}-idem@global`;
+  }
+}
+
+export interface Decision {
+  outcome: Exclude<Outcome, 'error'>;
+  /** For a `miss`: why the key was admitted. */
+  admission: 'fresh' | 'expired' | 'concurrent' | 'lease_expired' | undefined;
+  /** For a `miss`: pass to `complete` when the execution finishes. */
+  record: KeyRecord | undefined;
+}
+
+export interface KeyRecord {
+  admittedUnixMillis: number;
+  expiresUnixMillis: number;
+  /** Undefined while the execution runs. */
+  completedUnixMillis: number | undefined;
+  payload: string;
+}
+
+/**
+ * What every store knows about ONE key. Keys never interact, so each flow owns its own instance and
+ * flows can be simulated one at a time, in any order of generation.
+ */
+export class KeyStores {
+  private readonly records = new Map<string, KeyRecord[]>();
+
+  /** The store's answer at `t`; a `miss` admits the key (an execution starts). */
+  decide(storeId: string, dedup: DedupSpec, t: number, payload: string): Decision {
+    const records = this.records.get(storeId) ?? [];
+    this.records.set(storeId, records);
+    const live = records.filter((r) => t < r.expiresUnixMillis);
+    // Without an in-flight lock the key is written only when the execution completes, so a
+    // concurrent attempt finds nothing.
+    const visible = live.filter((r) => dedup.inFlightLock || (r.completedUnixMillis ?? Infinity) <= t);
+    const completed = visible.find((r) => r.completedUnixMillis !== undefined && r.completedUnixMillis <= t);
+    if (completed) {
+      const outcome = dedup.fingerprintsPayload && completed.payload !== payload ? 'mismatch' : 'hit';
+      return { outcome, admission: undefined, record: undefined };
+    }
+    let admission: Decision['admission'] = 'fresh';
+    const running = visible.find((r) => r.completedUnixMillis === undefined || r.completedUnixMillis > t);
+    if (running) {
+      if (t < running.admittedUnixMillis + dedup.inFlightLeaseMillis) {
+        return { outcome: 'in_progress', admission: undefined, record: undefined };
+      }
+      admission = 'lease_expired';
+    } else if (live.length > 0) {
+      admission = 'concurrent';
+    } else if (records.length > 0) {
+      admission = 'expired';
+    }
+    const record: KeyRecord = {
+      admittedUnixMillis: t,
+      expiresUnixMillis: t + dedup.keyTtlMillis,
+      completedUnixMillis: undefined,
+      payload,
+    };
+    records.push(record);
+    return { outcome: 'miss', admission, record };
+  }
+
+  complete(record: KeyRecord, t: number): void {
+    record.completedUnixMillis = t;
+  }
+}

@@ -1,0 +1,113 @@
+import type { Prng } from './prng.ts';
+import type { FailureSpec, Scenario } from './scenario.ts';
+import type { SimNode, Topology } from './topology.ts';
+import type { TruthRoutingEvent } from './truth.ts';
+
+/** A failure placed on concrete nodes and absolute times. */
+export interface ScheduledFailure {
+  event: TruthRoutingEvent;
+  startUnixMillis: number;
+  endUnixMillis: number;
+  /** When load balancers stop sending to the affected nodes. */
+  detectedUnixMillis: number;
+  /** `error_spike` only. */
+  errorRate: number;
+}
+
+/**
+ * The run's failures, resolved up front: which node or region fails, from when to when. Known in
+ * advance so that every flow is simulated independently of the others (and lazily).
+ */
+export class FailureSchedule {
+  readonly routingEvents: TruthRoutingEvent[] = [];
+  private readonly outages = new Map<SimNode, ScheduledFailure[]>();
+  private readonly spikes = new Map<SimNode, ScheduledFailure[]>();
+
+  constructor(scenario: Scenario, topology: Topology, rng: Prng) {
+    scenario.failures.forEach((spec, i) => {
+      const service = topology.services.get(spec.service)!;
+      const startUnixMillis = scenario.startUnixMillis + spec.startOffsetMillis;
+      const endUnixMillis = startUnixMillis + spec.durationMillis;
+      const detectionMillis = service.spec?.routing.detectionMillis ?? 0;
+      const id = `${spec.type}-${i + 1}`;
+      const failure = (event: TruthRoutingEvent, errorRate = 0): ScheduledFailure => ({
+        event,
+        startUnixMillis,
+        endUnixMillis,
+        detectedUnixMillis: startUnixMillis + detectionMillis,
+        errorRate,
+      });
+      if (spec.type === 'region_failover') {
+        const scheduled = failure({
+          id,
+          type: spec.type,
+          service: spec.service,
+          region: spec.region,
+          startUnixMillis,
+          endUnixMillis,
+        });
+        this.routingEvents.push(scheduled.event);
+        for (const node of service.nodes) if (node.region === spec.region) add(this.outages, node, scheduled);
+        return;
+      }
+      const node = pickNode(spec, service.nodes, rng);
+      const scheduled = failure(
+        {
+          id,
+          type: spec.type,
+          service: spec.service,
+          node: node.instanceId,
+          cluster: node.cluster,
+          region: node.region,
+          startUnixMillis,
+          endUnixMillis,
+        },
+        spec.type === 'error_spike' ? spec.errorRate : 0,
+      );
+      this.routingEvents.push(scheduled.event);
+      add(spec.type === 'error_spike' ? this.spikes : this.outages, node, scheduled);
+    });
+  }
+
+  /** The outage that makes `node` unreachable (and silent) at `t`, if any. */
+  outageAt(node: SimNode, t: number): ScheduledFailure | undefined {
+    return this.outages.get(node)?.find((f) => t >= f.startUnixMillis && t < f.endUnixMillis);
+  }
+
+  /** The outage at `t` that load balancers already know about. */
+  knownOutageAt(node: SimNode, t: number): ScheduledFailure | undefined {
+    const outage = this.outageAt(node, t);
+    return outage && t >= outage.detectedUnixMillis ? outage : undefined;
+  }
+
+  /** An outage that began while a request was in flight on `node`, in (fromMillis, toMillis]. */
+  outageBeginningIn(node: SimNode, fromMillis: number, toMillis: number): ScheduledFailure | undefined {
+    return this.outages
+      .get(node)
+      ?.find((f) => f.startUnixMillis > fromMillis && f.startUnixMillis <= toMillis);
+  }
+
+  spikeAt(node: SimNode, t: number): ScheduledFailure | undefined {
+    return this.spikes.get(node)?.find((f) => t >= f.startUnixMillis && t < f.endUnixMillis);
+  }
+}
+
+function pickNode(
+  spec: Exclude<FailureSpec, { type: 'region_failover' }>,
+  nodes: SimNode[],
+  rng: Prng,
+): SimNode {
+  // Always draw, so that setting `node` on one failure does not move the others.
+  const drawn = rng.pick(nodes);
+  if (spec.node === undefined) return drawn;
+  const node = nodes[spec.node];
+  if (!node)
+    throw new RangeError(`failure on ${spec.service}: node must be < ${nodes.length}, received ${spec.node}`);
+  return node;
+}
+
+function add(map: Map<SimNode, ScheduledFailure[]>, node: SimNode, failure: ScheduledFailure): void {
+  const list = map.get(node);
+  if (list) list.push(failure);
+  else map.set(node, [failure]);
+}

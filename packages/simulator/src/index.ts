@@ -1,0 +1,32 @@
+export { duplicateSome, shuffle, splitIntoPayloads } from './delivery.ts';
+export type {
+  CallerSpec,
+  ClientSpec,
+  DedupSpec,
+  DownstreamSpec,
+  ErrorSpikeSpec,
+  FailureSpec,
+  LatencySpec,
+  MutationServiceSpec,
+  NodeDownSpec,
+  ProxySpec,
+  RegionFailoverSpec,
+  RegionSpec,
+  RoutingSpec,
+  Scenario,
+  ServiceSpec,
+} from './scenario.ts';
+export { validateScenario } from './scenario.ts';
+export type { ScenarioOverrides } from './scenarios.ts';
+export * as scenarios from './scenarios.ts';
+export {
+  type BatchOptions,
+  DEFAULT_SEED,
+  type SimulateOptions,
+  type Simulation,
+  type SimulationBatches,
+  simulate,
+  simulateBatches,
+} from './simulate.ts';
+export { IDEMPOTENCY_KEY_HEADER } from './span-builder.ts';
+export type { GroundTruth, TruthClass, TruthExecution, TruthKey, TruthRoutingEvent } from './truth.ts';

@@ -1,0 +1,555 @@
+import type { Outcome } from '@keyscope/attempts';
+import type { Span } from '@keyscope/otlp';
+import { type KeyRecord, KeyStores, storeIdFor } from './dedup-store.ts';
+import type { ScheduledFailure } from './failure-schedule.ts';
+import { routeRequest } from './load-balancer.ts';
+import type { ClientSpec, ProxySpec, ServiceSpec } from './scenario.ts';
+import {
+  networkDelayMillis,
+  pickLiveNode,
+  publicAddress,
+  SERVICE_USER_AGENT,
+  type SimContext,
+  userAgent,
+} from './sim-context.ts';
+import {
+  clientSpan,
+  type DecisionAttributes,
+  decisionSpan,
+  internalSpan,
+  micros,
+  serverSpan,
+} from './span-builder.ts';
+import { TimeQueue } from './time-queue.ts';
+import type { FrontService, SimNode, SimService } from './topology.ts';
+import type { KeyHistory, StoreVisit } from './truth.ts';
+
+export interface FlowResult {
+  spans: Span[];
+  history: KeyHistory;
+}
+
+/**
+ * Simulates everything that happens to one idempotency key: the user's submission with its
+ * client retries, proxy retries, a concurrent double submit, another tenant reusing the key, a
+ * redrive long after, and the downstream calls each execution makes. It is a small discrete-event
+ * simulation, because attempts of one key overlap (a timed-out attempt still runs while its retry
+ * arrives) and the store's answer depends on that order. Keys never share store state, so each
+ * flow runs to completion on its own.
+ */
+export function simulateMutationFlow(ctx: SimContext, index: number, startUnixMillis: number): FlowResult {
+  return new MutationFlow(ctx, index, startUnixMillis).run();
+}
+
+/** One side of an edge: who calls which service, and how it retries. */
+interface Edge {
+  target: SimService;
+  spec: ServiceSpec;
+  client: ClientSpec;
+  proxy: ProxySpec | undefined;
+}
+
+/** A logical call with its resends: a user submission, or an execution's downstream call. */
+interface CallSeries {
+  edge: Edge;
+  from: SimNode;
+  traceId: string;
+  parentSpanId: string;
+  tenant: string;
+  payload: string;
+  /** `http.request.resend_count` of this series' first send (a redrive continues the count). */
+  priorSends: number;
+  sends: number;
+  firstNode: SimNode | undefined;
+  /** Where this series' CLIENT spans go: the flow, or the upstream request (lost with its node). */
+  emit: (span: Span) => void;
+  /** For downstream calls: the decision span of the upstream execution that made them. */
+  upstreamSpanId: string | undefined;
+  onSettled: (t: number, statusCode: number | undefined) => void;
+}
+
+interface Send {
+  series: CallSeries;
+  spanId: string;
+  startUnixMillis: number;
+  resendCount: number;
+  peerAddress: string | undefined;
+  settled: boolean;
+}
+
+interface ServerRequest {
+  series: CallSeries;
+  send: Send;
+  service: SimService;
+  spec: ServiceSpec;
+  node: SimNode;
+  arriveUnixMillis: number;
+  serverSpanId: string;
+  decisionSpanId: string;
+  outcome: Outcome;
+  record: KeyRecord | undefined;
+  statusCode: number;
+  plannedEndUnixMillis: number;
+  decision: DecisionAttributes | undefined;
+  /** Spans recorded on this node for this request (decision, downstream sends): lost with it. */
+  ownSpans: Span[];
+  onResponse: (t: number, statusCode: number) => void;
+}
+
+const STATUS_BY_OUTCOME: Record<Outcome, number> = {
+  miss: 201,
+  hit: 200,
+  in_progress: 409,
+  mismatch: 422,
+  error: 503,
+};
+
+class MutationFlow {
+  private readonly rng;
+  private readonly events = new TimeQueue<() => void>();
+  private readonly stores = new KeyStores();
+  private readonly spans: Span[] = [];
+  private readonly visits: StoreVisit[] = [];
+  private readonly tenants: string[] = [];
+  private readonly routingEventIds: string[] = [];
+  private readonly service: FrontService;
+  private readonly key: string;
+  private readonly session: number;
+  private now = 0;
+
+  constructor(
+    private readonly ctx: SimContext,
+    index: number,
+    private readonly startUnixMillis: number,
+  ) {
+    this.rng = ctx.rng;
+    this.service = pickByWeight(ctx, ctx.topology.front);
+    this.key =
+      this.service.spec.keyFormat === 'uuid' ? this.rng.uuid() : `ord-${String(index + 1).padStart(7, '0')}`;
+    this.session = this.rng.uint32();
+  }
+
+  run(): FlowResult {
+    const spec = this.service.spec;
+    const tenant = this.rng.pick(this.ctx.scenario.tenants);
+    const payload = this.payload(tenant);
+    this.at(this.startUnixMillis, () => this.submit('user', tenant, payload, 0));
+    if (this.rng.chance(spec.doubleSubmitFraction)) {
+      const gap = this.rng.between(0, spec.doubleSubmitMaxGapMillis);
+      this.at(this.startUnixMillis + gap, () => this.submit('user', tenant, payload, 0));
+    }
+    if (this.rng.chance(spec.keyCollisionFraction) && this.ctx.scenario.tenants.length > 1) {
+      const others = this.ctx.scenario.tenants.filter((t) => t !== tenant);
+      const other = this.rng.pick(others);
+      const delay = this.rng.between(0.2, 1) * spec.keyCollisionMaxDelayMillis;
+      this.at(this.startUnixMillis + delay, () => this.submit('user', other, this.payload(other), 0));
+    }
+    for (let event = this.events.pop(); event; event = this.events.pop()) event();
+    return {
+      spans: this.spans,
+      history: {
+        key: this.key,
+        tenants: this.tenants,
+        visits: this.visits,
+        routingEventIds: this.routingEventIds,
+      },
+    };
+  }
+
+  private at(t: number, action: () => void): void {
+    this.events.push(t, () => {
+      this.now = t;
+      action();
+    });
+  }
+
+  private payload(tenant: string): string {
+    return `${tenant}:${this.rng.hex(8)}`;
+  }
+
+  private noteEvent(failure: ScheduledFailure | undefined): void {
+    if (failure && !this.routingEventIds.includes(failure.event.id))
+      this.routingEventIds.push(failure.event.id);
+  }
+
+  /** A user request at the caller (or a redrive job) that sends the mutation with the key. */
+  private submit(kind: 'user' | 'redrive', tenant: string, payload: string, priorSends: number): void {
+    const ctx = this.ctx;
+    const start = this.now;
+    if (!this.tenants.includes(tenant)) this.tenants.push(tenant);
+    const caller = ctx.topology.caller;
+    const callerNode = pickLiveNode(ctx, caller, start);
+    const traceId = this.rng.hex(32);
+    const rootSpanId = this.rng.hex(16);
+    const clientAddress = publicAddress(ctx);
+    const agent = userAgent(ctx);
+    const spec = this.service.spec;
+    const series: CallSeries = {
+      edge: { target: this.service, spec, client: spec.client, proxy: spec.proxy },
+      from: callerNode,
+      traceId,
+      parentSpanId: rootSpanId,
+      tenant,
+      payload,
+      priorSends,
+      sends: 0,
+      firstNode: undefined,
+      emit: (span) => this.spans.push(span),
+      upstreamSpanId: undefined,
+      onSettled: (t, statusCode) => {
+        const end = t + this.rng.between(0.5, 4);
+        if (kind === 'redrive') {
+          const base = {
+            traceId,
+            spanId: rootSpanId,
+            parentSpanId: '',
+            node: callerNode,
+            startUnixMillis: start,
+            endUnixMillis: end,
+          };
+          this.spans.push(
+            internalSpan(base, 'redrive payment', caller.appScope, {
+              'tenant.id': tenant,
+              'job.attempt': priorSends,
+            }),
+          );
+        } else {
+          const route = ctx.scenario.caller.route;
+          this.spans.push(
+            serverSpan({
+              traceId,
+              spanId: rootSpanId,
+              parentSpanId: '',
+              node: callerNode,
+              startUnixMillis: start,
+              endUnixMillis: end,
+              method: 'POST',
+              route,
+              path: route,
+              serverAddress: ctx.scenario.caller.address,
+              serverPort: 443,
+              clientAddress,
+              userAgent: agent,
+              statusCode: callerStatus(statusCode),
+              tenant,
+              errorMessage: 'payment service unavailable',
+            }),
+          );
+        }
+        const redriveAfter = spec.client.redriveAfterMillis;
+        if (kind === 'user' && redriveAfter !== undefined && isRetryable(statusCode)) {
+          const sent = series.priorSends + series.sends;
+          this.at(t + redriveAfter, () => this.submit('redrive', tenant, payload, sent));
+        }
+      },
+    };
+    this.at(start + this.rng.between(1, 6), () => this.send(series));
+  }
+
+  private send(series: CallSeries): void {
+    const t = this.now;
+    const { edge } = series;
+    const send: Send = {
+      series,
+      spanId: this.rng.hex(16),
+      startUnixMillis: t,
+      resendCount: series.priorSends + series.sends,
+      peerAddress: undefined,
+      settled: false,
+    };
+    series.sends++;
+    if (edge.proxy) {
+      send.peerAddress = edge.proxy.address;
+      this.proxyTry(send, 0, t + this.rng.between(0.2, 1), new Set());
+    } else {
+      const pinned = edge.spec.routing.pinRetries && series.sends > 1 ? series.firstNode : undefined;
+      const route = routeRequest(
+        {
+          service: edge.target,
+          routing: edge.spec.routing,
+          from: series.from,
+          atUnixMillis: t,
+          session: this.session,
+          pinned,
+        },
+        this.ctx.topology,
+        this.ctx.schedule,
+        this.rng,
+      );
+      this.noteEvent(route.reroutedBy);
+      series.firstNode ??= route.node;
+      send.peerAddress = route.node.ip;
+      const arrive = t + networkDelayMillis(this.ctx, series.from, route.node);
+      this.deliver(send, route.node, arrive, (tr, status) => this.settleSend(send, tr, status));
+    }
+    const timeout = edge.client.timeoutMillis;
+    this.at(t + timeout, () => this.settleSend(send, this.now, undefined));
+  }
+
+  /** An uninstrumented proxy's try: it retries POSTs on its own, to a node it has not tried. */
+  private proxyTry(send: Send, tryIndex: number, t: number, tried: Set<SimNode>): void {
+    this.at(t, () => {
+      const { series } = send;
+      const proxy = series.edge.proxy!;
+      const route = routeRequest(
+        {
+          service: series.edge.target,
+          routing: series.edge.spec.routing,
+          from: series.from,
+          atUnixMillis: t,
+          session: this.session,
+          avoid: tried,
+        },
+        this.ctx.topology,
+        this.ctx.schedule,
+        this.rng,
+      );
+      this.noteEvent(route.reroutedBy);
+      tried.add(route.node);
+      let settled = false;
+      const hasNext = tryIndex + 1 < proxy.maxTries;
+      const forward = (tf: number, status: number): void => {
+        this.at(tf + this.rng.between(0.2, 1), () => this.settleSend(send, this.now, status));
+      };
+      const arrive = t + networkDelayMillis(this.ctx, series.from, route.node);
+      this.deliver(send, route.node, arrive, (tr, status) => {
+        if (settled) return;
+        settled = true;
+        if (status >= 500 && proxy.retryOn5xx && hasNext) {
+          this.proxyTry(send, tryIndex + 1, tr + this.rng.between(5, 25), tried);
+        } else {
+          forward(tr, status);
+        }
+      });
+      this.at(t + proxy.perTryTimeoutMillis, () => {
+        if (settled) return;
+        settled = true;
+        if (hasNext) this.proxyTry(send, tryIndex + 1, this.now, tried);
+        else forward(this.now, 504);
+      });
+    });
+  }
+
+  /** The request reaches `node` at `arrive`, unless the node is down: then it vanishes. */
+  private deliver(
+    send: Send,
+    node: SimNode,
+    arrive: number,
+    onResponse: (t: number, statusCode: number) => void,
+  ): void {
+    const outage = this.ctx.schedule.outageAt(node, arrive);
+    if (outage) {
+      this.noteEvent(outage);
+      return;
+    }
+    const { series } = send;
+    const request: ServerRequest = {
+      series,
+      send,
+      service: series.edge.target,
+      spec: series.edge.spec,
+      node,
+      arriveUnixMillis: arrive,
+      serverSpanId: this.rng.hex(16),
+      decisionSpanId: '',
+      outcome: 'miss',
+      record: undefined,
+      statusCode: 0,
+      plannedEndUnixMillis: 0,
+      decision: undefined,
+      ownSpans: [],
+      onResponse,
+    };
+    this.at(arrive + this.rng.between(0.2, 1), () => this.check(request));
+  }
+
+  /** The dedup decision: the moment a `miss` admits the key and the side effect starts. */
+  private check(request: ServerRequest): void {
+    const t = this.now;
+    const { spec, node, series } = request;
+    const dedup = spec.dedup;
+    const store = storeIdFor(spec.name, dedup, node, series.tenant);
+    const spike = this.ctx.schedule.spikeAt(node, t);
+    let admission: StoreVisit['admission'];
+    if ((spike && this.rng.chance(spike.errorRate)) || this.rng.chance(dedup.storeErrorRate)) {
+      this.noteEvent(spike);
+      request.outcome = 'error';
+    } else {
+      const decision = this.stores.decide(`${spec.name}|${store}`, dedup, t, series.payload);
+      request.outcome = decision.outcome;
+      request.record = decision.record;
+      admission = decision.admission;
+    }
+    const checkEnd =
+      t + (request.outcome === 'error' ? this.rng.between(50, 250) : this.rng.between(0.3, 2.5));
+    request.statusCode = STATUS_BY_OUTCOME[request.outcome];
+    request.decision = {
+      key: this.key,
+      outcome: request.outcome,
+      store: dedup.recordStoreId ? store : undefined,
+      scope: dedup.scope,
+      tenant: series.tenant,
+    };
+    const onCheckSpan = dedup.decisionOn === 'check_span';
+    if (onCheckSpan) {
+      request.decisionSpanId = this.rng.hex(16);
+      request.ownSpans.push(
+        decisionSpan({
+          traceId: series.traceId,
+          spanId: request.decisionSpanId,
+          parentSpanId: request.serverSpanId,
+          node,
+          startUnixMillis: t,
+          endUnixMillis: checkEnd,
+          decision: request.decision,
+          route: spec.route,
+          scope: request.service.appScope,
+          storeAddress: `${spec.name}-idempotency.${node.region}.internal`,
+        }),
+      );
+    }
+    const visitSpanId = onCheckSpan ? request.decisionSpanId : request.serverSpanId;
+    this.visits.push({
+      service: spec.name,
+      operation: spec.route,
+      store,
+      node: node.instanceId,
+      tenant: series.tenant,
+      outcome: request.outcome,
+      admission,
+      spanId: visitSpanId,
+      traceId: series.traceId,
+      startUnixMillis: micros(onCheckSpan ? t : request.arriveUnixMillis),
+      clientSpanId: request.send.spanId,
+      upstreamSpanId: series.upstreamSpanId,
+    });
+
+    if (request.outcome !== 'miss') {
+      const end = checkEnd + this.rng.between(1, 12);
+      this.at(end, () => this.respond(request));
+      return;
+    }
+    const latency = this.rng.logNormal(spec.latency.medianMillis, spec.latency.p99Millis);
+    request.plannedEndUnixMillis = Math.max(request.arriveUnixMillis + latency, checkEnd + 1);
+    const downstream =
+      request.service.role === 'mutation' ? (request.service as FrontService).downstream : undefined;
+    if (!downstream) {
+      this.at(request.plannedEndUnixMillis, () => this.respond(request));
+      return;
+    }
+    // The side effect is the downstream call, made with the same key partway through the work.
+    const callAt = checkEnd + this.rng.between(0.1, 0.3) * (request.plannedEndUnixMillis - checkEnd);
+    const downstreamSeries: CallSeries = {
+      edge: { target: downstream, spec: downstream.spec, client: downstream.spec.client, proxy: undefined },
+      from: node,
+      traceId: series.traceId,
+      parentSpanId: request.serverSpanId,
+      tenant: series.tenant,
+      payload: series.payload,
+      priorSends: 0,
+      sends: 0,
+      firstNode: undefined,
+      emit: (span) => request.ownSpans.push(span),
+      upstreamSpanId: visitSpanId,
+      onSettled: (ts, statusCode) => {
+        if (statusCode === undefined || statusCode >= 500) request.statusCode = 502;
+        const end = Math.max(request.plannedEndUnixMillis, ts + this.rng.between(0.5, 3));
+        this.at(end, () => this.respond(request));
+      },
+    };
+    this.at(callAt, () => this.send(downstreamSeries));
+  }
+
+  /** The server finishes; the response is lost if the node failed while the request was in flight. */
+  private respond(request: ServerRequest): void {
+    const t = this.now;
+    if (request.record) this.stores.complete(request.record, t);
+    const { node, series, spec } = request;
+    const lostBy = this.ctx.schedule.outageBeginningIn(node, request.arriveUnixMillis, t);
+    const onServerSpan = spec.dedup.decisionOn === 'server_span';
+    const server = serverSpan({
+      traceId: series.traceId,
+      spanId: request.serverSpanId,
+      parentSpanId: request.send.spanId,
+      node,
+      startUnixMillis: request.arriveUnixMillis,
+      endUnixMillis: t,
+      method: 'POST',
+      route: spec.route,
+      path: spec.route,
+      serverAddress: spec.address,
+      serverPort: spec.port,
+      clientAddress: series.from.ip,
+      userAgent: SERVICE_USER_AGENT,
+      statusCode: request.statusCode,
+      key: this.key,
+      ...(onServerSpan ? { decision: request.decision! } : {}),
+      errorMessage: request.outcome === 'error' ? 'idempotency store unavailable' : 'downstream call failed',
+    });
+    if (!lostBy || this.ctx.scenario.inFlightSpansOnFailure === 'emitted') {
+      this.spans.push(server);
+      for (const span of request.ownSpans) this.spans.push(span);
+    }
+    if (lostBy) {
+      this.noteEvent(lostBy);
+      return;
+    }
+    const receivedAt = t + networkDelayMillis(this.ctx, node, series.from);
+    this.at(receivedAt, () => request.onResponse(this.now, request.statusCode));
+  }
+
+  /** The send ends with a response or its timeout, whichever comes first; then maybe a resend. */
+  private settleSend(send: Send, t: number, statusCode: number | undefined): void {
+    if (send.settled) return;
+    send.settled = true;
+    const { series } = send;
+    const { edge } = series;
+    series.emit(
+      clientSpan({
+        traceId: series.traceId,
+        spanId: send.spanId,
+        parentSpanId: series.parentSpanId,
+        node: series.from,
+        startUnixMillis: send.startUnixMillis,
+        endUnixMillis: t,
+        method: 'POST',
+        url: `https://${edge.spec.address}:${edge.spec.port}${edge.spec.route}`,
+        serverAddress: edge.spec.address,
+        serverPort: edge.spec.port,
+        peerAddress: send.peerAddress,
+        resendCount: send.resendCount,
+        statusCode,
+        errorType: statusCode === undefined ? 'timeout' : statusCode >= 400 ? String(statusCode) : undefined,
+        key: this.key,
+        timeoutMillis: edge.client.timeoutMillis,
+      }),
+    );
+    if (isRetryable(statusCode) && series.sends < edge.client.maxAttempts) {
+      const backoff = edge.client.backoffMillis * 2 ** (series.sends - 1) * this.rng.between(0.5, 1.5);
+      this.at(t + backoff, () => this.send(series));
+      return;
+    }
+    series.onSettled(t, statusCode);
+  }
+}
+
+/** Clients resend on no answer, on 5xx and on 409 (another attempt is still in progress). */
+function isRetryable(statusCode: number | undefined): boolean {
+  return statusCode === undefined || statusCode >= 500 || statusCode === 409;
+}
+
+function callerStatus(statusCode: number | undefined): number {
+  if (statusCode === undefined) return 504;
+  if (statusCode < 400) return 201;
+  return statusCode >= 500 || statusCode === 409 ? 502 : statusCode;
+}
+
+function pickByWeight<T extends { spec: { weight: number } }>(ctx: SimContext, items: readonly T[]): T {
+  const total = items.reduce((sum, item) => sum + item.spec.weight, 0);
+  let r = ctx.rng.float() * total;
+  for (const item of items) {
+    r -= item.spec.weight;
+    if (r < 0) return item;
+  }
+  return items[items.length - 1]!;
+}

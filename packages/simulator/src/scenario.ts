@@ -1,0 +1,241 @@
+import type { ScopeLevel } from '@keyscope/attempts';
+
+/**
+ * A scenario is plain data: the topology, the traffic and the failures of one simulated run. The
+ * named builders in `scenarios.ts` return these; tests tweak fields on the returned object. Times
+ * are relative to `startUnixMillis` unless a name says otherwise.
+ */
+export interface Scenario {
+  name: string;
+  /** Wall-clock time of the first request, Unix epoch milliseconds. */
+  startUnixMillis: number;
+  /** Mutation requests arrive (Poisson) over this window; retries and redrives may run past it. */
+  durationMillis: number;
+  /** Logical mutation requests, one idempotency key each (double submits and collisions reuse it). */
+  requests: number;
+  /**
+   * When set, generation stops at exactly this many spans: requests that would cross the budget
+   * are dropped whole (so truth stays consistent) and the rest is filled with health checks.
+   */
+  spanBudget?: number;
+  /** Share of spans that carry no idempotency key (GET traffic, callers' own spans), in [0, 1). */
+  nonMutationSpanFraction: number;
+  /** Error rate of ordinary GET traffic outside error spikes, in [0, 1]. */
+  backgroundErrorRate: number;
+  regions: RegionSpec[];
+  caller: CallerSpec;
+  /** Mutation services the caller calls; each flow picks one by `weight`. */
+  services: MutationServiceSpec[];
+  /** Tenant ids; each logical request belongs to one. */
+  tenants: string[];
+  failures: FailureSpec[];
+  /** Seeds the choice of failed nodes when a failure leaves `node` unset; defaults to the run seed. */
+  failureSeed?: number;
+  /**
+   * Spans of requests that were in flight on a node when it failed: `emitted` (the process kept
+   * running behind a partition and exported them) or `lost` (they never reach the pipeline,
+   * although the mutation executed).
+   */
+  inFlightSpansOnFailure: 'emitted' | 'lost';
+}
+
+export interface RegionSpec {
+  name: string;
+  /** Nodes of each cluster are spread over these zones round-robin. */
+  zones: string[];
+  /** Cluster names; every service runs `nodesPerCluster` nodes in each. */
+  clusters: string[];
+}
+
+/** The client-facing service (e.g. `checkout`) that receives user requests and calls the others. */
+export interface CallerSpec {
+  name: string;
+  /** Public host name, `server.address` of its own SERVER spans. */
+  address: string;
+  /** Route of the user request that triggers a mutation, e.g. `/checkout`. */
+  route: string;
+  nodesPerCluster: number;
+}
+
+export interface LatencySpec {
+  medianMillis: number;
+  p99Millis: number;
+}
+
+export interface DedupSpec {
+  scope: ScopeLevel;
+  /** How long an admitted key is remembered, from admission. */
+  keyTtlMillis: number;
+  /**
+   * With a lock the key is written at admission and a concurrent attempt is answered
+   * `in_progress`; without one it is written only when the first attempt completes, so a
+   * concurrent attempt is admitted too.
+   */
+  inFlightLock: boolean;
+  /** How long an in-flight lock blocks others before it is considered abandoned. */
+  inFlightLeaseMillis: number;
+  /** When true a repeat with another payload is answered `mismatch` (422) instead of a replay. */
+  fingerprintsPayload: boolean;
+  /** Where the `idempotency.*` attributes go: an INTERNAL `idempotency.check` child, or the SERVER span. */
+  decisionOn: 'check_span' | 'server_span';
+  /** When false, `idempotency.store` is omitted and consumers derive the store from scope + resource. */
+  recordStoreId: boolean;
+  /** Probability that a store lookup fails (`error`, 503) outside error spikes. */
+  storeErrorRate: number;
+}
+
+export interface RoutingSpec {
+  /** `session`: sticky by customer session; `random`: any healthy node per send. */
+  policy: 'session' | 'random';
+  /**
+   * How far traffic moves when its target is known to be down: to other nodes of the caller's
+   * cluster, to other clusters of the region, or to other regions.
+   */
+  failover: 'cluster' | 'region' | 'global';
+  /** Health checking delay: sends keep reaching a failed node (and timing out) for this long. */
+  detectionMillis: number;
+  /** Retries are enforced to the node of the first send, even if it is down. */
+  pinRetries: boolean;
+}
+
+/** How the calling side of an edge sends: the idempotency key is kept across every resend. */
+export interface ClientSpec {
+  timeoutMillis: number;
+  /** Sends per submission, the first included. */
+  maxAttempts: number;
+  /** Backoff before resend n is `backoffMillis * 2^(n-1)` with ±50% jitter. */
+  backoffMillis: number;
+  /** When set, a submission that gave up is sent again by a job this long after (in a new trace). */
+  redriveAfterMillis?: number;
+}
+
+/** An uninstrumented proxy between client and service that retries POSTs on its own. */
+export interface ProxySpec {
+  /** `network.peer.address` the client sees. */
+  address: string;
+  perTryTimeoutMillis: number;
+  /** Tries per client send, the first included; retries avoid nodes already tried. */
+  maxTries: number;
+  retryOn5xx: boolean;
+}
+
+export interface ServiceSpec {
+  name: string;
+  /** `server.address` callers use, e.g. `payments.internal`. */
+  address: string;
+  port: number;
+  /** The mutation's route, e.g. `/payments`; `GET {route}/:id` is its read route. */
+  route: string;
+  nodesPerCluster: number;
+  latency: LatencySpec;
+  dedup: DedupSpec;
+  routing: RoutingSpec;
+}
+
+/** A service the front service calls with the same key while it executes (e.g. `ledger`). */
+export interface DownstreamSpec extends ServiceSpec {
+  /** How the front service calls it. */
+  client: ClientSpec;
+}
+
+export interface MutationServiceSpec extends ServiceSpec {
+  /** Relative share of mutation requests. */
+  weight: number;
+  /** How the caller calls this service. */
+  client: ClientSpec;
+  proxy?: ProxySpec;
+  downstream?: DownstreamSpec;
+  /** Share of requests the user submits twice, concurrently, with the same key. */
+  doubleSubmitFraction: number;
+  doubleSubmitMaxGapMillis: number;
+  /** Share of keys that a second tenant also uses (client-generated keys without tenant prefix). */
+  keyCollisionFraction: number;
+  keyCollisionMaxDelayMillis: number;
+  /** `uuid` keys, or `sequence` keys such as `ord-000123` that tenants generate independently. */
+  keyFormat: 'uuid' | 'sequence';
+}
+
+interface FailureBase {
+  service: string;
+  /** Offset from the scenario start. */
+  startOffsetMillis: number;
+  durationMillis: number;
+}
+
+/** A node stops answering and stops emitting spans. `node` indexes the service's nodes; unset: seeded pick. */
+export interface NodeDownSpec extends FailureBase {
+  type: 'node_down';
+  node?: number;
+}
+
+/** Every node of the service in `region` stops answering; with `global` failover traffic moves away. */
+export interface RegionFailoverSpec extends FailureBase {
+  type: 'region_failover';
+  region: string;
+}
+
+/** A node fails `errorRate` of its requests: dedup lookups answer `error`, GETs answer 503. */
+export interface ErrorSpikeSpec extends FailureBase {
+  type: 'error_spike';
+  node?: number;
+  errorRate: number;
+}
+
+export type FailureSpec = NodeDownSpec | RegionFailoverSpec | ErrorSpikeSpec;
+
+/** Rejects scenarios that cannot run; the message names the field. */
+export function validateScenario(scenario: Scenario): void {
+  const fail = (field: string, expected: string, received: unknown): never => {
+    throw new RangeError(
+      `scenario ${scenario.name}: ${field} must be ${expected}, received ${String(received)}`,
+    );
+  };
+  if (!(scenario.requests >= 0) || !Number.isInteger(scenario.requests))
+    fail('requests', 'a non-negative integer', scenario.requests);
+  if (!(scenario.durationMillis > 0)) fail('durationMillis', '> 0', scenario.durationMillis);
+  if (!(scenario.nonMutationSpanFraction >= 0 && scenario.nonMutationSpanFraction < 1))
+    fail('nonMutationSpanFraction', 'in [0, 1)', scenario.nonMutationSpanFraction);
+  if (scenario.spanBudget !== undefined && !(scenario.spanBudget >= 0))
+    fail('spanBudget', '>= 0', scenario.spanBudget);
+  if (scenario.regions.length === 0) fail('regions', 'non-empty', '[]');
+  // Cluster names must be unique across regions: a cluster-scoped store is named by
+  // `k8s.cluster.name` alone when the span omits `idempotency.store`.
+  const clusters = new Set<string>();
+  for (const region of scenario.regions) {
+    if (region.clusters.length === 0) fail(`regions[${region.name}].clusters`, 'non-empty', '[]');
+    if (region.zones.length === 0) fail(`regions[${region.name}].zones`, 'non-empty', '[]');
+    for (const cluster of region.clusters) {
+      if (clusters.has(cluster)) fail(`regions[${region.name}].clusters`, 'unique across regions', cluster);
+      clusters.add(cluster);
+    }
+  }
+  if (scenario.tenants.length === 0) fail('tenants', 'non-empty', '[]');
+  if (scenario.services.length === 0) fail('services', 'non-empty', '[]');
+  if (scenario.caller.nodesPerCluster < 1)
+    fail('caller.nodesPerCluster', '>= 1', scenario.caller.nodesPerCluster);
+  const names = new Set<string>([scenario.caller.name]);
+  const checkService = (service: ServiceSpec, path: string): void => {
+    if (names.has(service.name)) fail(`${path}.name`, 'unique', service.name);
+    names.add(service.name);
+    if (service.nodesPerCluster < 1) fail(`${path}.nodesPerCluster`, '>= 1', service.nodesPerCluster);
+    if (!(service.latency.p99Millis >= service.latency.medianMillis && service.latency.medianMillis > 0))
+      fail(`${path}.latency`, '0 < medianMillis <= p99Millis', JSON.stringify(service.latency));
+    if (!(service.dedup.keyTtlMillis > 0))
+      fail(`${path}.dedup.keyTtlMillis`, '> 0', service.dedup.keyTtlMillis);
+  };
+  scenario.services.forEach((service, i) => {
+    checkService(service, `services[${i}]`);
+    if (service.downstream) checkService(service.downstream, `services[${i}].downstream`);
+    if (service.client.maxAttempts < 1)
+      fail(`services[${i}].client.maxAttempts`, '>= 1', service.client.maxAttempts);
+    if (service.proxy && service.proxy.maxTries < 1)
+      fail(`services[${i}].proxy.maxTries`, '>= 1', service.proxy.maxTries);
+  });
+  scenario.failures.forEach((failure, i) => {
+    if (!names.has(failure.service))
+      fail(`failures[${i}].service`, 'a service of the scenario', failure.service);
+    if (failure.type === 'region_failover' && !scenario.regions.some((r) => r.name === failure.region))
+      fail(`failures[${i}].region`, 'a region of the scenario', failure.region);
+    if (!(failure.durationMillis > 0)) fail(`failures[${i}].durationMillis`, '> 0', failure.durationMillis);
+  });
+}

@@ -1,0 +1,368 @@
+import type { DownstreamSpec, FailureSpec, MutationServiceSpec, RegionSpec, Scenario } from './scenario.ts';
+
+/**
+ * Named scenarios: each builds a plain `Scenario` for one failure mode (or one sound setup that
+ * must produce no findings). Overrides replace top-level fields; for deeper changes, edit the
+ * returned object (it is fresh on every call).
+ */
+export type ScenarioOverrides = Partial<Scenario>;
+
+/** 2025-06-02T09:00:00Z: fixed, so runs are comparable across days. */
+export const DEFAULT_START_UNIX_MILLIS = Date.UTC(2025, 5, 2, 9, 0, 0);
+
+const EU: RegionSpec = {
+  name: 'eu-west-1',
+  zones: ['eu-west-1a', 'eu-west-1b', 'eu-west-1c'],
+  clusters: ['prod-euw1-blue', 'prod-euw1-green'],
+};
+const US: RegionSpec = {
+  name: 'us-east-1',
+  zones: ['us-east-1a', 'us-east-1b', 'us-east-1c'],
+  clusters: ['prod-use1-blue', 'prod-use1-green'],
+};
+
+const SECOND = 1000;
+const HOUR = 3600 * SECOND;
+
+function base(name: string, services: MutationServiceSpec[], overrides: ScenarioOverrides): Scenario {
+  return {
+    name,
+    startUnixMillis: DEFAULT_START_UNIX_MILLIS,
+    durationMillis: 60 * SECOND,
+    requests: 1000,
+    nonMutationSpanFraction: 0.8,
+    backgroundErrorRate: 0.005,
+    regions: [structuredClone(EU)],
+    caller: { name: 'checkout', address: 'shop.example.com', route: '/checkout', nodesPerCluster: 2 },
+    services,
+    tenants: ['acme', 'globex', 'initech', 'umbrella', 'hooli', 'stark'],
+    failures: [],
+    inFlightSpansOnFailure: 'emitted',
+    ...overrides,
+  };
+}
+
+/**
+ * `payments` as most teams first deploy it: a node-local dedup store (in-process cache or sidecar),
+ * sticky sessions, a 2 s client timeout against a p99 of 1.8 s, three sends with the same key.
+ */
+function payments(overrides: Partial<MutationServiceSpec> = {}): MutationServiceSpec {
+  return {
+    name: 'payments',
+    address: 'payments.internal',
+    port: 8443,
+    route: '/payments',
+    nodesPerCluster: 3,
+    latency: { medianMillis: 700, p99Millis: 1800 },
+    dedup: {
+      scope: 'node',
+      keyTtlMillis: 24 * HOUR,
+      inFlightLock: true,
+      inFlightLeaseMillis: 30 * SECOND,
+      fingerprintsPayload: false,
+      decisionOn: 'check_span',
+      recordStoreId: true,
+      storeErrorRate: 0,
+    },
+    routing: { policy: 'session', failover: 'cluster', detectionMillis: 1500, pinRetries: false },
+    client: { timeoutMillis: 2 * SECOND, maxAttempts: 3, backoffMillis: 200 },
+    weight: 1,
+    doubleSubmitFraction: 0,
+    doubleSubmitMaxGapMillis: 50,
+    keyCollisionFraction: 0,
+    keyCollisionMaxDelayMillis: 20 * SECOND,
+    keyFormat: 'uuid',
+    ...overrides,
+  };
+}
+
+/** A ledger that dedups on its own, region-wide, and records the decision on its SERVER span. */
+function ledger(overrides: Partial<DownstreamSpec> = {}): DownstreamSpec {
+  return {
+    name: 'ledger',
+    address: 'ledger.internal',
+    port: 8443,
+    route: '/ledger/entries',
+    nodesPerCluster: 2,
+    latency: { medianMillis: 25, p99Millis: 120 },
+    dedup: {
+      scope: 'region',
+      keyTtlMillis: 24 * HOUR,
+      inFlightLock: true,
+      inFlightLeaseMillis: 30 * SECOND,
+      fingerprintsPayload: true,
+      decisionOn: 'server_span',
+      recordStoreId: true,
+      storeErrorRate: 0,
+    },
+    routing: { policy: 'random', failover: 'region', detectionMillis: 1500, pinRetries: false },
+    client: { timeoutMillis: SECOND, maxAttempts: 1, backoffMillis: 100 },
+    ...overrides,
+  };
+}
+
+function nodeDowns(
+  count: number,
+  firstOffsetMillis: number,
+  everyMillis: number,
+  service = 'payments',
+): FailureSpec[] {
+  return Array.from({ length: count }, (_, i) => ({
+    type: 'node_down' as const,
+    service,
+    startOffsetMillis: firstOffsetMillis + i * everyMillis,
+    durationMillis: 8 * SECOND,
+  }));
+}
+
+/** Node-local stores, sticky sessions; nodes fail and sessions fail over within the cluster. */
+export function nodeFailover(overrides: ScenarioOverrides = {}): Scenario {
+  return base('node-failover', [payments({ latency: { medianMillis: 900, p99Millis: 1900 } })], {
+    requests: 2000,
+    failures: nodeDowns(3, 10 * SECOND, 17 * SECOND),
+    ...overrides,
+  });
+}
+
+/** Region-scoped stores in two regions; one region fails and traffic moves to the other. */
+export function regionFailover(overrides: ScenarioOverrides = {}): Scenario {
+  const service = payments({ latency: { medianMillis: 900, p99Millis: 1900 } });
+  service.dedup.scope = 'region';
+  service.routing = { policy: 'session', failover: 'global', detectionMillis: 3 * SECOND, pinRetries: false };
+  return base('region-failover', [service], {
+    requests: 1500,
+    regions: [structuredClone(EU), structuredClone(US)],
+    failures: [
+      {
+        type: 'region_failover',
+        service: 'payments',
+        region: 'eu-west-1',
+        startOffsetMillis: 20 * SECOND,
+        durationMillis: 25 * SECOND,
+      },
+    ],
+    ...overrides,
+  });
+}
+
+/** No failures: a random balancer and a slow tail past the client timeout scatter retries over nodes. */
+export function slowTail(overrides: ScenarioOverrides = {}): Scenario {
+  const service = payments({ latency: { medianMillis: 600, p99Millis: 2400 } });
+  service.routing.policy = 'random';
+  return base('slow-tail', [service], overrides);
+}
+
+/** The client sends once; a proxy in between retries the POST on another node after 1 s. */
+export function proxyRetry(overrides: ScenarioOverrides = {}): Scenario {
+  const service = payments({
+    latency: { medianMillis: 400, p99Millis: 1500 },
+    client: { timeoutMillis: 3 * SECOND, maxAttempts: 2, backoffMillis: 200 },
+    proxy: { address: '10.0.0.10', perTryTimeoutMillis: SECOND, maxTries: 2, retryOn5xx: true },
+  });
+  return base('proxy-retry', [service], overrides);
+}
+
+/** A region-wide store forgets keys after 30 s; a job redrives failed payments after 45 s. */
+export function ttlExpired(overrides: ScenarioOverrides = {}): Scenario {
+  const service = payments({
+    latency: { medianMillis: 600, p99Millis: 2400 },
+    client: {
+      timeoutMillis: 2 * SECOND,
+      maxAttempts: 1,
+      backoffMillis: 200,
+      redriveAfterMillis: 45 * SECOND,
+    },
+  });
+  service.dedup.scope = 'region';
+  service.dedup.keyTtlMillis = 30 * SECOND;
+  return base('ttl-expired', [service], overrides);
+}
+
+/** Users double-submit within 50 ms; the region-wide store has no in-flight lock. */
+export function race(overrides: ScenarioOverrides = {}): Scenario {
+  const service = payments({
+    latency: { medianMillis: 300, p99Millis: 900 },
+    doubleSubmitFraction: 0.08,
+  });
+  service.dedup.scope = 'region';
+  service.dedup.inFlightLock = false;
+  return base('race', [service], overrides);
+}
+
+/** payments executes twice (slow tail, random balancing); the ledger's own dedup answers `hit`. */
+export function downstreamAbsorbed(overrides: ScenarioOverrides = {}): Scenario {
+  const service = payments({ latency: { medianMillis: 600, p99Millis: 2400 }, downstream: ledger() });
+  service.routing.policy = 'random';
+  return base('downstream-absorbed', [service], overrides);
+}
+
+/**
+ * Tenants generate sequential keys (`ord-0000123`) and the store is global without tenant prefix:
+ * a second tenant's payment is answered with the first one's replay. The spans omit
+ * `idempotency.store`, so the store must be derived (`global`).
+ */
+export function keyCollision(overrides: ScenarioOverrides = {}): Scenario {
+  const service = payments({
+    latency: { medianMillis: 300, p99Millis: 900 },
+    keyFormat: 'sequence',
+    keyCollisionFraction: 0.1,
+  });
+  service.dedup.scope = 'global';
+  service.dedup.recordStoreId = false;
+  return base('key-collision', [service], { requests: 600, ...overrides });
+}
+
+/** A node's store fails for 20 s; retries execute on other nodes: once, but across stores. */
+export function scopeViolation(overrides: ScenarioOverrides = {}): Scenario {
+  const service = payments({ latency: { medianMillis: 200, p99Millis: 600 } });
+  service.routing.policy = 'random';
+  return base('scope-violation', [service], {
+    failures: [
+      {
+        type: 'error_spike',
+        service: 'payments',
+        startOffsetMillis: 20 * SECOND,
+        durationMillis: 20 * SECOND,
+        errorRate: 0.8,
+      },
+    ],
+    ...overrides,
+  });
+}
+
+/** Control: node-local stores, but retries are enforced to the first node (even when it is down). */
+export function pinnedRetries(overrides: ScenarioOverrides = {}): Scenario {
+  const service = payments({ latency: { medianMillis: 600, p99Millis: 2400 } });
+  service.routing.pinRetries = true;
+  return base('pinned-retries', [service], {
+    failures: nodeDowns(3, 10 * SECOND, 17 * SECOND),
+    ...overrides,
+  });
+}
+
+/** Control: a cluster-wide store; nodes fail over only within their cluster. */
+export function clusterStoreInClusterFailover(overrides: ScenarioOverrides = {}): Scenario {
+  const service = payments({ latency: { medianMillis: 900, p99Millis: 2400 } });
+  service.dedup.scope = 'cluster';
+  return base('cluster-store-in-cluster-failover', [service], {
+    failures: nodeDowns(3, 10 * SECOND, 17 * SECOND),
+    ...overrides,
+  });
+}
+
+/** Control: one global store; random balancing, slow tails, node and region failures. */
+export function globalStore(overrides: ScenarioOverrides = {}): Scenario {
+  const service = payments({ latency: { medianMillis: 600, p99Millis: 2400 } });
+  service.dedup.scope = 'global';
+  service.routing = { policy: 'random', failover: 'global', detectionMillis: 2 * SECOND, pinRetries: false };
+  return base('global-store', [service], {
+    regions: [structuredClone(EU), structuredClone(US)],
+    failures: [
+      ...nodeDowns(2, 10 * SECOND, 25 * SECOND),
+      {
+        type: 'region_failover',
+        service: 'payments',
+        region: 'us-east-1',
+        startOffsetMillis: 30 * SECOND,
+        durationMillis: 15 * SECOND,
+      },
+    ],
+    ...overrides,
+  });
+}
+
+/**
+ * Several services behind one checkout, each with its own failure mode: payments (node stores,
+ * node failures, ledger downstream), orders (region store without lock, double submits, redrives
+ * past the TTL), transfers (global store, colliding sequential keys), refunds (proxy retries and a
+ * store error spike), subscriptions (cluster store, sound).
+ */
+export function mixed(overrides: ScenarioOverrides = {}): Scenario {
+  const durationMillis = overrides.durationMillis ?? 120 * SECOND;
+  const paymentsService = payments({ weight: 3, downstream: ledger() });
+  const orders = payments({
+    name: 'orders',
+    address: 'orders.internal',
+    route: '/orders',
+    weight: 2,
+    latency: { medianMillis: 500, p99Millis: 2400 },
+    client: {
+      timeoutMillis: 2 * SECOND,
+      maxAttempts: 1,
+      backoffMillis: 200,
+      redriveAfterMillis: 45 * SECOND,
+    },
+    doubleSubmitFraction: 0.03,
+  });
+  orders.dedup = { ...orders.dedup, scope: 'region', inFlightLock: false, keyTtlMillis: 30 * SECOND };
+  const transfers = payments({
+    name: 'transfers',
+    address: 'transfers.internal',
+    route: '/transfers',
+    latency: { medianMillis: 300, p99Millis: 900 },
+    keyFormat: 'sequence',
+    keyCollisionFraction: 0.05,
+  });
+  transfers.dedup = { ...transfers.dedup, scope: 'global', recordStoreId: false };
+  const refunds = payments({
+    name: 'refunds',
+    address: 'refunds.internal',
+    route: '/refunds',
+    latency: { medianMillis: 400, p99Millis: 1500 },
+    client: { timeoutMillis: 3 * SECOND, maxAttempts: 2, backoffMillis: 200 },
+    proxy: { address: '10.0.0.10', perTryTimeoutMillis: SECOND, maxTries: 2, retryOn5xx: true },
+  });
+  const subscriptions = payments({
+    name: 'subscriptions',
+    address: 'subscriptions.internal',
+    route: '/subscriptions',
+    latency: { medianMillis: 900, p99Millis: 2400 },
+  });
+  subscriptions.dedup = { ...subscriptions.dedup, scope: 'cluster', decisionOn: 'server_span' };
+  const failures: FailureSpec[] = [];
+  for (let offset = 15 * SECOND; offset + 10 * SECOND < durationMillis; offset += 40 * SECOND) {
+    failures.push({
+      type: 'node_down',
+      service: 'payments',
+      startOffsetMillis: offset,
+      durationMillis: 8 * SECOND,
+    });
+    failures.push({
+      type: 'node_down',
+      service: 'subscriptions',
+      startOffsetMillis: offset + 10 * SECOND,
+      durationMillis: 8 * SECOND,
+    });
+    failures.push({
+      type: 'error_spike',
+      service: 'refunds',
+      startOffsetMillis: offset + 20 * SECOND,
+      durationMillis: 10 * SECOND,
+      errorRate: 0.5,
+    });
+  }
+  return base('mixed', [paymentsService, orders, transfers, refunds, subscriptions], {
+    requests: 3000,
+    durationMillis,
+    failures,
+    ...overrides,
+  });
+}
+
+/**
+ * The mixed workload sized by span count: exactly `spans` spans (about 20% carrying keys), at
+ * about 100 mutations per simulated second.
+ */
+export function benchmark(options: { spans: number } & ScenarioOverrides): Scenario {
+  const { spans, ...overrides } = options;
+  // Enough requests that the span budget, not the request count, ends the run (a flow and its
+  // share of ordinary traffic average well under 10 spans... but never fewer than 8).
+  const requests = Math.max(1, Math.ceil(spans / 8));
+  const durationMillis = Math.max(60 * SECOND, requests * 10);
+  return {
+    ...mixed({ durationMillis, requests }),
+    name: 'benchmark',
+    spanBudget: spans,
+    ...overrides,
+  };
+}

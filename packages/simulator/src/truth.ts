@@ -1,0 +1,245 @@
+import type { Outcome } from '@keyscope/attempts';
+
+/**
+ * Ground truth: what really happened to each key, computed from the simulation's own record of
+ * which store admitted what (including executions whose spans were lost), not from the spans.
+ */
+export type TruthClass =
+  | 'cross_store_duplicate'
+  | 'same_store_duplicate'
+  | 'absorbed_duplicate'
+  | 'key_collision'
+  | 'scope_violation';
+
+export interface TruthExecution {
+  store: string;
+  /** `service.instance.id` of the node that executed. */
+  node: string;
+  /** The span that recorded the decision (`idempotency.check`, or the SERVER span). */
+  spanId: string;
+  traceId: string;
+  /** Start of that span. */
+  startUnixMillis: number;
+}
+
+export interface TruthKey {
+  key: string;
+  class: TruthClass;
+  /** `same_store_duplicate` only. */
+  cause?: 'ttl_expired' | 'race';
+  /** The tier where the duplicate (or violation) happened. */
+  service: string;
+  operation: string;
+  tenants: string[];
+  /** The real executions (`miss`) at that tier, in time order. */
+  executions: TruthExecution[];
+  /** Distinct stores the key's attempts reached at that tier, in order of first reach. */
+  stores: string[];
+  retriedBy: 'client' | 'proxy' | 'unknown';
+  /** The routing event that caused it, if any. */
+  routingEventId?: string;
+}
+
+export interface TruthRoutingEvent {
+  id: string;
+  type: 'node_down' | 'region_failover' | 'error_spike';
+  service: string;
+  node?: string;
+  cluster?: string;
+  region?: string;
+  startUnixMillis: number;
+  endUnixMillis: number;
+}
+
+export interface GroundTruth {
+  keys: TruthKey[];
+  routingEvents: TruthRoutingEvent[];
+  /**
+   * Keys that ran exactly once everywhere, for precision checks. Keys that never executed (every
+   * send failed) are neither here nor in `keys`.
+   */
+  cleanKeys: number;
+}
+
+/** One consultation of a dedup store, as it happened (observable or not). */
+export interface StoreVisit {
+  service: string;
+  operation: string;
+  /** The store id as consumers see it (given on the span, or derived from scope and resource). */
+  store: string;
+  node: string;
+  tenant: string;
+  outcome: Outcome;
+  /** Why a `miss` was admitted although the key had been seen: `fresh` when it had not. */
+  admission: 'fresh' | 'expired' | 'concurrent' | 'lease_expired' | undefined;
+  spanId: string;
+  traceId: string;
+  startUnixMillis: number;
+  /** The CLIENT span whose send this visit served; a proxy's retries share it. */
+  clientSpanId: string;
+  /** For a downstream visit, the decision span id of the upstream execution that called. */
+  upstreamSpanId: string | undefined;
+}
+
+/** Everything that happened to one key: the input of `classifyKey`. */
+export interface KeyHistory {
+  key: string;
+  /** Tenants that used the key, in order of first use. */
+  tenants: string[];
+  /** In time order of the store decision. */
+  visits: StoreVisit[];
+  /** Routing events that touched the key's sends or responses, in the order they did. */
+  routingEventIds: string[];
+}
+
+export interface KeyVerdict {
+  keys: TruthKey[];
+  clean: boolean;
+}
+
+/** Classifies one key per dedup tier (service + operation). */
+export function classifyKey(history: KeyHistory): KeyVerdict {
+  const tiers = new Map<string, StoreVisit[]>();
+  for (const visit of history.visits) {
+    const tier = `${visit.service} ${visit.operation}`;
+    const list = tiers.get(tier);
+    if (list) list.push(visit);
+    else tiers.set(tier, [visit]);
+  }
+  const routingEventId = history.routingEventIds[0];
+  const keys: TruthKey[] = [];
+  const collision = history.tenants.length >= 2;
+  let everyTierOnce = tiers.size > 0;
+
+  for (const visits of tiers.values()) {
+    const first = visits[0]!;
+    if (collision && first.upstreamSpanId === undefined) {
+      keys.push(
+        truthKey(history.key, 'key_collision', visits, history.tenants, 'unknown', routingEventId, undefined),
+      );
+    }
+    // Different tenants' uses of one key are different requests: count executions per tenant.
+    const groups = collision ? groupBy(visits, (v) => v.tenant) : [visits];
+    for (const group of groups) {
+      const executions = group.filter((v) => v.outcome === 'miss');
+      if (executions.length !== 1) everyTierOnce = false;
+      const stores = distinct(group.map((v) => v.store));
+      if (executions.length >= 2) {
+        const cls = duplicateClass(executions, history.visits);
+        const cause =
+          cls === 'same_store_duplicate'
+            ? executions.slice(1).some((v) => v.admission === 'expired')
+              ? 'ttl_expired'
+              : 'race'
+            : undefined;
+        keys.push(
+          truthKey(history.key, cls, group, [group[0]!.tenant], retriedBy(executions), routingEventId, cause),
+        );
+      } else if (stores.length >= 2) {
+        keys.push(
+          truthKey(
+            history.key,
+            'scope_violation',
+            group,
+            [group[0]!.tenant],
+            retriedBy(group),
+            routingEventId,
+            undefined,
+          ),
+        );
+      }
+    }
+  }
+  return { keys, clean: keys.length === 0 && everyTierOnce };
+}
+
+function duplicateClass(executions: StoreVisit[], all: StoreVisit[]): TruthClass {
+  // Absorbed: the repeats' side effects went through a downstream dedup that did not execute
+  // them again, so at most one execution reached the downstream tier.
+  const executionIds = new Set(executions.map((v) => v.spanId));
+  const downstream = all.filter((v) => v.upstreamSpanId !== undefined && executionIds.has(v.upstreamSpanId));
+  if (downstream.length > 0) {
+    const downstreamExecutions = downstream.filter((v) => v.outcome === 'miss').length;
+    if (downstreamExecutions <= 1) return 'absorbed_duplicate';
+  }
+  return distinct(executions.map((v) => v.store)).length >= 2
+    ? 'cross_store_duplicate'
+    : 'same_store_duplicate';
+}
+
+/** A proxy retried when one client send produced two of the visits; the client when sends differ. */
+function retriedBy(visits: StoreVisit[]): TruthKey['retriedBy'] {
+  const perSend = new Map<string, number>();
+  for (const visit of visits) perSend.set(visit.clientSpanId, (perSend.get(visit.clientSpanId) ?? 0) + 1);
+  for (const count of perSend.values()) if (count >= 2) return 'proxy';
+  return perSend.size >= 2 ? 'client' : 'unknown';
+}
+
+function truthKey(
+  key: string,
+  cls: TruthClass,
+  visits: StoreVisit[],
+  tenants: string[],
+  retried: TruthKey['retriedBy'],
+  routingEventId: string | undefined,
+  cause: TruthKey['cause'],
+): TruthKey {
+  const first = visits[0]!;
+  const truth: TruthKey = {
+    key,
+    class: cls,
+    service: first.service,
+    operation: first.operation,
+    tenants: [...tenants],
+    executions: visits
+      .filter((v) => v.outcome === 'miss')
+      .map((v) => ({
+        store: v.store,
+        node: v.node,
+        spanId: v.spanId,
+        traceId: v.traceId,
+        startUnixMillis: v.startUnixMillis,
+      })),
+    stores: distinct(visits.map((v) => v.store)),
+    retriedBy: retried,
+  };
+  if (cause !== undefined) truth.cause = cause;
+  if (routingEventId !== undefined) truth.routingEventId = routingEventId;
+  return truth;
+}
+
+function distinct(values: string[]): string[] {
+  return [...new Set(values)];
+}
+
+function groupBy<T>(items: T[], key: (item: T) => string): T[][] {
+  const groups = new Map<string, T[]>();
+  for (const item of items) {
+    const k = key(item);
+    const list = groups.get(k);
+    if (list) list.push(item);
+    else groups.set(k, [item]);
+  }
+  return [...groups.values()];
+}
+
+/** Accumulates verdicts; keeps only the keys that are not clean, so memory follows the anomalies. */
+export class TruthRecorder {
+  private readonly keys: TruthKey[] = [];
+  private cleanKeys = 0;
+
+  constructor(private readonly routingEvents: TruthRoutingEvent[]) {}
+
+  record(verdict: KeyVerdict): void {
+    for (const key of verdict.keys) this.keys.push(key);
+    if (verdict.clean) this.cleanKeys++;
+  }
+
+  truth(): GroundTruth {
+    return {
+      keys: this.keys.map((k) => structuredClone(k)),
+      routingEvents: this.routingEvents.map((e) => ({ ...e })),
+      cleanKeys: this.cleanKeys,
+    };
+  }
+}
