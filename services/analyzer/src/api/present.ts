@@ -1,0 +1,88 @@
+import type { Attempt } from '@keyscope/attempts';
+import type { Finding, RoutingEvent, ScopeReportRow } from '@keyscope/detector';
+import type { StoredIncident } from '@keyscope/store';
+
+/**
+ * Internal records → the API's JSON, as DESIGN.md's "Contracts" fixes it: times as RFC 3339
+ * strings, names stable for scripts. Internal types keep Unix milliseconds.
+ */
+export function isoTime(unixMillis: number): string {
+  return new Date(unixMillis).toISOString();
+}
+
+export function presentAttempt(attempt: Attempt) {
+  const { startUnixMillis, endUnixMillis, placement, ...rest } = attempt;
+  return {
+    ...rest,
+    service: placement.service,
+    node: placement.node,
+    cluster: placement.cluster,
+    region: placement.region,
+    zone: placement.zone,
+    start: isoTime(startUnixMillis),
+    end: isoTime(endUnixMillis),
+    durationMillis: endUnixMillis - startUnixMillis,
+  };
+}
+
+export function presentRoutingEvent(event: RoutingEvent | null) {
+  if (event === null) return null;
+  const { startUnixMillis, endUnixMillis, ...rest } = event;
+  return { ...rest, start: isoTime(startUnixMillis), end: isoTime(endUnixMillis) };
+}
+
+export function presentFinding(finding: Finding) {
+  return {
+    id: finding.id,
+    key: finding.key,
+    class: finding.class,
+    cause: finding.cause,
+    severity: finding.severity,
+    service: finding.service,
+    operation: finding.operation,
+    tenant: finding.tenant,
+    tenants: finding.tenants,
+    stores: finding.stores,
+    nodes: finding.nodes,
+    executions: finding.executions,
+    retriedBy: finding.retriedBy,
+    gapMillis: finding.gapMillis,
+    routing: {
+      affinityBroken: finding.routing.affinityBroken,
+      event: presentRoutingEvent(finding.routing.event),
+    },
+    incidentId: finding.incidentId,
+    firstSeen: isoTime(finding.firstSeenUnixMillis),
+    lastSeen: isoTime(finding.lastSeenUnixMillis),
+    attempts: finding.attempts.map(presentAttempt),
+  };
+}
+
+export function presentIncident(incident: StoredIncident) {
+  return {
+    id: incident.id,
+    title: incident.title,
+    service: incident.service,
+    operation: incident.operation,
+    class: incident.class,
+    severity: incident.severity,
+    status: incident.status,
+    acknowledged: incident.acknowledged,
+    acknowledgedAt:
+      incident.acknowledgedUnixMillis === null ? null : isoTime(incident.acknowledgedUnixMillis),
+    acknowledgedBy: incident.acknowledgedBy,
+    resolvedBy: incident.resolvedBy,
+    keys: incident.keys,
+    stores: incident.stores,
+    nodes: incident.nodes,
+    routingEvent: presentRoutingEvent(incident.routingEvent),
+    openedAt: isoTime(incident.openedUnixMillis),
+    lastFindingAt: isoTime(incident.lastFindingUnixMillis),
+    resolvedAt: incident.resolvedUnixMillis === null ? null : isoTime(incident.resolvedUnixMillis),
+    advice: incident.advice,
+  };
+}
+
+export function presentScopeRow(row: ScopeReportRow) {
+  return row;
+}
