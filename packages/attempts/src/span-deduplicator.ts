@@ -105,7 +105,14 @@ class IdTable {
 
   /** `slot` must come from `find` with no insertion in between. */
   insertAt(slot: number, id: Uint32Array): void {
-    this.words.set(id, slot * WORDS);
+    const words = this.words;
+    const base = slot * WORDS;
+    words[base] = id[0]!;
+    words[base + 1] = id[1]!;
+    words[base + 2] = id[2]!;
+    words[base + 3] = id[3]!;
+    words[base + 4] = id[4]!;
+    words[base + 5] = id[5]!;
     this.used[slot] = 1;
     this.size++;
   }
@@ -126,23 +133,35 @@ function hashOf(id: Uint32Array): number {
 /** false when an id is not hex of the right length. */
 function parseIds(traceId: string, spanId: string, into: Uint32Array): boolean {
   if (traceId.length !== 32 || spanId.length !== 16) return false;
-  for (let word = 0; word < WORDS; word++) {
-    const text = word < 4 ? traceId : spanId;
-    const offset = word < 4 ? word * 8 : (word - 4) * 8;
-    let value = 0;
-    for (let i = 0; i < 8; i++) {
-      const digit = hexDigit(text.charCodeAt(offset + i));
-      if (digit < 0) return false;
-      value = (value << 4) | digit;
-    }
-    into[word] = value >>> 0;
-  }
-  return true;
+  return (
+    parseWord(traceId, 0, into, 0) &&
+    parseWord(traceId, 8, into, 1) &&
+    parseWord(traceId, 16, into, 2) &&
+    parseWord(traceId, 24, into, 3) &&
+    parseWord(spanId, 0, into, 4) &&
+    parseWord(spanId, 8, into, 5)
+  );
 }
 
-function hexDigit(code: number): number {
-  if (code >= 48 && code <= 57) return code - 48;
-  const lower = code | 0x20;
-  if (lower >= 97 && lower <= 102) return lower - 87;
-  return -1;
+/** Hex digit values by character code; -1 for anything that is not a hex digit. */
+const HEX_DIGITS = new Int8Array(128).fill(-1);
+for (let digit = 0; digit < 16; digit++) {
+  HEX_DIGITS[digit.toString(16).charCodeAt(0)] = digit;
+  HEX_DIGITS[digit.toString(16).toUpperCase().charCodeAt(0)] = digit;
+}
+
+function parseWord(text: string, offset: number, into: Uint32Array, word: number): boolean {
+  let value = 0;
+  let invalid = 0;
+  for (let i = offset; i < offset + 8; i++) {
+    const code = text.charCodeAt(i);
+    // A non-hex character sets the sign bit (digit -1), a non-ASCII one a bit above 15, so one
+    // branch after the loop covers every bad character.
+    const digit = HEX_DIGITS[code & 127]!;
+    invalid |= digit | (code & ~127);
+    value = (value << 4) | (digit & 15);
+  }
+  if (invalid < 0 || invalid > 15) return false;
+  into[word] = value;
+  return true;
 }

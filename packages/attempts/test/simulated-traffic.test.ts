@@ -1,9 +1,9 @@
-import { type Span, SpanKind } from '@keyscope/otlp';
+import { decodeTraces, encodeTraces, type Span, SpanKind } from '@keyscope/otlp';
 import { duplicateSome, scenarios, simulate, splitIntoPayloads } from '@keyscope/simulator';
 import { describe, expect, it } from 'vitest';
 import type { ServerAttempt } from '../src/attempt.ts';
 import { extractAttempts } from '../src/extract-attempts.ts';
-import { defaultMapping } from '../src/mapping.ts';
+import { defaultMapping, mappingAttributeNames } from '../src/mapping.ts';
 import { createSpanDeduplicator } from '../src/span-deduplicator.ts';
 
 const mapping = defaultMapping();
@@ -82,5 +82,14 @@ describe('attempts from a simulated node failover', () => {
     expect(redeliveredAttempts).toBeGreaterThan(0);
     expect(count).toBe(attempts.length);
     expect(duplicateSpans).toBe(redeliveredAttempts);
+  });
+
+  it('extracts the same attempts from spans decoded with the mapping attribute filter', () => {
+    const bytes = encodeTraces(run.spans);
+    const names = mappingAttributeNames(mapping);
+    const filtered = decodeTraces(bytes, { spanAttributes: names.span, resourceAttributes: names.resource });
+    const full = decodeTraces(bytes);
+    expect(extractAttempts(filtered, mapping)).toEqual(extractAttempts(full, mapping));
+    expect(extractAttempts(filtered, mapping).attempts).toHaveLength(attempts.length);
   });
 });

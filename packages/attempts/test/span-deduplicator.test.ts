@@ -38,11 +38,19 @@ describe('span deduplicator', () => {
     for (const [traceId, spanId] of [
       [TRACE, 'short'],
       ['zz' + TRACE.slice(2), '0000000000000001'],
+      [TRACE, '000000000000000\u0131'],
+      [TRACE, '000000000000000\u0080'],
     ] as const) {
       expect(deduplicator.seen(traceId, spanId)).toBe(false);
       expect(deduplicator.seen(traceId, spanId)).toBe(false);
     }
     expect(deduplicator.size).toBe(0);
+  });
+
+  it('reads upper-case hex as the same id as lower-case', () => {
+    const deduplicator = createSpanDeduplicator({ maxEntries: 100 });
+    deduplicator.seen('ABCDEF' + TRACE.slice(6), '00000000000000AB');
+    expect(deduplicator.seen('abcdef' + TRACE.slice(6), '00000000000000ab')).toBe(true);
   });
 
   it('tells apart ids that differ only in the first trace id digit', () => {
