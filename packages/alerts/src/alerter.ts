@@ -1,0 +1,356 @@
+import type { Incident } from '@keyscope/detector';
+import type { KeyscopeStore, OutboxEntry } from '@keyscope/store';
+import { type AlertEvent, dedupKeyOf, readAlertEvent } from './alert-event.ts';
+import { alertmanagerRequest, postableAlert } from './alertmanager-payload.ts';
+import type { AlertmanagerSinkConfig, AlertsConfig, SinkConfig } from './alerts-config.ts';
+import { buildRequest } from './build-request.ts';
+import { DeliveryCounters, type DeliveryCountersSnapshot } from './delivery-counters.ts';
+import { retryCeilingMillis, retryDelayMillis } from './retry-backoff.ts';
+import { type SendResult, sendRequest } from './send-request.ts';
+import { meetsSeverity } from './severity-order.ts';
+
+export interface AlerterOptions {
+  store: KeyscopeStore;
+  config: AlertsConfig;
+  /** Base URL of keyscope's web page; every message links to `${publicUrl}/incidents/${id}`. */
+  publicUrl: string;
+  now?: () => number;
+  fetch?: typeof fetch;
+  /** In [0, 1): the retry jitter. Tests pass a constant. */
+  random?: () => number;
+  /** Failures of the background loop itself (e.g. the database is locked); the loop carries on. */
+  onError?: (error: unknown) => void;
+}
+
+/** What one `deliverDue` pass did with the entries it took, by outcome. */
+export interface DeliveryPassResult {
+  delivered: number;
+  retried: number;
+  abandoned: number;
+  deferred: number;
+}
+
+export interface Alerter {
+  /**
+   * Enqueues, for every sink whose `minSeverity` the incident meets, a trigger (once per incident
+   * and sink) and, when the incident is resolved, a resolve (once). Synchronous, so the pipeline
+   * calls it inside the SQLite transaction that stores the incidents: the page is enqueued if and
+   * only if the incident is committed. Upserting an incident again enqueues nothing new. Returns
+   * the number of entries enqueued.
+   */
+  incidentsChanged(incidents: readonly Incident[]): number;
+  /**
+   * Enqueues a resolve for retracted incidents (their findings moved to another incident) that
+   * already have a trigger, so no page stays open for an incident that no longer exists. Reads
+   * the incidents from the store, so call it inside the transaction *before*
+   * `store.applyChanges` deletes them. A trigger not yet delivered is dropped instead (see
+   * `deliverDue`). Returns the number of entries enqueued.
+   */
+  incidentsRetracted(incidentIds: readonly string[]): number;
+  /**
+   * Sends up to `batchSize` due outbox entries: 2xx marks one delivered; a network error, timeout,
+   * 5xx, 408, 425 or 429 reschedules it (exponential backoff with full jitter, or the sink's
+   * Retry-After); any other answer abandons it with the error. A resolve waits while its trigger
+   * to the same sink is pending. Passes never overlap (calls queue behind each other).
+   */
+  deliverDue(): Promise<DeliveryPassResult>;
+  /**
+   * Re-posts the open incidents among `openIncidents` to every Alertmanager sink now (best effort,
+   * not through the outbox: a failed re-send is counted and the next one follows an interval
+   * later). Only incidents whose trigger that sink already accepted are re-posted, so a re-send
+   * never runs ahead of the outbox. Returns the number of alerts accepted.
+   */
+  refreshOpen(openIncidents: readonly Incident[]): Promise<number>;
+  /** Runs `deliverDue`, and each Alertmanager sink's re-send when due, every `pollIntervalMillis`. */
+  start(): void;
+  /**
+   * Stops the loop and waits for the pass in flight (bounded by the request timeout); no timer is
+   * left behind. Safe before `start()` and more than once.
+   */
+  stop(): Promise<void>;
+  /** Deliveries by sink and outcome since creation, for /metrics. */
+  snapshot(): DeliveryCountersSnapshot;
+}
+
+/** At most this many alerts per re-send request, and open incidents re-sent per interval. */
+const REFRESH_CHUNK = 100;
+const REFRESH_MAX_INCIDENTS = 10_000;
+
+export function createAlerter(options: AlerterOptions): Alerter {
+  const { store, config, publicUrl } = options;
+  const clock = options.now ?? Date.now;
+  const fetchImpl = options.fetch ?? globalThis.fetch;
+  const random = options.random ?? Math.random;
+  const onError = options.onError ?? (() => {});
+  const sinks = new Map<string, SinkConfig>(config.sinks.map((sink) => [sink.name, sink]));
+  const alertmanagers = config.sinks.filter(
+    (sink): sink is AlertmanagerSinkConfig => sink.type === 'alertmanager',
+  );
+  const counters = new DeliveryCounters(config.sinks.map((sink) => sink.name));
+  const lastRefresh = new Map<string, number>();
+
+  let queue: Promise<unknown> = Promise.resolve();
+  let running = false;
+  let timer: NodeJS.Timeout | undefined;
+  let loop: Promise<void> | undefined;
+
+  /** Runs passes one after another, so two never deliver the same entry at once. */
+  function serialized<T>(work: () => Promise<T>): Promise<T> {
+    const run = queue.then(work);
+    queue = run.catch(() => {});
+    return run;
+  }
+
+  function enqueue(sink: SinkConfig, event: AlertEvent): boolean {
+    return store.enqueueAlert({
+      sink: sink.name,
+      dedupKey: dedupKeyOf(event.incident.id, event.action),
+      incidentId: event.incident.id,
+      payload: event,
+      dueUnixMillis: clock(),
+    });
+  }
+
+  function incidentsChanged(incidents: readonly Incident[]): number {
+    let enqueued = 0;
+    for (const incident of incidents) {
+      for (const sink of config.sinks) {
+        if (!meetsSeverity(incident.severity, sink.minSeverity)) continue;
+        // Always the trigger first, even for an incident first seen already resolved (late spans):
+        // the duplicates did happen, and the trigger's lower outbox id keeps it ahead of the resolve.
+        if (enqueue(sink, { action: 'trigger', incident })) enqueued++;
+        if (incident.status === 'resolved' && enqueue(sink, { action: 'resolve', incident })) enqueued++;
+      }
+    }
+    return enqueued;
+  }
+
+  function incidentsRetracted(incidentIds: readonly string[]): number {
+    let enqueued = 0;
+    for (const id of incidentIds) {
+      const stored = store.getIncident(id);
+      if (stored === undefined) continue;
+      const incident: Incident = { ...stored, status: 'resolved', resolvedUnixMillis: clock() };
+      for (const row of store.alertsOfIncident(id)) {
+        const sink = sinks.get(row.sink);
+        if (sink === undefined || row.dedupKey !== dedupKeyOf(id, 'trigger')) continue;
+        if (enqueue(sink, { action: 'resolve', incident })) enqueued++;
+      }
+    }
+    return enqueued;
+  }
+
+  function deliverDue(): Promise<DeliveryPassResult> {
+    return serialized(deliveryPass);
+  }
+
+  async function deliveryPass(): Promise<DeliveryPassResult> {
+    const result: DeliveryPassResult = { delivered: 0, retried: 0, abandoned: 0, deferred: 0 };
+    const due = store.dueAlerts(clock(), config.batchSize);
+    // Entries of one incident and sink go in outbox order (trigger before resolve), one at a
+    // time; different incidents and sinks go in parallel.
+    const groups = new Map<string, OutboxEntry[]>();
+    for (const entry of [...due].sort((a, b) => a.id - b.id)) {
+      const key = `${entry.sink}\u0000${entry.incidentId}`;
+      const group = groups.get(key);
+      if (group === undefined) groups.set(key, [entry]);
+      else group.push(entry);
+    }
+    await runLimited([...groups.values()], config.concurrency, async (group) => {
+      for (const entry of group) result[await deliverEntry(entry)]++;
+    });
+    return result;
+  }
+
+  async function deliverEntry(entry: OutboxEntry): Promise<keyof DeliveryPassResult> {
+    const sink = sinks.get(entry.sink);
+    if (sink === undefined) return abandon(entry, `sink "${entry.sink}" is no longer configured`);
+    const event = readAlertEvent(entry.payload);
+    if (event === undefined) return abandon(entry, 'the outbox payload is not an alert event');
+    const stored = store.getIncident(entry.incidentId);
+    if (event.action === 'trigger' && stored === undefined) {
+      return abandon(entry, 'the incident was retracted or purged before its trigger was delivered');
+    }
+    if (event.action === 'resolve') {
+      const trigger = store
+        .alertsOfIncident(entry.incidentId)
+        .find((row) => row.sink === entry.sink && row.dedupKey === dedupKeyOf(entry.incidentId, 'trigger'));
+      if (trigger !== undefined && !trigger.delivered) {
+        // The trigger's next attempt is at most one backoff ceiling after its last failure, which
+        // was before now; waiting that long puts the resolve behind it without knowing its time.
+        const wait = retryCeilingMillis(Math.max(0, trigger.attempts - 1), config);
+        store.alertFailed(entry.id, 'waiting for the trigger to this sink to be delivered', clock() + wait);
+        counters.add(sink.name, 'deferred');
+        return 'deferred';
+      }
+      if (trigger?.lastError?.startsWith('abandoned') === true) {
+        return abandon(entry, 'its trigger was never delivered, so there is nothing to resolve');
+      }
+    }
+    // The stored incident is the freshest (more keys since the trigger was enqueued); a resolve of
+    // a retracted incident has only the snapshot it was enqueued with.
+    const incident = stored ?? event.incident;
+    const request = buildRequest(
+      sink,
+      { action: event.action, incident },
+      { publicUrl, nowUnixMillis: clock() },
+    );
+    const sent = await send(request);
+    if (sent.outcome === 'delivered') {
+      store.alertDelivered(entry.id, clock());
+      counters.add(sink.name, 'delivered');
+      return 'delivered';
+    }
+    if (sent.outcome === 'abandon') return abandon(entry, sent.error);
+    const wait = sent.retryAfterMillis ?? retryDelayMillis(entry.attempts, config, random);
+    store.alertFailed(entry.id, sent.error, clock() + wait);
+    counters.add(sink.name, 'retried');
+    return 'retried';
+  }
+
+  function abandon(entry: OutboxEntry, error: string): 'abandoned' {
+    store.alertAbandoned(entry.id, error, clock());
+    counters.add(entry.sink, 'abandoned');
+    return 'abandoned';
+  }
+
+  function send(request: Parameters<typeof sendRequest>[0]): Promise<SendResult> {
+    return sendRequest(request, {
+      fetch: fetchImpl,
+      timeoutMillis: config.requestTimeoutMillis,
+      nowUnixMillis: clock,
+    });
+  }
+
+  function refreshOpen(openIncidents: readonly Incident[]): Promise<number> {
+    return serialized(() => refresh(alertmanagers, openIncidents));
+  }
+
+  async function refresh(
+    targets: readonly AlertmanagerSinkConfig[],
+    incidents: readonly Incident[],
+  ): Promise<number> {
+    const accepted = new Map<string, Set<string>>();
+    /** Sinks that accepted the incident's trigger (delivered and not abandoned). */
+    const acceptedBy = (id: string): Set<string> => {
+      let names = accepted.get(id);
+      if (names === undefined) {
+        names = new Set(
+          store
+            .alertsOfIncident(id)
+            .filter(
+              (row) =>
+                row.dedupKey === dedupKeyOf(id, 'trigger') &&
+                row.delivered &&
+                row.lastError?.startsWith('abandoned') !== true,
+            )
+            .map((row) => row.sink),
+        );
+        accepted.set(id, names);
+      }
+      return names;
+    };
+    let total = 0;
+    for (const sink of targets) {
+      lastRefresh.set(sink.name, clock());
+      const eligible = incidents.filter(
+        (incident) =>
+          incident.status === 'open' &&
+          meetsSeverity(incident.severity, sink.minSeverity) &&
+          acceptedBy(incident.id).has(sink.name),
+      );
+      for (let start = 0; start < eligible.length; start += REFRESH_CHUNK) {
+        const chunk = eligible.slice(start, start + REFRESH_CHUNK);
+        const context = { publicUrl, nowUnixMillis: clock() };
+        const alerts = chunk.map((incident) => postableAlert(incident, true, sink, context));
+        const sent = await send(alertmanagerRequest(sink, alerts));
+        if (sent.outcome === 'delivered') {
+          counters.add(sink.name, 'refreshed', chunk.length);
+          total += chunk.length;
+        } else {
+          counters.add(sink.name, 'refresh_failed', chunk.length);
+        }
+      }
+    }
+    return total;
+  }
+
+  function openIncidents(): Incident[] {
+    const out: Incident[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = store.listIncidents({ status: 'open' }, { limit: 500, cursor });
+      out.push(...page.items);
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor !== undefined && out.length < REFRESH_MAX_INCIDENTS);
+    return out;
+  }
+
+  async function tick(): Promise<void> {
+    try {
+      await deliverDue();
+      const now = clock();
+      const due = alertmanagers.filter(
+        (sink) => now - (lastRefresh.get(sink.name) ?? Number.NEGATIVE_INFINITY) >= sink.resendIntervalMillis,
+      );
+      if (due.length > 0) await serialized(() => refresh(due, openIncidents()));
+    } catch (error) {
+      onError(error);
+    }
+  }
+
+  function schedule(delayMillis: number): void {
+    timer = setTimeout(() => {
+      timer = undefined;
+      loop = tick().finally(() => {
+        loop = undefined;
+        if (running) schedule(config.pollIntervalMillis);
+      });
+    }, delayMillis);
+    // The service's servers keep the process alive; a pending delivery must not.
+    timer.unref();
+  }
+
+  return {
+    incidentsChanged,
+    incidentsRetracted,
+    deliverDue,
+    refreshOpen,
+    start() {
+      if (running) return;
+      running = true;
+      // A pass still finishing from before a stop() schedules the next one itself.
+      if (loop === undefined) schedule(0);
+    },
+    async stop() {
+      running = false;
+      if (timer !== undefined) clearTimeout(timer);
+      timer = undefined;
+      await loop;
+      await queue;
+    },
+    snapshot: () => counters.snapshot(),
+  };
+}
+
+/** Runs `work` over `items` with at most `limit` in flight; rethrows the first failure after all settle. */
+async function runLimited<T>(
+  items: readonly T[],
+  limit: number,
+  work: (item: T) => Promise<void>,
+): Promise<void> {
+  let next = 0;
+  let failure: { error: unknown } | undefined;
+  const worker = async (): Promise<void> => {
+    while (next < items.length) {
+      const item = items[next++]!;
+      try {
+        await work(item);
+      } catch (error) {
+        failure ??= { error };
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  if (failure !== undefined) throw failure.error;
+}

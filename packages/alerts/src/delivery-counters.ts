@@ -1,0 +1,53 @@
+/**
+ * Outcomes counted per sink, a closed list (Prometheus label values):
+ * - `delivered`: the sink accepted an outbox entry (2xx);
+ * - `retried`: an attempt failed and the entry was rescheduled;
+ * - `abandoned`: the sink refused the entry for good, or it could not be sent at all (its sink was
+ *   removed from the config, its trigger was never delivered, its incident was retracted first);
+ * - `deferred`: a resolve waited because its trigger to the same sink is still pending;
+ * - `refreshed` / `refresh_failed`: Alertmanager re-sends of open incidents (best effort, per alert).
+ */
+export const DELIVERY_OUTCOMES = [
+  'delivered',
+  'retried',
+  'abandoned',
+  'deferred',
+  'refreshed',
+  'refresh_failed',
+] as const;
+
+export type DeliveryOutcome = (typeof DELIVERY_OUTCOMES)[number];
+
+/** Sink name → outcome → count since the alerter was created. */
+export type DeliveryCountersSnapshot = Record<string, Record<DeliveryOutcome, number>>;
+
+export class DeliveryCounters {
+  private readonly counts = new Map<string, Record<DeliveryOutcome, number>>();
+
+  /** Every configured sink starts at zero, so its series exist before the first delivery. */
+  constructor(sinkNames: readonly string[]) {
+    for (const name of sinkNames) this.row(name);
+  }
+
+  add(sink: string, outcome: DeliveryOutcome, count = 1): void {
+    this.row(sink)[outcome] += count;
+  }
+
+  snapshot(): DeliveryCountersSnapshot {
+    const out: DeliveryCountersSnapshot = {};
+    for (const [sink, row] of this.counts) out[sink] = { ...row };
+    return out;
+  }
+
+  private row(sink: string): Record<DeliveryOutcome, number> {
+    let row = this.counts.get(sink);
+    if (row === undefined) {
+      row = Object.fromEntries(DELIVERY_OUTCOMES.map((outcome) => [outcome, 0])) as Record<
+        DeliveryOutcome,
+        number
+      >;
+      this.counts.set(sink, row);
+    }
+    return row;
+  }
+}

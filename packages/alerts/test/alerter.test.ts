@@ -1,0 +1,368 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Incident } from '@keyscope/detector';
+import { KeyscopeStore } from '@keyscope/store';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { type Alerter, createAlerter, parseAlertsConfig } from '../src/index.ts';
+import { failingFirst, type HttpReceiver, startReceiver } from './support/http-receiver.ts';
+import { createPipeline, duplicate, nodeADown, QUIET_SECOND, scopeViolation } from './support/pipeline.ts';
+
+const PUBLIC_URL = 'http://127.0.0.1:8080';
+const ROUTING_KEY = '0123456789abcdef0123456789abcdef';
+const BASE_MILLIS = 1_000;
+const T0 = Date.UTC(2026, 5, 1);
+
+let dir: string;
+let store: KeyscopeStore;
+let now: number;
+let receivers: HttpReceiver[];
+let alerters: Alerter[];
+
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'keyscope-alerts-'));
+  store = new KeyscopeStore({ path: join(dir, 'keyscope.db') });
+  now = T0;
+  receivers = [];
+  alerters = [];
+});
+
+afterEach(async () => {
+  for (const alerter of alerters) await alerter.stop();
+  for (const receiver of receivers) await receiver.close();
+  store.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+async function receiver(plan?: Parameters<typeof startReceiver>[0]): Promise<HttpReceiver> {
+  const started = await startReceiver(plan);
+  receivers.push(started);
+  return started;
+}
+
+/** An alerter on the test's store and clock; jitter fixed at half the backoff ceiling. */
+function alerter(sinks: unknown[], extra: Record<string, unknown> = {}, random = () => 0.5): Alerter {
+  const created = createAlerter({
+    store,
+    config: parseAlertsConfig({
+      sinks,
+      retryBaseMillis: BASE_MILLIS,
+      retryCapMillis: 60_000,
+      requestTimeoutMillis: 2_000,
+      ...extra,
+    }),
+    publicUrl: PUBLIC_URL,
+    now: () => now,
+    random,
+  });
+  alerters.push(created);
+  return created;
+}
+
+function onlyIncident(incidents: Incident[]): Incident {
+  expect(incidents).toHaveLength(1);
+  return incidents[0]!;
+}
+
+describe('enqueueing', () => {
+  it('pages each sink once per incident however often the incident is upserted', async () => {
+    const hook = await receiver();
+    const slack = await receiver();
+    const alerts = alerter([
+      { type: 'webhook', url: hook.url },
+      { type: 'slack', url: slack.url },
+    ]);
+    const pipeline = createPipeline(store, alerts);
+    const incident = onlyIncident(pipeline.ingest(duplicate('k1', 0)).incidents);
+    // Two more keys join the same incident (same hour bucket): upserts, not new pages.
+    pipeline.ingest(duplicate('k2', 60));
+    pipeline.ingest(duplicate('k3', 120));
+    expect(alerts.incidentsChanged([incident, incident])).toBe(0);
+
+    expect(await alerts.deliverDue()).toEqual({ delivered: 2, retried: 0, abandoned: 0, deferred: 0 });
+    expect(await alerts.deliverDue()).toEqual({ delivered: 0, retried: 0, abandoned: 0, deferred: 0 });
+    expect(hook.accepted()).toHaveLength(1);
+    expect(slack.accepted()).toHaveLength(1);
+    expect(store.alertsOfIncident(incident.id).map((row) => [row.sink, row.dedupKey, row.delivered])).toEqual(
+      [
+        ['webhook', `${incident.id}:trigger`, true],
+        ['slack', `${incident.id}:trigger`, true],
+      ],
+    );
+  });
+
+  it('delivers the incident as stored when it went out, not as first enqueued', async () => {
+    const hook = await receiver();
+    const alerts = alerter([{ type: 'webhook', url: hook.url }]);
+    const pipeline = createPipeline(store, alerts);
+    pipeline.ingest(duplicate('k1', 0));
+    pipeline.ingest(duplicate('k2', 60));
+    await alerts.deliverDue();
+    expect(hook.accepted()[0]!.body).toMatchObject({ event: 'incident.opened', incident: { keys: 2 } });
+  });
+
+  it('does not page a sink for incidents below its minimum severity', async () => {
+    const pager = await receiver();
+    const chat = await receiver();
+    const alerts = alerter([
+      { type: 'pagerduty', url: pager.url, routingKey: ROUTING_KEY },
+      { type: 'slack', url: chat.url, minSeverity: 'warning' },
+    ]);
+    const incident = onlyIncident(createPipeline(store, alerts).ingest(scopeViolation('k1')).incidents);
+    expect(incident).toMatchObject({ class: 'scope_violation', severity: 'warning' });
+
+    await alerts.deliverDue();
+    expect(pager.requests).toEqual([]);
+    expect(chat.accepted()).toHaveLength(1);
+  });
+
+  it('enqueues nothing when the transaction that stores the incident rolls back', () => {
+    const alerts = alerter([{ type: 'webhook', url: 'http://127.0.0.1:9/hook' }]);
+    const pipeline = createPipeline(store, alerts);
+    expect(() =>
+      store.transaction(() => {
+        pipeline.ingest(duplicate('k1'));
+        throw new Error('the OTLP request failed after the detector ran');
+      }),
+    ).toThrow();
+    expect(store.pendingAlerts()).toBe(0);
+    expect(store.counts().incidents).toBe(0);
+  });
+});
+
+describe('retries', () => {
+  it('retries a sink that answers 503 and then resets the connection, and delivers once', async () => {
+    const hook = await receiver(failingFirst({ status: 503 }, 'reset'));
+    const alerts = alerter([{ type: 'webhook', url: hook.url }]);
+    createPipeline(store, alerts).ingest(duplicate('k1'));
+
+    expect(await alerts.deliverDue()).toMatchObject({ retried: 1 });
+    // Full jitter at 0.5: the first retry waits half of base × 2^0, the second half of base × 2^1.
+    now += BASE_MILLIS / 2 - 1;
+    expect(await alerts.deliverDue()).toMatchObject({ retried: 0, delivered: 0 });
+    now += 1;
+    expect(await alerts.deliverDue()).toMatchObject({ retried: 1 });
+    now += BASE_MILLIS - 1;
+    expect(await alerts.deliverDue()).toMatchObject({ retried: 0, delivered: 0 });
+    now += 1;
+    expect(await alerts.deliverDue()).toMatchObject({ delivered: 1 });
+    now += 60_000;
+    expect(await alerts.deliverDue()).toMatchObject({ delivered: 0, retried: 0 });
+
+    expect(hook.requests.map((r) => r.answer)).toEqual([503, 'reset', 202]);
+    expect(hook.accepted()).toHaveLength(1);
+    expect(store.pendingAlerts()).toBe(0);
+    expect(alerts.snapshot().webhook).toMatchObject({ delivered: 1, retried: 2, abandoned: 0 });
+  });
+
+  it('spreads retries over the whole backoff window and never past the cap', async () => {
+    const draws = [0, 0.999];
+    const hook = await receiver(() => ({ status: 500 }));
+    const alerts = alerter(
+      [{ type: 'webhook', url: hook.url }],
+      { retryCapMillis: 1_500 },
+      () => draws.shift() ?? 0.999,
+    );
+    createPipeline(store, alerts).ingest(duplicate('k1'));
+    await alerts.deliverDue(); // jitter 0: due again at once
+    expect(await alerts.deliverDue()).toMatchObject({ retried: 1 });
+    // Second failure: ceiling min(1500, 1000 × 2) = 1500, drawn at 0.999 → 1498.
+    now += 1_497;
+    expect(await alerts.deliverDue()).toMatchObject({ retried: 0 });
+    now += 1;
+    expect(await alerts.deliverDue()).toMatchObject({ retried: 1 });
+    expect(hook.requests).toHaveLength(3);
+  });
+
+  it('waits as long as the sink’s Retry-After says', async () => {
+    const hook = await receiver(failingFirst({ status: 429, headers: { 'retry-after': '7' } }));
+    const alerts = alerter([{ type: 'slack', url: hook.url }]);
+    createPipeline(store, alerts).ingest(duplicate('k1'));
+    expect(await alerts.deliverDue()).toMatchObject({ retried: 1 });
+    now += 6_999;
+    expect(await alerts.deliverDue()).toMatchObject({ delivered: 0 });
+    now += 1;
+    expect(await alerts.deliverDue()).toMatchObject({ delivered: 1 });
+  });
+
+  it('abandons a delivery the sink rejects with 400 and records why', async () => {
+    const hook = await receiver(() => ({ status: 400, body: '{"status":"invalid event"}' }));
+    const alerts = alerter([{ type: 'pagerduty', url: hook.url, routingKey: ROUTING_KEY }]);
+    const incident = onlyIncident(createPipeline(store, alerts).ingest(duplicate('k1')).incidents);
+    expect(await alerts.deliverDue()).toMatchObject({ abandoned: 1 });
+    now += 24 * 60 * 60 * 1000;
+    expect(await alerts.deliverDue()).toMatchObject({ abandoned: 0, retried: 0 });
+    expect(hook.requests).toHaveLength(1);
+    const [row] = store.alertsOfIncident(incident.id);
+    expect(row!.lastError).toMatch(/^abandoned: HTTP 400/);
+    expect(store.pendingAlerts()).toBe(0);
+    expect(alerts.snapshot().pagerduty).toMatchObject({ abandoned: 1, delivered: 0 });
+  });
+
+  it('abandons the deliveries of a sink that was removed from the configuration', async () => {
+    const first = alerter([{ type: 'webhook', name: 'ops', url: 'http://127.0.0.1:9/hook' }]);
+    createPipeline(store, first).ingest(duplicate('k1'));
+    const second = alerter([{ type: 'webhook', name: 'other', url: 'http://127.0.0.1:9/hook' }]);
+    expect(await second.deliverDue()).toMatchObject({ abandoned: 1 });
+    expect(second.snapshot().ops).toMatchObject({ abandoned: 1 });
+  });
+});
+
+describe('restarts', () => {
+  it('delivers what was pending after a restart and does not repeat what was delivered', async () => {
+    const up = await receiver();
+    const down = await receiver(() => ({ status: 503 }));
+    const path = join(dir, 'keyscope.db');
+    const before = alerter([
+      { type: 'webhook', name: 'up', url: up.url },
+      { type: 'webhook', name: 'later', url: down.url },
+    ]);
+    const incident = onlyIncident(createPipeline(store, before).ingest(duplicate('k1')).incidents);
+    expect(await before.deliverDue()).toMatchObject({ delivered: 1, retried: 1 });
+    await before.stop();
+    store.close();
+
+    // The second sink comes back at a new address; the outbox holds events, not requests.
+    const back = await receiver();
+    store = new KeyscopeStore({ path });
+    const after = alerter([
+      { type: 'webhook', name: 'up', url: up.url },
+      { type: 'webhook', name: 'later', url: back.url },
+    ]);
+    // The restarted pipeline re-reports the same incident: nothing new is enqueued.
+    const restored = createPipeline(store, after, store.recentFindings(0));
+    restored.ingest(duplicate('k1'));
+    expect(after.incidentsChanged([incident])).toBe(0);
+    now += 60_000;
+    expect(await after.deliverDue()).toMatchObject({ delivered: 1 });
+
+    expect(up.accepted()).toHaveLength(1);
+    expect(down.accepted()).toHaveLength(0);
+    expect(back.accepted()).toHaveLength(1);
+    expect(back.accepted()[0]!.headers['idempotency-key']).toBe(`${incident.id}:trigger`);
+    expect(store.pendingAlerts()).toBe(0);
+  });
+});
+
+describe('trigger and resolve', () => {
+  it('sends the resolve after the trigger, with the same dedup key, even when the trigger had to be retried', async () => {
+    const pager = await receiver(failingFirst({ status: 502 }));
+    const alerts = alerter([{ type: 'pagerduty', url: pager.url, routingKey: ROUTING_KEY }]);
+    const pipeline = createPipeline(store, alerts);
+    const opened = onlyIncident(pipeline.ingest(duplicate('k1')).incidents);
+    expect(await alerts.deliverDue()).toMatchObject({ retried: 1 });
+
+    const resolved = onlyIncident(pipeline.tick(QUIET_SECOND).incidents);
+    expect(resolved).toMatchObject({ id: opened.id, status: 'resolved' });
+    // The resolve is due now, the trigger only after its backoff: the resolve must wait.
+    expect(await alerts.deliverDue()).toMatchObject({ deferred: 1, delivered: 0 });
+    for (let pass = 0; pass < 10 && store.pendingAlerts() > 0; pass++) {
+      now += 5_000;
+      await alerts.deliverDue();
+    }
+
+    expect(pager.accepted().map((r) => r.body)).toMatchObject([
+      { event_action: 'trigger', dedup_key: opened.id },
+      { event_action: 'resolve', dedup_key: opened.id },
+    ]);
+    expect(alerts.snapshot().pagerduty).toMatchObject({ delivered: 2, retried: 1, deferred: 1 });
+  });
+
+  it('enqueues trigger and resolve for an incident first seen already resolved, in that order', async () => {
+    const hook = await receiver();
+    const alerts = alerter([{ type: 'webhook', url: hook.url }]);
+    const pipeline = createPipeline(store, alerts);
+    const opened = onlyIncident(pipeline.ingest(duplicate('k1')).incidents);
+    // A second alerter sees the incident for the first time after it resolved (e.g. new config).
+    const late = alerter([{ type: 'webhook', name: 'late', url: hook.url }]);
+    pipeline.tick(QUIET_SECOND);
+    expect(late.incidentsChanged([store.getIncident(opened.id)!])).toBe(2);
+    await late.deliverDue();
+    expect(hook.accepted().map((r) => (r.body as { event: string }).event)).toEqual([
+      'incident.opened',
+      'incident.resolved',
+    ]);
+  });
+
+  it('resolves the page of an incident the detector retracted when it found the failover', async () => {
+    const hook = await receiver();
+    // One request at a time, so the requests arrive in outbox order.
+    const alerts = alerter([{ type: 'webhook', url: hook.url }], { concurrency: 1 });
+    const pipeline = createPipeline(store, alerts);
+    const first = onlyIncident(pipeline.ingest(duplicate('k1', 20)).incidents);
+    await alerts.deliverDue();
+
+    pipeline.ingest([], nodeADown());
+    const regrouped = pipeline.tick(60);
+    expect(regrouped.retractedIncidentIds).toEqual([first.id]);
+    const second = onlyIncident(regrouped.incidents);
+    expect(second.routingEvent?.type).toBe('node_down');
+    await alerts.deliverDue();
+
+    expect(
+      hook.accepted().map((r) => [(r.body as { event: string }).event, r.headers['idempotency-key']]),
+    ).toEqual([
+      ['incident.opened', `${first.id}:trigger`],
+      ['incident.resolved', `${first.id}:resolve`],
+      ['incident.opened', `${second.id}:trigger`],
+    ]);
+  });
+
+  it('never sends the page of an incident retracted before its trigger went out', async () => {
+    const hook = await receiver();
+    const alerts = alerter([{ type: 'webhook', url: hook.url }], { concurrency: 1 });
+    const pipeline = createPipeline(store, alerts);
+    pipeline.ingest(duplicate('k1', 20));
+    pipeline.ingest([], nodeADown());
+    const second = onlyIncident(pipeline.tick(60).incidents);
+    expect(await alerts.deliverDue()).toEqual({ delivered: 1, retried: 0, abandoned: 2, deferred: 0 });
+    expect(hook.accepted().map((r) => r.headers['idempotency-key'])).toEqual([`${second.id}:trigger`]);
+  });
+});
+
+describe('the delivery loop', () => {
+  it('delivers on its own once started, and stops without leaving a timer', async () => {
+    const hook = await receiver();
+    const alerts = alerter([{ type: 'webhook', url: hook.url }], { pollIntervalMillis: 10 });
+    await alerts.stop(); // before start: a no-op
+    alerts.start();
+    alerts.start();
+    createPipeline(store, alerts).ingest(duplicate('k1'));
+    for (let i = 0; i < 200 && hook.accepted().length === 0; i++) await sleep(10);
+    expect(hook.accepted()).toHaveLength(1);
+
+    await alerts.stop();
+    await alerts.stop();
+    createPipeline(store, alerts).ingest(duplicate('k2', 7200));
+    await sleep(100);
+    expect(hook.requests).toHaveLength(1);
+    expect(store.pendingAlerts()).toBe(1);
+  });
+
+  it('reports a failing pass and keeps running', async () => {
+    const errors: unknown[] = [];
+    const hook = await receiver();
+    const alerts = createAlerter({
+      store,
+      config: parseAlertsConfig({ sinks: [{ type: 'webhook', url: hook.url }], pollIntervalMillis: 10 }),
+      publicUrl: PUBLIC_URL,
+      onError: (error) => errors.push(error),
+    });
+    alerters.push(alerts);
+    const broken = store.dueAlerts.bind(store);
+    let failures = 1;
+    store.dueAlerts = (nowUnixMillis, limit) => {
+      if (failures-- > 0) throw new Error('database is locked');
+      return broken(nowUnixMillis, limit);
+    };
+    createPipeline(store, alerts).ingest(duplicate('k1'));
+    alerts.start();
+    for (let i = 0; i < 200 && hook.accepted().length === 0; i++) await sleep(10);
+    expect(errors).toHaveLength(1);
+    expect(hook.accepted()).toHaveLength(1);
+  });
+});
+
+function sleep(millis: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, millis));
+}
