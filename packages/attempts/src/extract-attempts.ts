@@ -26,6 +26,8 @@ import { derivedStoreId } from './store-id.ts';
 
 const OUTCOME_SET: ReadonlySet<string> = new Set(OUTCOMES);
 const SCOPE_SET: ReadonlySet<string> = new Set(SCOPE_LEVELS);
+/** An outcome or hit value outside its closed list: the span is no attempt. */
+const REFUSED = Symbol('refused');
 
 /**
  * Turns decoded spans into mutation attempts, per span:
@@ -78,29 +80,8 @@ export function extractAttempts(
       continue;
     }
 
-    let outcome: Outcome | undefined;
-    let refused = false;
-    const recorded = readValue(attributes, names.outcome, fromResource.outcome);
-    if (recorded !== undefined) {
-      if (typeof recorded === 'string' && OUTCOME_SET.has(recorded)) outcome = recorded as Outcome;
-      else {
-        invalid.outcome++;
-        refused = true;
-      }
-    } else {
-      const hit = readValue(attributes, names.hit, fromResource.hit);
-      if (hit !== undefined) {
-        if (typeof hit === 'boolean') outcome = hit ? 'hit' : 'miss';
-        else {
-          invalid.hit++;
-          refused = true;
-        }
-      } else if (server && compiled.inferOutcomeFromHttp) {
-        outcome = inferredOutcome(span, compiled, view);
-      }
-    }
-
-    if (refused || (outcome === undefined && !server)) {
+    const outcome = outcomeOf(span, server, compiled, view, invalid);
+    if (outcome === REFUSED || (outcome === undefined && !server)) {
       if (server) activity.count(view, span.startTimeUnixMillis, isServerError(span, compiled, view));
       continue;
     }
@@ -124,6 +105,29 @@ export function extractAttempts(
   }
 
   return { attempts, activity: activity.activity, duplicateSpans, invalid };
+}
+
+/** The recorded outcome, else the `hit` boolean, else (SERVER spans, when enabled) the inferred one. */
+function outcomeOf(
+  span: Span,
+  server: boolean,
+  compiled: CompiledMapping,
+  view: ResourceView,
+  invalid: InvalidValueCounts,
+): Outcome | undefined | typeof REFUSED {
+  const recorded = readValue(span.attributes, compiled.names.outcome, view.fields.outcome);
+  if (recorded !== undefined) {
+    if (typeof recorded === 'string' && OUTCOME_SET.has(recorded)) return recorded as Outcome;
+    invalid.outcome++;
+    return REFUSED;
+  }
+  const hit = readValue(span.attributes, compiled.names.hit, view.fields.hit);
+  if (hit !== undefined) {
+    if (typeof hit === 'boolean') return hit ? 'hit' : 'miss';
+    invalid.hit++;
+    return REFUSED;
+  }
+  return server && compiled.inferOutcomeFromHttp ? inferredOutcome(span, compiled, view) : undefined;
 }
 
 function isServerError(span: Span, compiled: CompiledMapping, view: ResourceView): boolean {
