@@ -17,8 +17,12 @@ export interface DetectorConfig {
   readonly routingSlackMillis: number;
   /** A node silent this long, while the rest of its service is not, is a `node_down` event. */
   readonly silenceMinMillis: number;
-  /** Mean spans per activity bucket before a silence for it to count (a quiet node is not a dead one). */
-  readonly silenceMinBaselineSpans: number;
+  /**
+   * Spans the node should have served during a silence, at its share of its service's traffic
+   * just before, for the silence to count: with 20 expected, zero observed is no lull (Poisson
+   * P(0) ≈ 2·10⁻⁹), while a quiet night spread over a few nodes is not mistaken for a failure.
+   */
+  readonly silenceMinExpectedSpans: number;
   /** Error ratio of a node's server spans that counts as a spike, sustained for errorSpikeMinMillis. */
   readonly errorSpikeRatio: number;
   readonly errorSpikeMinMillis: number;
@@ -35,7 +39,7 @@ export function defaultDetectorConfig(): DetectorConfig {
     quietPeriodMillis: 30 * 60 * 1000,
     routingSlackMillis: 60 * 1000,
     silenceMinMillis: 5_000,
-    silenceMinBaselineSpans: 2,
+    silenceMinExpectedSpans: 20,
     errorSpikeRatio: 0.5,
     errorSpikeMinMillis: 3_000,
     errorSpikeMinSpans: 5,

@@ -60,7 +60,7 @@ export function evaluateKey(
     else if (stores.length >= 2) findingClass = 'cross_store_duplicate';
     else {
       findingClass = 'same_store_duplicate';
-      cause = executionsOverlap(executions) ? 'race' : 'ttl_expired';
+      cause = causeOfRepeat(executions, evidence);
     }
     drafts.push(draft(key, findingClass, cause, tier, executions, evidence, routing, config));
   } else {
@@ -177,15 +177,36 @@ function chooseReportedDuplicate(duplicates: Duplicate[], tiers: Map<string, Tie
   return ranked[0]!;
 }
 
-function executionsOverlap(executions: readonly ServerAttempt[]): boolean {
-  for (let i = 0; i < executions.length; i++) {
-    for (let j = i + 1; j < executions.length; j++) {
-      const a = executions[i]!;
-      const b = executions[j]!;
-      if (a.startUnixMillis < b.endUnixMillis && b.startUnixMillis < a.endUnixMillis) return true;
-    }
+/**
+ * Race or expiry. A repeat that ran while an earlier execution's request was still in flight got
+ * past a store without an in-flight lock (race); a repeat that came after every earlier request
+ * had finished should have been replayed, so the store had forgotten the key (ttl_expired). When
+ * a key shows both, the expiry is reported: it is the one a longer-lived key would have stopped.
+ * Requests are judged on the SERVER span that carried the key when the decision was recorded on a
+ * short child span, because without a lock the key is written only when the request finishes.
+ */
+function causeOfRepeat(
+  executions: readonly ServerAttempt[],
+  evidence: readonly Attempt[],
+): 'race' | 'ttl_expired' {
+  const windows = executions.map((execution) => requestWindow(execution, evidence));
+  for (let j = 1; j < windows.length; j++) {
+    const repeat = windows[j]!;
+    const overlapsEarlier = windows.slice(0, j).some((a) => a.start < repeat.end && repeat.start < a.end);
+    if (!overlapsEarlier) return 'ttl_expired';
   }
-  return false;
+  return 'race';
+}
+
+function requestWindow(
+  execution: ServerAttempt,
+  evidence: readonly Attempt[],
+): { start: number; end: number } {
+  const request = evidence.find(
+    (a) => a.kind === 'arrival' && a.traceId === execution.traceId && a.spanId === execution.parentSpanId,
+  );
+  const span = request ?? execution;
+  return { start: span.startUnixMillis, end: Math.max(span.endUnixMillis, execution.endUnixMillis) };
 }
 
 function keyCollision(
@@ -241,7 +262,7 @@ function draft(
     stores: distinct(tier.server.map((a) => a.store)),
     nodes,
     executions: executions.length,
-    retriedBy: retriedBy(tier, executions.length, evidence),
+    retriedBy: retriedBy(tier, executions, evidence),
     gapMillis,
     routing: {
       affinityBroken: nodes.length >= 2,
@@ -254,35 +275,39 @@ function draft(
 }
 
 /**
- * Who sent the repeat. Client sends are the CLIENT spans that called this tier (the parents of
- * the spans that landed here, or failing that every CLIENT span from another service): two or
- * more sends → the client retried; one send but two landings → something between them retried
- * (a proxy or load balancer retrying a non-idempotent request).
+ * Who sent the repeat. Each landing is traced up its parents to the CLIENT span that called this
+ * tier: two landings under one client send mean something between client and server retried (a
+ * proxy or load balancer retrying a non-idempotent request); landings under different sends mean
+ * the client retried. Without that linkage, count the callers' sends instead.
  */
-function retriedBy(tier: Tier, executions: number, evidence: Attempt[]): RetriedBy {
+function retriedBy(tier: Tier, executions: ServerAttempt[], evidence: Attempt[]): RetriedBy {
   const clients = evidence.filter((a): a is ClientAttempt => a.kind === 'client');
   if (clients.length === 0) return 'unknown';
   const bySpanId = new Map<string, Attempt>();
   for (const attempt of evidence) bySpanId.set(attempt.spanId, attempt);
-  const callers = new Set<string>();
-  for (const landed of tier.landed) {
+  const callerOf = (landed: Attempt): ClientAttempt | undefined => {
     let parent = bySpanId.get(landed.parentSpanId);
     for (let hops = 0; parent !== undefined && hops < 4; hops++) {
-      if (parent.kind === 'client' && parent.placement.service !== tier.service) {
-        callers.add(parent.placement.service);
-        break;
-      }
+      if (parent.kind === 'client' && parent.placement.service !== tier.service) return parent;
       parent = bySpanId.get(parent.parentSpanId);
     }
-  }
+    return undefined;
+  };
+
+  const landings = executions.length >= 2 ? executions : tier.server;
+  const sendsOfLandings = landings.map(callerOf).filter((c): c is ClientAttempt => c !== undefined);
+  const distinctSends = new Set(sendsOfLandings.map((c) => c.spanId));
+  if (distinctSends.size < sendsOfLandings.length) return 'proxy';
+  if (distinctSends.size >= 2) return 'client';
+
+  const callerServices = new Set(sendsOfLandings.map((c) => c.placement.service));
   const sends = clients.filter((c) =>
-    callers.size > 0 ? callers.has(c.placement.service) : c.placement.service !== tier.service,
+    callerServices.size > 0 ? callerServices.has(c.placement.service) : c.placement.service !== tier.service,
   );
   if (sends.length === 0) return 'unknown';
   const sendCount = Math.max(sends.length, 1 + Math.max(...sends.map((c) => c.resendCount)));
   if (sendCount >= 2) return 'client';
-  const landings = Math.max(executions, tier.server.length);
-  return landings >= 2 ? 'proxy' : 'unknown';
+  return landings.length >= 2 ? 'proxy' : 'unknown';
 }
 
 function overlappingEvent(

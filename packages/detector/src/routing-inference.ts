@@ -141,20 +141,25 @@ export class RoutingInference {
       const lastActive = indexes[i]!;
       const nextActive = i + 1 < indexes.length ? indexes[i + 1]! : maxIndex + 1;
       if (nextActive - lastActive - 1 < minBuckets) continue;
-      // Only buckets in which the rest of the service served count: a silence of the whole
-      // service is an outage or a lull, not traffic moving away from this node.
+      // A silence of the whole service is an outage or a lull, not traffic moving away from this
+      // node: what counts is how much the node should have served at its usual share.
       let servedElsewhere = 0;
+      let serviceSpansDuring = 0;
       for (let index = lastActive + 1; index < nextActive; index++) {
-        if ((series.totals.get(index) ?? 0) > 0) servedElsewhere++;
+        const total = series.totals.get(index) ?? 0;
+        if (total > 0) servedElsewhere++;
+        serviceSpansDuring += total;
       }
       if (servedElsewhere < minBuckets) continue;
       const baselineFrom = Math.max(firstIndex, lastActive + 1 - BASELINE_BUCKETS);
-      let baselineSpans = 0;
+      let nodeSpans = 0;
+      let serviceSpans = 0;
       for (let index = baselineFrom; index <= lastActive; index++) {
-        baselineSpans += node.buckets.get(index)?.[0] ?? 0;
+        nodeSpans += node.buckets.get(index)?.[0] ?? 0;
+        serviceSpans += series.totals.get(index) ?? 0;
       }
-      const baseline = baselineSpans / (lastActive - baselineFrom + 1);
-      if (baseline < this.config.silenceMinBaselineSpans) continue;
+      const expected = serviceSpans === 0 ? 0 : (nodeSpans / serviceSpans) * serviceSpansDuring;
+      if (expected < this.config.silenceMinExpectedSpans) continue;
       const ended = nextActive <= maxIndex;
       const startUnixMillis = (lastActive + 1) * this.bucketMillis;
       const endUnixMillis = nextActive * this.bucketMillis;
@@ -178,47 +183,36 @@ export class RoutingInference {
 
   private findSpikes(service: string, node: NodeSeries, indexes: number[], out: RoutingEvent[]): void {
     const minBuckets = Math.max(1, Math.ceil(this.config.errorSpikeMinMillis / this.bucketMillis));
-    let runStart = -1;
-    let runLength = 0;
-    let previous = Number.NEGATIVE_INFINITY;
-    const flush = (): void => {
-      if (runLength >= minBuckets) {
-        const startUnixMillis = runStart * this.bucketMillis;
-        const endUnixMillis = (runStart + runLength) * this.bucketMillis;
-        const p = node.placement;
-        out.push({
-          id: stableId('re', ['error_spike', service, p.node, startUnixMillis]),
-          type: 'error_spike',
-          service,
-          node: p.node,
-          cluster: p.cluster,
-          region: p.region,
-          startUnixMillis,
-          endUnixMillis,
-          ended: true,
-          description: `${service} node ${p.node} failed ${Math.round(
-            this.config.errorSpikeRatio * 100,
-          )}% or more of its server spans for ${formatSeconds(endUnixMillis - startUnixMillis)}`,
-        });
-      }
-      runStart = -1;
-      runLength = 0;
-    };
+    // Runs of spiking buckets; a run resumed within `minBuckets` is the same spike (one healthy
+    // second inside an outage must not split it into two events and two pages).
+    const runs: [number, number][] = [];
     for (const index of indexes) {
       const [spans, errors] = node.buckets.get(index)!;
-      const spiking =
-        spans >= this.config.errorSpikeMinSpans && errors / spans >= this.config.errorSpikeRatio;
-      if (spiking && runLength > 0 && index === previous + 1) runLength++;
-      else {
-        flush();
-        if (spiking) {
-          runStart = index;
-          runLength = 1;
-        }
-      }
-      previous = index;
+      if (spans < this.config.errorSpikeMinSpans || errors / spans < this.config.errorSpikeRatio) continue;
+      const last = runs[runs.length - 1];
+      if (last !== undefined && index - last[1] <= minBuckets) last[1] = index;
+      else runs.push([index, index]);
     }
-    flush();
+    for (const [first, last] of runs) {
+      if (last - first + 1 < minBuckets) continue;
+      const startUnixMillis = first * this.bucketMillis;
+      const endUnixMillis = (last + 1) * this.bucketMillis;
+      const p = node.placement;
+      out.push({
+        id: stableId('re', ['error_spike', service, p.node, startUnixMillis]),
+        type: 'error_spike',
+        service,
+        node: p.node,
+        cluster: p.cluster,
+        region: p.region,
+        startUnixMillis,
+        endUnixMillis,
+        ended: true,
+        description: `${service} node ${p.node} failed ${Math.round(
+          this.config.errorSpikeRatio * 100,
+        )}% or more of its server spans for ${formatSeconds(endUnixMillis - startUnixMillis)}`,
+      });
+    }
   }
 
   /**

@@ -483,3 +483,35 @@ describe('advice', () => {
     expect(advice).toMatch(/cross-region write/);
   });
 });
+
+describe('error spikes', () => {
+  it('keeps one spike with a healthy second inside it as one event', () => {
+    const spiky = [
+      ...activity({ node: 'a', fromSecond: 0, toSecond: 10 }),
+      ...activity({ node: 'a', fromSecond: 10, toSecond: 14, errors: 8 }),
+      ...activity({ node: 'a', fromSecond: 14, toSecond: 15 }),
+      ...activity({ node: 'a', fromSecond: 15, toSecond: 20, errors: 9 }),
+      ...activity({ node: 'a', fromSecond: 20, toSecond: 30 }),
+    ];
+    const events = run([], spiky).routingEvents();
+    expect(
+      events.map((e) => [
+        e.type,
+        e.startUnixMillis - TEST_EPOCH_UNIX_MILLIS,
+        e.endUnixMillis - TEST_EPOCH_UNIX_MILLIS,
+      ]),
+    ).toEqual([['error_spike', 10_000, 20_000]]);
+  });
+
+  it('does not mistake a quiet night spread over a few nodes for a node going down', () => {
+    const quiet = [
+      ...activity({ node: 'a', fromSecond: 0, toSecond: 30, spans: 3 }),
+      ...activity({ node: 'b', fromSecond: 0, toSecond: 30, spans: 3 }),
+      // The night: one request a second for the whole service, landing on b.
+      ...activity({ node: 'b', fromSecond: 30, toSecond: 40, spans: 1 }),
+      ...activity({ node: 'a', fromSecond: 40, toSecond: 50, spans: 3 }),
+      ...activity({ node: 'b', fromSecond: 40, toSecond: 50, spans: 3 }),
+    ];
+    expect(run([], quiet).routingEvents()).toEqual([]);
+  });
+});
