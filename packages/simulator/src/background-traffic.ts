@@ -29,7 +29,6 @@ export function simulateBackgroundRequest(ctx: SimContext, startUnixMillis: numb
   const traceId = rng.hex(32);
   const rootSpanId = rng.hex(16);
   const remote = rng.chance(0.75);
-  const targets = [...topology.services.values()].filter((s) => s.spec !== undefined);
   const page = remote ? '/orders/:id' : rng.pick(CALLER_PAGES);
   const path = page.replace(':id', rng.hex(8));
   let end: number;
@@ -55,7 +54,7 @@ export function simulateBackgroundRequest(ctx: SimContext, startUnixMillis: numb
     );
     end = renderEnd + rng.between(0.5, 2);
   } else {
-    const target = rng.pick(targets);
+    const target = rng.pick(topology.readTargets);
     const result = read(
       ctx,
       target,

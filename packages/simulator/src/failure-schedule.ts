@@ -20,8 +20,8 @@ export interface ScheduledFailure {
  */
 export class FailureSchedule {
   readonly routingEvents: TruthRoutingEvent[] = [];
-  private readonly outages = new Map<SimNode, ScheduledFailure[]>();
-  private readonly spikes = new Map<SimNode, ScheduledFailure[]>();
+  private readonly outages = new Map<SimNode, NodeFailures>();
+  private readonly spikes = new Map<SimNode, NodeFailures>();
 
   constructor(scenario: Scenario, topology: Topology, rng: Prng) {
     scenario.failures.forEach((spec, i) => {
@@ -71,7 +71,7 @@ export class FailureSchedule {
 
   /** The outage that makes `node` unreachable (and silent) at `t`, if any. */
   outageAt(node: SimNode, t: number): ScheduledFailure | undefined {
-    return this.outages.get(node)?.find((f) => t >= f.startUnixMillis && t < f.endUnixMillis);
+    return this.outages.get(node)?.at(t);
   }
 
   /** The outage at `t` that load balancers already know about. */
@@ -82,13 +82,11 @@ export class FailureSchedule {
 
   /** An outage that began while a request was in flight on `node`, in (fromMillis, toMillis]. */
   outageBeginningIn(node: SimNode, fromMillis: number, toMillis: number): ScheduledFailure | undefined {
-    return this.outages
-      .get(node)
-      ?.find((f) => f.startUnixMillis > fromMillis && f.startUnixMillis <= toMillis);
+    return this.outages.get(node)?.beginningIn(fromMillis, toMillis);
   }
 
   spikeAt(node: SimNode, t: number): ScheduledFailure | undefined {
-    return this.spikes.get(node)?.find((f) => t >= f.startUnixMillis && t < f.endUnixMillis);
+    return this.spikes.get(node)?.at(t);
   }
 }
 
@@ -106,8 +104,52 @@ function pickNode(
   return node;
 }
 
-function add(map: Map<SimNode, ScheduledFailure[]>, node: SimNode, failure: ScheduledFailure): void {
-  const list = map.get(node);
-  if (list) list.push(failure);
-  else map.set(node, [failure]);
+function add(map: Map<SimNode, NodeFailures>, node: SimNode, failure: ScheduledFailure): void {
+  let failures = map.get(node);
+  if (!failures) map.set(node, (failures = new NodeFailures()));
+  failures.add(failure);
+}
+
+/**
+ * One node's failures sorted by start, searched by bisection: a long benchmark schedules a failure
+ * every few seconds of simulated time and every send asks about its target node.
+ */
+class NodeFailures {
+  private readonly starts: number[] = [];
+  private readonly failures: ScheduledFailure[] = [];
+  private longestMillis = 0;
+
+  add(failure: ScheduledFailure): void {
+    const i = this.firstStartAfter(failure.startUnixMillis);
+    this.starts.splice(i, 0, failure.startUnixMillis);
+    this.failures.splice(i, 0, failure);
+    this.longestMillis = Math.max(this.longestMillis, failure.endUnixMillis - failure.startUnixMillis);
+  }
+
+  /** The failure in effect at `t` (the latest-starting one if several overlap). */
+  at(t: number): ScheduledFailure | undefined {
+    for (let i = this.firstStartAfter(t) - 1; i >= 0; i--) {
+      const failure = this.failures[i]!;
+      if (failure.startUnixMillis < t - this.longestMillis) return undefined;
+      if (t < failure.endUnixMillis) return failure;
+    }
+    return undefined;
+  }
+
+  /** The first failure starting in (fromMillis, toMillis]. */
+  beginningIn(fromMillis: number, toMillis: number): ScheduledFailure | undefined {
+    const failure = this.failures[this.firstStartAfter(fromMillis)];
+    return failure && failure.startUnixMillis <= toMillis ? failure : undefined;
+  }
+
+  private firstStartAfter(t: number): number {
+    let lo = 0;
+    let hi = this.starts.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (this.starts[mid]! <= t) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
 }

@@ -38,24 +38,48 @@ export function routeRequest(
   const home = service.clusterNodes.get(clusterKey(from.region, from.cluster))!;
   const affine = home[request.session % home.length]!;
   const affineOutage = schedule.knownOutageAt(affine, t);
+  const picked = pickIn(home, request, affine, schedule, rng);
+  if (picked) {
+    const moved = routing.policy === 'session' && picked !== affine;
+    return { node: picked, reroutedBy: moved ? affineOutage : undefined };
+  }
+  // The whole home cluster is known to be down: fail over as far as the routing allows.
   const homeOutage =
     affineOutage ??
     home.map((node) => schedule.knownOutageAt(node, t)).find((outage) => outage !== undefined);
-
   for (const group of failoverGroups(service, routing, from, topology)) {
-    let healthy = group.filter((node) => !schedule.knownOutageAt(node, t));
-    if (healthy.length === 0) continue;
-    const unavoided = request.avoid ? healthy.filter((node) => !request.avoid!.has(node)) : healthy;
-    if (unavoided.length > 0) healthy = unavoided;
-    if (routing.policy === 'random') {
-      const node = rng.pick(healthy);
-      return { node, reroutedBy: group === home ? undefined : homeOutage };
-    }
-    const node = healthy.includes(affine) ? affine : healthy[request.session % healthy.length]!;
-    return { node, reroutedBy: group === home ? affineOutage : homeOutage };
+    const node = pickIn(group, request, undefined, schedule, rng);
+    if (node) return { node, reroutedBy: homeOutage };
   }
   // Nothing known to be healthy within reach: the balancer keeps its choice and the send fails.
   return { node: affine, reroutedBy: undefined };
+}
+
+/** A healthy node of `group` by the routing policy, or undefined when none is known healthy. */
+function pickIn(
+  group: SimNode[],
+  request: RouteRequest,
+  affine: SimNode | undefined,
+  schedule: FailureSchedule,
+  rng: Prng,
+): SimNode | undefined {
+  const t = request.atUnixMillis;
+  const avoid = request.avoid;
+  if (
+    request.routing.policy === 'session' &&
+    affine &&
+    !avoid?.has(affine) &&
+    !schedule.knownOutageAt(affine, t)
+  ) {
+    return affine;
+  }
+  let healthy = group.filter((node) => !schedule.knownOutageAt(node, t));
+  if (healthy.length === 0) return undefined;
+  if (avoid && avoid.size > 0) {
+    const unavoided = healthy.filter((node) => !avoid.has(node));
+    if (unavoided.length > 0) healthy = unavoided;
+  }
+  return request.routing.policy === 'random' ? rng.pick(healthy) : healthy[request.session % healthy.length]!;
 }
 
 function* failoverGroups(
@@ -64,7 +88,6 @@ function* failoverGroups(
   from: SimNode,
   topology: Topology,
 ): Generator<SimNode[]> {
-  yield service.clusterNodes.get(clusterKey(from.region, from.cluster))!;
   if (routing.failover === 'cluster') return;
   for (const cluster of topology.clustersByRegion.get(from.region)!) {
     if (cluster !== from.cluster) yield service.clusterNodes.get(clusterKey(from.region, cluster))!;

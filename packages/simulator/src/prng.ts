@@ -87,19 +87,17 @@ export class Prng {
 
   /** Lowercase hex of `chars` characters (a multiple of 8), never all zeros (OTLP forbids zero ids). */
   hex(chars: number): string {
+    // Built from char codes in one go: concatenating pieces would leave a tree of cons strings
+    // behind every id, which the garbage collector then has to walk for every retained span.
+    const codes = new Array<number>(chars);
     for (;;) {
-      let out = '';
       let any = 0;
       for (let i = 0; i < chars; i += 8) {
         const word = this.uint32();
         any |= word;
-        out +=
-          HEX_BYTES[word >>> 24]! +
-          HEX_BYTES[(word >>> 16) & 0xff]! +
-          HEX_BYTES[(word >>> 8) & 0xff]! +
-          HEX_BYTES[word & 0xff]!;
+        for (let j = 0; j < 8; j++) codes[i + j] = HEX_CODES[(word >>> (28 - 4 * j)) & 0xf]!;
       }
-      if (any !== 0) return out;
+      if (any !== 0) return String.fromCharCode(...codes);
     }
   }
 
@@ -117,7 +115,7 @@ export class Prng {
 }
 
 const Z_99 = 2.3263478740408408;
-const HEX_BYTES = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
+const HEX_CODES = Array.from('0123456789abcdef', (c) => c.charCodeAt(0));
 
 function rotl(x: number, k: number): number {
   return (x << k) | (x >>> (32 - k));

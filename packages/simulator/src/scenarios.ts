@@ -28,8 +28,8 @@ function base(name: string, services: MutationServiceSpec[], overrides: Scenario
   return {
     name,
     startUnixMillis: DEFAULT_START_UNIX_MILLIS,
-    durationMillis: 60 * SECOND,
-    requests: 1000,
+    durationMillis: 30 * SECOND,
+    requests: 600,
     nonMutationSpanFraction: 0.8,
     backgroundErrorRate: 0.005,
     regions: [structuredClone(EU)],
@@ -118,8 +118,8 @@ function nodeDowns(
 /** Node-local stores, sticky sessions; nodes fail and sessions fail over within the cluster. */
 export function nodeFailover(overrides: ScenarioOverrides = {}): Scenario {
   return base('node-failover', [payments({ latency: { medianMillis: 900, p99Millis: 1900 } })], {
-    requests: 2000,
-    failures: nodeDowns(3, 10 * SECOND, 17 * SECOND),
+    requests: 1200,
+    failures: nodeDowns(2, 8 * SECOND, 11 * SECOND),
     ...overrides,
   });
 }
@@ -130,15 +130,15 @@ export function regionFailover(overrides: ScenarioOverrides = {}): Scenario {
   service.dedup.scope = 'region';
   service.routing = { policy: 'session', failover: 'global', detectionMillis: 3 * SECOND, pinRetries: false };
   return base('region-failover', [service], {
-    requests: 1500,
+    requests: 1000,
     regions: [structuredClone(EU), structuredClone(US)],
     failures: [
       {
         type: 'region_failover',
         service: 'payments',
         region: 'eu-west-1',
-        startOffsetMillis: 20 * SECOND,
-        durationMillis: 25 * SECOND,
+        startOffsetMillis: 10 * SECOND,
+        durationMillis: 12 * SECOND,
       },
     ],
     ...overrides,
@@ -221,8 +221,8 @@ export function scopeViolation(overrides: ScenarioOverrides = {}): Scenario {
       {
         type: 'error_spike',
         service: 'payments',
-        startOffsetMillis: 20 * SECOND,
-        durationMillis: 20 * SECOND,
+        startOffsetMillis: 10 * SECOND,
+        durationMillis: 10 * SECOND,
         errorRate: 0.8,
       },
     ],
@@ -235,7 +235,7 @@ export function pinnedRetries(overrides: ScenarioOverrides = {}): Scenario {
   const service = payments({ latency: { medianMillis: 600, p99Millis: 2400 } });
   service.routing.pinRetries = true;
   return base('pinned-retries', [service], {
-    failures: nodeDowns(3, 10 * SECOND, 17 * SECOND),
+    failures: nodeDowns(2, 8 * SECOND, 11 * SECOND),
     ...overrides,
   });
 }
@@ -245,7 +245,7 @@ export function clusterStoreInClusterFailover(overrides: ScenarioOverrides = {})
   const service = payments({ latency: { medianMillis: 900, p99Millis: 2400 } });
   service.dedup.scope = 'cluster';
   return base('cluster-store-in-cluster-failover', [service], {
-    failures: nodeDowns(3, 10 * SECOND, 17 * SECOND),
+    failures: nodeDowns(2, 8 * SECOND, 11 * SECOND),
     ...overrides,
   });
 }
@@ -258,13 +258,13 @@ export function globalStore(overrides: ScenarioOverrides = {}): Scenario {
   return base('global-store', [service], {
     regions: [structuredClone(EU), structuredClone(US)],
     failures: [
-      ...nodeDowns(2, 10 * SECOND, 25 * SECOND),
+      ...nodeDowns(2, 5 * SECOND, 15 * SECOND),
       {
         type: 'region_failover',
         service: 'payments',
         region: 'us-east-1',
-        startOffsetMillis: 30 * SECOND,
-        durationMillis: 15 * SECOND,
+        startOffsetMillis: 12 * SECOND,
+        durationMillis: 10 * SECOND,
       },
     ],
     ...overrides,
@@ -278,7 +278,7 @@ export function globalStore(overrides: ScenarioOverrides = {}): Scenario {
  * store error spike), subscriptions (cluster store, sound).
  */
 export function mixed(overrides: ScenarioOverrides = {}): Scenario {
-  const durationMillis = overrides.durationMillis ?? 120 * SECOND;
+  const durationMillis = overrides.durationMillis ?? 90 * SECOND;
   const paymentsService = payments({ weight: 3, downstream: ledger() });
   const orders = payments({
     name: 'orders',
@@ -342,7 +342,7 @@ export function mixed(overrides: ScenarioOverrides = {}): Scenario {
     });
   }
   return base('mixed', [paymentsService, orders, transfers, refunds, subscriptions], {
-    requests: 3000,
+    requests: 2000,
     durationMillis,
     failures,
     ...overrides,

@@ -41,7 +41,7 @@ export interface SimulationBatches {
    * it runs the simulation once on its own (discarding the spans) to compute it.
    */
   truth(): GroundTruth;
-  /** The most spans the last iteration held at once (generated, not yet handed out). */
+  /** The most spans the current (or last) iteration has held at once: generated, not yet handed out. */
   peakBufferedSpans(): number;
 }
 
@@ -61,27 +61,33 @@ export function simulateBatches(scenario: Scenario, options: BatchOptions = {}):
   const seed = options.seed ?? DEFAULT_SEED;
   const batchSize = options.batchSize ?? DEFAULT_BATCH_SIZE;
   if (!(batchSize >= 1)) throw new RangeError(`batchSize must be >= 1, received ${batchSize}`);
-  let truth: GroundTruth | undefined;
-  let peak = 0;
-  const onDone = (result: GroundTruth, peakSpans: number): void => {
-    truth = result;
-    peak = peakSpans;
-  };
+  const progress: Progress = { peakBufferedSpans: 0, truth: undefined };
   return {
-    batches: { [Symbol.iterator]: () => generateBatches(frozen, seed, batchSize, onDone) },
+    batches: { [Symbol.iterator]: () => generateBatches(frozen, seed, batchSize, progress) },
     truth: () => {
-      if (!truth) for (const _ of generateBatches(frozen, seed, batchSize, onDone));
-      return structuredClone(truth!);
+      if (!progress.truth) {
+        const pass = generateBatches(frozen, seed, batchSize, progress);
+        while (!pass.next().done);
+      }
+      return structuredClone(progress.truth!);
     },
-    peakBufferedSpans: () => peak,
+    peakBufferedSpans: () => progress.peakBufferedSpans,
   };
+}
+
+/** Shared between a `SimulationBatches` and its iterations. */
+interface Progress {
+  /** Of the current (or last) iteration. */
+  peakBufferedSpans: number;
+  /** Set when an iteration completes. */
+  truth: GroundTruth | undefined;
 }
 
 function* generateBatches(
   scenario: Scenario,
   seed: number,
   batchSize: number,
-  onDone: (truth: GroundTruth, peakSpans: number) => void,
+  progress: Progress,
 ): Generator<Span[]> {
   const topology = buildTopology(scenario, new Prng(TOPOLOGY_SEED));
   const schedule = new FailureSchedule(scenario, topology, new Prng(scenario.failureSeed ?? seed));
@@ -101,7 +107,7 @@ function* generateBatches(
   let otherSpans = 0;
   let backgroundSpans = 0;
   let backgroundUnits = 0;
-  let peak = 0;
+  progress.peakBufferedSpans = 0;
 
   function* release(beforeUnixMillis: number): Generator<Span[]> {
     while (queue.peekTime() < beforeUnixMillis) {
@@ -120,7 +126,7 @@ function* generateBatches(
       else otherSpans++;
     }
     generated += spans.length;
-    if (queue.size > peak) peak = queue.size;
+    if (queue.size > progress.peakBufferedSpans) progress.peakBufferedSpans = queue.size;
     return true;
   };
 
@@ -164,5 +170,5 @@ function* generateBatches(
   }
   yield* release(Number.POSITIVE_INFINITY);
   if (batch.length > 0) yield batch;
-  onDone(recorder.truth(), peak);
+  progress.truth = recorder.truth();
 }

@@ -43,9 +43,15 @@ export class TimeQueue<T> {
   }
 
   private swap(a: number, b: number): void {
-    [this.times[a], this.times[b]] = [this.times[b]!, this.times[a]!];
-    [this.seqs[a], this.seqs[b]] = [this.seqs[b]!, this.seqs[a]!];
-    [this.items[a], this.items[b]] = [this.items[b]!, this.items[a]!];
+    const time = this.times[a]!;
+    this.times[a] = this.times[b]!;
+    this.times[b] = time;
+    const seq = this.seqs[a]!;
+    this.seqs[a] = this.seqs[b]!;
+    this.seqs[b] = seq;
+    const item = this.items[a]!;
+    this.items[a] = this.items[b]!;
+    this.items[b] = item;
   }
 
   private up(i: number): void {

@@ -47,6 +47,8 @@ export interface Topology {
   regions: string[];
   /** Cluster names per region, in scenario order. */
   clustersByRegion: Map<string, string[]>;
+  /** Services that serve reads to the caller: every one but the caller. */
+  readTargets: SimService[];
 }
 
 export function clusterKey(region: string, cluster: string): string {
@@ -130,6 +132,7 @@ export function buildTopology(scenario: Scenario, rng: Prng): Topology {
     services,
     regions: scenario.regions.map((r) => r.name),
     clustersByRegion: new Map(scenario.regions.map((r) => [r.name, [...r.clusters]])),
+    readTargets: [...services.values()].filter((s) => s.spec !== undefined),
   };
 }
 

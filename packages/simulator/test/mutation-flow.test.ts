@@ -1,0 +1,244 @@
+import { type Span, SpanKind, StatusCode } from '@keyscope/otlp';
+import { describe, expect, it } from 'vitest';
+import { IDEMPOTENCY_KEY_HEADER, scenarios, simulate } from '../src/index.ts';
+
+function keyOf(span: Span): string | undefined {
+  const header = span.attributes[IDEMPOTENCY_KEY_HEADER];
+  return Array.isArray(header) ? (header[0] as string) : undefined;
+}
+
+function byId(spans: Span[]): Map<string, Span> {
+  return new Map(spans.map((s) => [s.traceId + s.spanId, s]));
+}
+
+describe('mutation spans', () => {
+  const failover = simulate(scenarios.nodeFailover({ requests: 400, durationMillis: 20_000 }));
+  const spans = failover.spans;
+  const index = byId(spans);
+
+  it('parents every keyed SERVER span on the CLIENT span that sent it, with the same key', () => {
+    const servers = spans.filter((s) => s.kind === SpanKind.SERVER && keyOf(s) !== undefined);
+    expect(servers.length).toBeGreaterThan(0);
+    for (const server of servers) {
+      const client = index.get(server.traceId + server.parentSpanId)!;
+      expect(client.kind).toBe(SpanKind.CLIENT);
+      expect(keyOf(client)).toBe(keyOf(server));
+      expect(server.name).toBe('POST /payments');
+      expect(server.attributes).toMatchObject({
+        'http.route': '/payments',
+        'http.request.method': 'POST',
+        'url.path': '/payments',
+      });
+      expect(typeof server.attributes['http.response.status_code']).toBe('number');
+    }
+  });
+
+  it('captures the idempotency key header as a one-element string array', () => {
+    const keyed = spans.filter((s) => s.attributes[IDEMPOTENCY_KEY_HEADER] !== undefined);
+    expect(keyed.length).toBeGreaterThan(0);
+    for (const span of keyed) {
+      const header = span.attributes[IDEMPOTENCY_KEY_HEADER] as unknown[];
+      expect(header).toHaveLength(1);
+      expect(typeof header[0]).toBe('string');
+    }
+  });
+
+  it('records the dedup decision on an idempotency.check child of the SERVER span', () => {
+    const checks = spans.filter((s) => s.name === 'idempotency.check');
+    expect(checks.length).toBeGreaterThan(0);
+    for (const check of checks) {
+      expect(check.kind).toBe(SpanKind.INTERNAL);
+      expect(check.scope.name).toBe('payments');
+      const server = index.get(check.traceId + check.parentSpanId)!;
+      expect(server.kind).toBe(SpanKind.SERVER);
+      expect(check.attributes).toMatchObject({
+        'idempotency.key': keyOf(server),
+        'idempotency.scope': 'node',
+        'http.route': '/payments',
+      });
+      expect(['miss', 'hit', 'in_progress', 'mismatch', 'error']).toContain(
+        check.attributes['idempotency.outcome'],
+      );
+      expect(check.attributes['idempotency.store']).toMatch(/^payments-idem@/);
+      expect(typeof check.attributes['tenant.id']).toBe('string');
+    }
+  });
+
+  it('counts resends per submission and writes the count only on resends', () => {
+    const sends = new Map<string, Span[]>();
+    for (const span of spans) {
+      if (span.kind !== SpanKind.CLIENT || keyOf(span) === undefined) continue;
+      const id = span.traceId + span.parentSpanId;
+      sends.set(id, [...(sends.get(id) ?? []), span]);
+    }
+    let resent = 0;
+    for (const series of sends.values()) {
+      series.sort((a, b) => a.startTimeUnixMillis - b.startTimeUnixMillis);
+      expect(series[0]!.attributes['http.request.resend_count']).toBeUndefined();
+      expect(series.slice(1).map((span) => span.attributes['http.request.resend_count'])).toEqual(
+        series.slice(1).map((_, i) => i + 1),
+      );
+      if (series.length > 1) resent++;
+    }
+    expect(resent).toBeGreaterThan(0);
+  });
+
+  it('marks a timed-out send as an error without a status code', () => {
+    const timeouts = spans.filter(
+      (s) => s.kind === SpanKind.CLIENT && keyOf(s) !== undefined && s.attributes['error.type'] === 'timeout',
+    );
+    expect(timeouts.length).toBeGreaterThan(0);
+    for (const span of timeouts) {
+      expect(span.status.code).toBe(StatusCode.ERROR);
+      expect(span.attributes['http.response.status_code']).toBeUndefined();
+      expect(span.events.map((e) => e.name)).toEqual(['exception']);
+      expect(span.endTimeUnixMillis - span.startTimeUnixMillis).toBeCloseTo(2000, 0);
+    }
+  });
+
+  it('shares one resource per node carrying placement and SDK attributes', () => {
+    const resources = new Map<string, Span['resource']>();
+    for (const span of spans) {
+      const id = span.resource.attributes['service.instance.id'] as string;
+      const seen = resources.get(id);
+      if (seen) expect(span.resource).toBe(seen);
+      else resources.set(id, span.resource);
+    }
+    for (const resource of resources.values()) {
+      expect(Object.keys(resource.attributes)).toEqual(
+        expect.arrayContaining([
+          'service.name',
+          'service.instance.id',
+          'host.name',
+          'k8s.cluster.name',
+          'k8s.namespace.name',
+          'k8s.pod.name',
+          'cloud.region',
+          'cloud.availability_zone',
+          'telemetry.sdk.name',
+          'telemetry.sdk.language',
+          'telemetry.sdk.version',
+          'process.pid',
+          'process.runtime.name',
+          'process.runtime.version',
+          'os.type',
+          'host.arch',
+          'deployment.environment.name',
+        ]),
+      );
+    }
+  });
+
+  it('shares one instrumentation scope object per instrumentation', () => {
+    const scopes = new Map<string, Span['scope']>();
+    for (const span of spans) {
+      const seen = scopes.get(span.scope.name);
+      if (seen) expect(span.scope).toBe(seen);
+      else scopes.set(span.scope.name, span.scope);
+    }
+    expect([...scopes.keys()]).toEqual(
+      expect.arrayContaining([
+        '@opentelemetry/instrumentation-http',
+        '@opentelemetry/instrumentation-pg',
+        'payments',
+      ]),
+    );
+  });
+
+  it('writes 32- and 16-character hex ids and keeps roots parentless', () => {
+    for (const span of spans) {
+      expect(span.traceId).toMatch(/^[0-9a-f]{32}$/);
+      expect(span.spanId).toMatch(/^[0-9a-f]{16}$/);
+      expect(span.parentSpanId).toMatch(/^([0-9a-f]{16})?$/);
+    }
+    expect(spans.filter((s) => s.parentSpanId === '').every((s) => s.kind !== SpanKind.CLIENT)).toBe(true);
+  });
+
+  it('sees every true execution as a miss span in the store the truth names', () => {
+    const executions = failover.truth.keys.flatMap((k) => k.executions);
+    expect(executions.length).toBeGreaterThan(0);
+    for (const execution of executions) {
+      const span = index.get(execution.traceId + execution.spanId)!;
+      expect(span.attributes['idempotency.outcome']).toBe('miss');
+      expect(span.attributes['idempotency.store']).toBe(execution.store);
+      expect(span.resource.attributes['service.instance.id']).toBe(execution.node);
+      expect(span.startTimeUnixMillis).toBe(execution.startUnixMillis);
+    }
+  });
+
+  it('emits no SERVER span on a node while it is down', () => {
+    for (const event of failover.truth.routingEvents) {
+      const silent = spans.filter(
+        (s) =>
+          s.kind === SpanKind.SERVER &&
+          s.resource.attributes['service.instance.id'] === event.node &&
+          s.startTimeUnixMillis >= event.startUnixMillis &&
+          s.startTimeUnixMillis < event.endUnixMillis,
+      );
+      expect(silent).toEqual([]);
+    }
+  });
+});
+
+describe('mutation spans, by service options', () => {
+  it('sends two server spans under one client span when a proxy retries', () => {
+    const { spans } = simulate(scenarios.proxyRetry({ requests: 200 }));
+    const children = new Map<string, number>();
+    for (const span of spans) {
+      if (span.kind === SpanKind.SERVER && keyOf(span) !== undefined) {
+        const parent = span.traceId + span.parentSpanId;
+        children.set(parent, (children.get(parent) ?? 0) + 1);
+      }
+    }
+    expect(Math.max(...children.values())).toBe(2);
+    const proxied = spans.find((s) => s.kind === SpanKind.CLIENT && keyOf(s) !== undefined)!;
+    expect(proxied.attributes['network.peer.address']).toBe('10.0.0.10');
+  });
+
+  it('records the decision on the SERVER span when the service says so', () => {
+    const { spans } = simulate(scenarios.downstreamAbsorbed({ requests: 100 }));
+    const ledger = spans.filter(
+      (s) =>
+        s.resource.attributes['service.name'] === 'ledger' && s.attributes['idempotency.key'] !== undefined,
+    );
+    expect(ledger.length).toBeGreaterThan(0);
+    for (const span of ledger) {
+      expect(span.kind).toBe(SpanKind.SERVER);
+      expect(span.attributes['idempotency.store']).toBe('ledger-idem@eu-west-1');
+    }
+    expect(
+      spans.some((s) => s.name === 'idempotency.check' && s.resource.attributes['service.name'] === 'ledger'),
+    ).toBe(false);
+  });
+
+  it('omits idempotency.store when the service does not record it', () => {
+    const { spans } = simulate(scenarios.keyCollision({ requests: 100 }));
+    const checks = spans.filter((s) => s.name === 'idempotency.check');
+    expect(checks.length).toBeGreaterThan(0);
+    expect(checks.every((s) => !('idempotency.store' in s.attributes))).toBe(true);
+    expect(checks.every((s) => s.attributes['idempotency.scope'] === 'global')).toBe(true);
+  });
+
+  it('loses the spans of executions in flight on a failed node when configured, but not their truth', () => {
+    const scenario = {
+      ...scenarios.nodeFailover({ requests: 600, durationMillis: 15_000 }),
+      inFlightSpansOnFailure: 'lost' as const,
+    };
+    const { spans, truth } = simulate(scenario);
+    const ids = new Set(spans.map((s) => s.traceId + s.spanId));
+    const executions = truth.keys.flatMap((k) => k.executions);
+    const missing = executions.filter((e) => !ids.has(e.traceId + e.spanId));
+    expect(truth.keys.length).toBeGreaterThan(0);
+    expect(missing.length).toBe(truth.keys.length);
+    for (const event of truth.routingEvents) {
+      // Nothing the failed node was still working on at the failure reaches the pipeline.
+      const late = spans.filter(
+        (s) =>
+          s.resource.attributes['service.instance.id'] === event.node &&
+          s.endTimeUnixMillis > event.startUnixMillis &&
+          s.startTimeUnixMillis < event.endUnixMillis,
+      );
+      expect(late).toEqual([]);
+    }
+  });
+});

@@ -1,0 +1,171 @@
+import { describe, expect, it } from 'vitest';
+import { scenarios, simulate } from '../src/index.ts';
+import type { Scenario } from '../src/scenario.ts';
+
+const runs = new Map<string, ReturnType<typeof simulate>>();
+/** Each named scenario at its default size and seed, simulated once per file. */
+function run(name: string, build: () => Scenario) {
+  let result = runs.get(name);
+  if (!result) runs.set(name, (result = simulate(build())));
+  return result;
+}
+
+function classes(result: ReturnType<typeof simulate>): string[] {
+  return [...new Set(result.truth.keys.map((k) => k.class + (k.cause ? `/${k.cause}` : '')))].sort();
+}
+
+describe('scenarios', () => {
+  it('nodeFailover doubles payments in two node stores, each tied to a node_down event', () => {
+    const result = run('nodeFailover', scenarios.nodeFailover);
+    const { keys, routingEvents } = result.truth;
+    expect(keys.length).toBeGreaterThanOrEqual(5);
+    expect(classes(result)).toEqual(['cross_store_duplicate']);
+    const events = new Map(routingEvents.map((e) => [e.id, e]));
+    for (const key of keys) {
+      const event = events.get(key.routingEventId!);
+      expect(event?.type).toBe('node_down');
+      expect(key.retriedBy).toBe('client');
+      // The first execution ran on the node that failed; the retry landed elsewhere.
+      expect(key.executions[0]!.node).toBe(event!.node);
+      expect(new Set(key.executions.map((e) => e.node)).size).toBe(key.executions.length);
+      expect(key.stores).toHaveLength(key.executions.length);
+    }
+  });
+
+  it('regionFailover doubles payments across the two regions’ stores', () => {
+    const result = run('regionFailover', scenarios.regionFailover);
+    const { keys, routingEvents } = result.truth;
+    expect(keys.length).toBeGreaterThanOrEqual(5);
+    expect(classes(result)).toEqual(['cross_store_duplicate']);
+    expect(routingEvents).toMatchObject([
+      { id: 'region_failover-1', type: 'region_failover', region: 'eu-west-1' },
+    ]);
+    for (const key of keys) {
+      expect(key.routingEventId).toBe('region_failover-1');
+      // Failover and failback both double: the order of the two regions varies.
+      expect([...key.stores].sort()).toEqual(['payments-idem@eu-west-1', 'payments-idem@us-east-1']);
+    }
+  });
+
+  it('slowTail doubles payments without any routing event', () => {
+    const result = run('slowTail', scenarios.slowTail);
+    expect(result.truth.keys.length).toBeGreaterThanOrEqual(5);
+    expect(classes(result)).toEqual(['cross_store_duplicate']);
+    expect(result.truth.routingEvents).toEqual([]);
+    expect(result.truth.keys.every((k) => k.routingEventId === undefined && k.retriedBy === 'client')).toBe(
+      true,
+    );
+  });
+
+  it('proxyRetry doubles payments that the client sent once', () => {
+    const result = run('proxyRetry', scenarios.proxyRetry);
+    expect(result.truth.keys.length).toBeGreaterThanOrEqual(5);
+    expect(classes(result)).toEqual(['cross_store_duplicate']);
+    expect(result.truth.keys.every((k) => k.retriedBy === 'proxy')).toBe(true);
+  });
+
+  it('ttlExpired re-executes redriven payments in the same store after the key expired', () => {
+    const scenario = scenarios.ttlExpired();
+    const result = run('ttlExpired', scenarios.ttlExpired);
+    expect(result.truth.keys.length).toBeGreaterThanOrEqual(5);
+    expect(classes(result)).toEqual(['same_store_duplicate/ttl_expired']);
+    for (const key of result.truth.keys) {
+      const [first, second] = key.executions;
+      expect(second!.startUnixMillis - first!.startUnixMillis).toBeGreaterThan(
+        scenario.services[0]!.dedup.keyTtlMillis,
+      );
+      expect(second!.traceId).not.toBe(first!.traceId);
+    }
+  });
+
+  it('race executes double submits twice in one store without an in-flight lock', () => {
+    const result = run('race', scenarios.race);
+    expect(result.truth.keys.length).toBeGreaterThanOrEqual(5);
+    expect(classes(result)).toEqual(['same_store_duplicate/race']);
+    for (const key of result.truth.keys) {
+      const [first, second] = key.executions;
+      expect(second!.startUnixMillis - first!.startUnixMillis).toBeLessThan(100);
+    }
+  });
+
+  it('downstreamAbsorbed doubles payments but not the ledger entry', () => {
+    const result = run('downstreamAbsorbed', scenarios.downstreamAbsorbed);
+    expect(result.truth.keys.length).toBeGreaterThanOrEqual(5);
+    expect(classes(result)).toEqual(['absorbed_duplicate']);
+    const keys = new Set(result.truth.keys.map((k) => k.key));
+    const ledgerOutcomes = new Map<string, string[]>();
+    for (const span of result.spans) {
+      const key = span.attributes['idempotency.key'];
+      if (span.resource.attributes['service.name'] !== 'ledger' || typeof key !== 'string' || !keys.has(key))
+        continue;
+      ledgerOutcomes.set(key, [
+        ...(ledgerOutcomes.get(key) ?? []),
+        String(span.attributes['idempotency.outcome']),
+      ]);
+    }
+    for (const key of result.truth.keys) {
+      expect(key.service).toBe('payments');
+      const outcomes = ledgerOutcomes.get(key.key)!;
+      expect(outcomes.filter((o) => o === 'miss')).toHaveLength(1);
+      expect(outcomes.length).toBe(key.executions.length);
+    }
+  });
+
+  it('keyCollision serves one tenant another tenant’s replay from the global store', () => {
+    const result = run('keyCollision', scenarios.keyCollision);
+    expect(result.truth.keys.length).toBeGreaterThanOrEqual(5);
+    expect(classes(result)).toEqual(['key_collision']);
+    for (const key of result.truth.keys) {
+      expect(key.tenants).toHaveLength(2);
+      expect(key.executions).toHaveLength(1);
+      expect(key.stores).toEqual(['payments/global']);
+    }
+  });
+
+  it('scopeViolation runs each key once but across two node stores during an error spike', () => {
+    const result = run('scopeViolation', scenarios.scopeViolation);
+    expect(result.truth.keys.length).toBeGreaterThanOrEqual(5);
+    expect(classes(result)).toEqual(['scope_violation']);
+    for (const key of result.truth.keys) {
+      expect(key.executions.length).toBeLessThanOrEqual(1);
+      expect(key.stores.length).toBeGreaterThanOrEqual(2);
+      expect(key.routingEventId).toBe('error_spike-1');
+    }
+  });
+
+  it.each([
+    ['pinnedRetries', scenarios.pinnedRetries],
+    ['clusterStoreInClusterFailover', scenarios.clusterStoreInClusterFailover],
+    ['globalStore', scenarios.globalStore],
+  ])('%s produces no duplicates and no scope violations', (name, build) => {
+    const scenario = build();
+    const result = run(name, build);
+    expect(result.truth.routingEvents.length).toBeGreaterThan(0);
+    expect(result.truth.keys).toEqual([]);
+    expect(result.truth.cleanKeys).toBeGreaterThan(scenario.requests * 0.95);
+  });
+
+  it('mixed combines every class', () => {
+    const result = run('mixed', scenarios.mixed);
+    expect(classes(result)).toEqual([
+      'absorbed_duplicate',
+      'cross_store_duplicate',
+      'key_collision',
+      'same_store_duplicate/race',
+      'same_store_duplicate/ttl_expired',
+      'scope_violation',
+    ]);
+  });
+
+  it('applies overrides to top-level fields', () => {
+    const scenario = scenarios.slowTail({ requests: 10, durationMillis: 5000 });
+    expect(scenario).toMatchObject({ requests: 10, durationMillis: 5000, name: 'slow-tail' });
+    expect(simulate(scenario).truth.cleanKeys).toBeLessThanOrEqual(10);
+  });
+
+  it('returns a fresh object on every call', () => {
+    const a = scenarios.nodeFailover();
+    a.services[0]!.dedup.scope = 'global';
+    expect(scenarios.nodeFailover().services[0]!.dedup.scope).toBe('node');
+  });
+});
