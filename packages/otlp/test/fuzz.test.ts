@@ -1,0 +1,260 @@
+import { isKeyscopeError } from '@keyscope/errors';
+import { JsonTraceSerializer, ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer';
+import { describe, expect, it } from 'vitest';
+import { decodeTracesJson } from '../src/decode-json.ts';
+import type { DecodeOptions } from '../src/decode-options.ts';
+import { decodeTraces } from '../src/decode-protobuf.ts';
+import { encodeTraces } from '../src/encode-protobuf.ts';
+import { OTLP_ERRORS } from '../src/errors.ts';
+import { officialEncode } from './support/reference-decoder.ts';
+import { sdkSpans } from './support/sdk-spans.ts';
+
+/** mulberry32: a tiny seeded PRNG, so every run mutates the same way and a failure reproduces. */
+function prng(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const KNOWN_CODES = new Set(OTLP_ERRORS.map((definition) => definition.code));
+
+/** Seed payloads: the SDK exporter's batch, every AnyValue kind, and a re-encoded batch. */
+function seeds(): Uint8Array[] {
+  const sdk = ProtobufTraceSerializer.serializeRequest(sdkSpans())!;
+  const id = (hex: string) => Uint8Array.from(Buffer.from(hex, 'hex'));
+  const anyValues = officialEncode({
+    resourceSpans: [
+      {
+        resource: { attributes: [{ key: 'service.name', value: { stringValue: 'payments' } }] },
+        scopeSpans: [
+          {
+            scope: { name: 's', version: 'v' },
+            spans: [
+              {
+                traceId: id('0af7651916cd43dd8448eb211c80319c'),
+                spanId: id('b7ad6b7169203331'),
+                parentSpanId: id('b7ad6b7169203330'),
+                name: 'n',
+                kind: 3,
+                startTimeUnixNano: 1,
+                endTimeUnixNano: 2,
+                status: { code: 2, message: 'm' },
+                events: [
+                  { name: 'e', timeUnixNano: 3, attributes: [{ key: 'x', value: { boolValue: true } }] },
+                ],
+                attributes: [
+                  {
+                    key: 'k',
+                    value: {
+                      kvlistValue: {
+                        values: [
+                          { key: 'b', value: { bytesValue: Uint8Array.from([1, 2, 3]) } },
+                          {
+                            key: 'a',
+                            value: { arrayValue: { values: [{ intValue: -5 }, { doubleValue: 0.5 }, {}] } },
+                          },
+                        ],
+                      },
+                    },
+                  },
+                  { key: 'i', value: { intValue: '9223372036854775807' } },
+                ],
+              },
+            ],
+          },
+        ],
+      },
+    ],
+  });
+  return [sdk, anyValues, encodeTraces(decodeTraces(sdk).slice(0, 3))];
+}
+
+type Mutation = (input: Uint8Array, random: () => number, other: Uint8Array) => Uint8Array;
+const at = (random: () => number, length: number) => Math.floor(random() * Math.max(length, 1));
+
+/** `input` with `deleted` bytes at `position` replaced by `inserted`, without per-byte spreads. */
+function splice(
+  input: Uint8Array,
+  position: number,
+  deleted: number,
+  inserted: ArrayLike<number>,
+): Uint8Array {
+  const end = Math.min(input.length, position + deleted);
+  const out = new Uint8Array(position + inserted.length + input.length - end);
+  out.set(input.subarray(0, position));
+  out.set(inserted, position);
+  out.set(input.subarray(end), position + inserted.length);
+  return out;
+}
+
+const mutations: Mutation[] = [
+  // Bit flip.
+  (input, random) => {
+    const out = input.slice();
+    if (out.length > 0) out[at(random, out.length)]! ^= 1 << at(random, 8);
+    return out;
+  },
+  // Random byte.
+  (input, random) => {
+    const out = input.slice();
+    if (out.length > 0) out[at(random, out.length)] = at(random, 256);
+    return out;
+  },
+  // Insert 1–4 random bytes.
+  (input, random) =>
+    splice(
+      input,
+      at(random, input.length + 1),
+      0,
+      Array.from({ length: 1 + at(random, 4) }, () => at(random, 256)),
+    ),
+  // Delete 1–8 bytes.
+  (input, random) => splice(input, at(random, input.length), 1 + at(random, 8), []),
+  // Truncate.
+  (input, random) => input.slice(0, at(random, input.length)),
+  // Corrupt what may be a length prefix: small, large and multi-byte varints.
+  (input, random) => {
+    const position = at(random, input.length);
+    const choices = [
+      [0],
+      [0x7f],
+      [0xff, 0x7f],
+      [0xff, 0xff, 0xff, 0xff, 0x0f],
+      [((input[position] ?? 0) + 1) & 0xff],
+    ];
+    return splice(input, position, 1, choices[at(random, choices.length)]!);
+  },
+  // Splice a slice of another payload in.
+  (input, random, other) => {
+    const from = at(random, other.length);
+    return splice(
+      input,
+      at(random, input.length),
+      at(random, 16),
+      other.subarray(from, from + 1 + at(random, 64)),
+    );
+  },
+  // Duplicate a slice in place (repeated fields, overlapping messages).
+  (input, random) => {
+    const from = at(random, input.length);
+    return splice(input, from, 0, input.slice(from, from + 1 + at(random, 32)));
+  },
+];
+
+const OPTIONS: (DecodeOptions | undefined)[] = [
+  undefined,
+  {
+    spanAttributes: new Set(['idempotency.key']),
+    resourceAttributes: new Set(['service.name']),
+    events: false,
+  },
+  { maxDepth: 1 },
+];
+
+/** Decodes and returns 'ok', or the KeyscopeError code; anything else fails the test. */
+function outcome(run: () => unknown, describeInput: () => string): string {
+  try {
+    const spans = run();
+    expect(Array.isArray(spans)).toBe(true);
+    return 'ok';
+  } catch (error) {
+    if (!isKeyscopeError(error) || !KNOWN_CODES.has(error.code)) {
+      throw new Error(`unexpected ${String(error)} for ${describeInput()}`, { cause: error });
+    }
+    return error.code;
+  }
+}
+
+describe('decoders under mutated input', () => {
+  it('either decode mutated protobuf or throw a KeyscopeError with a known code', () => {
+    const random = prng(0x5eed);
+    const inputs = seeds();
+    const seen = new Map<string, number>();
+    for (let i = 0; i < 12_000; i++) {
+      const seed = inputs[i % inputs.length]!;
+      let payload = seed;
+      const rounds = 1 + at(random, 3);
+      for (let round = 0; round < rounds; round++) {
+        payload = mutations[at(random, mutations.length)]!(
+          payload,
+          random,
+          inputs[at(random, inputs.length)]!,
+        );
+      }
+      const options = OPTIONS[i % OPTIONS.length];
+      const code = outcome(
+        () => decodeTraces(payload, options),
+        () => `iteration ${i}: ${Buffer.from(payload).toString('hex')}`,
+      );
+      seen.set(code, (seen.get(code) ?? 0) + 1);
+    }
+    // The mutations reach the decoder's checks, not only its first bytes.
+    expect(seen.get('ok')).toBeGreaterThan(100);
+    for (const code of ['KS_OTLP_TRUNCATED', 'KS_OTLP_WIRE_TYPE', 'KS_OTLP_ID_LENGTH', 'KS_OTLP_UTF8']) {
+      expect(seen.get(code), code).toBeGreaterThan(0);
+    }
+  });
+
+  it('either decode mutated JSON or throw a KeyscopeError with a known code', () => {
+    const random = prng(0x15);
+    const text = new TextDecoder().decode(JsonTraceSerializer.serializeRequest(sdkSpans())!);
+    const document = JSON.parse(text);
+    const seen = new Map<string, number>();
+    const replacements: unknown[] = [
+      null,
+      0,
+      -1,
+      1.5,
+      '',
+      'x',
+      'NaN',
+      '12',
+      true,
+      [],
+      {},
+      [{}],
+      { values: [1] },
+    ];
+    for (let i = 0; i < 1_500; i++) {
+      let input: string;
+      if (i % 2 === 0) {
+        // Text mutations: most break the JSON syntax.
+        const position = at(random, text.length);
+        const kind = at(random, 3);
+        if (kind === 0) input = text.slice(0, position) + text.slice(position + 1 + at(random, 4));
+        else if (kind === 1)
+          input = text.slice(0, position) + '{}[]",:0a-\\'[at(random, 11)]! + text.slice(position);
+        else input = text.slice(0, position);
+      } else {
+        // Structural mutations: valid JSON with one value of the wrong type or shape.
+        const copy = structuredClone(document);
+        let node: unknown = copy;
+        for (let depth = 0; depth < 12; depth++) {
+          if (typeof node !== 'object' || node === null) break;
+          const keys = Object.keys(node);
+          if (keys.length === 0) break;
+          const key = keys[at(random, keys.length)]!;
+          const child = (node as Record<string, unknown>)[key];
+          if (random() < 0.2 || typeof child !== 'object' || child === null) {
+            (node as Record<string, unknown>)[key] = replacements[at(random, replacements.length)];
+            break;
+          }
+          node = child;
+        }
+        input = JSON.stringify(copy);
+      }
+      const code = outcome(
+        () => decodeTracesJson(input, OPTIONS[i % OPTIONS.length]),
+        () => `iteration ${i}: ${input}`,
+      );
+      seen.set(code, (seen.get(code) ?? 0) + 1);
+    }
+    expect(seen.get('ok')).toBeGreaterThan(10);
+    expect(seen.get('KS_OTLP_JSON')).toBeGreaterThan(100);
+  });
+});
