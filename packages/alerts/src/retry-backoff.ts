@@ -27,6 +27,8 @@ export function parseRetryAfter(value: string | null, nowUnixMillis: number): nu
   if (value === null) return null;
   const text = value.trim();
   if (/^\d+$/.test(text)) return Number(text) * 1000;
+  // HTTP dates name the weekday and month; without a letter, Date.parse would read "-5" as a year.
+  if (!/[a-z]/i.test(text)) return null;
   const date = Date.parse(text);
   if (Number.isNaN(date)) return null;
   return Math.max(0, date - nowUnixMillis);

@@ -1,5 +1,5 @@
 import type { Attempt, NodeActivity } from '@keyscope/attempts';
-import { createDetector, type DetectorChanges, type Finding } from '@keyscope/detector';
+import { createDetector, type DetectorChanges, type Finding, type Incident } from '@keyscope/detector';
 import type { KeyscopeStore } from '@keyscope/store';
 import { activity, server, TEST_EPOCH_UNIX_MILLIS } from '@keyscope/testkit';
 import type { Alerter } from '../../src/index.ts';
@@ -67,3 +67,18 @@ export function nodeADown(): NodeActivity[] {
 
 /** Far enough after the test epoch for every incident above to be quiet past its period. */
 export const QUIET_SECOND = 3 * 60 * 60;
+
+/** The incident the detector makes of `attempts` (exactly one expected); `resolved` ticks past its quiet period. */
+export function incidentOf(attempts: Attempt[], options: { resolved?: boolean } = {}): Incident {
+  const detector = createDetector();
+  let incidents = detector.ingest({
+    attempts,
+    activity: [],
+    duplicateSpans: 0,
+    invalid: { outcome: 0, hit: 0, scope: 0 },
+  }).incidents;
+  if (options.resolved === true)
+    incidents = detector.tick(TEST_EPOCH_UNIX_MILLIS + QUIET_SECOND * 1000).incidents;
+  if (incidents.length !== 1) throw new Error(`expected one incident, the detector made ${incidents.length}`);
+  return incidents[0]!;
+}

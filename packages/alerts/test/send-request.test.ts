@@ -1,0 +1,93 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { sendRequest } from '../src/send-request.ts';
+import { type Answer, type HttpReceiver, startReceiver } from './support/http-receiver.ts';
+
+const OPTIONS = { fetch: globalThis.fetch, timeoutMillis: 2_000, nowUnixMillis: Date.now };
+
+let receiver: HttpReceiver | undefined;
+
+afterEach(async () => {
+  await receiver?.close();
+  receiver = undefined;
+});
+
+async function answerWith(answer: Answer) {
+  receiver = await startReceiver(() => answer);
+  return sendRequest(
+    { url: receiver.url, headers: { 'content-type': 'application/json' }, body: { a: 1 } },
+    OPTIONS,
+  );
+}
+
+describe('sendRequest', () => {
+  it('counts any 2xx as delivered', async () => {
+    expect(await answerWith({ status: 202 })).toEqual({ outcome: 'delivered', status: 202 });
+    expect(receiver!.requests[0]).toMatchObject({ method: 'POST', body: { a: 1 } });
+  });
+
+  it('retries on 5xx, 408, 425 and 429, keeping Retry-After and the start of the body', async () => {
+    expect(await answerWith({ status: 503, body: '<html>\n  down for maintenance\n</html>' })).toEqual({
+      outcome: 'retry',
+      error: 'HTTP 503: <html> down for maintenance </html>',
+      retryAfterMillis: null,
+    });
+    for (const status of [408, 425, 429]) {
+      await receiver!.close();
+      expect(await answerWith({ status, headers: { 'retry-after': '3' } })).toMatchObject({
+        outcome: 'retry',
+        retryAfterMillis: 3_000,
+      });
+    }
+  });
+
+  it('abandons on other 4xx, which the sink will refuse again', async () => {
+    for (const status of [400, 401, 403, 404, 410, 413]) {
+      await receiver?.close();
+      expect(await answerWith({ status })).toMatchObject({ outcome: 'abandon', error: `HTTP ${status}` });
+    }
+  });
+
+  it('does not follow a redirect with the page, and says where it pointed', async () => {
+    expect(
+      await answerWith({ status: 301, headers: { location: 'https://elsewhere.example/hook' } }),
+    ).toEqual({
+      outcome: 'abandon',
+      error: 'HTTP 301 redirect to https://elsewhere.example/hook; configure the final URL',
+    });
+    expect(receiver!.requests).toHaveLength(1);
+  });
+
+  it('retries when the connection is reset or refused', async () => {
+    expect(await answerWith('reset')).toMatchObject({
+      outcome: 'retry',
+      error: expect.stringMatching(/^network error/),
+    });
+    const url = receiver!.url;
+    await receiver!.close();
+    receiver = undefined;
+    expect(await sendRequest({ url, headers: {}, body: {} }, OPTIONS)).toMatchObject({
+      outcome: 'retry',
+      error: expect.stringContaining('ECONNREFUSED'),
+    });
+  });
+
+  it('gives up on a sink that does not answer within the timeout and retries later', async () => {
+    const silent = createServer(() => {});
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = silent.address() as AddressInfo;
+      const started = Date.now();
+      const result = await sendRequest(
+        { url: `http://127.0.0.1:${port}/`, headers: {}, body: {} },
+        { ...OPTIONS, timeoutMillis: 100 },
+      );
+      expect(result).toEqual({ outcome: 'retry', error: 'no answer within 100 ms', retryAfterMillis: null });
+      expect(Date.now() - started).toBeLessThan(2_000);
+    } finally {
+      silent.closeAllConnections();
+      await new Promise((resolve) => silent.close(resolve));
+    }
+  });
+});
