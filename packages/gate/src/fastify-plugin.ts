@@ -38,7 +38,19 @@ interface Pending {
   threw: boolean;
 }
 
-const KNOWN_OPTIONS = ['gate', 'header', 'fingerprint', 'tenantOf', 'spanOf', 'replayHeaders', 'problemType'];
+const KNOWN_OPTIONS = [
+  'gate',
+  'header',
+  'fingerprint',
+  'tenantOf',
+  'spanOf',
+  'replayHeaders',
+  'problemType',
+  // fastify's own register options, which it hands to every plugin too
+  'prefix',
+  'logLevel',
+  'logSerializers',
+];
 
 /**
  * The fastify adapter. Registered on an instance, it guards the routes registered after it whose

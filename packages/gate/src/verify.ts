@@ -20,7 +20,10 @@ export type DedupMode = 'scope' | 'pinned' | 'downstream';
  * or null when none does. Throws KS_GATE_CONFIG_INVALID for a malformed configuration.
  */
 export function dedupMode(config: ScopeConfig): DedupMode | null {
-  const checked = checkScopeConfig(config);
+  return modeOf(checkScopeConfig(config));
+}
+
+function modeOf(checked: ScopeConfig): DedupMode | null {
   if (keyScopeCovers(checked)) return 'scope';
   if (checked.pinning === 'enforced') return 'pinned';
   if (checked.downstream !== undefined) return 'downstream';
@@ -32,10 +35,10 @@ export function dedupMode(config: ScopeConfig): DedupMode | null {
  * it sound, or throws `IdempotencyScopeError` naming both scopes and the smallest covering level.
  */
 export function verify(config: ScopeConfig): DedupMode {
-  const mode = dedupMode(config);
-  if (mode !== null) return mode;
   const checked = checkScopeConfig(config);
-  const smallest = smallestCoveringLevel(checked);
+  const mode = modeOf(checked);
+  if (mode !== null) return mode;
+  const smallest = coveringLevel(checked);
   throw new IdempotencyScopeError(scopeMessage(checked, smallest), {
     keyScope: checked.keyScope,
     retryScope: smallest,
@@ -49,7 +52,10 @@ export function verify(config: ScopeConfig): DedupMode {
  * moves up rather than guessing.
  */
 export function smallestCoveringLevel(config: ScopeConfig): PlacementLevel {
-  const { retryScope, placement } = checkScopeConfig(config);
+  return coveringLevel(checkScopeConfig(config));
+}
+
+function coveringLevel({ retryScope, placement }: ScopeConfig): PlacementLevel {
   if ('level' in retryScope) return retryScope.level;
   for (const level of PLACEMENT_LEVELS) {
     if (level === 'global') break;

@@ -126,16 +126,30 @@ describe.each(STORES)('idempotencyPlugin on the %s', (_name, makeStore) => {
     const { pay, state, outcomes } = await paymentsApp(makeStore());
     const release = deferred();
     state.hold = release.promise;
-    const first = pay('k1');
-    await state.entered;
-    const second = await pay('k1');
-    expect(second.statusCode).toBe(409);
-    expect(second.headers['content-type']).toMatch(/^application\/problem\+json/);
-    expect(second.json()).toMatchObject({ status: 409, code: 'KS_GATE_IN_PROGRESS' });
+    const both = [pay('k1'), pay('k1')];
+    // The admitted one is held in the handler, so the first to answer is the refused one.
+    const refused = await Promise.race(both);
+    expect(refused.statusCode).toBe(409);
+    expect(refused.headers['content-type']).toMatch(/^application\/problem\+json/);
+    expect(refused.json()).toMatchObject({ status: 409, code: 'KS_GATE_IN_PROGRESS' });
     release.resolve();
-    expect((await first).statusCode).toBe(201);
+    const statuses = (await Promise.all(both)).map((response) => response.statusCode);
+    expect(statuses.sort()).toEqual([201, 409]);
     expect(state.executions).toBe(1);
     expect(outcomes()).toEqual(['in_progress', 'miss']);
+  });
+
+  it('answers 409 to a retry that arrives while the first request executes', async () => {
+    const { pay, state } = await paymentsApp(makeStore());
+    const release = deferred();
+    state.hold = release.promise;
+    const first = pay('k1');
+    await state.entered;
+    expect((await pay('k1')).statusCode).toBe(409);
+    release.resolve();
+    expect((await first).statusCode).toBe(201);
+    expect((await pay('k1')).headers['idempotent-replayed']).toBe('true');
+    expect(state.executions).toBe(1);
   });
 
   it('answers 422 to the same key with a different payload', async () => {
