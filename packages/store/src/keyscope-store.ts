@@ -243,6 +243,13 @@ export class KeyscopeStore {
     ).map((body) => JSON.parse(body) as Finding);
   }
 
+  /** The latest event time any stored finding reached: the restart point for `recentFindings`. */
+  latestFindingUnixMillis(): number | undefined {
+    return (
+      (this.statement('SELECT max(last_seen_ms) FROM findings').pluck().get() as number | null) ?? undefined
+    );
+  }
+
   /** Every attempt recorded for an idempotency key (under any tenant), in time order. */
   attemptsOfKey(key: string, tenant?: string): Attempt[] {
     const attempts = (this.statement('SELECT body FROM attempts WHERE key = ?').pluck().all(key) as string[])

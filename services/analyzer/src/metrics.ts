@@ -1,0 +1,211 @@
+import type { DeliveryCountersSnapshot } from '@keyscope/alerts';
+import type { DetectorStats } from '@keyscope/detector';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { PipelineCounts } from './pipeline/detection-pipeline.ts';
+import type { IngestCountersSnapshot } from './receivers/ingest-counters.ts';
+
+/** Where /metrics reads from at scrape time; every source is optional (roles run a subset). */
+export interface MetricSources {
+  ingest?: () => IngestCountersSnapshot;
+  queue?: () => { requests: number; spans: number };
+  pipeline?: () => PipelineCounts;
+  detector?: () => DetectorStats;
+  openIncidents?: () => number;
+  alerts?: () => DeliveryCountersSnapshot;
+  pendingAlerts?: () => number;
+}
+
+/**
+ * The Prometheus registry for one keyscope process. The stages keep plain counters; this reads
+ * them at scrape time, so nothing on the hot path touches prom-client. A registry per process
+ * object (not prom-client's global one) lets tests run several in one process.
+ */
+export function createMetrics(sources: MetricSources): { registry: Registry; render: () => Promise<string> } {
+  const registry = new Registry();
+  // Counters are absolute totals read from snapshots: reset, then set to the snapshot's value.
+  const absolute = <T extends string>(
+    counter: Counter<T>,
+    values: [Partial<Record<T, string>>, number][],
+  ) => {
+    counter.reset();
+    for (const [labels, value] of values) if (value > 0) counter.inc(labels, value);
+  };
+
+  new Counter({
+    name: 'keyscope_spans_received_total',
+    help: 'Spans accepted by the OTLP receivers.',
+    labelNames: ['transport'],
+    registers: [registry],
+    collect() {
+      const ingest = sources.ingest?.();
+      if (ingest === undefined) return;
+      absolute(
+        this,
+        Object.entries(ingest).map(([transport, c]) => [{ transport }, c.spansAccepted]),
+      );
+    },
+  });
+  new Counter({
+    name: 'keyscope_spans_rejected_total',
+    help: 'Spans refused, by transport and reason (receiver reasons or KS_* error codes).',
+    labelNames: ['transport', 'reason'],
+    registers: [registry],
+    collect() {
+      const ingest = sources.ingest?.();
+      if (ingest === undefined) return;
+      absolute(
+        this,
+        Object.entries(ingest).flatMap(([transport, c]) =>
+          Object.entries(c.spansRejected).map(
+            ([reason, n]) => [{ transport, reason }, n] as [{ transport: string; reason: string }, number],
+          ),
+        ),
+      );
+    },
+  });
+  new Counter({
+    name: 'keyscope_payloads_rejected_total',
+    help: 'OTLP requests refused, by transport and reason.',
+    labelNames: ['transport', 'reason'],
+    registers: [registry],
+    collect() {
+      const ingest = sources.ingest?.();
+      if (ingest === undefined) return;
+      absolute(
+        this,
+        Object.entries(ingest).flatMap(([transport, c]) =>
+          Object.entries(c.payloadsRejected).map(
+            ([reason, n]) => [{ transport, reason }, n] as [{ transport: string; reason: string }, number],
+          ),
+        ),
+      );
+    },
+  });
+  new Counter({
+    name: 'keyscope_received_bytes_total',
+    help: 'OTLP request bytes, as sent (compressed) and decoded (decompressed).',
+    labelNames: ['transport', 'form'],
+    registers: [registry],
+    collect() {
+      const ingest = sources.ingest?.();
+      if (ingest === undefined) return;
+      absolute(
+        this,
+        Object.entries(ingest).flatMap(([transport, c]) => [
+          [{ transport, form: 'compressed' }, c.bytesReceivedCompressed],
+          [{ transport, form: 'decompressed' }, c.bytesReceivedDecompressed],
+        ]),
+      );
+    },
+  });
+  new Gauge({
+    name: 'keyscope_ingest_queue_depth',
+    help: 'Requests and spans admitted by the receivers and not yet acknowledged by the pipeline.',
+    labelNames: ['unit'],
+    registers: [registry],
+    collect() {
+      const queue = sources.queue?.();
+      if (queue === undefined) return;
+      this.set({ unit: 'requests' }, queue.requests);
+      this.set({ unit: 'spans' }, queue.spans);
+    },
+  });
+
+  // Read once per scrape, by the first pipeline metric; the ones after it reuse the snapshot.
+  let pipeline: PipelineCounts | undefined;
+  new Histogram({
+    name: 'keyscope_store_write_seconds',
+    help: 'Duration of the SQLite transaction that commits one OTLP request (or one tick).',
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+    registers: [registry],
+    collect() {
+      // The pipeline hands over the durations since the last scrape; the histogram keeps totals.
+      pipeline = sources.pipeline?.();
+      for (const seconds of pipeline?.storeWriteSeconds ?? []) this.observe(seconds);
+    },
+  });
+  new Counter({
+    name: 'keyscope_attempts_total',
+    help: 'Mutation attempts extracted from spans, by kind.',
+    labelNames: ['kind'],
+    registers: [registry],
+    collect() {
+      if (pipeline === undefined) return;
+      absolute(
+        this,
+        Object.entries(pipeline.attempts).map(([kind, n]) => [{ kind }, n]),
+      );
+    },
+  });
+  new Counter({
+    name: 'keyscope_duplicate_spans_total',
+    help: 'Spans delivered more than once (same trace and span id) and ignored.',
+    registers: [registry],
+    collect() {
+      if (pipeline !== undefined) absolute(this, [[{}, pipeline.duplicateSpans]]);
+    },
+  });
+  new Counter({
+    name: 'keyscope_findings_total',
+    help: 'Findings reported (new or updated), by class.',
+    labelNames: ['class'],
+    registers: [registry],
+    collect() {
+      if (pipeline !== undefined)
+        absolute(
+          this,
+          Object.entries(pipeline.findings).map(([c, n]) => [{ class: c }, n]),
+        );
+    },
+  });
+  new Gauge({
+    name: 'keyscope_open_incidents',
+    help: 'Incidents currently open.',
+    registers: [registry],
+    collect() {
+      const open = sources.openIncidents?.();
+      if (open !== undefined) this.set(open);
+    },
+  });
+  new Gauge({
+    name: 'keyscope_detector_keys',
+    help: 'Idempotency keys the detector holds in memory, and how many of them are suspect.',
+    labelNames: ['state'],
+    registers: [registry],
+    collect() {
+      const stats = sources.detector?.();
+      if (stats === undefined) return;
+      this.set({ state: 'in_memory' }, stats.keysInMemory);
+      this.set({ state: 'suspect' }, stats.suspectKeys);
+    },
+  });
+  new Counter({
+    name: 'keyscope_alert_deliveries_total',
+    help: 'Alert deliveries by sink and outcome.',
+    labelNames: ['sink', 'outcome'],
+    registers: [registry],
+    collect() {
+      const alerts = sources.alerts?.();
+      if (alerts === undefined) return;
+      absolute(
+        this,
+        Object.entries(alerts).flatMap(([sink, outcomes]) =>
+          Object.entries(outcomes).map(
+            ([outcome, n]) => [{ sink, outcome }, n] as [{ sink: string; outcome: string }, number],
+          ),
+        ),
+      );
+    },
+  });
+  new Gauge({
+    name: 'keyscope_alerts_pending',
+    help: 'Alert deliveries in the outbox not yet delivered.',
+    registers: [registry],
+    collect() {
+      const pending = sources.pendingAlerts?.();
+      if (pending !== undefined) this.set(pending);
+    },
+  });
+
+  return { registry, render: () => registry.metrics() };
+}

@@ -1,0 +1,148 @@
+import {
+  createSpanDeduplicator,
+  type ExtractedAttempts,
+  extractAttempts,
+  type Mapping,
+  mappingAttributeNames,
+} from '@keyscope/attempts';
+import {
+  createDetector,
+  type Detector,
+  type DetectorChanges,
+  type DetectorConfig,
+  FINDING_CLASSES,
+  type FindingClass,
+  type Incident,
+} from '@keyscope/detector';
+import {
+  ACCEPTED_ALL,
+  type ConsumeResult,
+  type DecodeOptions,
+  type Span,
+  type SpanConsumer,
+} from '@keyscope/otlp';
+import type { KeyscopeStore } from '@keyscope/store';
+import type { Logger } from '../logger.ts';
+
+/** What the pipeline tells the alerter, inside the transaction that stores the incidents. */
+export interface IncidentListener {
+  incidentsChanged(incidents: readonly Incident[]): number;
+  incidentsRetracted(incidentIds: readonly string[]): number;
+}
+
+export interface DetectionPipelineOptions {
+  mapping: Mapping;
+  detectorConfig: DetectorConfig;
+  store: KeyscopeStore;
+  alerts?: IncidentListener;
+  logger: Logger;
+  now?: () => number;
+}
+
+export interface PipelineCounts {
+  spans: number;
+  attempts: { server: number; arrival: number; client: number };
+  duplicateSpans: number;
+  invalidValues: Record<string, number>;
+  /** Findings reported (new or updated), by class. */
+  findings: Record<FindingClass, number>;
+  /** Seconds spent in store transactions, for the write-latency histogram. */
+  storeWriteSeconds: number[];
+}
+
+/**
+ * The embedded pipeline behind the receivers: spans → attempts → detector → SQLite (and the
+ * alert outbox), one transaction per OTLP request. `consumeSpans` resolves only after that
+ * transaction committed, so a sender's 200 means its spans' effect survives a kill -9. If the
+ * transaction fails, the detector is rebuilt from the store (its memory ran ahead of what was
+ * committed) and the receiver answers with a retryable error, so the sender sends again.
+ */
+export class DetectionPipeline implements SpanConsumer {
+  readonly decodeOptions: DecodeOptions;
+  #detector: Detector;
+  readonly #options: DetectionPipelineOptions;
+  readonly #deduplicator = createSpanDeduplicator({ maxEntries: 1_000_000 });
+  readonly #counts: PipelineCounts = {
+    spans: 0,
+    attempts: { server: 0, arrival: 0, client: 0 },
+    duplicateSpans: 0,
+    invalidValues: {},
+    findings: Object.fromEntries(FINDING_CLASSES.map((c) => [c, 0])) as Record<FindingClass, number>,
+    storeWriteSeconds: [],
+  };
+
+  constructor(options: DetectionPipelineOptions) {
+    this.#options = options;
+    const names = mappingAttributeNames(options.mapping);
+    // The decoder materializes only what the mapping reads: most spans carry no key and must
+    // cost almost nothing.
+    this.decodeOptions = { spanAttributes: names.span, resourceAttributes: names.resource, events: false };
+    this.#detector = this.#restoredDetector();
+  }
+
+  get detector(): Detector {
+    return this.#detector;
+  }
+
+  async consumeSpans(spans: Span[]): Promise<ConsumeResult> {
+    const extracted = extractAttempts(spans, this.#options.mapping, this.#deduplicator);
+    this.#count(spans.length, extracted);
+    this.#commit((detector) => detector.ingest(extracted));
+    return ACCEPTED_ALL;
+  }
+
+  /** Re-groups, resolves quiet incidents, forgets expired state; called on a timer. */
+  tick(nowUnixMillis = (this.#options.now ?? Date.now)()): void {
+    this.#commit((detector) => detector.tick(nowUnixMillis));
+  }
+
+  counts(): PipelineCounts {
+    const snapshot = structuredClone(this.#counts);
+    this.#counts.storeWriteSeconds = [];
+    return snapshot;
+  }
+
+  #commit(work: (detector: Detector) => DetectorChanges): void {
+    const { store, alerts } = this.#options;
+    const started = performance.now();
+    try {
+      const changes = store.transaction(() => {
+        const result = work(this.#detector);
+        alerts?.incidentsRetracted(result.retractedIncidentIds);
+        store.applyChanges(result);
+        alerts?.incidentsChanged(result.incidents);
+        return result;
+      });
+      for (const finding of changes.findings) this.#counts.findings[finding.class]++;
+    } catch (error) {
+      this.#options.logger.error(
+        `pipeline: store transaction failed, rebuilding detector state: ${(error as Error).message}`,
+      );
+      this.#detector = this.#restoredDetector();
+      throw error;
+    } finally {
+      this.#counts.storeWriteSeconds.push((performance.now() - started) / 1000);
+      if (this.#counts.storeWriteSeconds.length > 10_000) this.#counts.storeWriteSeconds.shift();
+    }
+  }
+
+  #restoredDetector(): Detector {
+    const { detectorConfig, store } = this.#options;
+    const detector = createDetector(detectorConfig, { attemptLog: store.attemptLog });
+    // Event time, not the wall clock: traces replayed from an archive are as old as they are.
+    const latest = store.latestFindingUnixMillis();
+    if (latest !== undefined)
+      detector.restore(store.recentFindings(latest - detectorConfig.retryHorizonMillis));
+    return detector;
+  }
+
+  #count(spans: number, extracted: ExtractedAttempts): void {
+    const counts = this.#counts;
+    counts.spans += spans;
+    counts.duplicateSpans += extracted.duplicateSpans;
+    for (const attempt of extracted.attempts) counts.attempts[attempt.kind]++;
+    for (const [reason, n] of Object.entries(extracted.invalid)) {
+      counts.invalidValues[reason] = (counts.invalidValues[reason] ?? 0) + n;
+    }
+  }
+}
