@@ -41,6 +41,13 @@ export const ANALYZER_SATURATED = defineError(
   'The receivers already hold `otlp.admission.maxInFlightRequests` requests or `maxInFlightSpans` spans that the pipeline has not acknowledged; the sender should retry after the Retry-After interval.',
 );
 
+export const ANALYZER_SHUTTING_DOWN = defineError(
+  'KS_ANALYZER_SHUTTING_DOWN',
+  503,
+  true,
+  'The receiver is stopping: it answers the requests already in flight and refuses new ones, which the sender should retry.',
+);
+
 export const ANALYZER_INTERNAL = defineError(
   'KS_ANALYZER_INTERNAL',
   500,
@@ -62,6 +69,7 @@ export const ANALYZER_ERRORS = [
   ANALYZER_UNSUPPORTED_CONTENT_ENCODING,
   ANALYZER_BAD_COMPRESSION,
   ANALYZER_SATURATED,
+  ANALYZER_SHUTTING_DOWN,
   ANALYZER_INTERNAL,
   ANALYZER_CONFIG_INVALID,
 ] as const;

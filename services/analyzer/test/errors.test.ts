@@ -11,12 +11,30 @@ function analyzerSection(): string {
   return text.slice(start, end === -1 ? undefined : end);
 }
 
+/** The table rows of a section as cells, whatever the column padding. */
+function tableRows(section: string): string[][] {
+  return section
+    .split('\n')
+    .filter((line) => line.startsWith('|'))
+    .map((line) =>
+      line
+        .split('|')
+        .slice(1, -1)
+        .map((cell) => cell.trim()),
+    );
+}
+
 describe('analyzer error codes', () => {
   it('documents every code in the analyzer section of docs/errors.md with its HTTP status and retry flag', () => {
-    const section = analyzerSection();
+    const rows = tableRows(analyzerSection());
     for (const definition of ANALYZER_ERRORS) {
       const retry = definition.retryable ? 'retryable' : 'permanent';
-      expect(section).toContain(`| \`${definition.code}\` | ${definition.httpStatus} | ${retry} |`);
+      expect(rows).toContainEqual([
+        `\`${definition.code}\``,
+        String(definition.httpStatus),
+        retry,
+        expect.any(String),
+      ]);
     }
   });
 

@@ -16,6 +16,7 @@ export const RECEIVER_REJECT_REASONS = [
   'unsupported_content_encoding',
   'bad_compression',
   'saturated',
+  'shutting_down',
   /** The sender closed the connection before its body arrived. */
   'request_aborted',
   /** Spans the consumer refused one by one, answered with partial_success. */

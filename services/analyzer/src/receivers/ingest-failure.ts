@@ -3,6 +3,7 @@ import {
   ANALYZER_BAD_COMPRESSION,
   ANALYZER_BODY_TOO_LARGE,
   ANALYZER_SATURATED,
+  ANALYZER_SHUTTING_DOWN,
   ANALYZER_UNSUPPORTED_CONTENT_ENCODING,
   ANALYZER_UNSUPPORTED_MEDIA_TYPE,
 } from '../errors.ts';
@@ -28,6 +29,7 @@ const REASON_BY_CODE: ReadonlyMap<string, ReceiverRejectReason> = new Map([
   [ANALYZER_UNSUPPORTED_CONTENT_ENCODING.code, 'unsupported_content_encoding'],
   [ANALYZER_BAD_COMPRESSION.code, 'bad_compression'],
   [ANALYZER_SATURATED.code, 'saturated'],
+  [ANALYZER_SHUTTING_DOWN.code, 'shutting_down'],
 ]);
 
 /** OTLP/HTTP clients retry exactly these; any other 4xx/5xx makes them drop the data. */

@@ -1,0 +1,157 @@
+import { realpathSync } from 'node:fs';
+import { pathToFileURL } from 'node:url';
+import { parseArgs } from 'node:util';
+import { isKeyscopeError } from '@keyscope/errors';
+import { defaultServeConfig, readConfigFile, resolveServeConfig } from './config.ts';
+import { startServe } from './serve.ts';
+
+/** The `keyscope` command line: parses arguments, then hands over to serve.ts. */
+
+const USAGE = `usage: keyscope <command> [options]
+
+commands:
+  serve   the embedded service: OTLP/HTTP and OTLP/gRPC receivers and the pipeline behind them
+
+'keyscope <command> --help' shows a command's options.`;
+
+const SERVE_USAGE = `usage: keyscope serve [--config FILE] [--api-port N] [--otlp-http-port N] [--otlp-grpc-port N] [--db PATH]
+
+  --config FILE         YAML or JSON configuration; flags override it
+  --api-port N          port of the HTTP API and web page (0 picks a free port)
+  --otlp-http-port N    OTLP/HTTP receiver port, default 4318 (0 picks a free port)
+  --otlp-grpc-port N    OTLP/gRPC receiver port, default 4317 (0 picks a free port)
+  --db PATH             SQLite database file
+  -h, --help            show this help
+
+Stops on SIGINT or SIGTERM after answering the requests in flight.`;
+
+/** Bad command-line input: exit 2 with a message naming the flag. */
+class UsageError extends Error {
+  override readonly name = 'UsageError';
+}
+
+interface ServeArgs {
+  readonly help: boolean;
+  readonly configFile: string | undefined;
+  /** A partial config for `resolveServeConfig`, from the flags given. */
+  readonly overrides: Record<string, unknown>;
+}
+
+function parseServeArgs(args: string[]): ServeArgs {
+  let values: Record<string, string | boolean | undefined>;
+  try {
+    ({ values } = parseArgs({
+      args,
+      strict: true,
+      allowPositionals: false,
+      options: {
+        config: { type: 'string' },
+        'api-port': { type: 'string' },
+        'otlp-http-port': { type: 'string' },
+        'otlp-grpc-port': { type: 'string' },
+        db: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    }));
+  } catch (error) {
+    // parseArgs names the offending flag: "Unknown option '--prot'", "Option '--db <value>' argument missing".
+    throw new UsageError((error as Error).message);
+  }
+  const port = (flag: string) => {
+    const value = values[flag] as string | undefined;
+    if (value === undefined) return undefined;
+    const parsed = /^\d{1,5}$/.test(value) ? Number(value) : Number.NaN;
+    if (!(parsed <= 65_535)) {
+      throw new UsageError(`--${flag} must be an integer from 0 to 65535, received ${JSON.stringify(value)}`);
+    }
+    return parsed;
+  };
+  const text = (flag: string) => {
+    const value = values[flag] as string | undefined;
+    if (value !== undefined && value.trim() === '') throw new UsageError(`--${flag} must not be empty`);
+    return value;
+  };
+  const dbPath = text('db');
+  return {
+    help: values.help === true,
+    configFile: text('config'),
+    overrides: {
+      api: { port: port('api-port') },
+      db: { path: dbPath },
+      otlp: { http: { port: port('otlp-http-port') }, grpc: { port: port('otlp-grpc-port') } },
+    },
+  };
+}
+
+async function serve(args: string[]): Promise<number> {
+  const parsed = parseServeArgs(args);
+  if (parsed.help) {
+    process.stdout.write(`${SERVE_USAGE}\n`);
+    return 0;
+  }
+  const base = parsed.configFile
+    ? resolveServeConfig(await readConfigFile(parsed.configFile))
+    : defaultServeConfig();
+  const config = resolveServeConfig(parsed.overrides, base);
+  // Listening for signals before the listeners start: a SIGTERM during startup still stops cleanly.
+  const signalled = new Promise<NodeJS.Signals>((resolve) => {
+    process.once('SIGINT', resolve);
+    process.once('SIGTERM', resolve);
+  });
+  const running = await startServe(config);
+  const signal = await signalled;
+  // A second signal while draining means "now".
+  const forceExit = () => process.exit(1);
+  process.once('SIGINT', forceExit);
+  process.once('SIGTERM', forceExit);
+  process.stderr.write(`keyscope: ${signal}, stopping\n`);
+  await running.stop();
+  return 0;
+}
+
+export async function runCli(argv: string[]): Promise<number> {
+  const [command, ...args] = argv;
+  try {
+    switch (command) {
+      case 'serve':
+        return await serve(args);
+      case '-h':
+      case '--help':
+      case 'help':
+        process.stdout.write(`${USAGE}\n`);
+        return 0;
+      default:
+        process.stderr.write(
+          `${command === undefined ? 'keyscope: a command is required' : `keyscope: unknown command '${command}'`}\n\n${USAGE}\n`,
+        );
+        return 2;
+    }
+  } catch (error) {
+    if (error instanceof UsageError) {
+      process.stderr.write(
+        `keyscope ${command}: ${error.message}\nrun 'keyscope ${command} --help' for usage\n`,
+      );
+      return 2;
+    }
+    if (isKeyscopeError(error)) {
+      process.stderr.write(`keyscope ${command}: ${error.message} (${error.code})\n`);
+      return 1;
+    }
+    process.stderr.write(`keyscope ${command}: ${error instanceof Error ? error.message : String(error)}\n`);
+    return 1;
+  }
+}
+
+function isEntryPoint(): boolean {
+  const script = process.argv[1];
+  if (script === undefined) return false;
+  try {
+    return import.meta.url === pathToFileURL(realpathSync(script)).href;
+  } catch {
+    return false;
+  }
+}
+
+if (isEntryPoint()) {
+  process.exit(await runCli(process.argv.slice(2)));
+}

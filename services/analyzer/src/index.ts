@@ -1,0 +1,15 @@
+export { defaultServeConfig, readConfigFile, resolveServeConfig, type ServeConfig } from './config.ts';
+export { ANALYZER_ERRORS } from './errors.ts';
+export { consoleLogger, type Logger, silentLogger } from './logger.ts';
+export { CountingConsumer } from './pipeline/counting-consumer.ts';
+export {
+  type IngestCountersSnapshot,
+  RECEIVER_REJECT_REASONS,
+  type RejectReason,
+  type Transport,
+  type TransportCounts,
+} from './receivers/ingest-counters.ts';
+export type { ListenAddress } from './receivers/listen-address.ts';
+export { TRACE_SERVICE_EXPORT_PATH } from './receivers/otlp-grpc.ts';
+export { OTLP_HTTP_TRACES_PATH } from './receivers/otlp-http.ts';
+export { type RunningServe, type ServeDependencies, startServe } from './serve.ts';

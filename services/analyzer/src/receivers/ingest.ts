@@ -1,0 +1,127 @@
+import { KeyscopeError } from '@keyscope/errors';
+import {
+  ACCEPTED_ALL,
+  type ConsumeResult,
+  decodeTraces,
+  decodeTracesJson,
+  type Span,
+  type SpanConsumer,
+} from '@keyscope/otlp';
+import { ANALYZER_SATURATED } from '../errors.ts';
+import type { Logger } from '../logger.ts';
+import type { Admission, AdmissionSlot } from './admission.ts';
+import type { IngestCounters, Transport } from './ingest-counters.ts';
+import { INTERNAL_FAILURE, type IngestFailure, ingestFailureFor } from './ingest-failure.ts';
+
+export type PayloadEncoding = 'protobuf' | 'json';
+
+export interface Payload {
+  readonly encoding: PayloadEncoding;
+  /** The ExportTraceServiceRequest, decompressed. */
+  readonly bytes: Uint8Array;
+  /** Its size on the wire, 0 when the transport does not show it. */
+  readonly compressedBytes: number;
+}
+
+export type IngestOutcome =
+  | { readonly accepted: true; readonly result: ConsumeResult }
+  | { readonly accepted: false; readonly failure: IngestFailure };
+
+export interface IngestOptions {
+  readonly consumer: SpanConsumer;
+  readonly admission: Admission;
+  readonly counters: IngestCounters;
+  readonly logger: Logger;
+}
+
+/**
+ * What both receivers do with a payload once their transport has delivered it: admit it, decode it,
+ * hand its spans to the consumer, count the result. The receivers only translate the outcome to
+ * their wire format, so OTLP/HTTP and OTLP/gRPC answer the same payload the same way.
+ *
+ * A receiver calls `received` once per payload, then `admit` before it reads the body (or `refuse`
+ * when it refuses the payload at the door), then `export` with the slot it was given.
+ */
+export class Ingest {
+  readonly #options: IngestOptions;
+
+  constructor(options: IngestOptions) {
+    this.#options = options;
+  }
+
+  received(transport: Transport): void {
+    this.#options.counters.payloadReceived(transport);
+  }
+
+  /** A slot to hold the payload in, or the saturation failure to answer with. */
+  admit(transport: Transport): AdmissionSlot | IngestFailure {
+    const slot = this.#options.admission.tryAdmit();
+    if (slot) return slot;
+    const { requests } = this.#options.admission.inFlight();
+    return this.refuse(
+      transport,
+      new KeyscopeError(ANALYZER_SATURATED, `receivers already hold ${requests} unacknowledged requests`),
+    );
+  }
+
+  /** Counts a payload refused for `error` (`spans` of it, when known) and says how to answer. */
+  refuse(transport: Transport, error: unknown, spans = 0): IngestFailure {
+    const failure = ingestFailureFor(error);
+    if (failure === INTERNAL_FAILURE) {
+      this.#options.logger.error(
+        `otlp-${transport}: ${error instanceof Error ? error.stack : String(error)}`,
+      );
+    }
+    this.#options.counters.payloadRejected(transport, failure.reason, spans);
+    return failure;
+  }
+
+  /** The sender went away before its payload arrived: counted, nobody to answer. */
+  aborted(transport: Transport): void {
+    this.#options.counters.payloadRejected(transport, 'request_aborted', 0);
+  }
+
+  /** Decodes the payload and hands its spans to the consumer; always releases `slot`. */
+  async export(transport: Transport, slot: AdmissionSlot, payload: Payload): Promise<IngestOutcome> {
+    const { counters, consumer } = this.#options;
+    try {
+      counters.bytesReceived(transport, payload.compressedBytes, payload.bytes.byteLength);
+      let spans: Span[];
+      try {
+        spans = payload.encoding === 'json' ? decodeTracesJson(payload.bytes) : decodeTraces(payload.bytes);
+      } catch (error) {
+        return { accepted: false, failure: this.refuse(transport, error) };
+      }
+      const count = spans.length;
+      // The OTLP spec asks for success on an empty request; the consumer has nothing to do.
+      if (count === 0) {
+        counters.payloadAccepted(transport, 0);
+        return { accepted: true, result: ACCEPTED_ALL };
+      }
+      if (!slot.reserveSpans(count)) {
+        const { spans: held } = this.#options.admission.inFlight();
+        const error = new KeyscopeError(
+          ANALYZER_SATURATED,
+          `receivers already hold ${held} unacknowledged spans; this payload has ${count}`,
+        );
+        return { accepted: false, failure: this.refuse(transport, error, count) };
+      }
+      let result: ConsumeResult;
+      try {
+        result = await consumer.consumeSpans(spans);
+      } catch (error) {
+        return { accepted: false, failure: this.refuse(transport, error, count) };
+      }
+      const rejected = Math.min(Math.max(result.rejectedSpans, 0), count);
+      counters.payloadAccepted(transport, count - rejected);
+      counters.spansRejected(transport, 'consumer_refused', rejected);
+      return { accepted: true, result };
+    } finally {
+      slot.release();
+    }
+  }
+}
+
+export function isIngestFailure(value: AdmissionSlot | IngestFailure): value is IngestFailure {
+  return 'httpStatus' in value;
+}

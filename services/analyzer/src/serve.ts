@@ -1,0 +1,93 @@
+import type { SpanConsumer } from '@keyscope/otlp';
+import type { ServeConfig } from './config.ts';
+import { consoleLogger, type Logger } from './logger.ts';
+import { CountingConsumer } from './pipeline/counting-consumer.ts';
+import { Admission } from './receivers/admission.ts';
+import { Ingest } from './receivers/ingest.ts';
+import { IngestCounters } from './receivers/ingest-counters.ts';
+import { formatHostPort, type ListenAddress, type Receiver } from './receivers/listen-address.ts';
+import { startOtlpGrpcReceiver } from './receivers/otlp-grpc.ts';
+import { startOtlpHttpReceiver } from './receivers/otlp-http.ts';
+
+export interface ServeDependencies {
+  /** Where decoded spans go; a span-counting consumer when absent. */
+  readonly consumer?: SpanConsumer;
+  readonly logger?: Logger;
+}
+
+export interface RunningServe {
+  /** The bound addresses: port 0 in the config is resolved here. */
+  readonly addresses: { readonly otlpHttp: ListenAddress; readonly otlpGrpc: ListenAddress };
+  readonly counters: IngestCounters;
+  /**
+   * Stops the receivers (no new requests; those in flight are answered, for up to
+   * `shutdown.drainTimeoutMillis`). Idempotent.
+   */
+  stop(): Promise<void>;
+}
+
+/**
+ * The embedded service, in-process: receivers → consumer. Logs one line per listener once it is
+ * bound. If a listener cannot start, those already started are stopped and the error is thrown.
+ */
+export async function startServe(
+  config: ServeConfig,
+  dependencies: ServeDependencies = {},
+): Promise<RunningServe> {
+  const logger = dependencies.logger ?? consoleLogger;
+  const consumer = dependencies.consumer ?? new CountingConsumer();
+  const counters = new IngestCounters();
+  const ingest = new Ingest({ consumer, admission: new Admission(config.otlp.admission), counters, logger });
+
+  const started: Receiver[] = [];
+  const stopAll = (drainTimeoutMillis: number) => Promise.all(started.map((r) => r.stop(drainTimeoutMillis)));
+  try {
+    const http = await listening(
+      'otlp-http',
+      config.otlp.http,
+      startOtlpHttpReceiver({
+        ...config.otlp.http,
+        retryAfterSeconds: config.otlp.admission.retryAfterSeconds,
+        ingest,
+        logger,
+      }),
+    );
+    started.push(http);
+    logger.info(`otlp-http listening on http://${formatHostPort(http.address)}`);
+
+    const grpc = await listening(
+      'otlp-grpc',
+      config.otlp.grpc,
+      startOtlpGrpcReceiver({ ...config.otlp.grpc, ingest, logger }),
+    );
+    started.push(grpc);
+    logger.info(`otlp-grpc listening on ${formatHostPort(grpc.address)}`);
+
+    let stopping: Promise<void> | undefined;
+    return {
+      addresses: { otlpHttp: http.address, otlpGrpc: grpc.address },
+      counters,
+      stop() {
+        stopping ??= stopAll(config.shutdown.drainTimeoutMillis).then(() => undefined);
+        return stopping;
+      },
+    };
+  } catch (error) {
+    await stopAll(0);
+    throw error;
+  }
+}
+
+async function listening(
+  name: string,
+  address: ListenAddress,
+  starting: Promise<Receiver>,
+): Promise<Receiver> {
+  try {
+    return await starting;
+  } catch (error) {
+    throw new Error(`${name} cannot listen on ${formatHostPort(address)}: ${(error as Error).message}`, {
+      cause: error,
+    });
+  }
+}

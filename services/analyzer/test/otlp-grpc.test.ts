@@ -1,0 +1,178 @@
+import * as grpc from '@grpc/grpc-js';
+import { type ErrorDefinition, KeyscopeError } from '@keyscope/errors';
+import { encodeTraces, type SpanConsumer } from '@keyscope/otlp';
+import { afterEach, describe, expect, it } from 'vitest';
+import { BlockingConsumer } from '../../../test/support/blocking-consumer.ts';
+import { decodeExportResponse } from '../../../test/support/otlp-responses.ts';
+import { RecordingConsumer } from '../../../test/support/recording-consumer.ts';
+import { span } from '../../../test/support/span-fixtures.ts';
+import { resolveServeConfig } from '../src/config.ts';
+import { silentLogger } from '../src/logger.ts';
+import { TRACE_SERVICE_EXPORT_PATH } from '../src/receivers/otlp-grpc.ts';
+import { type RunningServe, startServe } from '../src/serve.ts';
+
+/** grpc-js's number for gzip in `grpc.default_compression_algorithm`. */
+const GZIP = 2;
+
+const STORE_BUSY: ErrorDefinition = {
+  code: 'KS_TEST_STORE_BUSY',
+  httpStatus: 503,
+  retryable: true,
+  description: 'test',
+};
+const RATE_LIMITED: ErrorDefinition = {
+  code: 'KS_TEST_RATE_LIMITED',
+  httpStatus: 429,
+  retryable: true,
+  description: 'test',
+};
+
+const running: RunningServe[] = [];
+const clients: grpc.Client[] = [];
+afterEach(async () => {
+  for (const client of clients.splice(0)) client.close();
+  await Promise.all(running.splice(0).map((serve) => serve.stop()));
+});
+
+async function serveWith(consumer: SpanConsumer, overrides: object = {}) {
+  const base = resolveServeConfig({
+    api: { port: 0 },
+    otlp: { http: { port: 0 }, grpc: { port: 0 } },
+    shutdown: { drainTimeoutMillis: 1_000 },
+  });
+  const serve = await startServe(resolveServeConfig(overrides, base), { consumer, logger: silentLogger });
+  running.push(serve);
+  return serve;
+}
+
+interface GrpcAnswer {
+  error: grpc.ServiceError | null;
+  response: Buffer | undefined;
+}
+
+/** A raw grpc-js client: the request bytes go out as they are. */
+function exportRaw(
+  serve: RunningServe,
+  body: Uint8Array,
+  options: { gzip?: boolean } = {},
+): Promise<GrpcAnswer> {
+  const client = new grpc.Client(
+    `127.0.0.1:${serve.addresses.otlpGrpc.port}`,
+    grpc.credentials.createInsecure(),
+    options.gzip ? { 'grpc.default_compression_algorithm': GZIP } : {},
+  );
+  clients.push(client);
+  return new Promise((resolve) => {
+    client.makeUnaryRequest(
+      TRACE_SERVICE_EXPORT_PATH,
+      (bytes: Uint8Array) => Buffer.from(bytes),
+      (bytes: Buffer) => bytes,
+      body,
+      new grpc.Metadata(),
+      { deadline: Date.now() + 10_000 },
+      (error, response) => resolve({ error, response }),
+    );
+  });
+}
+
+const twoSpans = () => encodeTraces([span({ id: 1 }), span({ id: 2 })]);
+
+async function expectStillServing(serve: RunningServe): Promise<void> {
+  const answer = await exportRaw(serve, encodeTraces([span({ id: 99 })]));
+  expect(answer.error).toBeNull();
+}
+
+describe('OTLP/gRPC receiver', () => {
+  it('hands exported spans to the consumer and answers an empty ExportTraceServiceResponse', async () => {
+    const consumer = new RecordingConsumer();
+    const serve = await serveWith(consumer);
+    const answer = await exportRaw(serve, twoSpans());
+    expect(answer.error).toBeNull();
+    expect(decodeExportResponse(answer.response!).partialSuccess).toBeUndefined();
+    expect(consumer.spans().map((s) => s.spanId)).toEqual(['0000000000000001', '0000000000000002']);
+    expect(serve.counters.snapshot().grpc).toMatchObject({
+      payloadsReceived: 1,
+      payloadsAccepted: 1,
+      spansAccepted: 2,
+    });
+  });
+
+  it('accepts gzip-compressed messages', async () => {
+    const consumer = new RecordingConsumer();
+    const serve = await serveWith(consumer);
+    const answer = await exportRaw(serve, twoSpans(), { gzip: true });
+    expect(answer.error).toBeNull();
+    expect(consumer.spans()).toHaveLength(2);
+  });
+
+  it('reports spans the consumer refused as partial_success', async () => {
+    const consumer = new RecordingConsumer();
+    consumer.result = { rejectedSpans: 1, errorMessage: 'span 2 has no idempotency key' };
+    const serve = await serveWith(consumer);
+    const answer = await exportRaw(serve, twoSpans());
+    expect(answer.error).toBeNull();
+    expect(decodeExportResponse(answer.response!).partialSuccess).toEqual({
+      rejectedSpans: 1,
+      errorMessage: 'span 2 has no idempotency key',
+    });
+  });
+
+  it('answers an undecodable payload with INVALID_ARGUMENT and keeps serving', async () => {
+    const serve = await serveWith(new RecordingConsumer());
+    const answer = await exportRaw(serve, Uint8Array.of(0x0a, 0x64, 0x01));
+    expect(answer.error?.code).toBe(grpc.status.INVALID_ARGUMENT);
+    expect(answer.error?.details).not.toBe('');
+    await expectStillServing(serve);
+  });
+
+  it('answers UNAVAILABLE while maxInFlightRequests are held, then serves again', async () => {
+    const consumer = new BlockingConsumer();
+    const serve = await serveWith(consumer, { otlp: { admission: { maxInFlightRequests: 1 } } });
+    const held = exportRaw(serve, twoSpans());
+    await consumer.whenHolding(1);
+    const refused = await exportRaw(serve, twoSpans());
+    expect(refused.error?.code).toBe(grpc.status.UNAVAILABLE);
+    consumer.release();
+    expect((await held).error).toBeNull();
+    expect(serve.counters.snapshot().grpc.payloadsRejected).toEqual({ saturated: 1 });
+  });
+
+  it.each([
+    ['a retryable consumer error', STORE_BUSY],
+    ['a retryable consumer error declared 429', RATE_LIMITED],
+  ])('answers %s with UNAVAILABLE, which OTLP clients retry', async (_name, definition) => {
+    const consumer = new RecordingConsumer();
+    consumer.failWith = new KeyscopeError(definition, 'store is busy');
+    const serve = await serveWith(consumer);
+    const answer = await exportRaw(serve, twoSpans());
+    expect(answer.error?.code).toBe(grpc.status.UNAVAILABLE);
+    expect(answer.error?.details).toBe('store is busy');
+  });
+
+  it('answers an unexpected consumer error with INTERNAL', async () => {
+    const consumer = new RecordingConsumer();
+    consumer.failWith = new TypeError('bug');
+    const serve = await serveWith(consumer);
+    const answer = await exportRaw(serve, twoSpans());
+    expect(answer.error?.code).toBe(grpc.status.INTERNAL);
+  });
+
+  it('refuses a message over maxReceiveMessageBytes with RESOURCE_EXHAUSTED and keeps serving', async () => {
+    const consumer = new RecordingConsumer();
+    const serve = await serveWith(consumer, { otlp: { grpc: { maxReceiveMessageBytes: 1024 } } });
+    const answer = await exportRaw(serve, new Uint8Array(4096));
+    expect(answer.error?.code).toBe(grpc.status.RESOURCE_EXHAUSTED);
+    expect(consumer.payloads).toHaveLength(0);
+    await expectStillServing(serve);
+  });
+
+  it('refuses a gzip message that inflates past maxReceiveMessageBytes', async () => {
+    const consumer = new RecordingConsumer();
+    const serve = await serveWith(consumer, { otlp: { grpc: { maxReceiveMessageBytes: 64 * 1024 } } });
+    // grpc-js compresses the 16 MiB of zeros to a few KiB on the wire; the server inflates them.
+    const answer = await exportRaw(serve, new Uint8Array(16 * 1024 * 1024), { gzip: true });
+    expect(answer.error?.code).toBe(grpc.status.RESOURCE_EXHAUSTED);
+    expect(consumer.payloads).toHaveLength(0);
+    await expectStillServing(serve);
+  });
+});
