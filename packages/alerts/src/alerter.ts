@@ -8,6 +8,7 @@ import { DeliveryCounters, type DeliveryCountersSnapshot } from './delivery-coun
 import { retryCeilingMillis, retryDelayMillis } from './retry-backoff.ts';
 import { type SendResult, sendRequest } from './send-request.ts';
 import { meetsSeverity } from './severity-order.ts';
+import type { SinkRequest } from './sink-request.ts';
 
 export interface AlerterOptions {
   store: KeyscopeStore;
@@ -214,7 +215,7 @@ export function createAlerter(options: AlerterOptions): Alerter {
     return 'abandoned';
   }
 
-  function send(request: Parameters<typeof sendRequest>[0]): Promise<SendResult> {
+  function send(request: SinkRequest): Promise<SendResult> {
     return sendRequest(request, {
       fetch: fetchImpl,
       timeoutMillis: config.requestTimeoutMillis,

@@ -115,8 +115,8 @@ export function parseAlertsConfig(value: unknown, path = 'alerts'): AlertsConfig
   if (value === undefined) return defaults;
   const section = mapping(value, path);
   checkKeys(section, TOP_LEVEL_KEYS, path);
-  const integer = (key: (typeof TOP_LEVEL_KEYS)[number] & keyof AlertsConfig): number =>
-    section[key] === undefined ? (defaults[key] as number) : positiveInteger(section[key], `${path}.${key}`);
+  const integer = (key: Exclude<(typeof TOP_LEVEL_KEYS)[number], 'sinks'>): number =>
+    section[key] === undefined ? defaults[key] : positiveInteger(section[key], `${path}.${key}`);
   const config: AlertsConfig = {
     sinks: parseSinks(section.sinks, `${path}.sinks`),
     pollIntervalMillis: integer('pollIntervalMillis'),
