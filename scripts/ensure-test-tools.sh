@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The tests drive real programs where users have them (an Alertmanager for the alert tests).
+# This installs the missing ones from Debian's packages when it can (root with apt-get), and
+# otherwise says exactly what to install — so `pnpm test` works on a fresh Debian machine.
+set -euo pipefail
+
+declare -A binary_of=(
+  [prometheus-alertmanager]=/usr/bin/prometheus-alertmanager
+)
+
+missing=()
+for package in "${!binary_of[@]}"; do
+  [ -x "${binary_of[$package]}" ] || missing+=("$package")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  echo "installing test tools: ${missing[*]}" >&2
+  apt-get update -q >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >&2
+else
+  echo "the tests need these Debian packages: ${missing[*]}" >&2
+  echo "install them with: sudo apt-get install -y ${missing[*]}" >&2
+  exit 1
+fi
