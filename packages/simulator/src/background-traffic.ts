@@ -1,5 +1,6 @@
 import type { Span } from '@keyscope/otlp';
 import { routeRequest } from './load-balancer.ts';
+import type { RoutingSpec } from './scenario.ts';
 import {
   networkDelayMillis,
   pickLiveNode,
@@ -90,6 +91,33 @@ export function simulateBackgroundRequest(ctx: SimContext, startUnixMillis: numb
   return spans;
 }
 
+/** What a service's read path looks like; derived once per service, not per request. */
+interface ReadEndpoint {
+  /** Reads are not sticky: any healthy node serves them. */
+  routing: RoutingSpec;
+  route: string;
+  table: string;
+  /** Database host per region. */
+  databaseAddress: Map<string, string>;
+}
+
+const readEndpoints = new WeakMap<SimService, ReadEndpoint>();
+
+function readEndpoint(service: SimService): ReadEndpoint {
+  let endpoint = readEndpoints.get(service);
+  if (!endpoint) {
+    const spec = service.spec!;
+    endpoint = {
+      routing: { ...spec.routing, policy: 'random', pinRetries: false },
+      route: `${spec.route}/:id`,
+      table: spec.name.replace(/-/g, '_'),
+      databaseAddress: new Map(service.nodes.map((n) => [n.region, `${spec.name}-db.${n.region}.internal`])),
+    };
+    readEndpoints.set(service, endpoint);
+  }
+  return endpoint;
+}
+
 /** The caller reads from a service: CLIENT span, and if the node answers, SERVER + database spans. */
 function read(
   ctx: SimContext,
@@ -102,16 +130,14 @@ function read(
 ): { endUnixMillis: number; statusCode: number | undefined } {
   const { rng, schedule, scenario } = ctx;
   const spec = service.spec!;
-  // Reads are not sticky: any healthy node serves them.
-  const routing = { ...spec.routing, policy: 'random' as const, pinRetries: false };
+  const endpoint = readEndpoint(service);
   const route = routeRequest(
-    { service, routing, from, atUnixMillis: t, session: 0 },
+    { service, routing: endpoint.routing, from, atUnixMillis: t, session: 0 },
     ctx.topology,
     schedule,
     rng,
   );
   const node = route.node;
-  const route_ = `${spec.route}/:id`;
   const path = `${spec.route}/${rng.hex(12)}`;
   const clientSpanId = rng.hex(16);
   const arrive = t + networkDelayMillis(ctx, from, node);
@@ -136,7 +162,7 @@ function read(
           startUnixMillis: arrive,
           endUnixMillis: serverEnd,
           method: 'GET',
-          route: route_,
+          route: endpoint.route,
           path,
           serverAddress: spec.address,
           serverPort: spec.port,
@@ -156,9 +182,9 @@ function read(
             startUnixMillis: queryStart,
             endUnixMillis: queryEnd,
             database: spec.name,
-            table: spec.name.replace(/-/g, '_'),
-            serverAddress: `${spec.name}-db.${node.region}.internal`,
-            peerAddress: `10.250.${node.ip.split('.')[1]}.5`,
+            table: endpoint.table,
+            serverAddress: endpoint.databaseAddress.get(node.region)!,
+            peerAddress: node.databaseIp,
             rows: 1,
           }),
         );

@@ -85,19 +85,18 @@ export class Prng {
     return -mean * Math.log(1 - this.float());
   }
 
-  /** Lowercase hex of `chars` characters (a multiple of 8), never all zeros (OTLP forbids zero ids). */
+  /** Lowercase hex of `chars` characters (a multiple of 8, at most 64), never all zeros (OTLP forbids zero ids). */
   hex(chars: number): string {
-    // Built from char codes in one go: concatenating pieces would leave a tree of cons strings
-    // behind every id, which the garbage collector then has to walk for every retained span.
-    const codes = new Array<number>(chars);
+    // Hex-encoded by Buffer in one go: concatenating pieces would leave a tree of cons strings
+    // behind every id, which the garbage collector then walks for every retained span.
     for (;;) {
       let any = 0;
       for (let i = 0; i < chars; i += 8) {
         const word = this.uint32();
         any |= word;
-        for (let j = 0; j < 8; j++) codes[i + j] = HEX_CODES[(word >>> (28 - 4 * j)) & 0xf]!;
+        HEX_SCRATCH.writeUInt32BE(word, i / 2);
       }
-      if (any !== 0) return String.fromCharCode(...codes);
+      if (any !== 0) return HEX_SCRATCH.toString('hex', 0, chars / 2);
     }
   }
 
@@ -115,7 +114,7 @@ export class Prng {
 }
 
 const Z_99 = 2.3263478740408408;
-const HEX_CODES = Array.from('0123456789abcdef', (c) => c.charCodeAt(0));
+const HEX_SCRATCH = Buffer.alloc(32);
 
 function rotl(x: number, k: number): number {
   return (x << k) | (x >>> (32 - k));

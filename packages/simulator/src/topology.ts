@@ -11,6 +11,8 @@ export interface SimNode {
   instanceId: string;
   podName: string;
   ip: string;
+  /** The address of the database its reads go to (one per cluster). */
+  databaseIp: string;
   region: string;
   cluster: string;
   zone: string;
@@ -90,6 +92,7 @@ export function buildTopology(scenario: Scenario, rng: Prng): Topology {
             instanceId: `shop.${podName}.${name}`,
             podName,
             ip: `10.${regionIndex * 16 + clusterIndex}.${serviceIndex}.${10 + i}`,
+            databaseIp: `10.${regionIndex * 16 + clusterIndex}.250.${serviceIndex}`,
             region: region.name,
             cluster,
             zone: region.zones[i % region.zones.length]!,
