@@ -1,4 +1,4 @@
-import type { SpanConsumer } from '@keyscope/otlp';
+import type { DecodeOptions, SpanConsumer } from '@keyscope/otlp';
 import type { ServeConfig } from './config.ts';
 import { consoleLogger, type Logger } from './logger.ts';
 import { CountingConsumer } from './pipeline/counting-consumer.ts';
@@ -13,12 +13,16 @@ export interface ServeDependencies {
   /** Where decoded spans go; a span-counting consumer when absent. */
   readonly consumer?: SpanConsumer;
   readonly logger?: Logger;
+  /** Passed to the decoders, typically the consumer's own (`DetectionPipeline.decodeOptions`). */
+  readonly decodeOptions?: DecodeOptions;
 }
 
 export interface RunningServe {
   /** The bound addresses: port 0 in the config is resolved here. */
   readonly addresses: { readonly otlpHttp: ListenAddress; readonly otlpGrpc: ListenAddress };
   readonly counters: IngestCounters;
+  /** Requests and spans the receivers have admitted and the consumer has not yet acknowledged. */
+  inFlight(): { requests: number; spans: number };
   /**
    * Stops the receivers (no new requests; those in flight are answered, for up to
    * `shutdown.drainTimeoutMillis`). Idempotent.
@@ -37,7 +41,14 @@ export async function startServe(
   const logger = dependencies.logger ?? consoleLogger;
   const consumer = dependencies.consumer ?? new CountingConsumer();
   const counters = new IngestCounters();
-  const ingest = new Ingest({ consumer, admission: new Admission(config.otlp.admission), counters, logger });
+  const admission = new Admission(config.otlp.admission);
+  const ingest = new Ingest({
+    consumer,
+    admission,
+    counters,
+    logger,
+    decodeOptions: dependencies.decodeOptions,
+  });
 
   const started: Receiver[] = [];
   const stopAll = (drainTimeoutMillis: number) => Promise.all(started.map((r) => r.stop(drainTimeoutMillis)));
@@ -67,6 +78,7 @@ export async function startServe(
     return {
       addresses: { otlpHttp: http.address, otlpGrpc: grpc.address },
       counters,
+      inFlight: () => admission.inFlight(),
       stop() {
         stopping ??= stopAll(config.shutdown.drainTimeoutMillis).then(() => undefined);
         return stopping;

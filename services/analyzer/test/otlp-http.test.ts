@@ -278,6 +278,7 @@ describe('OTLP/HTTP receiver', () => {
       });
       const held = post(url, twoSpans(), PROTOBUF);
       await consumer.whenHolding(1);
+      expect(serve.inFlight()).toEqual({ requests: 1, spans: 2 });
 
       const refused = await post(url, twoSpans(), PROTOBUF);
       expect(refused.status).toBe(503);
@@ -286,6 +287,7 @@ describe('OTLP/HTTP receiver', () => {
 
       consumer.release();
       expect((await held).status).toBe(200);
+      expect(serve.inFlight()).toEqual({ requests: 0, spans: 0 });
       const after = post(url, twoSpans(), PROTOBUF);
       await consumer.whenHolding(1);
       consumer.release();

@@ -1,5 +1,5 @@
 import { createServer, type Server } from 'node:net';
-import { encodeTraces } from '@keyscope/otlp';
+import { encodeTraces, encodeTracesJson } from '@keyscope/otlp';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BlockingConsumer } from '../../../test/support/blocking-consumer.ts';
 import { RecordingConsumer } from '../../../test/support/recording-consumer.ts';
@@ -96,6 +96,38 @@ describe('startServe', () => {
     expect(Date.now() - began).toBeLessThan(2_000);
     await expect(inFlight).rejects.toThrow();
     consumer.release();
+  });
+
+  it('hands both decoders the decode options it is given', async () => {
+    const consumer = new RecordingConsumer();
+    const serve = await started(
+      await startServe(testConfig(), {
+        consumer,
+        logger: capturingLogger(),
+        decodeOptions: { spanAttributes: new Set(['idempotency.key']), events: false },
+      }),
+    );
+    const withExtras = span({
+      attributes: { 'idempotency.key': 'k1', 'http.route': '/payments' },
+      events: [{ name: 'retry', timeUnixMillis: 1_767_225_600_100, attributes: {} }],
+    });
+    const bodies: [string, Uint8Array | string][] = [
+      ['application/json', JSON.stringify(encodeTracesJson([withExtras]))],
+      ['application/x-protobuf', encodeTraces([withExtras])],
+    ];
+    for (const [contentType, body] of bodies) {
+      const response = await fetch(tracesUrl(serve), {
+        method: 'POST',
+        body,
+        headers: { 'content-type': contentType },
+      });
+      expect(response.status).toBe(200);
+    }
+    expect(consumer.spans()).toHaveLength(2);
+    for (const received of consumer.spans()) {
+      expect({ ...received.attributes }).toEqual({ 'idempotency.key': 'k1' });
+      expect(received.events).toEqual([]);
+    }
   });
 
   it('names the listener whose port is taken and leaves nothing listening', async () => {

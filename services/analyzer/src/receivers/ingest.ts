@@ -2,6 +2,7 @@ import { KeyscopeError } from '@keyscope/errors';
 import {
   ACCEPTED_ALL,
   type ConsumeResult,
+  type DecodeOptions,
   decodeTraces,
   decodeTracesJson,
   type Span,
@@ -32,6 +33,8 @@ export interface IngestOptions {
   readonly admission: Admission;
   readonly counters: IngestCounters;
   readonly logger: Logger;
+  /** What the decoders materialize (e.g. only the attributes the consumer reads); all by default. */
+  readonly decodeOptions?: DecodeOptions;
 }
 
 /**
@@ -88,7 +91,11 @@ export class Ingest {
       counters.bytesReceived(transport, payload.compressedBytes, payload.bytes.byteLength);
       let spans: Span[];
       try {
-        spans = payload.encoding === 'json' ? decodeTracesJson(payload.bytes) : decodeTraces(payload.bytes);
+        const { decodeOptions } = this.#options;
+        spans =
+          payload.encoding === 'json'
+            ? decodeTracesJson(payload.bytes, decodeOptions)
+            : decodeTraces(payload.bytes, decodeOptions);
       } catch (error) {
         return { accepted: false, failure: this.refuse(transport, error) };
       }
