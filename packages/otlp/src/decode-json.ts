@@ -1,4 +1,5 @@
 import { KeyscopeError } from '@keyscope/errors';
+import { createAttributes } from './attributes.ts';
 import { type DecodeOptions, type ResolvedDecodeOptions, resolveDecodeOptions } from './decode-options.ts';
 import { OTLP_ID_LENGTH, OTLP_ID_ZERO, OTLP_JSON, OTLP_NESTING, OTLP_UTF8 } from './errors.ts';
 import type {
@@ -94,7 +95,7 @@ class JsonTraceDecoder {
   }
 
   private resourceSpans(message: JsonObject): void {
-    const resource: Resource = { attributes: Object.create(null) };
+    const resource: Resource = { attributes: createAttributes() };
     const resourceMessage = optionalObject(message, 'resource', 'resource');
     if (resourceMessage !== undefined) {
       try {
@@ -134,7 +135,7 @@ class JsonTraceDecoder {
     const traceId = id(message, 'traceId', 'trace_id', 'trace id', 16);
     const spanId = id(message, 'spanId', 'span_id', 'span id', 8);
     const parentSpanId = parentId(message);
-    const attributes: Attributes = Object.create(null);
+    const attributes: Attributes = createAttributes();
     this.attributes(message, attributes, this.options.spanKeys);
     const events: SpanEvent[] = [];
     if (this.options.events) {
@@ -172,7 +173,7 @@ class JsonTraceDecoder {
   }
 
   private event(message: JsonObject): SpanEvent {
-    const attributes: Attributes = Object.create(null);
+    const attributes: Attributes = createAttributes();
     this.attributes(message, attributes, null);
     return {
       name: string(message, 'name', 'name'),
@@ -235,7 +236,7 @@ class JsonTraceDecoder {
     if ((v = pick(value, 'kvlistValue', 'kvlist_value')) !== undefined) {
       if (depth + 1 > this.options.maxDepth) throw tooDeep(depth + 1, this.options.maxDepth);
       const values = list(asObject(v, 'kvlistValue'), 'values', 'values');
-      const out: Attributes = Object.create(null);
+      const out: Attributes = createAttributes();
       for (let i = 0; i < values.length; i++) {
         try {
           this.keyValue(asObject(values[i], 'item'), out, null, depth + 1);

@@ -1,4 +1,5 @@
 import { KeyscopeError } from '@keyscope/errors';
+import { createAttributes } from './attributes.ts';
 import { type DecodeOptions, type ResolvedDecodeOptions, resolveDecodeOptions } from './decode-options.ts';
 import { OTLP_ID_LENGTH, OTLP_ID_ZERO, OTLP_NESTING } from './errors.ts';
 import { hexOf8, hexOf16 } from './hex.ts';
@@ -148,7 +149,7 @@ class TraceDecoder {
     const r = this.r;
     // Created before the fields are read: protobuf does not order fields, and spans that precede
     // the `resource` field must still share this object.
-    const resource: Resource = { attributes: Object.create(null) };
+    const resource: Resource = { attributes: createAttributes() };
     while (r.pos < end) {
       const tag = r.tag(end);
       if (tag === 0x12) this.scopeSpans(r.lengthEnd(end), resource);
@@ -200,7 +201,7 @@ class TraceDecoder {
     let endTimeUnixMillis = 0;
     let statusCode = 0;
     let statusMessage = '';
-    const attributes: Attributes = Object.create(null);
+    const attributes: Attributes = createAttributes();
     const events: SpanEvent[] = [];
     while (r.pos < end) {
       const tag = r.tag(end);
@@ -306,7 +307,7 @@ class TraceDecoder {
     const r = this.r;
     let name = '';
     let timeUnixMillis = 0;
-    const attributes: Attributes = Object.create(null);
+    const attributes: Attributes = createAttributes();
     while (r.pos < end) {
       const tag = r.tag(end);
       if (tag === 0x1a) this.keyValue(r.lengthEnd(end), attributes, null, 0);
@@ -330,7 +331,7 @@ class TraceDecoder {
       const tag = r.tag(end);
       if (tag === 0x0a) {
         const keyEnd = r.lengthEnd(end);
-        key = keyCache.get(this.bytes, r.pos, keyEnd);
+        key = keyCache.get(this.bytes, r.view, r.pos, keyEnd);
         r.pos = keyEnd;
       } else if (tag === 0x12) {
         valueEnd = r.lengthEnd(end);
@@ -357,7 +358,7 @@ class TraceDecoder {
       switch (tag) {
         case 0x0a: {
           const stringEnd = r.lengthEnd(end);
-          value = valueCache.get(this.bytes, r.pos, stringEnd);
+          value = valueCache.get(this.bytes, r.view, r.pos, stringEnd);
           r.pos = stringEnd;
           break;
         }
@@ -407,7 +408,7 @@ class TraceDecoder {
   private keyValueList(end: number, depth: number): Attributes {
     if (depth > this.maxDepth) throw tooDeep(depth, this.maxDepth, this.r.pos);
     const r = this.r;
-    const values: Attributes = Object.create(null);
+    const values: Attributes = createAttributes();
     while (r.pos < end) {
       const tag = r.tag(end);
       if (tag === 0x0a) this.keyValue(r.lengthEnd(end), values, null, depth);

@@ -1,3 +1,4 @@
+export { createAttributes } from './attributes.ts';
 export { ACCEPTED_ALL, type ConsumeResult, type SpanConsumer } from './consumer.ts';
 export { decodeTracesJson } from './decode-json.ts';
 export { DEFAULT_MAX_DEPTH, type DecodeOptions, MAX_NESTING_DEPTH } from './decode-options.ts';

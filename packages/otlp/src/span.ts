@@ -9,8 +9,10 @@
  * - bytes → Uint8Array; array → AttributeValue[]; kvlist → Attributes;
  * - an AnyValue with no value set → null.
  *
- * Attribute objects are created with a null prototype: keys come from the sender, and a key such as
- * `__proto__` must be an ordinary own property, never a prototype change.
+ * Attribute objects never inherit from `Object.prototype`: keys come from the sender, and a key such
+ * as `__proto__` must be an ordinary own property, never a prototype change. The decoders create
+ * them with `createAttributes()` (a frozen, empty, null-prototype object as prototype, which keeps
+ * V8's fast property mode); `Object.create(null)` objects satisfy the same contract.
  */
 export type AttributeValue =
   | string

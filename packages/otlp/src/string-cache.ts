@@ -17,6 +17,7 @@ export class StringCache {
   private readonly maxBytes: number;
   private readonly lengths: Int32Array;
   private readonly stored: Uint8Array;
+  private readonly storedView: DataView;
   private readonly strings: string[];
 
   constructor(slots: number, maxBytes: number) {
@@ -25,11 +26,12 @@ export class StringCache {
     this.maxBytes = maxBytes;
     this.lengths = new Int32Array(slots).fill(-1);
     this.stored = new Uint8Array(slots * maxBytes);
+    this.storedView = new DataView(this.stored.buffer);
     this.strings = new Array<string>(slots).fill('');
   }
 
   /** The strict UTF-8 decoding of `bytes[start, end)`, from the cache when it is there. */
-  get(bytes: Uint8Array, start: number, end: number): string {
+  get(bytes: Uint8Array, view: DataView, start: number, end: number): string {
     const length = end - start;
     if (length > this.maxBytes || length === 0) return decodeUtf8(bytes, start, end);
     // Sampling five bytes keeps the hash O(1); keys such as `http.request.method` and
@@ -45,9 +47,15 @@ export class StringCache {
     const stored = this.stored;
     const base = slot * this.maxBytes;
     if (this.lengths[slot] === length) {
+      // Four bytes per step through DataViews: the byte-by-byte loop dominated decoding time.
+      const storedView = this.storedView;
       let i = 0;
-      while (i < length && stored[base + i] === bytes[start + i]) i++;
-      if (i === length) return this.strings[slot]!;
+      const words = length - 3;
+      while (i < words && storedView.getInt32(base + i) === view.getInt32(start + i)) i += 4;
+      if (i >= words) {
+        while (i < length && stored[base + i] === bytes[start + i]) i++;
+        if (i === length) return this.strings[slot]!;
+      }
     }
     const text = decodeUtf8(bytes, start, end);
     for (let i = 0; i < length; i++) stored[base + i] = bytes[start + i]!;

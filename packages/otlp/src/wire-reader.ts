@@ -30,7 +30,7 @@ const WIRE_TYPE_NAMES = ['VARINT', 'I64', 'LEN', 'SGROUP', 'EGROUP', 'I32', '6',
 export class WireReader {
   readonly bytes: Uint8Array;
   pos = 0;
-  private readonly view: DataView;
+  readonly view: DataView;
 
   constructor(bytes: Uint8Array) {
     this.bytes = bytes;

@@ -141,8 +141,10 @@ describe('decodeTraces', () => {
       empty: null,
       missing: null,
     });
-    expect(Object.getPrototypeOf(attributes)).toBeNull();
-    expect(Object.getPrototypeOf(attributes.nested)).toBeNull();
+    for (const object of [attributes, attributes.nested as object, span!.resource.attributes]) {
+      expect(Object.prototype.isPrototypeOf.call(Object.prototype, object)).toBe(false);
+      expect('toString' in object).toBe(false);
+    }
     expect(Object.hasOwn(attributes, '__proto__')).toBe(true);
     const protoKey = '__proto__';
     expect(attributes[protoKey]).toBe('an ordinary key');
