@@ -274,8 +274,9 @@ export function globalStore(overrides: ScenarioOverrides = {}): Scenario {
 /**
  * Several services behind one checkout, each with its own failure mode: payments (node stores,
  * node failures, ledger downstream), orders (region store without lock, double submits, redrives
- * past the TTL), transfers (global store, colliding sequential keys), refunds (proxy retries and a
- * store error spike), subscriptions (cluster store, sound).
+ * past the TTL), transfers (global fingerprinting store, colliding sequential keys answered
+ * `mismatch`), refunds (proxy retries and a store error spike), subscriptions (cluster store,
+ * decision on the SERVER span, sound).
  */
 export function mixed(overrides: ScenarioOverrides = {}): Scenario {
   const durationMillis = overrides.durationMillis ?? 90 * SECOND;
@@ -303,7 +304,8 @@ export function mixed(overrides: ScenarioOverrides = {}): Scenario {
     keyFormat: 'sequence',
     keyCollisionFraction: 0.05,
   });
-  transfers.dedup = { ...transfers.dedup, scope: 'global', recordStoreId: false };
+  // Fingerprinting turns the colliding tenant's replay into a 422 `mismatch`.
+  transfers.dedup = { ...transfers.dedup, scope: 'global', recordStoreId: false, fingerprintsPayload: true };
   const refunds = payments({
     name: 'refunds',
     address: 'refunds.internal',
@@ -351,12 +353,13 @@ export function mixed(overrides: ScenarioOverrides = {}): Scenario {
 
 /**
  * The mixed workload sized by span count: exactly `spans` spans (about 20% carrying keys), at
- * about 100 mutations per simulated second.
+ * about 100 mutations per simulated second, with a node failure, a failover and an error spike
+ * every 40 simulated seconds.
  */
 export function benchmark(options: { spans: number } & ScenarioOverrides): Scenario {
   const { spans, ...overrides } = options;
-  // Enough requests that the span budget, not the request count, ends the run (a flow and its
-  // share of ordinary traffic average well under 10 spans... but never fewer than 8).
+  // A mutation and its share of ordinary traffic come to 15–20 spans, so spans / 8 requests are
+  // more than enough: the span budget, not the request count, ends the run.
   const requests = Math.max(1, Math.ceil(spans / 8));
   const durationMillis = Math.max(60 * SECOND, requests * 10);
   return {

@@ -29,11 +29,12 @@ export interface SimService {
   clusterNodes: Map<string, SimNode[]>;
   /** The application's own instrumentation scope (where `idempotency.check` spans come from). */
   appScope: InstrumentationScope;
+  /** The service it calls with the same key while executing, if any. */
+  downstream: DownstreamService | undefined;
 }
 
 export interface FrontService extends SimService {
   spec: MutationServiceSpec;
-  downstream: DownstreamService | undefined;
 }
 
 export interface DownstreamService extends SimService {
@@ -62,28 +63,29 @@ const POD_ALPHABET = 'bcdfghjklmnpqrstvwxz2456789';
 /** Builds nodes and their resources. Draws only from `rng`, so traffic changes never rename nodes. */
 export function buildTopology(scenario: Scenario, rng: Prng): Topology {
   const services = new Map<string, SimService>();
-  let serviceIndex = 0;
-  const build = <S extends SimService>(
+  const build = (
     name: string,
     role: SimService['role'],
     spec: ServiceSpec | undefined,
     nodesPerCluster: number,
-    extra: Omit<S, keyof SimService>,
-  ): S => {
-    const service = {
+    downstream: DownstreamService | undefined,
+  ): SimService => {
+    const serviceIndex = services.size;
+    const version = `1.${rng.int(0, 9)}.${rng.int(0, 20)}`;
+    const service: SimService = {
       name,
       role,
       spec,
       nodes: [],
       clusterNodes: new Map(),
-      appScope: { name, version: `1.${rng.int(0, 9)}.${rng.int(0, 20)}` },
-      ...extra,
-    } as unknown as S;
-    const version = service.appScope.version;
+      appScope: { name, version },
+      downstream,
+    };
     scenario.regions.forEach((region, regionIndex) => {
       region.clusters.forEach((cluster, clusterIndex) => {
         const replicaSet = podToken(rng, 10);
         const inCluster: SimNode[] = [];
+        const subnet = `10.${regionIndex * 16 + clusterIndex}`;
         for (let i = 0; i < nodesPerCluster; i++) {
           const podName = `${name}-${replicaSet}-${podToken(rng, 5)}`;
           const node: SimNode = {
@@ -91,8 +93,8 @@ export function buildTopology(scenario: Scenario, rng: Prng): Topology {
             index: service.nodes.length,
             instanceId: `shop.${podName}.${name}`,
             podName,
-            ip: `10.${regionIndex * 16 + clusterIndex}.${serviceIndex}.${10 + i}`,
-            databaseIp: `10.${regionIndex * 16 + clusterIndex}.250.${serviceIndex}`,
+            ip: `${subnet}.${serviceIndex}.${10 + i}`,
+            databaseIp: `${subnet}.250.${serviceIndex}`,
             region: region.name,
             cluster,
             zone: region.zones[i % region.zones.length]!,
@@ -106,28 +108,22 @@ export function buildTopology(scenario: Scenario, rng: Prng): Topology {
       });
     });
     services.set(name, service);
-    serviceIndex++;
     return service;
   };
 
-  const caller = build<SimService>(
-    scenario.caller.name,
-    'caller',
-    undefined,
-    scenario.caller.nodesPerCluster,
-    {},
-  );
+  const caller = build(scenario.caller.name, 'caller', undefined, scenario.caller.nodesPerCluster, undefined);
   const front = scenario.services.map((spec) => {
     const downstream = spec.downstream
-      ? build<DownstreamService>(
+      ? (build(
           spec.downstream.name,
           'downstream',
           spec.downstream,
           spec.downstream.nodesPerCluster,
-          {},
-        )
+          undefined,
+        ) as DownstreamService)
       : undefined;
-    return build<FrontService>(spec.name, 'mutation', spec, spec.nodesPerCluster, { downstream });
+    // The spec passed in is the mutation spec, so the narrower type holds.
+    return build(spec.name, 'mutation', spec, spec.nodesPerCluster, downstream) as FrontService;
   });
   return {
     caller,

@@ -114,8 +114,17 @@ export function classifyKey(history: KeyHistory): KeyVerdict {
   for (const visits of tiers.values()) {
     const first = visits[0]!;
     if (collision && first.upstreamSpanId === undefined) {
+      // The other tenant's use of the key was sent by its client, like any repeat from a client.
       keys.push(
-        truthKey(history.key, 'key_collision', visits, history.tenants, 'unknown', routingEventId, undefined),
+        truthKey(
+          history.key,
+          'key_collision',
+          visits,
+          history.tenants,
+          retriedBy(visits),
+          routingEventId,
+          undefined,
+        ),
       );
     }
     // Different tenants' uses of one key are different requests: count executions per tenant.

@@ -219,6 +219,17 @@ describe('mutation spans, by service options', () => {
     expect(checks.every((s) => s.attributes['idempotency.scope'] === 'global')).toBe(true);
   });
 
+  it('answers a colliding tenant with mismatch when the store fingerprints payloads', () => {
+    const scenario = scenarios.keyCollision({ requests: 200 });
+    scenario.services[0]!.dedup.fingerprintsPayload = true;
+    const { spans, truth } = simulate(scenario);
+    const outcomes = new Set(spans.map((s) => s.attributes['idempotency.outcome']));
+    expect(outcomes.has('mismatch')).toBe(true);
+    expect(outcomes.has('hit')).toBe(false);
+    expect(truth.keys.length).toBeGreaterThan(0);
+    expect(truth.keys.every((k) => k.class === 'key_collision')).toBe(true);
+  });
+
   it('loses the spans of executions in flight on a failed node when configured, but not their truth', () => {
     const scenario = {
       ...scenarios.nodeFailover({ requests: 600, durationMillis: 15_000 }),

@@ -126,7 +126,7 @@ describe('classifyKey', () => {
     expect(verdict.keys[0]).toMatchObject({
       class: 'key_collision',
       tenants: ['acme', 'globex'],
-      retriedBy: 'unknown',
+      retriedBy: 'client',
     });
   });
 });
