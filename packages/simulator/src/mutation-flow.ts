@@ -208,7 +208,7 @@ class MutationFlow {
             endUnixMillis: end,
           };
           this.spans.push(
-            internalSpan(base, 'redrive payment', caller.appScope, {
+            internalSpan(base, `redrive ${this.service.name}`, caller.appScope, {
               'tenant.id': tenant,
               'job.attempt': priorSends,
             }),
@@ -232,7 +232,7 @@ class MutationFlow {
               userAgent: agent,
               statusCode: callerStatus(statusCode),
               tenant,
-              errorMessage: 'payment service unavailable',
+              errorMessage: `${this.service.name} request failed`,
             }),
           );
         }
