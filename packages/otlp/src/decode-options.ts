@@ -1,8 +1,8 @@
 /**
  * What the decoders materialize. Most spans in a pipeline are not mutation attempts; a caller that
  * knows which attribute keys it reads passes them as sets, and every other attribute is skipped
- * by its length without decoding its value (so a skipped value is not checked for UTF-8 or
- * nesting either: only the framing around it is).
+ * by its length: its key is compared as bytes and neither key nor value is decoded (so a skipped
+ * attribute is not checked for UTF-8 or nesting either: only the framing around it is).
  */
 export interface DecodeOptions {
   /** Span attribute keys to keep; default 'all'. Event attributes are always decoded in full. */

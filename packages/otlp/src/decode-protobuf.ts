@@ -3,6 +3,7 @@ import { createAttributes } from './attributes.ts';
 import { type DecodeOptions, type ResolvedDecodeOptions, resolveDecodeOptions } from './decode-options.ts';
 import { OTLP_ID_LENGTH, OTLP_ID_ZERO, OTLP_NESTING } from './errors.ts';
 import { hexOf8, hexOf16 } from './hex.ts';
+import { KeyMatcher } from './key-matcher.ts';
 import type {
   Attributes,
   AttributeValue,
@@ -116,8 +117,9 @@ export function decodeTraces(bytes: Uint8Array, options?: DecodeOptions): Span[]
 class TraceDecoder {
   private readonly r: WireReader;
   private readonly bytes: Uint8Array;
-  private readonly spanKeys: ReadonlySet<string> | null;
-  private readonly resourceKeys: ReadonlySet<string> | null;
+  /** null: keep every attribute. */
+  private readonly spanKeys: KeyMatcher | null;
+  private readonly resourceKeys: KeyMatcher | null;
   private readonly events: boolean;
   private readonly maxDepth: number;
   private readonly spans: Span[] = [];
@@ -128,8 +130,8 @@ class TraceDecoder {
   constructor(bytes: Uint8Array, options: ResolvedDecodeOptions) {
     this.bytes = bytes;
     this.r = new WireReader(bytes);
-    this.spanKeys = options.spanKeys;
-    this.resourceKeys = options.resourceKeys;
+    this.spanKeys = options.spanKeys === null ? null : new KeyMatcher(options.spanKeys);
+    this.resourceKeys = options.resourceKeys === null ? null : new KeyMatcher(options.resourceKeys);
     this.events = options.events;
     this.maxDepth = options.maxDepth;
   }
@@ -162,7 +164,7 @@ class TraceDecoder {
     const r = this.r;
     while (r.pos < end) {
       const tag = r.tag(end);
-      if (tag === 0x0a) this.keyValue(r.lengthEnd(end), attributes, this.resourceKeys, 0);
+      if (tag === 0x0a) this.attribute(r.lengthEnd(end), attributes, this.resourceKeys);
       else r.skip(tag, end, RESOURCE);
     }
   }
@@ -245,7 +247,7 @@ class TraceDecoder {
           endTimeUnixMillis = r.fixed64Millis(end);
           break;
         case 0x4a:
-          this.keyValue(r.lengthEnd(end), attributes, this.spanKeys, 0);
+          this.attribute(r.lengthEnd(end), attributes, this.spanKeys);
           break;
         case 0x5a:
           if (this.events) events.push(this.event(r.lengthEnd(end)));
@@ -310,7 +312,7 @@ class TraceDecoder {
     const attributes: Attributes = createAttributes();
     while (r.pos < end) {
       const tag = r.tag(end);
-      if (tag === 0x1a) this.keyValue(r.lengthEnd(end), attributes, null, 0);
+      if (tag === 0x1a) this.keyValue(r.lengthEnd(end), attributes, 0);
       else if (tag === 0x12) name = this.string(r.lengthEnd(end));
       else if (tag === 0x09) timeUnixMillis = r.fixed64Millis(end);
       else r.skip(tag, end, EVENT);
@@ -318,11 +320,17 @@ class TraceDecoder {
     return { name, timeUnixMillis, attributes };
   }
 
+  /** A span or resource attribute: all of them, or only those `keys` matches. */
+  private attribute(end: number, target: Attributes, keys: KeyMatcher | null): void {
+    if (keys === null) this.keyValue(end, target, 0);
+    else this.selectedKeyValue(end, target, keys);
+  }
+
   /**
-   * One KeyValue into `target`. The value is only located while scanning (protobuf allows it
-   * before the key), then decoded if `keys` wants the key: a skipped attribute costs its key.
+   * One KeyValue into `target`. The value is located while scanning (protobuf allows it before
+   * the key) and decoded after.
    */
-  private keyValue(end: number, target: Attributes, keys: ReadonlySet<string> | null, depth: number): void {
+  private keyValue(end: number, target: Attributes, depth: number): void {
     const r = this.r;
     let key = '';
     let valueStart = -1;
@@ -339,14 +347,42 @@ class TraceDecoder {
         r.pos = valueEnd;
       } else r.skip(tag, end, KEY_VALUE);
     }
-    if (keys !== null && !keys.has(key)) return;
+    this.value(target, key, valueStart, valueEnd, depth);
+    r.pos = end;
+  }
+
+  /** Like `keyValue`, but only keys `keys` matches are decoded at all (see key-matcher.ts). */
+  private selectedKeyValue(end: number, target: Attributes, keys: KeyMatcher): void {
+    const r = this.r;
+    let keyStart = 0;
+    let keyEnd = 0;
+    let valueStart = -1;
+    let valueEnd = -1;
+    while (r.pos < end) {
+      const tag = r.tag(end);
+      if (tag === 0x0a) {
+        keyEnd = r.lengthEnd(end);
+        keyStart = r.pos;
+        r.pos = keyEnd;
+      } else if (tag === 0x12) {
+        valueEnd = r.lengthEnd(end);
+        valueStart = r.pos;
+        r.pos = valueEnd;
+      } else r.skip(tag, end, KEY_VALUE);
+    }
+    const key = keys.match(this.bytes, keyStart, keyEnd);
+    if (key !== undefined) this.value(target, key, valueStart, valueEnd, 0);
+    r.pos = end;
+  }
+
+  /** Decodes the AnyValue at `[valueStart, valueEnd)` into `target[key]`; no value is null. */
+  private value(target: Attributes, key: string, valueStart: number, valueEnd: number, depth: number): void {
     if (valueStart < 0) {
       target[key] = null;
       return;
     }
-    r.pos = valueStart;
+    this.r.pos = valueStart;
     target[key] = this.anyValue(valueEnd, depth);
-    r.pos = end;
   }
 
   private anyValue(end: number, depth: number): AttributeValue {
@@ -411,7 +447,7 @@ class TraceDecoder {
     const values: Attributes = createAttributes();
     while (r.pos < end) {
       const tag = r.tag(end);
-      if (tag === 0x0a) this.keyValue(r.lengthEnd(end), values, null, depth);
+      if (tag === 0x0a) this.keyValue(r.lengthEnd(end), values, depth);
       else r.skip(tag, end, KEY_VALUE_LIST);
     }
     return values;

@@ -238,6 +238,19 @@ describe('decodeTraces', () => {
       });
     });
 
+    it('matches non-ASCII keys and skips unwanted keys without decoding them', () => {
+      const bytes = officialEncode(
+        requestWithAttributes([
+          { key: 'ünï.cödé', value: { stringValue: '✓' } },
+          { key: 'other', value: { stringValue: 'x' } },
+        ]),
+      );
+      expect(decodeTraces(bytes, { spanAttributes: new Set(['ünï.cödé']) })[0]!.attributes).toEqual({
+        'ünï.cödé': '✓',
+      });
+      expect(decodeTraces(bytes, { spanAttributes: new Set() })[0]!.attributes).toEqual({});
+    });
+
     it('enforces maxDepth on nested arrays and kvlists', () => {
       const nested = (depth: number): object =>
         depth === 0 ? { intValue: 1 } : { kvlistValue: { values: [{ key: 'k', value: nested(depth - 1) }] } };

@@ -1,0 +1,43 @@
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/**
+ * Matches attribute keys against a caller's key set on their UTF-8 bytes, so an unwanted
+ * attribute costs a length check and at most a byte comparison: no string is built for its key,
+ * no hash computed, no value decoded. Returns the caller's own string for a match.
+ */
+export class KeyMatcher {
+  /** Candidates by UTF-8 byte length; most unwanted keys fail on length alone. */
+  private readonly byLength: (readonly Candidate[] | undefined)[] = [];
+
+  constructor(keys: ReadonlySet<string>) {
+    for (const key of keys) {
+      const bytes = encoder.encode(key);
+      // A key with a lone surrogate has no UTF-8 form: its encoding (U+FFFD) would match the bytes
+      // of a different key, so it can never match.
+      if (decoder.decode(bytes) !== key) continue;
+      const candidates = (this.byLength[bytes.length] ??= []) as Candidate[];
+      candidates.push({ bytes, key });
+    }
+  }
+
+  /** The key in the set whose UTF-8 form is `bytes[start, end)`, or undefined. */
+  match(bytes: Uint8Array, start: number, end: number): string | undefined {
+    const length = end - start;
+    const candidates = length < this.byLength.length ? this.byLength[length] : undefined;
+    if (candidates === undefined) return undefined;
+    for (let c = 0; c < candidates.length; c++) {
+      const candidate = candidates[c]!;
+      const expected = candidate.bytes;
+      let i = 0;
+      while (i < length && expected[i] === bytes[start + i]) i++;
+      if (i === length) return candidate.key;
+    }
+    return undefined;
+  }
+}
+
+interface Candidate {
+  readonly bytes: Uint8Array;
+  readonly key: string;
+}

@@ -1,0 +1,31 @@
+import { describe, expect, it } from 'vitest';
+import { KeyMatcher } from '../src/key-matcher.ts';
+
+const match = (matcher: KeyMatcher, key: string | Uint8Array) => {
+  const bytes = typeof key === 'string' ? new TextEncoder().encode(key) : key;
+  const padded = new Uint8Array(bytes.length + 6);
+  padded.set(bytes, 3);
+  return matcher.match(padded, 3, 3 + bytes.length);
+};
+
+describe('KeyMatcher', () => {
+  const keys = new Set(['idempotency.key', 'idempotency.outcome', 'tenant.id', 'ünï', '']);
+  const matcher = new KeyMatcher(keys);
+
+  it("returns the set's own string for a key in the set", () => {
+    for (const key of keys) expect(match(matcher, key)).toBe(key);
+  });
+
+  it('returns undefined for keys of the same length or prefix that are not in the set', () => {
+    expect(match(matcher, 'idempotency.kez')).toBeUndefined();
+    expect(match(matcher, 'idempotency')).toBeUndefined();
+    expect(match(matcher, 'idempotency.keys')).toBeUndefined();
+    expect(match(matcher, 'x'.repeat(10_000))).toBeUndefined();
+  });
+
+  it('never matches invalid UTF-8, nor a key with a lone surrogate', () => {
+    const withSurrogate = new KeyMatcher(new Set(['\ud800']));
+    expect(match(withSurrogate, Uint8Array.from([0xef, 0xbf, 0xbd]))).toBeUndefined();
+    expect(match(matcher, Uint8Array.from([0xff]))).toBeUndefined();
+  });
+});
