@@ -1,0 +1,65 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { BenchSizes } from './bench-sizes.ts';
+import { LoadGeneratorProcess } from './load-generator-process.ts';
+import { writePayloadFile } from './payload-file.ts';
+import type { EncodedPayloads } from './workloads/encoded-payloads.ts';
+import { sdkExportPayloads } from './workloads/sdk-export-payloads.ts';
+import { simulatedPayloads } from './workloads/simulated-payloads.ts';
+
+/**
+ * What sections share within one run: the sizes, workloads built once (before any timing), a
+ * scratch directory, and the load generator's process. `close()` releases all of it.
+ */
+export class BenchContext {
+  readonly sizes: BenchSizes;
+  readonly scratchDir: string;
+  #sdkExport: EncodedPayloads | undefined;
+  #simulated: EncodedPayloads | undefined;
+  #loadGenerator: LoadGeneratorProcess | undefined;
+  readonly #payloadFiles = new Map<EncodedPayloads, string>();
+
+  constructor(sizes: BenchSizes) {
+    this.sizes = sizes;
+    this.scratchDir = mkdtempSync(join(tmpdir(), 'keyscope-bench-'));
+  }
+
+  /** The decode workload: per-instance SDK exports of 512 spans (sdk-export-payloads.ts). */
+  sdkExportPayloads(): EncodedPayloads {
+    this.#sdkExport ??= sdkExportPayloads(this.sizes.decode.payloads, this.sizes.seed);
+    return this.#sdkExport;
+  }
+
+  /** The detection workload: the simulator's benchmark scenario (simulated-payloads.ts). */
+  simulatedPayloads(): EncodedPayloads {
+    this.#simulated ??= simulatedPayloads(this.sizes.persistence.spans, this.sizes.seed);
+    return this.#simulated;
+  }
+
+  /** A file holding `payloads` for the load generator, written once per workload. */
+  payloadFile(payloads: EncodedPayloads): string {
+    let path = this.#payloadFiles.get(payloads);
+    if (path === undefined) {
+      path = join(this.scratchDir, `payloads-${this.#payloadFiles.size}.bin`);
+      writePayloadFile(path, payloads.bodies);
+      this.#payloadFiles.set(payloads, path);
+    }
+    return path;
+  }
+
+  loadGenerator(): LoadGeneratorProcess {
+    this.#loadGenerator ??= LoadGeneratorProcess.start();
+    return this.#loadGenerator;
+  }
+
+  /** A fresh directory under the scratch directory. */
+  freshDir(prefix: string): string {
+    return mkdtempSync(join(this.scratchDir, `${prefix}-`));
+  }
+
+  close(): void {
+    this.#loadGenerator?.stop();
+    rmSync(this.scratchDir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,52 @@
+/**
+ * How much work each section does. `full` is what `pnpm bench` reports; `quick` exercises every
+ * section in seconds, for development and for the harness's own test, and its figures mean little.
+ */
+export interface BenchSizes {
+  /** Timed repetitions per measurement; figures are their medians. */
+  repetitions: number;
+  /** Seed of every simulated workload. */
+  seed: number;
+  decode: {
+    /** Payloads of 512 spans, each decoded once per repetition. */
+    payloads: number;
+    /** Untimed passes over every payload before the first timed one. */
+    warmupPasses: number;
+  };
+  ingest: {
+    /** Requests of 512 spans per timed repetition. */
+    requestsPerRepetition: number;
+    warmupRequests: number;
+    connections: number;
+  };
+  detector: {
+    /** Spans simulated for the throughput and latency stream. */
+    streamSpans: number;
+    /** Distinct keys tracked when measuring memory per key. */
+    memoryKeys: number;
+  };
+  persistence: {
+    /** Spans per repetition; every repetition starts from an empty database. */
+    spans: number;
+    connections: number;
+  };
+}
+
+export const FULL_SIZES: BenchSizes = Object.freeze({
+  repetitions: 5,
+  seed: 1,
+  decode: { payloads: 200, warmupPasses: 2 },
+  ingest: { requestsPerRepetition: 1000, warmupRequests: 300, connections: 4 },
+  detector: { streamSpans: 200_000, memoryKeys: 500_000 },
+  // 5 repetitions × 200,000 = 1,000,000 spans through the persisted path.
+  persistence: { spans: 200_000, connections: 4 },
+});
+
+export const QUICK_SIZES: BenchSizes = Object.freeze({
+  repetitions: 5,
+  seed: 1,
+  decode: { payloads: 8, warmupPasses: 1 },
+  ingest: { requestsPerRepetition: 20, warmupRequests: 10, connections: 4 },
+  detector: { streamSpans: 10_000, memoryKeys: 10_000 },
+  persistence: { spans: 10_000, connections: 4 },
+});

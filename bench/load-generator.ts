@@ -1,0 +1,93 @@
+import { Agent, request } from 'node:http';
+import { readPayloadFile } from './payload-file.ts';
+
+/**
+ * The load generator: a child process (so that the receiver under test has its process, and a
+ * core, to itself) that posts pre-encoded OTLP protobuf payloads over keep-alive connections.
+ * Driven over IPC by LoadGeneratorProcess, one command at a time.
+ */
+
+export type LoadGeneratorCommand =
+  | { type: 'load'; file: string }
+  | { type: 'run'; url: string; requests: number; connections: number };
+
+export type LoadGeneratorReply =
+  | { type: 'loaded'; payloads: number }
+  | { type: 'ran'; result: LoadResult }
+  | { type: 'failed'; message: string };
+
+export interface LoadResult {
+  requests: number;
+  /** Answered 200. */
+  ok: number;
+  /** Other answers, by status code; connection errors under 'error'. */
+  refused: Record<string, number>;
+  /** From the first request sent to the last answer received. */
+  elapsedMillis: number;
+}
+
+let bodies: Buffer[] = [];
+
+/**
+ * Sends `requests` posts, payloads in file order (cycling), `connections` at a time: each
+ * connection sends its next payload as soon as the previous one is answered.
+ */
+async function run(url: string, requests: number, connections: number): Promise<LoadResult> {
+  if (bodies.length === 0) throw new Error('no payloads loaded');
+  const agent = new Agent({ keepAlive: true, maxSockets: connections });
+  const refused: Record<string, number> = {};
+  let next = 0;
+  let ok = 0;
+  const started = process.hrtime.bigint();
+  const connection = async () => {
+    while (next < requests) {
+      const body = bodies[next++ % bodies.length]!;
+      const status = await post(agent, url, body).catch(() => 'error');
+      if (status === 200) ok++;
+      else refused[status] = (refused[status] ?? 0) + 1;
+    }
+  };
+  await Promise.all(Array.from({ length: connections }, connection));
+  const elapsedMillis = Number(process.hrtime.bigint() - started) / 1e6;
+  agent.destroy();
+  return { requests, ok, refused, elapsedMillis };
+}
+
+function post(agent: Agent, url: string, body: Buffer): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      url,
+      {
+        method: 'POST',
+        agent,
+        headers: { 'content-type': 'application/x-protobuf', 'content-length': body.byteLength },
+      },
+      (res) => {
+        res.on('error', reject);
+        res.on('end', () => resolve(res.statusCode ?? 0));
+        // The answer (an ExportTraceServiceResponse) is not needed, only its status.
+        res.resume();
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+async function handle(command: LoadGeneratorCommand): Promise<LoadGeneratorReply> {
+  try {
+    if (command.type === 'load') {
+      bodies = readPayloadFile(command.file);
+      return { type: 'loaded', payloads: bodies.length };
+    }
+    return { type: 'ran', result: await run(command.url, command.requests, command.connections) };
+  } catch (error) {
+    return { type: 'failed', message: (error as Error).message };
+  }
+}
+
+process.on('message', (command: LoadGeneratorCommand) => {
+  void handle(command).then((reply) => process.send?.(reply));
+});
+// The parent disconnects when it is done; nothing else keeps this process alive.
+process.on('disconnect', () => process.exit(0));

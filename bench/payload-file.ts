@@ -1,0 +1,33 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+
+/**
+ * Pre-encoded payloads handed to the load generator's process through a file: each body as a
+ * 4-byte little-endian length followed by its bytes.
+ */
+export function writePayloadFile(path: string, bodies: readonly Uint8Array[]): void {
+  const total = bodies.reduce((sum, body) => sum + 4 + body.byteLength, 0);
+  const file = Buffer.allocUnsafe(total);
+  let at = 0;
+  for (const body of bodies) {
+    file.writeUInt32LE(body.byteLength, at);
+    file.set(body, at + 4);
+    at += 4 + body.byteLength;
+  }
+  writeFileSync(path, file);
+}
+
+/** The bodies of a payload file, as views into one buffer. */
+export function readPayloadFile(path: string): Buffer[] {
+  const file = readFileSync(path);
+  const bodies: Buffer[] = [];
+  let at = 0;
+  while (at < file.byteLength) {
+    const length = file.readUInt32LE(at);
+    if (at + 4 + length > file.byteLength) {
+      throw new RangeError(`payload file ${path} is truncated: a body of ${length} bytes at offset ${at}`);
+    }
+    bodies.push(file.subarray(at + 4, at + 4 + length));
+    at += 4 + length;
+  }
+  return bodies;
+}
