@@ -1,4 +1,4 @@
-import { type RunningServe, resolveServeConfig, silentLogger, startServe } from '@keyscope/analyzer';
+import { type RunningReceivers, resolveServeConfig, silentLogger, startReceivers } from '@keyscope/analyzer';
 import { type ErrorDefinition, KeyscopeError } from '@keyscope/errors';
 import { ACCEPTED_ALL, type ConsumeResult, type Span, type SpanConsumer } from '@keyscope/otlp';
 import { SpanKind } from '@opentelemetry/api';
@@ -56,14 +56,14 @@ interface Exporter {
   shutdown(): Promise<void>;
 }
 
-const HTTP_EXPORTERS: [string, (serve: RunningServe) => Exporter][] = [
+const HTTP_EXPORTERS: [string, (serve: RunningReceivers) => Exporter][] = [
   ['exporter-trace-otlp-proto', (serve) => new ProtoExporter({ url: httpUrl(serve) }) as unknown as Exporter],
   [
     'exporter-trace-otlp-http (JSON)',
     (serve) => new JsonExporter({ url: httpUrl(serve) }) as unknown as Exporter,
   ],
 ];
-const GRPC_EXPORTER: [string, (serve: RunningServe) => Exporter] = [
+const GRPC_EXPORTER: [string, (serve: RunningReceivers) => Exporter] = [
   'exporter-trace-otlp-grpc',
   (serve) =>
     new GrpcExporter({ url: `http://127.0.0.1:${serve.addresses.otlpGrpc.port}` }) as unknown as Exporter,
@@ -73,7 +73,7 @@ const EXPORTERS = [...HTTP_EXPORTERS, GRPC_EXPORTER];
 /** grpc-js status code UNAVAILABLE. */
 const UNAVAILABLE = 14;
 
-function httpUrl(serve: RunningServe): string {
+function httpUrl(serve: RunningReceivers): string {
   return `http://127.0.0.1:${serve.addresses.otlpHttp.port}/v1/traces`;
 }
 
@@ -87,18 +87,18 @@ function oneSpan(): ReadableSpan[] {
   return memory.getFinishedSpans();
 }
 
-const running: RunningServe[] = [];
+const running: RunningReceivers[] = [];
 afterEach(async () => {
   await Promise.all(running.splice(0).map((serve) => serve.stop()));
 });
 
-async function serveWith(consumer: SpanConsumer): Promise<RunningServe> {
+async function serveWith(consumer: SpanConsumer): Promise<RunningReceivers> {
   const config = resolveServeConfig({
     api: { port: 0 },
     otlp: { http: { port: 0 }, grpc: { port: 0 }, admission: { retryAfterSeconds: 1 } },
     shutdown: { drainTimeoutMillis: 1_000 },
   });
-  const serve = await startServe(config, { consumer, logger: silentLogger });
+  const serve = await startReceivers(config, { consumer, logger: silentLogger });
   running.push(serve);
   return serve;
 }

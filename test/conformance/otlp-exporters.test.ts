@@ -1,4 +1,4 @@
-import { type RunningServe, resolveServeConfig, silentLogger, startServe } from '@keyscope/analyzer';
+import { type RunningReceivers, resolveServeConfig, silentLogger, startReceivers } from '@keyscope/analyzer';
 import type { Span } from '@keyscope/otlp';
 import { context, type HrTime, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { ExportResultCode } from '@opentelemetry/core';
@@ -27,7 +27,8 @@ interface Exporter {
 
 type Compression = 'none' | 'gzip';
 
-const EXPORTERS: [string, Compression, (serve: RunningServe, compression: Compression) => Exporter][] = [];
+const EXPORTERS: [string, Compression, (serve: RunningReceivers, compression: Compression) => Exporter][] =
+  [];
 for (const compression of ['none', 'gzip'] as const) {
   EXPORTERS.push(
     [
@@ -53,7 +54,7 @@ for (const compression of ['none', 'gzip'] as const) {
   );
 }
 
-function httpUrl(serve: RunningServe): string {
+function httpUrl(serve: RunningReceivers): string {
   return `http://127.0.0.1:${serve.addresses.otlpHttp.port}/v1/traces`;
 }
 
@@ -182,7 +183,7 @@ function expectIntact(received: Span, recorded: ReadableSpan): void {
 
 describe('real OpenTelemetry exporters → keyscope receivers', () => {
   const consumer = new RecordingConsumer();
-  let serve: RunningServe;
+  let serve: RunningReceivers;
   const recorded = recordSpans();
 
   beforeAll(async () => {
@@ -191,7 +192,7 @@ describe('real OpenTelemetry exporters → keyscope receivers', () => {
       otlp: { http: { port: 0 }, grpc: { port: 0 } },
       shutdown: { drainTimeoutMillis: 1_000 },
     });
-    serve = await startServe(config, { consumer, logger: silentLogger });
+    serve = await startReceivers(config, { consumer, logger: silentLogger });
   });
 
   afterAll(async () => {

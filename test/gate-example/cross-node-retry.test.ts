@@ -1,4 +1,4 @@
-import { type RunningServe, resolveServeConfig, silentLogger, startServe } from '@keyscope/analyzer';
+import { type RunningReceivers, resolveServeConfig, silentLogger, startReceivers } from '@keyscope/analyzer';
 import { defaultMapping, extractAttempts } from '@keyscope/attempts';
 import { createDetector, type Finding } from '@keyscope/detector';
 import {
@@ -38,7 +38,7 @@ const CARD_LATENCIES_MILLIS = [600, 10];
  */
 const BELIEVED_RETRY_SCOPE = { level: 'node' } as const;
 
-let serve: RunningServe;
+let serve: RunningReceivers;
 let received: RecordingConsumer;
 const cleanups: (() => Promise<unknown>)[] = [];
 
@@ -49,7 +49,7 @@ beforeEach(async () => {
     otlp: { http: { port: 0 }, grpc: { port: 0 } },
     shutdown: { drainTimeoutMillis: 1_000 },
   });
-  serve = await startServe(config, { consumer: received, logger: silentLogger });
+  serve = await startReceivers(config, { consumer: received, logger: silentLogger });
   cleanups.push(() => serve.stop());
 });
 

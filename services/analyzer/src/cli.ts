@@ -2,7 +2,7 @@ import { realpathSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { isKeyscopeError } from '@keyscope/errors';
-import { defaultServeConfig, readConfigFile, resolveServeConfig } from './config.ts';
+import { defaultServeConfig, envOverrides, readConfigFile, resolveServeConfig } from './config.ts';
 import { startServe } from './serve.ts';
 
 /** The `keyscope` command line: parses arguments, then hands over to serve.ts. */
@@ -16,7 +16,8 @@ commands:
 
 const SERVE_USAGE = `usage: keyscope serve [--config FILE] [--api-port N] [--otlp-http-port N] [--otlp-grpc-port N] [--db PATH]
 
-  --config FILE         YAML or JSON configuration; flags override it
+  --config FILE         YAML or JSON configuration (or KEYSCOPE_CONFIG); KEYSCOPE_* variables
+                        override it, flags override both (docs/configuration.md)
   --api-port N          port of the HTTP API and web page (0 picks a free port)
   --otlp-http-port N    OTLP/HTTP receiver port, default 4318 (0 picks a free port)
   --otlp-grpc-port N    OTLP/gRPC receiver port, default 4317 (0 picks a free port)
@@ -89,10 +90,11 @@ async function serve(args: string[]): Promise<number> {
     process.stdout.write(`${SERVE_USAGE}\n`);
     return 0;
   }
-  const base = parsed.configFile
-    ? resolveServeConfig(await readConfigFile(parsed.configFile))
-    : defaultServeConfig();
-  const config = resolveServeConfig(parsed.overrides, base);
+  // Defaults < config file < KEYSCOPE_* environment < flags.
+  const configFile = parsed.configFile ?? process.env.KEYSCOPE_CONFIG;
+  const fromFile = configFile ? resolveServeConfig(await readConfigFile(configFile)) : defaultServeConfig();
+  const fromEnv = resolveServeConfig(envOverrides(process.env), fromFile);
+  const config = resolveServeConfig(parsed.overrides, fromEnv);
   // Listening for signals before the listeners start: a SIGTERM during startup still stops cleanly.
   const signalled = new Promise<NodeJS.Signals>((resolve) => {
     process.once('SIGINT', resolve);

@@ -1,17 +1,44 @@
 import { readFile } from 'node:fs/promises';
-import { KeyscopeError } from '@keyscope/errors';
+import { type AlertsConfig, defaultAlertsConfig, parseAlertsConfig } from '@keyscope/alerts';
+import { isKeyscopeError, KeyscopeError } from '@keyscope/errors';
 import { parse as parseYaml } from 'yaml';
+import type { ApiToken } from './api/auth.ts';
 import { ANALYZER_CONFIG_INVALID } from './errors.ts';
 
 /**
  * `keyscope serve`'s configuration: defaults, overridden by a config file (YAML or JSON, same
- * shape), overridden by flags. Validated once, frozen, passed down as plain data.
+ * shape), overridden by `KEYSCOPE_*` environment variables, overridden by flags. Validated once,
+ * frozen, passed down as plain data. docs/configuration.md lists every field.
  */
 export interface ServeConfig {
   readonly api: {
     readonly host: string;
-    /** The API server arrives in a later stage; the port is validated and kept until then. */
+    /** The HTTP API and the web page. */
     readonly port: number;
+    /** Bearer tokens; none means the API answers loopback only (and refuses to listen elsewhere). */
+    readonly tokens: readonly ApiToken[];
+    /** Base URL alerts link to (`<publicUrl>/incidents/<id>`); '' means `http://<host>:<port>`. */
+    readonly publicUrl: string;
+  };
+  /** The attribute mapping file (YAML or JSON, see packages/attempts/README.md); '' for the defaults. */
+  readonly mapping: { readonly file: string };
+  readonly detector: {
+    readonly retryHorizonMillis: number;
+    readonly maxKeys: number;
+    readonly incidentBucketMillis: number;
+    readonly quietPeriodMillis: number;
+  };
+  readonly retention: {
+    /** Findings and resolved incidents are kept this long; attempts for the retry horizon. */
+    readonly findingsDays: number;
+  };
+  readonly alerts: AlertsConfig;
+  /** keyscope's own traces (OpenTelemetry SDK), off unless an endpoint is set. */
+  readonly telemetry: {
+    /** OTLP/HTTP traces endpoint, e.g. http://collector:4318/v1/traces; '' turns self-tracing off. */
+    readonly otlpEndpoint: string;
+    /** Allow that endpoint to be keyscope's own receiver (it would then analyse itself). */
+    readonly allowSelfIngest: boolean;
   };
   readonly db: {
     /** SQLite file, or `:memory:`. */
@@ -47,7 +74,17 @@ const MIB = 1024 * 1024;
 
 export function defaultServeConfig(): ServeConfig {
   return deepFreeze({
-    api: { host: '127.0.0.1', port: 8080 },
+    api: { host: '127.0.0.1', port: 8080, tokens: [], publicUrl: '' },
+    mapping: { file: '' },
+    detector: {
+      retryHorizonMillis: 24 * 60 * 60 * 1000,
+      maxKeys: 1_000_000,
+      incidentBucketMillis: 60 * 60 * 1000,
+      quietPeriodMillis: 30 * 60 * 1000,
+    },
+    retention: { findingsDays: 30 },
+    alerts: defaultAlertsConfig(),
+    telemetry: { otlpEndpoint: '', allowSelfIngest: false },
     db: { path: 'keyscope.db' },
     otlp: {
       http: { host: '127.0.0.1', port: 4318, bodyLimitBytes: 20 * MIB },
@@ -58,13 +95,23 @@ export function defaultServeConfig(): ServeConfig {
   });
 }
 
-type Leaf = 'host' | 'port' | 'path' | 'positiveInteger';
+type Leaf = 'host' | 'port' | 'path' | 'positiveInteger' | 'optionalText' | 'boolean' | 'tokens' | 'alerts';
 interface Schema {
   readonly [key: string]: Leaf | Schema;
 }
 
 const SCHEMA: Schema = {
-  api: { host: 'host', port: 'port' },
+  api: { host: 'host', port: 'port', tokens: 'tokens', publicUrl: 'optionalText' },
+  mapping: { file: 'optionalText' },
+  detector: {
+    retryHorizonMillis: 'positiveInteger',
+    maxKeys: 'positiveInteger',
+    incidentBucketMillis: 'positiveInteger',
+    quietPeriodMillis: 'positiveInteger',
+  },
+  retention: { findingsDays: 'positiveInteger' },
+  alerts: 'alerts',
+  telemetry: { otlpEndpoint: 'optionalText', allowSelfIngest: 'boolean' },
   db: { path: 'path' },
   otlp: {
     http: { host: 'host', port: 'port', bodyLimitBytes: 'positiveInteger' },
@@ -90,7 +137,63 @@ export function resolveServeConfig(
   const merged = merge(SCHEMA, base as unknown as Record<string, unknown>, overrides ?? {}, '') as unknown;
   const config = merged as ServeConfig;
   checkDistinctPorts(config);
+  checkExposure(config);
   return deepFreeze(config);
+}
+
+/** Without tokens the API is for this machine only: refuse to listen beyond loopback. */
+function checkExposure(config: ServeConfig): void {
+  const host = config.api.host;
+  const loopback = host === 'localhost' || host === '::1' || host.startsWith('127.');
+  if (!loopback && config.api.tokens.length === 0) {
+    throw invalid(`api.host is ${host} but api.tokens is empty: configure tokens to listen beyond loopback`);
+  }
+}
+
+/**
+ * `KEYSCOPE_*` environment variables as a partial config: each names one field in upper snake
+ * case (`KEYSCOPE_API_PORT` → api.port, `KEYSCOPE_DETECTOR_RETRY_HORIZON_MILLIS` →
+ * detector.retryHorizonMillis), its value read as YAML (so numbers, booleans and JSON lists work).
+ * An unknown variable is an error, like an unknown key in the file.
+ */
+export function envOverrides(env: NodeJS.ProcessEnv): Record<string, unknown> {
+  const fields = new Map<string, string[]>();
+  const walk = (schema: Schema, path: string[]) => {
+    for (const [key, entry] of Object.entries(schema)) {
+      const next = [...path, key];
+      if (typeof entry === 'string') {
+        fields.set(
+          `KEYSCOPE_${next.map((part) => part.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toUpperCase()).join('_')}`,
+          next,
+        );
+      } else walk(entry, next);
+    }
+  };
+  walk(SCHEMA, []);
+  const overrides: Record<string, unknown> = {};
+  for (const [name, raw] of Object.entries(env)) {
+    if (!name.startsWith('KEYSCOPE_') || raw === undefined || name === 'KEYSCOPE_CONFIG') continue;
+    const path = fields.get(name);
+    if (path === undefined) throw invalid(`environment variable ${name} is not a keyscope setting`);
+    let value: unknown;
+    try {
+      value = parseYaml(raw);
+    } catch {
+      value = raw;
+    }
+    // A text field keeps its text even when it would read as a number or boolean.
+    if (typeof value !== 'object' && ['host', 'path', 'optionalText'].includes(leafAt(path))) value = raw;
+    let target = overrides;
+    for (const part of path.slice(0, -1)) target = (target[part] ??= {}) as Record<string, unknown>;
+    target[path[path.length - 1]!] = value;
+  }
+  return overrides;
+}
+
+function leafAt(path: string[]): Leaf {
+  let entry: Leaf | Schema = SCHEMA;
+  for (const part of path) entry = (entry as Schema)[part]!;
+  return entry as Leaf;
 }
 
 /** Reads a YAML or JSON config file (JSON is YAML) into the partial config `resolveServeConfig` takes. */
@@ -144,7 +247,58 @@ function checkLeaf(leaf: Leaf, value: unknown, field: string): unknown {
     case 'path':
       if (typeof value === 'string' && value.trim() !== '') return value;
       throw invalid(`${field} must be a non-empty string, received ${describe(value)}`);
+    case 'optionalText':
+      if (typeof value === 'string') return value;
+      throw invalid(`${field} must be a string, received ${describe(value)}`);
+    case 'boolean':
+      if (typeof value === 'boolean') return value;
+      throw invalid(`${field} must be true or false, received ${describe(value)}`);
+    case 'tokens':
+      return checkTokens(value, field);
+    case 'alerts':
+      try {
+        return parseAlertsConfig(value, field);
+      } catch (error) {
+        // One code for every configuration error, whichever package validated the section.
+        if (isKeyscopeError(error)) throw invalid(error.message, error);
+        throw error;
+      }
   }
+}
+
+function checkTokens(value: unknown, field: string): ApiToken[] {
+  if (!Array.isArray(value)) throw invalid(`${field} must be a list, received ${describe(value)}`);
+  return value.map((entry, index) => {
+    const path = `${field}[${index}]`;
+    if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) {
+      throw invalid(`${path} must be a mapping with token and role, received ${describe(entry)}`);
+    }
+    const known = ['token', 'role', 'tenant', 'name'];
+    for (const key of Object.keys(entry)) {
+      if (!known.includes(key))
+        throw invalid(`'${path}' has an unknown key '${key}'; known keys: ${known.join(', ')}`);
+    }
+    const { token, role, tenant, name } = entry as Record<string, unknown>;
+    if (typeof token !== 'string' || token.length < 16) {
+      throw invalid(`${path}.token must be a string of at least 16 characters`);
+    }
+    if (role !== 'read' && role !== 'admin')
+      throw invalid(`${path}.role must be read or admin, received ${describe(role)}`);
+    for (const [key, text] of [
+      ['tenant', tenant],
+      ['name', name],
+    ] as const) {
+      if (text !== undefined && (typeof text !== 'string' || text === '')) {
+        throw invalid(`${path}.${key} must be a non-empty string, received ${describe(text)}`);
+      }
+    }
+    return {
+      token,
+      role,
+      ...(tenant === undefined ? {} : { tenant: tenant as string }),
+      ...(name === undefined ? {} : { name: name as string }),
+    };
+  });
 }
 
 function checkDistinctPorts(config: ServeConfig): void {

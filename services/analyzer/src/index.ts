@@ -12,4 +12,8 @@ export {
 export type { ListenAddress } from './receivers/listen-address.ts';
 export { TRACE_SERVICE_EXPORT_PATH } from './receivers/otlp-grpc.ts';
 export { OTLP_HTTP_TRACES_PATH } from './receivers/otlp-http.ts';
-export { type RunningServe, type ServeDependencies, startServe } from './serve.ts';
+export {
+  type ReceiverDependencies,
+  type RunningReceivers,
+  startReceivers,
+} from './receivers/start-receivers.ts';

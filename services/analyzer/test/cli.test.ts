@@ -1,4 +1,7 @@
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { encodeTraces } from '@keyscope/otlp';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -20,7 +23,12 @@ afterEach(() => {
 });
 
 function keyscope(...args: string[]): Child {
-  const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...args], { cwd: repositoryRoot });
+  // Every serve gets a database of its own, away from the repository.
+  const db =
+    args[0] === 'serve' && !args.includes('--db')
+      ? ['--db', join(mkdtempSync(join(tmpdir(), 'keyscope-cli-')), 'k.db')]
+      : [];
+  const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...args, ...db], { cwd: repositoryRoot });
   let stdout = '';
   let stderr = '';
   child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
@@ -52,11 +60,13 @@ async function waitForLines(
 describe('keyscope CLI', () => {
   it('serves on the ports it picked, accepts a payload, and exits 0 on SIGTERM', async () => {
     const child = keyscope('serve', '--otlp-http-port', '0', '--otlp-grpc-port', '0', '--api-port', '0');
-    const [http, grpc] = await waitForLines(child, [
+    const [http, grpc, api] = await waitForLines(child, [
       /^otlp-http listening on (http:\/\/127\.0\.0\.1:\d+)$/m,
       /^otlp-grpc listening on (127\.0\.0\.1:\d+)$/m,
+      /^api listening on (http:\/\/127\.0\.0\.1:\d+)$/m,
     ]);
     expect(grpc?.[1]).toBeDefined();
+    expect((await fetch(`${api?.[1]}/readyz`)).status).toBe(200);
     const response = await fetch(`${http?.[1]}/v1/traces`, {
       method: 'POST',
       body: encodeTraces([span()]),
@@ -65,7 +75,7 @@ describe('keyscope CLI', () => {
     expect(response.status).toBe(200);
     child.process.kill('SIGTERM');
     expect(await child.exited).toBe(0);
-    expect(child.stdout().match(/listening on/g)).toHaveLength(2);
+    expect(child.stdout().match(/listening on/g)).toHaveLength(3);
   });
 
   it('exits 0 on SIGINT too', async () => {

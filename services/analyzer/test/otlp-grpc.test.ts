@@ -9,7 +9,7 @@ import { span } from '../../../test/support/span-fixtures.ts';
 import { resolveServeConfig } from '../src/config.ts';
 import { silentLogger } from '../src/logger.ts';
 import { TRACE_SERVICE_EXPORT_PATH } from '../src/receivers/otlp-grpc.ts';
-import { type RunningServe, startServe } from '../src/serve.ts';
+import { type RunningReceivers, startReceivers } from '../src/receivers/start-receivers.ts';
 
 /** grpc-js's number for gzip in `grpc.default_compression_algorithm`. */
 const GZIP = 2;
@@ -27,7 +27,7 @@ const RATE_LIMITED: ErrorDefinition = {
   description: 'test',
 };
 
-const running: RunningServe[] = [];
+const running: RunningReceivers[] = [];
 const clients: grpc.Client[] = [];
 afterEach(async () => {
   for (const client of clients.splice(0)) client.close();
@@ -40,7 +40,7 @@ async function serveWith(consumer: SpanConsumer, overrides: object = {}) {
     otlp: { http: { port: 0 }, grpc: { port: 0 } },
     shutdown: { drainTimeoutMillis: 1_000 },
   });
-  const serve = await startServe(resolveServeConfig(overrides, base), { consumer, logger: silentLogger });
+  const serve = await startReceivers(resolveServeConfig(overrides, base), { consumer, logger: silentLogger });
   running.push(serve);
   return serve;
 }
@@ -52,7 +52,7 @@ interface GrpcAnswer {
 
 /** A raw grpc-js client: the request bytes go out as they are. */
 function exportRaw(
-  serve: RunningServe,
+  serve: RunningReceivers,
   body: Uint8Array,
   options: { gzip?: boolean } = {},
 ): Promise<GrpcAnswer> {
@@ -77,7 +77,7 @@ function exportRaw(
 
 const twoSpans = () => encodeTraces([span({ id: 1 }), span({ id: 2 })]);
 
-async function expectStillServing(serve: RunningServe): Promise<void> {
+async function expectStillServing(serve: RunningReceivers): Promise<void> {
   const answer = await exportRaw(serve, encodeTraces([span({ id: 99 })]));
   expect(answer.error).toBeNull();
 }

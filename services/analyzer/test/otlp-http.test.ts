@@ -10,7 +10,7 @@ import { RecordingConsumer } from '../../../test/support/recording-consumer.ts';
 import { span, tracesJson } from '../../../test/support/span-fixtures.ts';
 import { resolveServeConfig } from '../src/config.ts';
 import { silentLogger } from '../src/logger.ts';
-import { type RunningServe, startServe } from '../src/serve.ts';
+import { type RunningReceivers, startReceivers } from '../src/receivers/start-receivers.ts';
 
 const PROTOBUF = { 'content-type': 'application/x-protobuf' };
 const JSON_UTF8 = { 'content-type': 'application/json; charset=utf-8' };
@@ -34,7 +34,7 @@ const REFUSED: ErrorDefinition = {
   description: 'test',
 };
 
-const running: RunningServe[] = [];
+const running: RunningReceivers[] = [];
 afterEach(async () => {
   await Promise.all(running.splice(0).map((serve) => serve.stop()));
 });
@@ -45,7 +45,7 @@ async function serveWith(consumer: SpanConsumer, overrides: object = {}) {
     otlp: { http: { port: 0 }, grpc: { port: 0 } },
     shutdown: { drainTimeoutMillis: 1_000 },
   });
-  const serve = await startServe(resolveServeConfig(overrides, base), { consumer, logger: silentLogger });
+  const serve = await startReceivers(resolveServeConfig(overrides, base), { consumer, logger: silentLogger });
   running.push(serve);
   const origin = `http://127.0.0.1:${serve.addresses.otlpHttp.port}`;
   return { serve, origin, url: `${origin}/v1/traces` };

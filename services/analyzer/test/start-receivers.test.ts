@@ -6,7 +6,7 @@ import { RecordingConsumer } from '../../../test/support/recording-consumer.ts';
 import { span } from '../../../test/support/span-fixtures.ts';
 import { resolveServeConfig } from '../src/config.ts';
 import type { Logger } from '../src/logger.ts';
-import { type RunningServe, startServe } from '../src/serve.ts';
+import { type RunningReceivers, startReceivers } from '../src/receivers/start-receivers.ts';
 
 const PROTOBUF = { 'content-type': 'application/x-protobuf' };
 
@@ -29,20 +29,20 @@ function capturingLogger(): Logger & { lines: string[] } {
   return { lines, info: (line) => lines.push(line), error: (line) => lines.push(line) };
 }
 
-async function started(serve: RunningServe): Promise<RunningServe> {
+async function started(serve: RunningReceivers): Promise<RunningReceivers> {
   cleanups.push(() => serve.stop());
   return serve;
 }
 
-function tracesUrl(serve: RunningServe): string {
+function tracesUrl(serve: RunningReceivers): string {
   return `http://127.0.0.1:${serve.addresses.otlpHttp.port}/v1/traces`;
 }
 
-describe('startServe', () => {
+describe('startReceivers', () => {
   it('logs one line per listener with the port it picked', async () => {
     const logger = capturingLogger();
     const serve = await started(
-      await startServe(testConfig(), { consumer: new RecordingConsumer(), logger }),
+      await startReceivers(testConfig(), { consumer: new RecordingConsumer(), logger }),
     );
     const { otlpHttp, otlpGrpc } = serve.addresses;
     expect(otlpHttp.port).toBeGreaterThan(0);
@@ -55,7 +55,7 @@ describe('startServe', () => {
 
   it('answers the requests in flight before stop resolves', async () => {
     const consumer = new BlockingConsumer();
-    const serve = await startServe(testConfig(), { consumer, logger: capturingLogger() });
+    const serve = await startReceivers(testConfig(), { consumer, logger: capturingLogger() });
     const inFlight = fetch(tracesUrl(serve), {
       method: 'POST',
       body: encodeTraces([span()]),
@@ -81,7 +81,7 @@ describe('startServe', () => {
 
   it('closes connections still held after drainTimeoutMillis', async () => {
     const consumer = new BlockingConsumer();
-    const serve = await startServe(testConfig({ shutdown: { drainTimeoutMillis: 100 } }), {
+    const serve = await startReceivers(testConfig({ shutdown: { drainTimeoutMillis: 100 } }), {
       consumer,
       logger: capturingLogger(),
     });
@@ -101,7 +101,7 @@ describe('startServe', () => {
   it('hands both decoders the decode options it is given', async () => {
     const consumer = new RecordingConsumer();
     const serve = await started(
-      await startServe(testConfig(), {
+      await startReceivers(testConfig(), {
         consumer,
         logger: capturingLogger(),
         decodeOptions: { spanAttributes: new Set(['idempotency.key']), events: false },
@@ -136,7 +136,7 @@ describe('startServe', () => {
     cleanups.push(() => new Promise((resolve) => blocker.close(resolve)));
     const taken = (blocker.address() as { port: number }).port;
     await expect(
-      startServe(testConfig({ otlp: { grpc: { port: taken } } }), {
+      startReceivers(testConfig({ otlp: { grpc: { port: taken } } }), {
         consumer: new RecordingConsumer(),
         logger: capturingLogger(),
       }),

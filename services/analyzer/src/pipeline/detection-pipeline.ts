@@ -22,7 +22,10 @@ import {
   type SpanConsumer,
 } from '@keyscope/otlp';
 import type { KeyscopeStore } from '@keyscope/store';
+import { trace } from '@opentelemetry/api';
 import type { Logger } from '../logger.ts';
+
+const tracer = trace.getTracer('keyscope');
 
 /** What the pipeline tells the alerter, inside the transaction that stores the incidents. */
 export interface IncidentListener {
@@ -85,10 +88,19 @@ export class DetectionPipeline implements SpanConsumer {
   }
 
   async consumeSpans(spans: Span[]): Promise<ConsumeResult> {
-    const extracted = extractAttempts(spans, this.#options.mapping, this.#deduplicator);
-    this.#count(spans.length, extracted);
-    this.#commit((detector) => detector.ingest(extracted));
-    return ACCEPTED_ALL;
+    // A no-op unless self-telemetry started the SDK (telemetry.otlpEndpoint).
+    return tracer.startActiveSpan('keyscope.consume', (span) => {
+      try {
+        const extracted = extractAttempts(spans, this.#options.mapping, this.#deduplicator);
+        this.#count(spans.length, extracted);
+        span.setAttribute('keyscope.spans', spans.length);
+        span.setAttribute('keyscope.attempts', extracted.attempts.length);
+        this.#commit((detector) => detector.ingest(extracted));
+        return ACCEPTED_ALL;
+      } finally {
+        span.end();
+      }
+    });
   }
 
   /** Re-groups, resolves quiet incidents, forgets expired state; called on a timer. */

@@ -1,15 +1,15 @@
 import type { DecodeOptions, SpanConsumer } from '@keyscope/otlp';
-import type { ServeConfig } from './config.ts';
-import { consoleLogger, type Logger } from './logger.ts';
-import { CountingConsumer } from './pipeline/counting-consumer.ts';
-import { Admission } from './receivers/admission.ts';
-import { Ingest } from './receivers/ingest.ts';
-import { IngestCounters } from './receivers/ingest-counters.ts';
-import { formatHostPort, type ListenAddress, type Receiver } from './receivers/listen-address.ts';
-import { startOtlpGrpcReceiver } from './receivers/otlp-grpc.ts';
-import { startOtlpHttpReceiver } from './receivers/otlp-http.ts';
+import type { ServeConfig } from '../config.ts';
+import { consoleLogger, type Logger } from '../logger.ts';
+import { CountingConsumer } from '../pipeline/counting-consumer.ts';
+import { Admission } from './admission.ts';
+import { Ingest } from './ingest.ts';
+import { IngestCounters } from './ingest-counters.ts';
+import { formatHostPort, type ListenAddress, type Receiver } from './listen-address.ts';
+import { startOtlpGrpcReceiver } from './otlp-grpc.ts';
+import { startOtlpHttpReceiver } from './otlp-http.ts';
 
-export interface ServeDependencies {
+export interface ReceiverDependencies {
   /** Where decoded spans go; a span-counting consumer when absent. */
   readonly consumer?: SpanConsumer;
   readonly logger?: Logger;
@@ -17,7 +17,7 @@ export interface ServeDependencies {
   readonly decodeOptions?: DecodeOptions;
 }
 
-export interface RunningServe {
+export interface RunningReceivers {
   /** The bound addresses: port 0 in the config is resolved here. */
   readonly addresses: { readonly otlpHttp: ListenAddress; readonly otlpGrpc: ListenAddress };
   readonly counters: IngestCounters;
@@ -31,13 +31,13 @@ export interface RunningServe {
 }
 
 /**
- * The embedded service, in-process: receivers → consumer. Logs one line per listener once it is
+ * The OTLP receivers, in-process: receivers → consumer. Logs one line per listener once it is
  * bound. If a listener cannot start, those already started are stopped and the error is thrown.
  */
-export async function startServe(
+export async function startReceivers(
   config: ServeConfig,
-  dependencies: ServeDependencies = {},
-): Promise<RunningServe> {
+  dependencies: ReceiverDependencies = {},
+): Promise<RunningReceivers> {
   const logger = dependencies.logger ?? consoleLogger;
   const consumer = dependencies.consumer ?? new CountingConsumer();
   const counters = new IngestCounters();

@@ -1,0 +1,199 @@
+import { readFile } from 'node:fs/promises';
+import { type Alerter, createAlerter } from '@keyscope/alerts';
+import { defaultMapping, loadMapping, type Mapping } from '@keyscope/attempts';
+import { type DetectorConfig, defaultDetectorConfig } from '@keyscope/detector';
+import { KeyscopeStore } from '@keyscope/store';
+import type { FastifyInstance } from 'fastify';
+import { createApiServer } from './api/api-server.ts';
+import type { ServeConfig } from './config.ts';
+import { consoleLogger, type Logger } from './logger.ts';
+import { createMetrics } from './metrics.ts';
+import { DetectionPipeline } from './pipeline/detection-pipeline.ts';
+import { formatHostPort, type ListenAddress } from './receivers/listen-address.ts';
+import { type RunningReceivers, startReceivers } from './receivers/start-receivers.ts';
+import { startSelfTelemetry } from './self-telemetry.ts';
+
+export interface ServeDependencies {
+  readonly logger?: Logger;
+  /** Wall clock for ticks, acknowledgements and retention; tests move it. */
+  readonly now?: () => number;
+}
+
+export interface RunningService {
+  readonly addresses: {
+    readonly api: ListenAddress;
+    readonly otlpHttp: ListenAddress;
+    readonly otlpGrpc: ListenAddress;
+  };
+  readonly pipeline: DetectionPipeline;
+  readonly store: KeyscopeStore;
+  /** Stops in reverse order of start: receivers (drained), timers, API, alerter, store. Idempotent. */
+  stop(): Promise<void>;
+}
+
+const TICK_MILLIS = 1_000;
+const PURGE_MILLIS = 10_000;
+const PURGE_CHUNK_ROWS = 5_000;
+
+/**
+ * The embedded service: OTLP receivers → attempts → detector → SQLite, the HTTP API and web page,
+ * the alert outbox, /metrics. Logs one `… listening on …` line per listener.
+ */
+export async function startServe(
+  config: ServeConfig,
+  dependencies: ServeDependencies = {},
+): Promise<RunningService> {
+  const logger = dependencies.logger ?? consoleLogger;
+  const now = dependencies.now ?? Date.now;
+  const mapping = await readMapping(config.mapping.file);
+  const detectorConfig: DetectorConfig = Object.freeze({
+    ...defaultDetectorConfig(),
+    ...config.detector,
+    keyNamespace: mapping.keyNamespace,
+  });
+
+  const stops: (() => Promise<void> | void)[] = [];
+  const stopAll = async () => {
+    for (const stop of stops.reverse()) await stop();
+  };
+  try {
+    const telemetry = await startSelfTelemetry(config, logger);
+    stops.push(() => telemetry.stop());
+
+    const store = new KeyscopeStore({ path: config.db.path });
+    stops.push(() => store.close());
+
+    const publicUrl = config.api.publicUrl;
+    let alerter: Alerter | undefined;
+    const pipeline = new DetectionPipeline({
+      mapping,
+      detectorConfig,
+      store,
+      logger,
+      now,
+      alerts: {
+        incidentsChanged: (incidents) => alerter?.incidentsChanged(incidents) ?? 0,
+        incidentsRetracted: (ids) => alerter?.incidentsRetracted(ids) ?? 0,
+      },
+    });
+
+    let receivers: RunningReceivers | undefined;
+    let ready = false;
+    const metrics = createMetrics({
+      ingest: () => receivers?.counters.snapshot() ?? { http: emptyTransport(), grpc: emptyTransport() },
+      queue: () => receivers?.inFlight() ?? { requests: 0, spans: 0 },
+      pipeline: () => pipeline.counts(),
+      detector: () => pipeline.detector.stats(),
+      openIncidents: () => store.counts().openIncidents,
+      alerts: () => alerter?.snapshot() ?? {},
+      pendingAlerts: () => store.pendingAlerts(),
+    });
+
+    const api: FastifyInstance = createApiServer({
+      store,
+      detector: () => pipeline.detector,
+      tokens: config.api.tokens,
+      metrics: metrics.render,
+      ready: () => ready,
+      now,
+      incidentUpdated: (id) => {
+        const incident = store.getIncident(id);
+        if (incident !== undefined && alerter !== undefined)
+          store.transaction(() => alerter!.incidentsChanged([incident]));
+      },
+    });
+    await api.listen({ host: config.api.host, port: config.api.port });
+    stops.push(() => api.close());
+    const apiAddress = api.server.address() as { address: string; port: number };
+    const apiListen = { host: config.api.host, port: apiAddress.port };
+    logger.info(`api listening on http://${formatHostPort(apiListen)}`);
+    if (config.api.tokens.length === 0) {
+      logger.info('api: no tokens configured, answering loopback only (set api.tokens to expose it)');
+    }
+
+    alerter = createAlerter({
+      store,
+      config: config.alerts,
+      publicUrl: publicUrl !== '' ? publicUrl : `http://${formatHostPort(apiListen)}`,
+      now,
+      onError: (error) => logger.error(`alerts: ${(error as Error).message ?? String(error)}`),
+    });
+    alerter.start();
+    stops.push(() => alerter!.stop());
+
+    receivers = await startReceivers(config, {
+      consumer: pipeline,
+      decodeOptions: pipeline.decodeOptions,
+      logger,
+    });
+    stops.push(() => receivers!.stop());
+
+    const tick = setInterval(() => safely(logger, 'tick', () => pipeline.tick(now())), TICK_MILLIS);
+    const retentionMillis = config.retention.findingsDays * 24 * 60 * 60 * 1000;
+    const purge = setInterval(
+      () =>
+        safely(logger, 'retention', () => {
+          const at = now();
+          store.purge({
+            attemptsBeforeUnixMillis: at - config.detector.retryHorizonMillis,
+            recordsBeforeUnixMillis: at - retentionMillis,
+            maxRows: PURGE_CHUNK_ROWS,
+          });
+        }),
+      PURGE_MILLIS,
+    );
+    tick.unref();
+    purge.unref();
+    stops.push(() => {
+      clearInterval(tick);
+      clearInterval(purge);
+      // What the drained requests changed, regrouped and resolved once more before closing.
+      safely(logger, 'tick', () => pipeline.tick(now()));
+    });
+    ready = true;
+
+    let stopping: Promise<void> | undefined;
+    return {
+      addresses: {
+        api: apiListen,
+        otlpHttp: receivers.addresses.otlpHttp,
+        otlpGrpc: receivers.addresses.otlpGrpc,
+      },
+      pipeline,
+      store,
+      stop() {
+        ready = false;
+        stopping ??= stopAll();
+        return stopping;
+      },
+    };
+  } catch (error) {
+    await stopAll();
+    throw error;
+  }
+}
+
+async function readMapping(file: string): Promise<Mapping> {
+  if (file === '') return defaultMapping();
+  return loadMapping(await readFile(file, 'utf8'), file);
+}
+
+function safely(logger: Logger, what: string, work: () => void): void {
+  try {
+    work();
+  } catch (error) {
+    logger.error(`${what} failed: ${(error as Error).message}`);
+  }
+}
+
+function emptyTransport() {
+  return {
+    payloadsReceived: 0,
+    payloadsAccepted: 0,
+    payloadsRejected: {},
+    spansAccepted: 0,
+    spansRejected: {},
+    bytesReceivedCompressed: 0,
+    bytesReceivedDecompressed: 0,
+  };
+}
