@@ -11,6 +11,7 @@ import {
   OTLP_WIRE_TYPE,
 } from '../src/errors.ts';
 import { expectCode } from './support/expect-code.ts';
+import { referenceDecode } from './support/reference-decoder.ts';
 import {
   type Bytes,
   bytes,
@@ -195,6 +196,7 @@ describe('decodeTraces reads valid layouts the encoders never produce', () => {
     expect(expected).toHaveLength(1);
     const received = decodeTraces(noisy);
     expect(received).toEqual(expected);
+    expect(received).toEqual(referenceDecode(noisy));
   });
 
   it('skips the fields keyscope does not keep: trace state, links, flags, dropped counts', () => {
@@ -217,6 +219,7 @@ describe('decodeTraces reads valid layouts the encoders never produce', () => {
     const [span] = decodeTraces(bytes(len(1, scopeSpans, resource)));
     expect(span!.resource.attributes).toEqual({ 'service.name': 'payments' });
     expect(span!.scope).toEqual({ name: 'scope', version: '' });
+    expect([span]).toEqual(referenceDecode(bytes(len(1, scopeSpans, resource))));
   });
 
   it('keeps the last of repeated scalar fields and oneof members, as protobuf does', () => {

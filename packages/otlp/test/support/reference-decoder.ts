@@ -58,11 +58,11 @@ export function referenceDecode(bytes: Uint8Array): Span[] {
           spanId: hex(span.spanId),
           parentSpanId: /^0*$/.test(parent) ? '' : parent,
           name: span.name ?? '',
-          kind: span.kind >= 0 && span.kind <= 5 ? span.kind : 0,
+          kind: knownEnum(span.kind, 5),
           startTimeUnixMillis: millis(span.startTimeUnixNano),
           endTimeUnixMillis: millis(span.endTimeUnixNano),
           status: {
-            code: span.status && span.status.code >= 0 && span.status.code <= 2 ? span.status.code : 0,
+            code: knownEnum(span.status?.code, 2),
             message: span.status?.message || '',
           },
           attributes: attributes(span.attributes),
@@ -80,6 +80,12 @@ export function referenceDecode(bytes: Uint8Array): Span[] {
     }
   }
   return spans;
+}
+
+/** protobufjs leaves unset enums null; span.ts maps unset and unknown values to 0. */
+// biome-ignore lint/suspicious/noExplicitAny: the result is the span.ts enum of the caller
+function knownEnum(value: number | null | undefined, max: number): any {
+  return typeof value === 'number' && value >= 0 && value <= max ? value : 0;
 }
 
 function hex(bytes: Uint8Array | null | undefined): string {
