@@ -1,0 +1,108 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Report } from '../table.ts';
+
+const run = promisify(execFile);
+const RUN_TS = fileURLToPath(new URL('../run.ts', import.meta.url));
+/** tsx located from here, so the test does not depend on the directory vitest runs in. */
+const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+
+/** Every row `pnpm bench` reports, by section: the table must never lose one silently. */
+const EXPECTED_ROWS: Record<string, string[]> = {
+  decode: [
+    'protobufjs decode, official protos',
+    'keyscope decodeTraces, all attributes',
+    'keyscope decodeTraces, service attribute filter',
+  ],
+  'otlp-http ingest': ['OTLP/HTTP protobuf → counting consumer'],
+  detector: [
+    'ingest throughput',
+    'memory per tracked key',
+    'second execution → finding, p50',
+    'second execution → finding, p99',
+  ],
+  'persisted ingest': [
+    'in memory: decode (all attributes) + attempts + detector',
+    'in memory: decode (service filter) + attempts + detector',
+    'OTLP/HTTP → DetectionPipeline → SQLite, committed',
+  ],
+};
+
+// Speed is never asserted here: the machine running the tests is shared, and quick mode's sizes
+// are too small for their figures to mean anything. What is asserted is that the harness runs
+// every section, reports sane values, and that its correctness checks hold.
+describe('pnpm bench --quick', () => {
+  let dir: string;
+  let report: Report;
+  let printed: string;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'keyscope-bench-test-'));
+    const out = join(dir, 'report.json');
+    const { stdout } = await run(process.execPath, ['--import', TSX, RUN_TS, '--quick', '--out', out], {
+      maxBuffer: 16 * 1024 * 1024,
+    });
+    printed = stdout;
+    report = JSON.parse(readFileSync(out, 'utf8')) as Report;
+  }, 300_000);
+
+  afterAll(() => {
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('reports every row of every section, in order', () => {
+    const expected = Object.entries(EXPECTED_ROWS).flatMap(([section, measurements]) =>
+      measurements.map((measurement) => `${section} / ${measurement}`),
+    );
+    expect(report.rows.map((row) => `${row.section} / ${row.measurement}`)).toEqual(expected);
+  });
+
+  it('reports positive finite values with a unit and their repetitions', () => {
+    for (const row of report.rows) {
+      expect(Number.isFinite(row.value) && row.value > 0, `${row.measurement}: ${row.value}`).toBe(true);
+      expect(row.unit).not.toBe('');
+      expect(row.samples?.length).toBe(5);
+    }
+  });
+
+  it('judges every row with a target and computes every ratio', () => {
+    for (const row of report.rows) {
+      if (row.target !== undefined) expect(typeof row.pass, row.measurement).toBe('boolean');
+      if (row.ratio !== undefined) expect(Number.isFinite(row.ratio.value) && row.ratio.value > 0).toBe(true);
+    }
+    const targets = report.rows.filter((row) => row.target !== undefined).map((row) => row.measurement);
+    expect(targets).toEqual([
+      'keyscope decodeTraces, all attributes',
+      'keyscope decodeTraces, service attribute filter',
+      'OTLP/HTTP protobuf → counting consumer',
+      'memory per tracked key',
+      'second execution → finding, p99',
+      'OTLP/HTTP → DetectionPipeline → SQLite, committed',
+    ]);
+  });
+
+  it('passes its correctness checks: same spans decoded, every span counted, same findings persisted', () => {
+    const checks = report.rows.filter((row) => row.check !== undefined);
+    expect(checks.length).toBeGreaterThanOrEqual(4);
+    for (const row of checks) expect(row.check?.ok, `${row.measurement}: ${row.check?.what}`).toBe(true);
+  });
+
+  it('describes the machine it ran on', () => {
+    expect(report.mode).toBe('quick');
+    expect(report.machine.cores).toBeGreaterThan(0);
+    expect(report.machine.node).toBe(process.version);
+    expect(report.machine.loadAverage).toHaveLength(3);
+  });
+
+  it('prints the same rows as one table after the machine line', () => {
+    const lines = printed.split('\n');
+    expect(lines[1]).toMatch(/^machine: .+ · \d+ cores · Node v/);
+    for (const row of report.rows) expect(printed).toContain(row.measurement);
+  });
+});
