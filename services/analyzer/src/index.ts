@@ -1,4 +1,10 @@
-export { defaultServeConfig, readConfigFile, resolveServeConfig, type ServeConfig } from './config.ts';
+export {
+  defaultServeConfig,
+  envOverrides,
+  readConfigFile,
+  resolveServeConfig,
+  type ServeConfig,
+} from './config.ts';
 export { ANALYZER_ERRORS } from './errors.ts';
 export { consoleLogger, type Logger, silentLogger } from './logger.ts';
 export { CountingConsumer } from './pipeline/counting-consumer.ts';
@@ -17,3 +23,4 @@ export {
   type RunningReceivers,
   startReceivers,
 } from './receivers/start-receivers.ts';
+export { type RunningService, type ServeDependencies, startServe } from './serve.ts';
