@@ -30,6 +30,8 @@ const WIRE_TYPE_NAMES = ['VARINT', 'I64', 'LEN', 'SGROUP', 'EGROUP', 'I32', '6',
 export class WireReader {
   readonly bytes: Uint8Array;
   pos = 0;
+  /** Where the last tag started, for error messages about its field. */
+  private tagAt = 0;
   readonly view: DataView;
 
   constructor(bytes: Uint8Array) {
@@ -40,6 +42,7 @@ export class WireReader {
   /** A field tag; field number 0 is refused because no message can declare it. */
   tag(end: number): number {
     const pos = this.pos;
+    this.tagAt = pos;
     let tag: number;
     if (pos < end && (tag = this.bytes[pos]!) < 0x80) this.pos = pos + 1;
     else tag = this.varint32Slow(end);
@@ -209,7 +212,7 @@ export class WireReader {
     const wireType = tag & 7;
     const number = tag >>> 3;
     const known = fields.fields[number];
-    const tagStart = this.pos;
+    const tagStart = this.tagAt;
     if (known !== undefined && known[1] !== wireType) {
       throw new KeyscopeError(
         OTLP_WIRE_TYPE,
