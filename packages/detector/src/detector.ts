@@ -1,4 +1,4 @@
-import type { Attempt, ExtractedAttempts } from '@keyscope/attempts';
+import type { Attempt, ExtractedAttempts, NodeActivity } from '@keyscope/attempts';
 import { type AttemptLog, createMemoryAttemptLog } from './attempt-log.ts';
 import { type DetectorConfig, defaultDetectorConfig } from './config.ts';
 import { evaluateKey, type FindingDraft, tierName } from './evaluate-key.ts';
@@ -9,7 +9,13 @@ import { type Incident, IncidentBook } from './incidents.ts';
 import { Interner, KeyState } from './key-state.ts';
 import type { RoutingEvent } from './routing-event.ts';
 import { RoutingInference } from './routing-inference.ts';
-import { ScopeReport, type ScopeReportRow, type SpreadLevel, spreadOf } from './scope-report.ts';
+import {
+  ScopeReport,
+  type ScopeReportRow,
+  type ScopeReportState,
+  type SpreadLevel,
+  spreadOf,
+} from './scope-report.ts';
 
 /**
  * What one call changed. Findings and incidents are upserts keyed by their deterministic ids;
@@ -51,12 +57,20 @@ export interface Detector {
   routingEvents(): RoutingEvent[];
   scopeReport(): ScopeReportRow[];
   stats(): DetectorStats;
+  /** The scope report's aggregates, to persist with each batch (see `restore`). */
+  scopeState(): ScopeReportState;
   /**
-   * Loads what a previous run reported (findings within the retry horizon, from the store), so
-   * that after a restart a finding is updated or retracted rather than reported anew. Call before
-   * the first `ingest`.
+   * Loads what a previous run knew and the AttemptLog does not hold: the findings it reported
+   * (so they are updated or retracted rather than reported anew), the node activity routing
+   * events are inferred from, and the scope report. Call before the first `ingest`.
    */
-  restore(findings: readonly Finding[]): void;
+  restore(previous: DetectorSnapshot): void;
+}
+
+export interface DetectorSnapshot {
+  findings: readonly Finding[];
+  activity?: readonly NodeActivity[];
+  scopeState?: ScopeReportState;
 }
 
 export interface DetectorDependencies {
@@ -315,7 +329,10 @@ export function createDetector(
       rebuiltKeys,
       watermarkUnixMillis: watermark,
     }),
-    restore(findings) {
+    scopeState: () => scopes.exportState(),
+    restore({ findings, activity, scopeState }) {
+      if (activity !== undefined) routing.record(activity);
+      if (scopeState !== undefined) scopes.importState(scopeState);
       const changes = new Changes();
       for (const finding of findings) {
         const placed = book.place(finding, changes.incidents, changes.retractedIncidents);

@@ -5,6 +5,7 @@ export {
   type Detector,
   type DetectorChanges,
   type DetectorDependencies,
+  type DetectorSnapshot,
   type DetectorStats,
 } from './detector.ts';
 export { evaluateKey, type FindingDraft, tierName } from './evaluate-key.ts';
@@ -20,4 +21,10 @@ export {
 } from './finding.ts';
 export type { Incident, IncidentStatus } from './incidents.ts';
 export type { RoutingEvent, RoutingEventType } from './routing-event.ts';
-export { covers, type ScopeReportRow, type SpreadLevel, spreadOf } from './scope-report.ts';
+export {
+  covers,
+  type ScopeReportRow,
+  type ScopeReportState,
+  type SpreadLevel,
+  spreadOf,
+} from './scope-report.ts';

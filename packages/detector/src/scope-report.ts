@@ -43,6 +43,15 @@ export function covers(scope: ScopeLevel, spread: SpreadLevel): boolean {
   return SPREAD_ORDER.indexOf(scope) >= SPREAD_ORDER.indexOf(spread);
 }
 
+export type ScopeReportState = {
+  tier: string;
+  service: string;
+  operation: string;
+  declared: Partial<Record<ScopeLevel, number>>;
+  keys: number;
+  spread: number[];
+}[];
+
 interface TierStats {
   service: string;
   operation: string;
@@ -87,6 +96,31 @@ export class ScopeReport {
     const spread = stats.spread;
     spread[SPREAD_ORDER.indexOf(from)] = spread[SPREAD_ORDER.indexOf(from)]! - 1;
     spread[SPREAD_ORDER.indexOf(to)] = spread[SPREAD_ORDER.indexOf(to)]! + 1;
+  }
+
+  /** The aggregates as plain data, to persist alongside what they count. */
+  exportState(): ScopeReportState {
+    return [...this.tiers].map(([tier, stats]) => ({
+      tier,
+      service: stats.service,
+      operation: stats.operation,
+      declared: Object.fromEntries(stats.declared),
+      keys: stats.keys,
+      spread: [...stats.spread],
+    }));
+  }
+
+  importState(state: ScopeReportState): void {
+    this.tiers.clear();
+    for (const row of state) {
+      this.tiers.set(row.tier, {
+        service: row.service,
+        operation: row.operation,
+        declared: new Map(Object.entries(row.declared) as [ScopeLevel, number][]),
+        keys: row.keys,
+        spread: [...row.spread],
+      });
+    }
   }
 
   rows(): ScopeReportRow[] {

@@ -421,6 +421,23 @@ describe('bounded memory', () => {
     expect(changes.findings.map((f) => f.class)).toEqual(['cross_store_duplicate']);
   });
 
+  it('re-infers a failover and keeps the scope report across a restart from its snapshot', () => {
+    const traffic = [
+      ...activity({ node: 'a', fromSecond: 0, toSecond: 60 }),
+      ...activity({ node: 'b', fromSecond: 0, toSecond: 120 }),
+    ];
+    const log = createMemoryAttemptLog();
+    const before = createDetector(defaultDetectorConfig(), { attemptLog: log });
+    before.ingest(
+      batch([server({ key: 'k1', node: 'a', store: 'A', at: 58, durationMillis: 1900 })], traffic),
+    );
+    const restarted = createDetector(defaultDetectorConfig(), { attemptLog: log });
+    restarted.restore({ findings: [], activity: traffic, scopeState: before.scopeState() });
+    const changes = restarted.ingest(batch([server({ key: 'k1', node: 'b', store: 'B', at: 61 })]));
+    expect(changes.findings[0]!.routing.event?.type).toBe('node_down');
+    expect(restarted.scopeReport()[0]).toMatchObject({ keys: 1, keysSpanning: { nodes: 1 } });
+  });
+
   it('retracts after a restart a finding reported before it, once restored', () => {
     const log = createMemoryAttemptLog();
     const before = createDetector(defaultDetectorConfig(), { attemptLog: log });
@@ -432,7 +449,7 @@ describe('bounded memory', () => {
     );
     const violation = before.findings()[0]!;
     const restarted = createDetector(defaultDetectorConfig(), { attemptLog: log });
-    restarted.restore(before.findings());
+    restarted.restore({ findings: before.findings() });
     const changes = restarted.ingest(batch([server({ key: 'k1', node: 'b', store: 'B', at: 4 })]));
     expect(changes.retractedFindingIds).toEqual([violation.id]);
     expect(restarted.findings().map((f) => f.class)).toEqual(['cross_store_duplicate']);

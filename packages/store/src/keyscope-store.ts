@@ -1,4 +1,4 @@
-import type { Attempt } from '@keyscope/attempts';
+import type { Attempt, NodeActivity, Placement } from '@keyscope/attempts';
 import type { AttemptLog, DetectorChanges, Finding, FindingClass, Incident } from '@keyscope/detector';
 import { KeyscopeError } from '@keyscope/errors';
 import BetterSqlite3, { type Database, type Statement } from 'better-sqlite3';
@@ -300,6 +300,48 @@ export class KeyscopeStore {
     return this.getIncident(id);
   }
 
+  /** Adds a batch's node activity to the stored counts (counts add up; order does not matter). */
+  recordActivity(samples: readonly NodeActivity[]): void {
+    const upsert = this.statement(
+      `INSERT INTO activity (service, node, bucket_start_ms, bucket_ms, placement, spans, errors) VALUES (?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (service, node, bucket_start_ms) DO UPDATE SET spans = spans + excluded.spans, errors = errors + excluded.errors`,
+    );
+    for (const sample of samples) {
+      const p = sample.placement;
+      upsert.run(
+        p.service,
+        p.node,
+        sample.bucketStartUnixMillis,
+        sample.bucketMillis,
+        JSON.stringify(p),
+        sample.spans,
+        sample.errors,
+      );
+    }
+  }
+
+  /** Node activity from the latest stored bucket back `windowMillis`, for a restarted detector. */
+  recentActivity(windowMillis: number): NodeActivity[] {
+    const latest = this.statement('SELECT max(bucket_start_ms) FROM activity').pluck().get() as number | null;
+    if (latest === null) return [];
+    const rows = this.statement(
+      'SELECT placement, bucket_start_ms, bucket_ms, spans, errors FROM activity WHERE bucket_start_ms >= ?',
+    ).all(latest - windowMillis) as {
+      placement: string;
+      bucket_start_ms: number;
+      bucket_ms: number;
+      spans: number;
+      errors: number;
+    }[];
+    return rows.map((row) => ({
+      placement: JSON.parse(row.placement) as Placement,
+      bucketStartUnixMillis: row.bucket_start_ms,
+      bucketMillis: row.bucket_ms,
+      spans: row.spans,
+      errors: row.errors,
+    }));
+  }
+
   saveState(name: string, value: unknown): void {
     this.statement(
       'INSERT INTO state (name, body) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET body = excluded.body',
@@ -402,6 +444,9 @@ export class KeyscopeStore {
       removed += this.statement(
         "DELETE FROM incidents WHERE seq IN (SELECT seq FROM incidents WHERE last_finding_ms < ? AND status = 'resolved' LIMIT ?)",
       ).run(options.recordsBeforeUnixMillis, options.maxRows).changes;
+      removed += this.statement(
+        'DELETE FROM activity WHERE (service, node, bucket_start_ms) IN (SELECT service, node, bucket_start_ms FROM activity WHERE bucket_start_ms < ? LIMIT ?)',
+      ).run(options.attemptsBeforeUnixMillis, options.maxRows).changes;
       removed += this.statement(
         'DELETE FROM outbox WHERE id IN (SELECT id FROM outbox WHERE delivered_ms < ? LIMIT ?)',
       ).run(options.recordsBeforeUnixMillis, options.maxRows).changes;

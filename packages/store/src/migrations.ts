@@ -77,6 +77,21 @@ const MIGRATIONS: readonly string[] = [
     body TEXT NOT NULL
   );
   `,
+  `
+  -- Server spans per node and second: what routing events (a node going silent, a failover) are
+  -- inferred from. Kept for a couple of hours so a restart does not forget an ongoing failover.
+  CREATE TABLE activity (
+    service TEXT NOT NULL,
+    node TEXT NOT NULL,
+    bucket_start_ms INTEGER NOT NULL,
+    bucket_ms INTEGER NOT NULL,
+    placement TEXT NOT NULL,
+    spans INTEGER NOT NULL,
+    errors INTEGER NOT NULL,
+    PRIMARY KEY (service, node, bucket_start_ms)
+  ) WITHOUT ROWID;
+  CREATE INDEX activity_by_bucket ON activity (bucket_start_ms);
+  `,
 ];
 
 export function migrate(db: Database): number {

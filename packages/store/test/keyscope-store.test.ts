@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { Attempt, ExtractedAttempts } from '@keyscope/attempts';
 import { createDetector, type Detector } from '@keyscope/detector';
 import { isKeyscopeError } from '@keyscope/errors';
-import { server, TEST_EPOCH_UNIX_MILLIS } from '@keyscope/testkit';
+import { activity, server, TEST_EPOCH_UNIX_MILLIS } from '@keyscope/testkit';
 import BetterSqlite3 from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { KeyscopeStore } from '../src/index.ts';
@@ -209,5 +209,21 @@ describe('retention', () => {
     }
     expect(removed).toBe(4);
     expect(store.counts()).toMatchObject({ attempts: 2, findings: 1, incidents: 1 });
+  });
+});
+
+describe('node activity', () => {
+  it('adds up the activity of batches and returns the recent window', () => {
+    store.recordActivity(activity({ node: 'a', fromSecond: 0, toSecond: 10, spans: 3, errors: 1 }));
+    store.recordActivity(activity({ node: 'a', fromSecond: 5, toSecond: 10, spans: 2 }));
+    const recent = store.recentActivity(4000);
+    expect(recent.map((a) => [a.bucketStartUnixMillis - TEST_EPOCH_UNIX_MILLIS, a.spans, a.errors])).toEqual([
+      [5000, 5, 1],
+      [6000, 5, 1],
+      [7000, 5, 1],
+      [8000, 5, 1],
+      [9000, 5, 1],
+    ]);
+    expect(recent[0]!.placement).toMatchObject({ service: 'payments', node: 'a' });
   });
 });

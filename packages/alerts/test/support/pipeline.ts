@@ -16,7 +16,7 @@ export interface Pipeline {
 
 export function createPipeline(store: KeyscopeStore, alerter: Alerter, restore: Finding[] = []): Pipeline {
   const detector = createDetector(undefined, { attemptLog: store.attemptLog });
-  detector.restore(restore);
+  detector.restore({ findings: restore });
   const commit = (work: () => DetectorChanges): DetectorChanges =>
     store.transaction(() => {
       const changes = work();

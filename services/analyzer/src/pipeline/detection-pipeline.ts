@@ -13,6 +13,7 @@ import {
   FINDING_CLASSES,
   type FindingClass,
   type Incident,
+  type ScopeReportState,
 } from '@keyscope/detector';
 import {
   ACCEPTED_ALL,
@@ -26,6 +27,9 @@ import { trace } from '@opentelemetry/api';
 import type { Logger } from '../logger.ts';
 
 const tracer = trace.getTracer('keyscope');
+const SCOPE_STATE = 'scope-report';
+/** Activity a restarted detector reloads: enough to re-infer any failover still being correlated. */
+const ACTIVITY_RESTORE_MILLIS = 2 * 60 * 60 * 1000;
 
 /** What the pipeline tells the alerter, inside the transaction that stores the incidents. */
 export interface IncidentListener {
@@ -95,7 +99,14 @@ export class DetectionPipeline implements SpanConsumer {
         this.#count(spans.length, extracted);
         span.setAttribute('keyscope.spans', spans.length);
         span.setAttribute('keyscope.attempts', extracted.attempts.length);
-        this.#commit((detector) => detector.ingest(extracted));
+        this.#commit((detector) => {
+          const changes = detector.ingest(extracted);
+          // Persisted with the attempts, so a restart forgets neither an ongoing failover nor the
+          // scope report.
+          this.#options.store.recordActivity(extracted.activity);
+          this.#options.store.saveState(SCOPE_STATE, detector.scopeState());
+          return changes;
+        });
         return ACCEPTED_ALL;
       } finally {
         span.end();
@@ -143,8 +154,11 @@ export class DetectionPipeline implements SpanConsumer {
     const detector = createDetector(detectorConfig, { attemptLog: store.attemptLog });
     // Event time, not the wall clock: traces replayed from an archive are as old as they are.
     const latest = store.latestFindingUnixMillis();
-    if (latest !== undefined)
-      detector.restore(store.recentFindings(latest - detectorConfig.retryHorizonMillis));
+    detector.restore({
+      findings: latest === undefined ? [] : store.recentFindings(latest - detectorConfig.retryHorizonMillis),
+      activity: store.recentActivity(ACTIVITY_RESTORE_MILLIS),
+      scopeState: store.loadState<ScopeReportState>(SCOPE_STATE),
+    });
     return detector;
   }
 
