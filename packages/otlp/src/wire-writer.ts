@@ -97,6 +97,25 @@ export class WireWriter {
 
   stringField(field: number, value: string): void {
     this.tag(field, 2);
+    const length = value.length;
+    if (length < 0x80) {
+      // Short ASCII (keys, names, most values) is written directly: encodeInto needs a view per call.
+      this.ensure(1 + length);
+      const bytes = this.bytes;
+      const start = this.pos + 1;
+      let i = 0;
+      while (i < length) {
+        const code = value.charCodeAt(i);
+        if (code >= 0x80) break;
+        bytes[start + i] = code;
+        i++;
+      }
+      if (i === length) {
+        bytes[this.pos] = length;
+        this.pos = start + length;
+        return;
+      }
+    }
     // A UTF-16 code unit takes at most 3 UTF-8 bytes; reserve that, write, then size the prefix.
     const maxBytes = value.length * 3;
     const lengthPos = this.pos;

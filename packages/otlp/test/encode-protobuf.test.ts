@@ -110,6 +110,26 @@ describe('encodeTraces', () => {
     expect(second!.startTimeUnixMillis).toBe(1_700_000_000_000.001);
   });
 
+  it('writes strings at the boundaries of its ASCII fast path and of one-byte lengths', () => {
+    const resource: Resource = { attributes: attributes({}) };
+    const scope = { name: '', version: '' };
+    const values = [
+      'a'.repeat(127),
+      'a'.repeat(128),
+      `${'a'.repeat(126)}é`,
+      `é${'a'.repeat(40)}`,
+      `${'a'.repeat(60)}\u{1F680}`,
+    ];
+    const input = [
+      span(1, resource, scope, {
+        attributes: attributes(Object.fromEntries(values.map((v, i) => [`k${i}`, v]))),
+      }),
+    ];
+    const [decoded] = decodeTraces(encodeTraces(input));
+    expect(Object.values(decoded!.attributes)).toEqual(values);
+    expect(referenceDecode(encodeTraces(input))[0]!.attributes).toEqual(decoded!.attributes);
+  });
+
   it('encodes no spans as an empty request', () => {
     expect(encodeTraces([])).toEqual(new Uint8Array(0));
   });
