@@ -3,6 +3,8 @@ import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { isKeyscopeError } from '@keyscope/errors';
 import { defaultServeConfig, envOverrides, readConfigFile, resolveServeConfig } from './config.ts';
+import { runDemo } from './demo.ts';
+import { consoleLogger } from './logger.ts';
 import { startServe } from './serve.ts';
 
 /** The `keyscope` command line: parses arguments, then hands over to serve.ts. */
@@ -10,7 +12,8 @@ import { startServe } from './serve.ts';
 const USAGE = `usage: keyscope <command> [options]
 
 commands:
-  serve   the embedded service: OTLP/HTTP and OTLP/gRPC receivers and the pipeline behind them
+  serve   the embedded service: OTLP receivers, detection, SQLite, HTTP API, alerts
+  demo    serve, plus simulated traffic with node failures, so you see incidents at once
 
 'keyscope <command> --help' shows a command's options.`;
 
@@ -84,10 +87,12 @@ function parseServeArgs(args: string[]): ServeArgs {
   };
 }
 
-async function serve(args: string[]): Promise<number> {
+async function serve(args: string[], mode: 'serve' | 'demo'): Promise<number> {
   const parsed = parseServeArgs(args);
   if (parsed.help) {
-    process.stdout.write(`${SERVE_USAGE}\n`);
+    process.stdout.write(
+      `${mode === 'serve' ? SERVE_USAGE : SERVE_USAGE.replace('keyscope serve', 'keyscope demo')}\n`,
+    );
     return 0;
   }
   // Defaults < config file < KEYSCOPE_* environment < flags.
@@ -100,7 +105,7 @@ async function serve(args: string[]): Promise<number> {
     process.once('SIGINT', resolve);
     process.once('SIGTERM', resolve);
   });
-  const running = await startServe(config);
+  const running = mode === 'serve' ? await startServe(config) : await runDemo(config, consoleLogger);
   const signal = await signalled;
   // A second signal while draining means "now".
   const forceExit = () => process.exit(1);
@@ -116,7 +121,8 @@ export async function runCli(argv: string[]): Promise<number> {
   try {
     switch (command) {
       case 'serve':
-        return await serve(args);
+      case 'demo':
+        return await serve(args, command);
       case '-h':
       case '--help':
       case 'help':

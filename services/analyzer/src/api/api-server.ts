@@ -83,7 +83,11 @@ export function createApiServer(deps: ApiDependencies): FastifyInstance {
     app.route({
       method: doc.method,
       url: doc.url,
-      schema: { querystring: doc.query, params: doc.params, response: { 400: ERROR_BODY } },
+      schema: {
+        ...(doc.query === undefined ? {} : { querystring: doc.query }),
+        ...(doc.params === undefined ? {} : { params: doc.params }),
+        response: { 400: ERROR_BODY },
+      },
       preHandler: doc.public ? undefined : guarded,
       handler: async (request) => handler(request),
     });

@@ -1,0 +1,54 @@
+import { encodeTraces } from '@keyscope/otlp';
+import { scenarios, simulate } from '@keyscope/simulator';
+import type { ServeConfig } from './config.ts';
+import type { Logger } from './logger.ts';
+import { formatHostPort } from './receivers/listen-address.ts';
+import { type RunningService, startServe } from './serve.ts';
+
+const SPANS_PER_REQUEST = 512;
+
+/**
+ * `keyscope demo`: the embedded service, then the simulator's node-failover scenario sent to it
+ * over OTLP/HTTP — payments on node-scoped dedup stores, nodes failing, sticky sessions failing
+ * over, clients retrying with the same key — so a newcomer sees a grouped incident within a minute.
+ * The traffic is stamped as if it happened in the last few minutes.
+ */
+export async function runDemo(config: ServeConfig, logger: Logger): Promise<RunningService> {
+  const service = await startServe(config, { logger });
+  const scenario = scenarios.nodeFailover();
+  const simulation = simulate({
+    ...scenario,
+    startUnixMillis: Date.now() - scenario.durationMillis - 60_000,
+  });
+  const { spans, truth } = simulation;
+  const url = `http://${formatHostPort(service.addresses.otlpHttp)}/v1/traces`;
+  logger.info(
+    `demo: sending ${spans.length} spans of simulated checkout → payments traffic with ${truth.routingEvents.length} node failures to ${url}`,
+  );
+  for (let i = 0; i < spans.length; i += SPANS_PER_REQUEST) {
+    const response = await fetch(url, {
+      method: 'POST',
+      body: encodeTraces(spans.slice(i, i + SPANS_PER_REQUEST)),
+      headers: { 'content-type': 'application/x-protobuf' },
+    });
+    await response.arrayBuffer();
+    if (response.status !== 200) throw new Error(`demo: ${url} answered ${response.status}`);
+  }
+  service.pipeline.tick();
+
+  const api = `http://${formatHostPort(service.addresses.api)}`;
+  const incidents = service.store.listIncidents({ status: 'open' }, { limit: 20 }).items;
+  logger.info(
+    `demo: ${truth.keys.length} keys really executed twice; keyscope opened ${incidents.length} incidents:`,
+  );
+  for (const incident of incidents) logger.info(`  ${incident.severity.padEnd(8)} ${incident.title}`);
+  const example = truth.keys[0];
+  logger.info(`demo: the incidents:     ${api}/api/v1/incidents?status=open`);
+  if (incidents[0] !== undefined)
+    logger.info(`demo: one incident:      ${api}/api/v1/incidents/${incidents[0].id}`);
+  if (example !== undefined)
+    logger.info(`demo: did it run twice? ${api}/api/v1/keys/${encodeURIComponent(example.key)}`);
+  logger.info(`demo: the scope report:  ${api}/api/v1/scopes`);
+  logger.info('demo: keyscope keeps serving; Ctrl-C stops it');
+  return service;
+}
