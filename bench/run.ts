@@ -10,7 +10,7 @@ import { decodeSection } from './sections/decode.ts';
 import { detectorSection } from './sections/detector.ts';
 import { otlpHttpIngestSection } from './sections/otlp-http-ingest.ts';
 import { persistenceSection } from './sections/persistence.ts';
-import { formatReport, type Report, type Row, reportRow } from './table.ts';
+import { formatReport, type Report, type Row, reportRow, type SectionTiming } from './table.ts';
 
 /**
  * `pnpm bench [--quick] [--out FILE] [--section NAME]…`: runs every section (or those named), one
@@ -48,12 +48,16 @@ async function main(): Promise<void> {
   const machine = describeMachine();
   const context = new BenchContext(values.quick ? QUICK_SIZES : FULL_SIZES);
   const rows: Row[] = [];
+  const timings: SectionTiming[] = [];
   try {
     for (const section of SECTIONS.filter((s) => chosen.includes(s.name))) {
       const started = performance.now();
+      const loadAverageAtStart = loadavg()[0] ?? 0;
       process.stderr.write(`bench: ${section.name}…`);
       rows.push(...(await section.run(context)));
-      process.stderr.write(` ${((performance.now() - started) / 1000).toFixed(1)} s\n`);
+      const seconds = (performance.now() - started) / 1000;
+      timings.push({ name: section.name, seconds, loadAverageAtStart });
+      process.stderr.write(` ${seconds.toFixed(1)} s\n`);
     }
   } finally {
     context.close();
@@ -66,6 +70,7 @@ async function main(): Promise<void> {
     durationSeconds: (Date.now() - startedAt.getTime()) / 1000,
     machine,
     loadAverageAtEnd: [one, five, fifteen],
+    sections: timings,
     rows: rows.map(reportRow),
   };
   const out = values.out ?? DEFAULT_OUT.pathname;

@@ -40,7 +40,16 @@ export interface Report {
   machine: Machine;
   /** Load averages once the run ended: a busy machine makes every figure lower. */
   loadAverageAtEnd: [number, number, number];
+  /** How long each section took and how busy the machine was when it started. */
+  sections: SectionTiming[];
   rows: ReportRow[];
+}
+
+export interface SectionTiming {
+  name: string;
+  seconds: number;
+  /** The 1-minute load average when the section started. */
+  loadAverageAtStart: number;
 }
 
 export function meetsTarget(row: Row): boolean | undefined {
@@ -105,6 +114,13 @@ export function formatReport(report: Report): string {
   for (const cell of cells) lines.push(line(HEADERS.map((header) => cell[header])));
   if (notes.length > 0) lines.push('');
   for (const [i, note] of notes.entries()) lines.push(`[${i + 1}] ${note}`);
+  if (report.sections.length > 0) {
+    const timings = report.sections.map(
+      (section) =>
+        `${section.name} ${section.seconds.toFixed(0)} s (load ${section.loadAverageAtStart.toFixed(2)})`,
+    );
+    lines.push('', `sections: ${timings.join(' · ')}`);
+  }
   return lines.join('\n');
 }
 

@@ -35,6 +35,7 @@ describe('formatReport', () => {
     durationSeconds: 12,
     machine: { cpuModel: 'Test CPU', cores: 2, node: 'v20.0.0', loadAverage: [1, 2, 3] },
     loadAverageAtEnd: [1.5, 2, 3],
+    sections: [{ name: 'decode', seconds: 20.4, loadAverageAtStart: 5.61 }],
     rows: [
       reportRow(
         row({
@@ -63,6 +64,10 @@ describe('formatReport', () => {
     expect(text).toContain('✗ same finding ids');
     expect(text).toContain('keyscope [1]');
     expect(text).toContain('[1] what was measured');
+  });
+
+  it('ends with how long each section took under which load', () => {
+    expect(text.split('\n').at(-1)).toBe('sections: decode 20 s (load 5.61)');
   });
 });
 
