@@ -181,8 +181,11 @@ const CLASS_TITLE: Record<FindingClass, string> = {
 };
 
 function titleOf(incident: Incident): string {
+  const event = incident.routingEvent;
   const where =
-    incident.routingEvent === null ? '' : ` during ${incident.routingEvent.type.replace('_', ' ')}`;
+    event === null
+      ? ''
+      : ` during ${event.type.replace('_', ' ')} of ${event.node || event.cluster || event.region}`;
   const keys = incident.keys === 1 ? '1 key' : `${incident.keys} keys`;
   return `${incident.service} ${incident.operation}: ${keys} ${CLASS_TITLE[incident.class]}${where}`;
 }
