@@ -1,16 +1,30 @@
 import { CountingConsumer } from '@keyscope/analyzer';
-import { startLoopbackReceivers } from '../in-process-service.ts';
-import { cpuSecondsSince, median } from '../measure.ts';
+import type { DecodeOptions } from '@keyscope/otlp';
+import type { BenchContext } from '../bench-context.ts';
+import { type Receivers, serviceDecodeOptions, startLoopbackReceivers } from '../in-process-service.ts';
+import { cpuSecondsSince, median, pairedRatio } from '../measure.ts';
 import type { Section } from '../section.ts';
 import type { Row } from '../table.ts';
 import { spansInRequests } from '../workloads/encoded-payloads.ts';
 
 const INGEST_TARGET_SPANS_PER_SECOND = 500_000;
 
+/** One receiver configuration under test, with what it measured. */
+interface Contender {
+  receivers: Receivers;
+  consumer: CountingConsumer;
+  rates: number[];
+  /** Cores the receivers' process used while the load ran: under 1 when other work took its core. */
+  cpuShares: number[];
+  everySpanCounted: boolean;
+}
+
 /**
  * OTLP/HTTP ingest end to end into the consumer interface: the service's receivers in this
  * process, a span-counting consumer behind them, the load generator posting the decode workload's
- * payloads from its own process.
+ * payloads from its own process. Twice: receivers decoding every attribute (what a consumer without
+ * a filter gets), and decoding with the filter the service's pipeline asks for; the two take turns
+ * within each repetition.
  */
 export const otlpHttpIngestSection: Section = {
   name: 'otlp-http ingest',
@@ -19,48 +33,81 @@ export const otlpHttpIngestSection: Section = {
     const workload = context.sdkExportPayloads();
     const loadGenerator = context.loadGenerator();
     await loadGenerator.load(context.payloadFile(workload));
-    const consumer = new CountingConsumer();
-    const receivers = await startLoopbackReceivers(consumer);
-    const rates: number[] = [];
-    const cpuShares: number[] = [];
-    let everyRequestCounted = true;
+    const full = await contender(undefined);
+    const filtered = await contender(serviceDecodeOptions()).catch(async (error: unknown) => {
+      await full.receivers.stop();
+      throw error;
+    });
+    const contenders = [full, filtered];
     try {
-      await loadGenerator.run(receivers.tracesUrl, ingest.warmupRequests, ingest.connections);
-      for (let i = 0; i < repetitions; i++) {
-        const before = consumer.counts().spans;
-        const cpu = process.cpuUsage();
-        const result = await loadGenerator.run(
-          receivers.tracesUrl,
-          ingest.requestsPerRepetition,
-          ingest.connections,
-        );
-        const cpuSeconds = cpuSecondsSince(cpu);
-        const spans = consumer.counts().spans - before;
-        if (result.ok !== result.requests || spans !== spansInRequests(workload, result.requests)) {
-          everyRequestCounted = false;
-        }
-        rates.push(spans / (result.elapsedMillis / 1000));
-        cpuShares.push(cpuSeconds / (result.elapsedMillis / 1000));
+      for (const c of contenders) {
+        await loadGenerator.run(c.receivers.tracesUrl, ingest.warmupRequests, ingest.connections);
       }
+      for (let i = 0; i < repetitions; i++) for (const c of contenders) await measure(context, c);
     } finally {
-      await receivers.stop();
+      await Promise.all(contenders.map((c) => c.receivers.stop()));
     }
+
     const rows: Row[] = [
       {
         section: 'otlp-http ingest',
-        measurement: 'OTLP/HTTP protobuf → counting consumer',
-        value: median(rates),
+        measurement: 'OTLP/HTTP protobuf → counting consumer, all attributes',
+        value: median(full.rates),
         unit: 'spans/s',
         target: { comparison: '>=', bound: INGEST_TARGET_SPANS_PER_SECOND },
-        check: { ok: everyRequestCounted, what: 'every request 200 and every span counted' },
-        samples: rates,
+        check: { ok: full.everySpanCounted, what: 'every request 200, every span counted' },
+        samples: full.rates,
         note:
           `${ingest.requestsPerRepetition} requests of 512 spans per repetition (the decode workload), ` +
           `${ingest.connections} keep-alive connections from a load generator in its own process; spans ` +
-          `counted by the consumer / time from first request to last answer. The receiver's process used ` +
-          `${median(cpuShares).toFixed(2)} cores meanwhile (median)`,
+          "counted by the consumer / time from first request to last answer. The receivers' process used " +
+          `${median(full.cpuShares).toFixed(2)} cores meanwhile (median)`,
+      },
+      {
+        section: 'otlp-http ingest',
+        measurement: 'OTLP/HTTP protobuf → counting consumer, service decode filter',
+        value: median(filtered.rates),
+        unit: 'spans/s',
+        target: { comparison: '>=', bound: INGEST_TARGET_SPANS_PER_SECOND },
+        ratio: { value: pairedRatio(filtered.rates, full.rates), against: 'all attributes' },
+        check: { ok: filtered.everySpanCounted, what: 'every request 200, every span counted' },
+        samples: filtered.rates,
+        note:
+          "the receivers decode with the DetectionPipeline's decodeOptions, as the service runs them. " +
+          cpuNote(filtered),
       },
     ];
     return rows;
   },
 };
+
+/** How much of a core the receivers got, and what they did per CPU-second of it. */
+function cpuNote(c: Contender): string {
+  const perCpuSecond = median(c.rates.map((rate, i) => rate / c.cpuShares[i]!));
+  return (
+    `The receivers' process used ${median(c.cpuShares).toFixed(2)} cores meanwhile (median): ` +
+    `${Math.round(perCpuSecond).toLocaleString('en-US')} spans per CPU-second`
+  );
+}
+
+async function contender(decodeOptions: DecodeOptions | undefined): Promise<Contender> {
+  const consumer = new CountingConsumer();
+  const receivers = await startLoopbackReceivers(consumer, decodeOptions);
+  return { receivers, consumer, rates: [], cpuShares: [], everySpanCounted: true };
+}
+
+async function measure(context: BenchContext, c: Contender): Promise<void> {
+  const { ingest } = context.sizes;
+  const before = c.consumer.counts().spans;
+  const cpu = process.cpuUsage();
+  const result = await context
+    .loadGenerator()
+    .run(c.receivers.tracesUrl, ingest.requestsPerRepetition, ingest.connections);
+  const cpuSeconds = cpuSecondsSince(cpu);
+  const spans = c.consumer.counts().spans - before;
+  const expected = spansInRequests(context.sdkExportPayloads(), result.requests);
+  if (result.ok !== result.requests || spans !== expected) c.everySpanCounted = false;
+  const seconds = result.elapsedMillis / 1000;
+  c.rates.push(spans / seconds);
+  c.cpuShares.push(cpuSeconds / seconds);
+}

@@ -103,8 +103,9 @@ export const persistenceSection: Section = {
           `${persistence.connections} keep-alive connections from the load generator's process; receivers and ` +
           'pipeline in this process, a fresh SQLite file (WAL) per repetition under the OS temp directory; ' +
           "spans / time from first request to last answer; the receivers decode with the pipeline's " +
-          `decodeOptions. This process used ${median(cpuShares).toFixed(2)} ` +
-          'cores meanwhile (median)',
+          `decodeOptions. This process used ${median(cpuShares).toFixed(2)} cores meanwhile (median): ` +
+          `${Math.round(median(persisted.map((rate, i) => rate / cpuShares[i]!))).toLocaleString('en-US')} ` +
+          'spans per CPU-second',
       },
     ];
     return rows;

@@ -20,7 +20,10 @@ const EXPECTED_ROWS: Record<string, string[]> = {
     'keyscope decodeTraces, all attributes',
     'keyscope decodeTraces, service attribute filter',
   ],
-  'otlp-http ingest': ['OTLP/HTTP protobuf → counting consumer'],
+  'otlp-http ingest': [
+    'OTLP/HTTP protobuf → counting consumer, all attributes',
+    'OTLP/HTTP protobuf → counting consumer, service decode filter',
+  ],
   detector: [
     'ingest throughput',
     'memory per tracked key',
@@ -80,7 +83,8 @@ describe('pnpm bench --quick', () => {
     expect(targets).toEqual([
       'keyscope decodeTraces, all attributes',
       'keyscope decodeTraces, service attribute filter',
-      'OTLP/HTTP protobuf → counting consumer',
+      'OTLP/HTTP protobuf → counting consumer, all attributes',
+      'OTLP/HTTP protobuf → counting consumer, service decode filter',
       'memory per tracked key',
       'second execution → finding, p99',
       'OTLP/HTTP → DetectionPipeline → SQLite, committed',
