@@ -24,6 +24,8 @@ export interface LoadResult {
   refused: Record<string, number>;
   /** From the first request sent to the last answer received. */
   elapsedMillis: number;
+  /** CPU time this process spent meanwhile: near elapsed time, it may be what limits the rate. */
+  cpuMillis: number;
 }
 
 let bodies: Buffer[] = [];
@@ -38,6 +40,7 @@ async function run(url: string, requests: number, connections: number): Promise<
   const refused: Record<string, number> = {};
   let next = 0;
   let ok = 0;
+  const cpu = process.cpuUsage();
   const started = process.hrtime.bigint();
   const connection = async () => {
     while (next < requests) {
@@ -49,8 +52,9 @@ async function run(url: string, requests: number, connections: number): Promise<
   };
   await Promise.all(Array.from({ length: connections }, connection));
   const elapsedMillis = Number(process.hrtime.bigint() - started) / 1e6;
+  const used = process.cpuUsage(cpu);
   agent.destroy();
-  return { requests, ok, refused, elapsedMillis };
+  return { requests, ok, refused, elapsedMillis, cpuMillis: (used.user + used.system) / 1000 };
 }
 
 function post(agent: Agent, url: string, body: Buffer): Promise<number> {

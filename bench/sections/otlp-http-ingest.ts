@@ -16,6 +16,8 @@ interface Contender {
   rates: number[];
   /** Cores the receivers' process used while the load ran: under 1 when other work took its core. */
   cpuShares: number[];
+  /** Cores the load generator's process used meanwhile. */
+  senderCpuShares: number[];
   everySpanCounted: boolean;
 }
 
@@ -60,8 +62,7 @@ export const otlpHttpIngestSection: Section = {
         note:
           `${ingest.requestsPerRepetition} requests of 512 spans per repetition (the decode workload), ` +
           `${ingest.connections} keep-alive connections from a load generator in its own process; spans ` +
-          "counted by the consumer / time from first request to last answer. The receivers' process used " +
-          `${median(full.cpuShares).toFixed(2)} cores meanwhile (median)`,
+          `counted by the consumer / time from first request to last answer. ${cpuNote(full)}`,
       },
       {
         section: 'otlp-http ingest',
@@ -86,14 +87,15 @@ function cpuNote(c: Contender): string {
   const perCpuSecond = median(c.rates.map((rate, i) => rate / c.cpuShares[i]!));
   return (
     `The receivers' process used ${median(c.cpuShares).toFixed(2)} cores meanwhile (median): ` +
-    `${Math.round(perCpuSecond).toLocaleString('en-US')} spans per CPU-second`
+    `${Math.round(perCpuSecond).toLocaleString('en-US')} spans per CPU-second; the load generator's ` +
+    `process used ${median(c.senderCpuShares).toFixed(2)} cores`
   );
 }
 
 async function contender(decodeOptions: DecodeOptions | undefined): Promise<Contender> {
   const consumer = new CountingConsumer();
   const receivers = await startLoopbackReceivers(consumer, decodeOptions);
-  return { receivers, consumer, rates: [], cpuShares: [], everySpanCounted: true };
+  return { receivers, consumer, rates: [], cpuShares: [], senderCpuShares: [], everySpanCounted: true };
 }
 
 async function measure(context: BenchContext, c: Contender): Promise<void> {
@@ -110,4 +112,5 @@ async function measure(context: BenchContext, c: Contender): Promise<void> {
   const seconds = result.elapsedMillis / 1000;
   c.rates.push(spans / seconds);
   c.cpuShares.push(cpuSeconds / seconds);
+  c.senderCpuShares.push(result.cpuMillis / result.elapsedMillis);
 }

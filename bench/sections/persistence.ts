@@ -47,6 +47,7 @@ export const persistenceSection: Section = {
     const filtered: number[] = [];
     const persisted: number[] = [];
     const cpuShares: number[] = [];
+    const senderCpuShares: number[] = [];
     let expectedIds: string[] | undefined;
     let sameFindings = true;
     let everySpanCommitted = true;
@@ -64,6 +65,7 @@ export const persistenceSection: Section = {
       filtered.push(workload.spans / inMemoryFiltered.seconds);
       persisted.push(workload.spans / stored.seconds);
       cpuShares.push(stored.cpuSeconds / stored.seconds);
+      senderCpuShares.push(stored.senderCpuSeconds / stored.seconds);
     }
 
     const findings = expectedIds?.length ?? 0;
@@ -105,7 +107,7 @@ export const persistenceSection: Section = {
           "spans / time from first request to last answer; the receivers decode with the pipeline's " +
           `decodeOptions. This process used ${median(cpuShares).toFixed(2)} cores meanwhile (median): ` +
           `${Math.round(median(persisted.map((rate, i) => rate / cpuShares[i]!))).toLocaleString('en-US')} ` +
-          'spans per CPU-second',
+          `spans per CPU-second; the load generator's process used ${median(senderCpuShares).toFixed(2)} cores`,
       },
     ];
     return rows;
@@ -132,6 +134,7 @@ function inMemoryPass(bodies: readonly Uint8Array[], decodeOptions: DecodeOption
 interface PersistedPass {
   seconds: number;
   cpuSeconds: number;
+  senderCpuSeconds: number;
   spansConsumed: number;
   allAnswered200: boolean;
   findingIds: string[];
@@ -157,6 +160,7 @@ async function persistedPass(context: BenchContext, requests: number): Promise<P
     return {
       seconds: result.elapsedMillis / 1000,
       cpuSeconds,
+      senderCpuSeconds: result.cpuMillis / 1000,
       spansConsumed: pipeline.counts().spans,
       allAnswered200: result.ok === result.requests,
       findingIds,
