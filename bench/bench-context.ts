@@ -1,7 +1,9 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { DecodeOptions } from '@keyscope/otlp';
 import type { BenchSizes } from './bench-sizes.ts';
+import { serviceDecodeOptions } from './in-process-service.ts';
 import { LoadGeneratorProcess } from './load-generator-process.ts';
 import { writePayloadFile } from './payload-file.ts';
 import type { EncodedPayloads } from './workloads/encoded-payloads.ts';
@@ -18,6 +20,7 @@ export class BenchContext {
   #sdkExport: EncodedPayloads | undefined;
   #simulated: EncodedPayloads | undefined;
   #loadGenerator: LoadGeneratorProcess | undefined;
+  #decodeOptions: Promise<DecodeOptions> | undefined;
   readonly #payloadFiles = new Map<EncodedPayloads, string>();
 
   constructor(sizes: BenchSizes) {
@@ -35,6 +38,12 @@ export class BenchContext {
   simulatedPayloads(): EncodedPayloads {
     this.#simulated ??= simulatedPayloads(this.sizes.persistence.spans, this.sizes.seed);
     return this.#simulated;
+  }
+
+  /** The attribute filter the embedded service decodes with, read from a service started once. */
+  serviceDecodeOptions(): Promise<DecodeOptions> {
+    this.#decodeOptions ??= serviceDecodeOptions();
+    return this.#decodeOptions;
   }
 
   /** A file holding `payloads` for the load generator, written once per workload. */

@@ -1,15 +1,16 @@
-import { resolveServeConfig, silentLogger, startReceivers } from '@keyscope/analyzer';
-import { defaultMapping } from '@keyscope/attempts';
-import { defaultDetectorConfig } from '@keyscope/detector';
+import {
+  type RunningService,
+  resolveServeConfig,
+  silentLogger,
+  startReceivers,
+  startServe,
+} from '@keyscope/analyzer';
 import type { DecodeOptions, SpanConsumer } from '@keyscope/otlp';
-import { KeyscopeStore } from '@keyscope/store';
-// @keyscope/analyzer does not export its pipeline yet; import it from the package's package
-// entry once it does.
-import { DetectionPipeline } from '../services/analyzer/src/pipeline/detection-pipeline.ts';
 
 /**
- * keyscope's embedded service, assembled in this process the way `keyscope serve` assembles it:
- * the OTLP receivers in front of a consumer, and the detection pipeline over a SQLite file.
+ * keyscope's service started in this process, on free loopback ports, with its default settings:
+ * either the OTLP receivers alone in front of a consumer, or the whole embedded service as
+ * `keyscope serve` runs it (receivers → detection pipeline → SQLite, API, alerts, timers).
  */
 
 export interface Receivers {
@@ -18,40 +19,48 @@ export interface Receivers {
   stop(): Promise<void>;
 }
 
-/**
- * OTLP/HTTP and OTLP/gRPC receivers on free loopback ports, with the service's default limits,
- * decoding with `decodeOptions` (the consumer's filter; every attribute when absent).
- */
+/** The OTLP receivers in front of `consumer`, decoding with `decodeOptions` (every attribute when absent). */
 export async function startLoopbackReceivers(
   consumer: SpanConsumer,
   decodeOptions?: DecodeOptions,
 ): Promise<Receivers> {
   const config = resolveServeConfig({ otlp: { http: { port: 0 }, grpc: { port: 0 } } });
   const running = await startReceivers(config, { consumer, decodeOptions, logger: silentLogger });
-  const { host, port } = running.addresses.otlpHttp;
-  return { tracesUrl: `http://${host}:${port}/v1/traces`, stop: () => running.stop() };
+  return { tracesUrl: tracesUrl(running.addresses.otlpHttp), stop: () => running.stop() };
 }
 
-export interface PersistedPipeline {
-  pipeline: DetectionPipeline;
-  store: KeyscopeStore;
+export interface EmbeddedService extends Receivers {
+  service: RunningService;
 }
 
-/** The service's pipeline (default mapping and detector settings) over the SQLite file `dbPath`. */
-export function createPersistedPipeline(dbPath: string): PersistedPipeline {
-  const store = new KeyscopeStore({ path: dbPath });
-  const pipeline = new DetectionPipeline({
-    mapping: defaultMapping(),
-    detectorConfig: defaultDetectorConfig(),
-    store,
-    logger: silentLogger,
+/**
+ * The embedded service over the SQLite file `dbPath`. Its clock (ticks, quiet periods, retention)
+ * reads `nowUnixMillis`: simulated traffic carries simulated times, and against the real clock
+ * the service would treat it as days old and expire it while it arrives.
+ */
+export async function startEmbeddedService(
+  dbPath: string,
+  nowUnixMillis: () => number,
+): Promise<EmbeddedService> {
+  const config = resolveServeConfig({
+    db: { path: dbPath },
+    api: { port: 0 },
+    otlp: { http: { port: 0 }, grpc: { port: 0 } },
   });
-  return { pipeline, store };
+  const service = await startServe(config, { logger: silentLogger, now: nowUnixMillis });
+  return { service, tracesUrl: tracesUrl(service.addresses.otlpHttp), stop: () => service.stop() };
 }
 
-/** The attribute filter the service's pipeline asks the decoder for. */
-export function serviceDecodeOptions(): DecodeOptions {
-  const { pipeline, store } = createPersistedPipeline(':memory:');
-  store.close();
-  return pipeline.decodeOptions;
+/** The attribute filter the embedded service's pipeline asks its receivers to decode with. */
+export async function serviceDecodeOptions(): Promise<DecodeOptions> {
+  const { service } = await startEmbeddedService(':memory:', Date.now);
+  try {
+    return service.pipeline.decodeOptions;
+  } finally {
+    await service.stop();
+  }
+}
+
+function tracesUrl(address: { host: string; port: number }): string {
+  return `http://${address.host}:${address.port}/v1/traces`;
 }

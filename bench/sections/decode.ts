@@ -1,5 +1,4 @@
-import { decodeTraces } from '@keyscope/otlp';
-import { serviceDecodeOptions } from '../in-process-service.ts';
+import { type DecodeOptions, decodeTraces } from '@keyscope/otlp';
 import { median, pairedRatio, secondsOf } from '../measure.ts';
 import { decodeWithProtobufjs } from '../protobufjs-decoder.ts';
 import type { Section } from '../section.ts';
@@ -17,7 +16,7 @@ export const decodeSection: Section = {
   async run(context) {
     const { repetitions, decode } = context.sizes;
     const workload = context.sdkExportPayloads();
-    const filter = serviceDecodeOptions();
+    const filter = await context.serviceDecodeOptions();
     const contenders = {
       protobufjs: (body: Uint8Array) => decodeWithProtobufjs(body),
       full: (body: Uint8Array) => decodeTraces(body).length,
@@ -74,14 +73,14 @@ export const decodeSection: Section = {
         target: { comparison: '>=', bound: DECODE_TARGET_RATIO, on: 'ratio' },
         ratio: { value: pairedRatio(rates.filtered, rates.protobufjs), against: 'protobufjs' },
         samples: rates.filtered,
-        note: `the DetectionPipeline's decodeOptions: ${describeFilter(filter)}`,
+        note: `the embedded service's decodeOptions (its pipeline's): ${describeFilter(filter)}`,
       },
     ];
     return rows;
   },
 };
 
-function describeFilter(options: ReturnType<typeof serviceDecodeOptions>): string {
+function describeFilter(options: DecodeOptions): string {
   const count = (keys: unknown) => (keys instanceof Set ? `${keys.size} keys` : 'all');
   return `span attributes ${count(options.spanAttributes)}, resource attributes ${count(options.resourceAttributes)}, events ${options.events === false ? 'skipped' : 'kept'}`;
 }

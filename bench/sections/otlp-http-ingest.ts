@@ -1,7 +1,7 @@
 import { CountingConsumer } from '@keyscope/analyzer';
 import type { DecodeOptions } from '@keyscope/otlp';
 import type { BenchContext } from '../bench-context.ts';
-import { type Receivers, serviceDecodeOptions, startLoopbackReceivers } from '../in-process-service.ts';
+import { type Receivers, startLoopbackReceivers } from '../in-process-service.ts';
 import { cpuSecondsSince, median, pairedRatio } from '../measure.ts';
 import type { Section } from '../section.ts';
 import type { Row } from '../table.ts';
@@ -35,8 +35,9 @@ export const otlpHttpIngestSection: Section = {
     const workload = context.sdkExportPayloads();
     const loadGenerator = context.loadGenerator();
     await loadGenerator.load(context.payloadFile(workload));
+    const filter = await context.serviceDecodeOptions();
     const full = await contender(undefined);
-    const filtered = await contender(serviceDecodeOptions()).catch(async (error: unknown) => {
+    const filtered = await contender(filter).catch(async (error: unknown) => {
       await full.receivers.stop();
       throw error;
     });
@@ -74,7 +75,7 @@ export const otlpHttpIngestSection: Section = {
         check: { ok: filtered.everySpanCounted, what: 'every request 200, every span counted' },
         samples: filtered.rates,
         note:
-          "the receivers decode with the DetectionPipeline's decodeOptions, as the service runs them. " +
+          "the receivers decode with the embedded service's decodeOptions, as the service runs them. " +
           cpuNote(filtered),
       },
     ];

@@ -3,31 +3,29 @@ import { join } from 'node:path';
 import { createSpanDeduplicator, defaultMapping, extractAttempts } from '@keyscope/attempts';
 import { createDetector } from '@keyscope/detector';
 import { type DecodeOptions, decodeTraces } from '@keyscope/otlp';
+import { KeyscopeStore } from '@keyscope/store';
 import type { BenchContext } from '../bench-context.ts';
-import {
-  createPersistedPipeline,
-  serviceDecodeOptions,
-  startLoopbackReceivers,
-} from '../in-process-service.ts';
+import { startEmbeddedService } from '../in-process-service.ts';
 import type { LoadResult } from '../load-generator.ts';
 import { cpuSecondsSince, median, pairedRatio, secondsOf } from '../measure.ts';
 import type { Section } from '../section.ts';
 import type { Row } from '../table.ts';
+import type { EncodedPayloads } from '../workloads/encoded-payloads.ts';
 
 const PERSISTED_TARGET_SPANS_PER_SECOND = 300_000;
 /** The DetectionPipeline's own deduplicator size, so both paths drop the same redeliveries. */
 const PIPELINE_DEDUPLICATOR_ENTRIES = 1_000_000;
-/** Requests of the untimed run that warms the persisted path up. */
-const WARMUP_REQUESTS = 20;
+/** Payloads of the untimed runs that warm both paths up. */
+const WARMUP_PAYLOADS = 20;
 
 /**
  * End-to-end ingest with persistence, next to the same work in memory. Every repetition runs, on
  * the simulator's benchmark workload:
  * - in memory: decode → extract attempts → detector, in this process, no HTTP, no SQLite; once
  *   decoding every attribute, once with the service's attribute filter (as its receivers decode);
- * - persisted: the load generator posts every payload over OTLP/HTTP to the service's receivers
- *   in this process, in front of the DetectionPipeline on a fresh SQLite file; each request is
- *   answered after its transaction committed.
+ * - persisted: the load generator posts every payload over OTLP/HTTP to the embedded service
+ *   (`keyscope serve`'s receivers, detection pipeline, API, alerts and timers) in this process, on
+ *   a fresh SQLite file; each request is answered after its transaction committed.
  * The persisted run must end with the same finding ids in SQLite as the in-memory detector holds.
  */
 export const persistenceSection: Section = {
@@ -35,13 +33,13 @@ export const persistenceSection: Section = {
   async run(context) {
     const { repetitions, persistence } = context.sizes;
     const workload = context.simulatedPayloads();
-    const filter = serviceDecodeOptions();
+    const filter = await context.serviceDecodeOptions();
     const loadGenerator = context.loadGenerator();
     await loadGenerator.load(context.payloadFile(workload));
 
-    inMemoryPass(workload.bodies.slice(0, WARMUP_REQUESTS), undefined);
-    inMemoryPass(workload.bodies.slice(0, WARMUP_REQUESTS), filter);
-    await persistedPass(context, WARMUP_REQUESTS);
+    inMemoryPass(workload, WARMUP_PAYLOADS, undefined);
+    inMemoryPass(workload, WARMUP_PAYLOADS, filter);
+    await persistedPass(context, workload, WARMUP_PAYLOADS);
 
     const full: number[] = [];
     const filtered: number[] = [];
@@ -52,9 +50,9 @@ export const persistenceSection: Section = {
     let sameFindings = true;
     let everySpanCommitted = true;
     for (let i = 0; i < repetitions; i++) {
-      const inMemory = inMemoryPass(workload.bodies, undefined);
-      const inMemoryFiltered = inMemoryPass(workload.bodies, filter);
-      const stored = await persistedPass(context, workload.bodies.length);
+      const inMemory = inMemoryPass(workload, workload.bodies.length, undefined);
+      const inMemoryFiltered = inMemoryPass(workload, workload.bodies.length, filter);
+      const stored = await persistedPass(context, workload, workload.bodies.length);
       expectedIds ??= inMemory.findingIds;
       sameFindings &&=
         sameIds(expectedIds, inMemory.findingIds) &&
@@ -69,6 +67,7 @@ export const persistenceSection: Section = {
     }
 
     const findings = expectedIds?.length ?? 0;
+    const perCpuSecond = median(persisted.map((rate, i) => rate / cpuShares[i]!));
     const rows: Row[] = [
       {
         section: 'persisted ingest',
@@ -79,7 +78,8 @@ export const persistenceSection: Section = {
         note:
           `the simulator's benchmark scenario: ${workload.spans} spans (~20% mutation attempts) in ` +
           `${workload.bodies.length} payloads of 512 spans, per repetition; ${repetitions} repetitions, ` +
-          `${workload.spans * repetitions} spans through each path. In memory: one thread, no HTTP, no SQLite`,
+          `${workload.spans * repetitions} spans through each path. In memory: one thread, no HTTP, no ` +
+          'SQLite, a fresh deduplicator and detector per repetition',
       },
       {
         section: 'persisted ingest',
@@ -91,7 +91,7 @@ export const persistenceSection: Section = {
       },
       {
         section: 'persisted ingest',
-        measurement: 'OTLP/HTTP → DetectionPipeline → SQLite, committed',
+        measurement: 'OTLP/HTTP → embedded service → SQLite, committed',
         value: median(persisted),
         unit: 'spans/s',
         target: { comparison: '>=', bound: PERSISTED_TARGET_SPANS_PER_SECOND },
@@ -102,12 +102,12 @@ export const persistenceSection: Section = {
         },
         samples: persisted,
         note:
-          `${persistence.connections} keep-alive connections from the load generator's process; receivers and ` +
-          'pipeline in this process, a fresh SQLite file (WAL) per repetition under the OS temp directory; ' +
-          "spans / time from first request to last answer; the receivers decode with the pipeline's " +
-          `decodeOptions. This process used ${median(cpuShares).toFixed(2)} cores meanwhile (median): ` +
-          `${Math.round(median(persisted.map((rate, i) => rate / cpuShares[i]!))).toLocaleString('en-US')} ` +
-          `spans per CPU-second; the load generator's process used ${median(senderCpuShares).toFixed(2)} cores`,
+          `${persistence.connections} keep-alive connections from the load generator's process to startServe() ` +
+          'in this process, a fresh SQLite file (WAL) per repetition under the OS temp directory, its clock ' +
+          "at the workload's last span; spans / time from first request to last answer. This process used " +
+          `${median(cpuShares).toFixed(2)} cores meanwhile (median): ` +
+          `${Math.round(perCpuSecond).toLocaleString('en-US')} spans per CPU-second; the load generator's ` +
+          `process used ${median(senderCpuShares).toFixed(2)} cores`,
       },
     ];
     return rows;
@@ -119,7 +119,12 @@ interface InMemoryPass {
   findingIds: string[];
 }
 
-function inMemoryPass(bodies: readonly Uint8Array[], decodeOptions: DecodeOptions | undefined): InMemoryPass {
+function inMemoryPass(
+  workload: EncodedPayloads,
+  payloads: number,
+  decodeOptions: DecodeOptions | undefined,
+): InMemoryPass {
+  const bodies = workload.bodies.slice(0, payloads);
   const mapping = defaultMapping();
   const deduplicator = createSpanDeduplicator({ maxEntries: PIPELINE_DEDUPLICATOR_ENTRIES });
   const detector = createDetector();
@@ -128,6 +133,9 @@ function inMemoryPass(bodies: readonly Uint8Array[], decodeOptions: DecodeOption
       detector.ingest(extractAttempts(decodeTraces(body, decodeOptions), mapping, deduplicator));
     }
   });
+  // The service ticks every second and once more when it stops; one tick at the same clock
+  // leaves the in-memory findings where the service's end up.
+  detector.tick(workload.endUnixMillis);
   return { seconds, findingIds: detector.findings().map((finding) => finding.id) };
 }
 
@@ -140,34 +148,48 @@ interface PersistedPass {
   findingIds: string[];
 }
 
-async function persistedPass(context: BenchContext, requests: number): Promise<PersistedPass> {
+async function persistedPass(
+  context: BenchContext,
+  workload: EncodedPayloads,
+  payloads: number,
+): Promise<PersistedPass> {
   const dir = context.freshDir('sqlite');
-  const { pipeline, store } = createPersistedPipeline(join(dir, 'keyscope.db'));
+  const dbPath = join(dir, 'keyscope.db');
   try {
-    const receivers = await startLoopbackReceivers(pipeline, pipeline.decodeOptions);
+    const embedded = await startEmbeddedService(dbPath, () => workload.endUnixMillis);
     let result: LoadResult;
     let cpuSeconds: number;
+    let spansConsumed: number;
     try {
       const cpu = process.cpuUsage();
       result = await context
         .loadGenerator()
-        .run(receivers.tracesUrl, requests, context.sizes.persistence.connections);
+        .run(embedded.tracesUrl, payloads, context.sizes.persistence.connections);
       cpuSeconds = cpuSecondsSince(cpu);
+      spansConsumed = embedded.service.pipeline.counts().spans;
     } finally {
-      await receivers.stop();
+      await embedded.stop();
     }
-    const findingIds = store.db.prepare('SELECT id FROM findings').pluck().all() as string[];
     return {
       seconds: result.elapsedMillis / 1000,
       cpuSeconds,
       senderCpuSeconds: result.cpuMillis / 1000,
-      spansConsumed: pipeline.counts().spans,
+      spansConsumed,
       allAnswered200: result.ok === result.requests,
-      findingIds,
+      findingIds: committedFindingIds(dbPath),
     };
   } finally {
-    store.close();
     rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** Finding ids in the database once the service has stopped: what a restart would find. */
+function committedFindingIds(dbPath: string): string[] {
+  const store = new KeyscopeStore({ path: dbPath });
+  try {
+    return store.db.prepare('SELECT id FROM findings').pluck().all() as string[];
+  } finally {
+    store.close();
   }
 }
 

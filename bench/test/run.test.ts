@@ -33,7 +33,7 @@ const EXPECTED_ROWS: Record<string, string[]> = {
   'persisted ingest': [
     'in memory: decode (all attributes) + attempts + detector',
     'in memory: decode (service filter) + attempts + detector',
-    'OTLP/HTTP → DetectionPipeline → SQLite, committed',
+    'OTLP/HTTP → embedded service → SQLite, committed',
   ],
 };
 
@@ -87,7 +87,7 @@ describe('pnpm bench --quick', () => {
       'OTLP/HTTP protobuf → counting consumer, service decode filter',
       'memory per tracked key',
       'second execution → finding, p99',
-      'OTLP/HTTP → DetectionPipeline → SQLite, committed',
+      'OTLP/HTTP → embedded service → SQLite, committed',
     ]);
   });
 

@@ -9,6 +9,8 @@ export interface EncodedPayloads {
   spanCounts: number[];
   spans: number;
   bytes: number;
+  /** When the last span ends: "now" for a service receiving this traffic live. */
+  endUnixMillis: number;
 }
 
 export function encodePayloads(batches: Iterable<Span[]>): EncodedPayloads {
@@ -16,14 +18,16 @@ export function encodePayloads(batches: Iterable<Span[]>): EncodedPayloads {
   const spanCounts: number[] = [];
   let spans = 0;
   let bytes = 0;
+  let endUnixMillis = Number.NEGATIVE_INFINITY;
   for (const batch of batches) {
+    for (const span of batch) endUnixMillis = Math.max(endUnixMillis, span.endTimeUnixMillis);
     const body = encodeTraces(batch);
     bodies.push(body);
     spanCounts.push(batch.length);
     spans += batch.length;
     bytes += body.byteLength;
   }
-  return { bodies, spanCounts, spans, bytes };
+  return { bodies, spanCounts, spans, bytes, endUnixMillis };
 }
 
 /** Spans in the first `requests` bodies when they are sent in order, cycling through the list. */
