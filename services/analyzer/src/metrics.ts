@@ -2,7 +2,7 @@ import type { DeliveryCountersSnapshot } from '@keyscope/alerts';
 import type { DetectorStats } from '@keyscope/detector';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { PipelineCounts } from './pipeline/detection-pipeline.ts';
-import type { IngestCountersSnapshot } from './receivers/ingest-counters.ts';
+import type { IngestCountersSnapshot, TransportCounts } from './receivers/ingest-counters.ts';
 
 /** Where /metrics reads from at scrape time; every source is optional (roles run a subset). */
 export interface MetricSources {
@@ -31,73 +31,58 @@ export function createMetrics(sources: MetricSources): { registry: Registry; ren
     for (const [labels, value] of values) if (value > 0) counter.inc(labels, value);
   };
 
-  new Counter({
-    name: 'keyscope_spans_received_total',
-    help: 'Spans accepted by the OTLP receivers.',
-    labelNames: ['transport'],
-    registers: [registry],
-    collect() {
-      const ingest = sources.ingest?.();
-      if (ingest === undefined) return;
-      absolute(
-        this,
-        Object.entries(ingest).map(([transport, c]) => [{ transport }, c.spansAccepted]),
-      );
-    },
-  });
-  new Counter({
-    name: 'keyscope_spans_rejected_total',
-    help: 'Spans refused, by transport and reason (receiver reasons or KS_* error codes).',
-    labelNames: ['transport', 'reason'],
-    registers: [registry],
-    collect() {
-      const ingest = sources.ingest?.();
-      if (ingest === undefined) return;
-      absolute(
-        this,
-        Object.entries(ingest).flatMap(([transport, c]) =>
-          Object.entries(c.spansRejected).map(
-            ([reason, n]) => [{ transport, reason }, n] as [{ transport: string; reason: string }, number],
-          ),
-        ),
-      );
-    },
-  });
-  new Counter({
-    name: 'keyscope_payloads_rejected_total',
-    help: 'OTLP requests refused, by transport and reason.',
-    labelNames: ['transport', 'reason'],
-    registers: [registry],
-    collect() {
-      const ingest = sources.ingest?.();
-      if (ingest === undefined) return;
-      absolute(
-        this,
-        Object.entries(ingest).flatMap(([transport, c]) =>
-          Object.entries(c.payloadsRejected).map(
-            ([reason, n]) => [{ transport, reason }, n] as [{ transport: string; reason: string }, number],
-          ),
-        ),
-      );
-    },
-  });
-  new Counter({
-    name: 'keyscope_received_bytes_total',
-    help: 'OTLP request bytes, as sent (compressed) and decoded (decompressed).',
-    labelNames: ['transport', 'form'],
-    registers: [registry],
-    collect() {
-      const ingest = sources.ingest?.();
-      if (ingest === undefined) return;
-      absolute(
-        this,
-        Object.entries(ingest).flatMap(([transport, c]) => [
-          [{ transport, form: 'compressed' }, c.bytesReceivedCompressed],
-          [{ transport, form: 'decompressed' }, c.bytesReceivedDecompressed],
-        ]),
-      );
-    },
-  });
+  type Labels = Record<string, string>;
+  /** A counter whose series are read, all at once, from the ingest snapshot at scrape time. */
+  const ingestCounter = (
+    name: string,
+    help: string,
+    labelNames: string[],
+    series: (transport: string, counts: TransportCounts) => [Labels, number][],
+  ) =>
+    new Counter({
+      name,
+      help,
+      labelNames,
+      registers: [registry],
+      collect() {
+        const ingest = sources.ingest?.();
+        if (ingest === undefined) return;
+        absolute(
+          this,
+          Object.entries(ingest).flatMap(([transport, counts]) => series(transport, counts)),
+        );
+      },
+    });
+  const byReason = (transport: string, table: Record<string, number>): [Labels, number][] =>
+    Object.entries(table).map(([reason, n]) => [{ transport, reason }, n]);
+
+  ingestCounter(
+    'keyscope_spans_received_total',
+    'Spans accepted by the OTLP receivers.',
+    ['transport'],
+    (transport, c) => [[{ transport }, c.spansAccepted]],
+  );
+  ingestCounter(
+    'keyscope_spans_rejected_total',
+    'Spans refused, by transport and reason (receiver reasons or KS_* error codes).',
+    ['transport', 'reason'],
+    (transport, c) => byReason(transport, c.spansRejected),
+  );
+  ingestCounter(
+    'keyscope_payloads_rejected_total',
+    'OTLP requests refused, by transport and reason.',
+    ['transport', 'reason'],
+    (transport, c) => byReason(transport, c.payloadsRejected),
+  );
+  ingestCounter(
+    'keyscope_received_bytes_total',
+    'OTLP request bytes, as sent (compressed) and decoded (decompressed).',
+    ['transport', 'form'],
+    (transport, c) => [
+      [{ transport, form: 'compressed' }, c.bytesReceivedCompressed],
+      [{ transport, form: 'decompressed' }, c.bytesReceivedDecompressed],
+    ],
+  );
   new Gauge({
     name: 'keyscope_ingest_queue_depth',
     help: 'Requests and spans admitted by the receivers and not yet acknowledged by the pipeline.',

@@ -1,0 +1,66 @@
+import { describe, expect, it } from 'vitest';
+import { createMetrics } from '../src/metrics.ts';
+
+const transport = (spansAccepted: number) => ({
+  payloadsReceived: 3,
+  payloadsAccepted: 2,
+  payloadsRejected: { KS_OTLP_TRUNCATED: 1 },
+  spansAccepted,
+  spansRejected: { consumer_refused: 4 },
+  bytesReceivedCompressed: 100,
+  bytesReceivedDecompressed: 400,
+});
+
+describe('Prometheus metrics', () => {
+  it('exports the stages’ counters as absolute totals at each scrape', async () => {
+    let accepted = 10;
+    const metrics = createMetrics({
+      ingest: () => ({ http: transport(accepted), grpc: transport(0) }),
+      queue: () => ({ requests: 2, spans: 700 }),
+      pipeline: () => ({
+        spans: accepted,
+        attempts: { server: 3, arrival: 1, client: 2 },
+        duplicateSpans: 1,
+        invalidValues: {},
+        findings: {
+          cross_store_duplicate: 2,
+          same_store_duplicate: 0,
+          absorbed_duplicate: 0,
+          key_collision: 0,
+          scope_violation: 0,
+        },
+        storeWriteSeconds: [0.002, 0.004],
+      }),
+      detector: () => ({
+        keysInMemory: 50,
+        suspectKeys: 3,
+        attempts: 6,
+        duplicateAttempts: 0,
+        evictedKeys: 0,
+        rebuiltKeys: 0,
+        watermarkUnixMillis: 0,
+      }),
+      openIncidents: () => 1,
+      alerts: () => ({
+        pagerduty: { delivered: 1, retried: 2, abandoned: 0, deferred: 0, refreshed: 0, refresh_failed: 0 },
+      }),
+      pendingAlerts: () => 0,
+    });
+    const first = await metrics.render();
+    expect(first).toContain('keyscope_spans_received_total{transport="http"} 10');
+    expect(first).toContain('keyscope_spans_rejected_total{transport="http",reason="consumer_refused"} 4');
+    expect(first).toContain(
+      'keyscope_payloads_rejected_total{transport="grpc",reason="KS_OTLP_TRUNCATED"} 1',
+    );
+    expect(first).toContain('keyscope_received_bytes_total{transport="http",form="decompressed"} 400');
+    expect(first).toContain('keyscope_ingest_queue_depth{unit="spans"} 700');
+    expect(first).toContain('keyscope_attempts_total{kind="server"} 3');
+    expect(first).toContain('keyscope_findings_total{class="cross_store_duplicate"} 2');
+    expect(first).toContain('keyscope_open_incidents 1');
+    expect(first).toContain('keyscope_detector_keys{state="in_memory"} 50');
+    expect(first).toContain('keyscope_alert_deliveries_total{sink="pagerduty",outcome="retried"} 2');
+    expect(first).toContain('keyscope_store_write_seconds_count 2');
+    accepted = 25;
+    expect(await metrics.render()).toContain('keyscope_spans_received_total{transport="http"} 25');
+  });
+});
