@@ -68,3 +68,5 @@ process.once('message', (sizes: BenchSizes) => {
   }
   process.send?.(reply, () => process.disconnect());
 });
+// A parent that goes away (Ctrl-C on `pnpm bench`) takes this process with it.
+process.on('disconnect', () => process.exit(0));
