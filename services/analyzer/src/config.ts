@@ -19,6 +19,8 @@ export interface ServeConfig {
     readonly tokens: readonly ApiToken[];
     /** Base URL alerts link to (`<publicUrl>/incidents/<id>`); '' means `http://<host>:<port>`. */
     readonly publicUrl: string;
+    /** Where the web page links trace ids, e.g. `https://jaeger.example/trace/{traceId}`; '' for none. */
+    readonly traceLinkTemplate: string;
   };
   /** The attribute mapping file (YAML or JSON, see packages/attempts/README.md); '' for the defaults. */
   readonly mapping: { readonly file: string };
@@ -74,7 +76,7 @@ const MIB = 1024 * 1024;
 
 export function defaultServeConfig(): ServeConfig {
   return deepFreeze({
-    api: { host: '127.0.0.1', port: 8080, tokens: [], publicUrl: '' },
+    api: { host: '127.0.0.1', port: 8080, tokens: [], publicUrl: '', traceLinkTemplate: '' },
     mapping: { file: '' },
     detector: {
       retryHorizonMillis: 24 * 60 * 60 * 1000,
@@ -101,7 +103,13 @@ interface Schema {
 }
 
 const SCHEMA: Schema = {
-  api: { host: 'host', port: 'port', tokens: 'tokens', publicUrl: 'optionalText' },
+  api: {
+    host: 'host',
+    port: 'port',
+    tokens: 'tokens',
+    publicUrl: 'optionalText',
+    traceLinkTemplate: 'optionalText',
+  },
   mapping: { file: 'optionalText' },
   detector: {
     retryHorizonMillis: 'positiveInteger',

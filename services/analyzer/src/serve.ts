@@ -93,6 +93,7 @@ export async function startServe(
       store,
       detector: () => pipeline.detector,
       tokens: config.api.tokens,
+      traceLinkTemplate: config.api.traceLinkTemplate,
       metrics: metrics.render,
       ready: () => ready,
       now,

@@ -3,6 +3,7 @@ import { FINDING_CLASSES } from '@keyscope/detector';
 import { isKeyscopeError, KeyscopeError } from '@keyscope/errors';
 import type { KeyscopeStore } from '@keyscope/store';
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
+import { webRoutes } from '../web/web-routes.ts';
 import { API_BAD_PARAMETER, API_NOT_FOUND } from './api-errors.ts';
 import { type ApiToken, createAuthenticator, type Principal, requireAdmin } from './auth.ts';
 import { buildOpenApi, type RouteDoc } from './openapi.ts';
@@ -20,6 +21,8 @@ export interface ApiDependencies {
   now?: () => number;
   /** Called after an incident is acknowledged or resolved by hand (alerts follow it). */
   incidentUpdated?: (id: string) => void;
+  /** `api.traceLinkTemplate`, for the web page. */
+  traceLinkTemplate?: string;
 }
 
 declare module 'fastify' {
@@ -270,6 +273,7 @@ export function createApiServer(deps: ApiDependencies): FastifyInstance {
   );
   docs.push({ method: 'GET', url: '/metrics', summary: 'Prometheus metrics.', public: true });
   app.get('/docs', async () => buildOpenApi(docs));
+  app.register(webRoutes, { authenticate, traceLinkTemplate: deps.traceLinkTemplate ?? '' });
   return app;
 }
 

@@ -1,0 +1,54 @@
+import type { Arrival, ClientAttempt, ServerAttempt } from '@keyscope/attempts';
+import type { FindingClass, ScopeReportRow } from '@keyscope/detector';
+import type { KeyscopeStore } from '@keyscope/store';
+import type { presentFinding, presentIncident } from '../../api/present.ts';
+import type { UiConfig } from '../web-routes.ts';
+
+/*
+ * The JSON the page reads, derived from the API's own presenters where they are precise, so a change
+ * of the API's shape fails the page's type check instead of rendering `undefined` at 3 a.m.
+ */
+
+type Presented<A> = Omit<A, 'startUnixMillis' | 'endUnixMillis' | 'placement'> & {
+  service: string;
+  node: string;
+  cluster: string;
+  region: string;
+  zone: string;
+  start: string;
+  end: string;
+  durationMillis: number;
+};
+
+// presentAttempt spreads a union, which TypeScript flattens; this keeps each kind's own fields.
+export type AttemptJson = Presented<ServerAttempt> | Presented<Arrival> | Presented<ClientAttempt>;
+export type ServerAttemptJson = Presented<ServerAttempt>;
+export type ClientAttemptJson = Presented<ClientAttempt>;
+
+export type FindingJson = Omit<ReturnType<typeof presentFinding>, 'attempts'> & { attempts: AttemptJson[] };
+export type RoutingEventJson = NonNullable<ReturnType<typeof presentFinding>['routing']['event']>;
+export type IncidentJson = ReturnType<typeof presentIncident>;
+export type IncidentDetailJson = IncidentJson & {
+  findings: FindingJson[];
+  alerts: ReturnType<KeyscopeStore['alertsOfIncident']>;
+};
+
+export interface KeyLookupJson {
+  key: string;
+  executions: number;
+  ranTwice: boolean;
+  attempts: AttemptJson[];
+  findings: FindingJson[];
+}
+
+export interface ListJson<T> {
+  items: T[];
+  nextCursor: string | null;
+}
+
+export type ScopeRowJson = ScopeReportRow;
+export type { FindingClass, UiConfig };
+
+export interface ApiErrorJson {
+  error: { code: string; message: string };
+}

@@ -1,0 +1,67 @@
+/**
+ * Builds DOM from data without ever parsing markup: every string child becomes a text node and
+ * every attribute goes through setAttribute, so span values (keys, service names, store ids) stay
+ * text whatever they contain. Event-handler attributes are refused outright; links go through
+ * `pageHref`/`externalHref`, which only produce URLs of this page or http(s).
+ */
+
+export type Child = Node | string | number | null | undefined | false;
+export type AttributeValue = string | number | boolean | null | undefined;
+export type Attributes = Record<string, AttributeValue>;
+
+const SVG_NS = 'http://www.w3.org/2000/svg';
+
+export function el<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  attributes: Attributes = {},
+  ...children: Child[]
+): HTMLElementTagNameMap[K] {
+  const element = document.createElement(tag);
+  setAttributes(element, attributes);
+  appendChildren(element, children);
+  return element;
+}
+
+export function svg<K extends keyof SVGElementTagNameMap>(
+  tag: K,
+  attributes: Attributes = {},
+  ...children: Child[]
+): SVGElementTagNameMap[K] {
+  const element = document.createElementNS(SVG_NS, tag);
+  setAttributes(element, attributes);
+  appendChildren(element, children);
+  return element;
+}
+
+export function appendChildren(parent: Node, children: readonly Child[]): void {
+  for (const child of children) {
+    if (child === null || child === undefined || child === false) continue;
+    parent.appendChild(typeof child === 'object' ? child : document.createTextNode(String(child)));
+  }
+}
+
+/** Empties `parent` and fills it with `children`. */
+export function replaceChildren(parent: Element, ...children: Child[]): void {
+  parent.replaceChildren();
+  appendChildren(parent, children);
+}
+
+function setAttributes(element: Element, attributes: Attributes): void {
+  for (const [name, value] of Object.entries(attributes)) {
+    if (value === null || value === undefined || value === false) continue;
+    if (/^on/i.test(name)) throw new Error(`refusing event-handler attribute ${name}`);
+    if ((name === 'href' || name === 'src') && !isSafeUrl(String(value))) {
+      throw new Error(`refusing ${name} that is neither this page's path nor http(s)`);
+    }
+    element.setAttribute(name, value === true ? '' : String(value));
+  }
+}
+
+function isSafeUrl(value: string): boolean {
+  return /^\/(?!\/)/.test(value) || value.startsWith('#') || /^https?:\/\//i.test(value);
+}
+
+/** A path of this page with each segment percent-encoded: `/keys/a%2Fb`. */
+export function pageHref(...segments: string[]): string {
+  return `/${segments.map(encodeURIComponent).join('/')}`;
+}

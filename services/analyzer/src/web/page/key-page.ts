@@ -1,0 +1,130 @@
+import { apiGet } from './api-client.ts';
+import type { FindingJson, KeyLookupJson, RoutingEventJson, UiConfig } from './api-types.ts';
+import { attemptTable } from './attempt-table.ts';
+import { severityBadge } from './badges.ts';
+import { el, pageHref, replaceChildren } from './element-builder.ts';
+import { mainRegion, pageFooter, setPageTitle } from './page-frame.ts';
+import { formatDateTime, formatDuration } from './time-format.ts';
+import { drawTimeline } from './timeline.ts';
+import { timelineLegend } from './timeline-legend.ts';
+import { CAUSE_LABELS, CLASS_LABELS, RETRIED_BY_LABELS } from './vocabulary.ts';
+
+/** `/keys/:key`: did this key run twice? Every attempt, client and server side, and its findings. */
+export async function renderKeyPage(config: UiConfig, key: string): Promise<void> {
+  const lookup = await apiGet<KeyLookupJson>(`/api/v1/keys/${encodeURIComponent(key)}`);
+  setPageTitle(`Key ${key}`, null);
+
+  const figure = el('figure', { class: 'timeline-figure' });
+  replaceChildren(
+    mainRegion(),
+    el('p', { class: 'breadcrumb' }, el('a', { href: '/' }, '← All incidents')),
+    el('h1', { class: 'wrap-anywhere' }, 'Key ', el('code', { id: 'key-value' }, lookup.key)),
+    verdict(lookup),
+    lookup.findings.length === 0
+      ? null
+      : el(
+          'section',
+          { 'aria-labelledby': 'findings-title' },
+          el('h2', { id: 'findings-title' }, `Findings (${lookup.findings.length})`),
+          ...lookup.findings.map(findingCard),
+        ),
+    lookup.attempts.length === 0
+      ? null
+      : el(
+          'section',
+          { class: 'timeline-section', 'aria-labelledby': 'timeline-title' },
+          el('h2', { id: 'timeline-title' }, 'Attempts over time'),
+          timelineLegend(),
+          figure,
+        ),
+    lookup.attempts.length === 0
+      ? el(
+          'p',
+          { class: 'empty' },
+          'keyscope holds no attempt of this key: it was never seen, or it is older than the retry horizon.',
+        )
+      : attemptTable(
+          lookup.attempts,
+          config.traceLinkTemplate,
+          `Every attempt of this key, client and server side, in time order (${lookup.attempts.length})`,
+        ),
+    pageFooter(),
+  );
+
+  if (lookup.attempts.length > 0) {
+    const events = new Map<string, RoutingEventJson>();
+    for (const finding of lookup.findings)
+      if (finding.routing.event !== null) events.set(finding.routing.event.id, finding.routing.event);
+    const timeline = drawTimeline({
+      attempts: lookup.attempts.map((attempt) => ({ key: lookup.key, attempt })),
+      events: [...events.values()],
+      width: Math.max(figure.clientWidth, 640),
+    });
+    replaceChildren(figure, el('div', { class: 'timeline-scroll' }, timeline.element));
+    timeline.select(lookup.key);
+  }
+}
+
+function verdict(lookup: KeyLookupJson): HTMLElement {
+  const times = `${lookup.executions} execution${lookup.executions === 1 ? '' : 's'}`;
+  if (lookup.ranTwice) {
+    return el(
+      'p',
+      { class: 'verdict verdict-bad', id: 'verdict' },
+      el('strong', {}, '✕ Ran more than once. '),
+      `${times} of this key.`,
+    );
+  }
+  if (lookup.findings.length > 0) {
+    return el(
+      'p',
+      { class: 'verdict verdict-warn', id: 'verdict' },
+      el('strong', {}, '! Did not run twice, but see the findings. '),
+      `${times}.`,
+    );
+  }
+  return el(
+    'p',
+    { class: 'verdict verdict-good', id: 'verdict' },
+    el('strong', {}, '✓ No duplicate execution found. '),
+    `${times}.`,
+  );
+}
+
+function findingCard(finding: FindingJson): HTMLElement {
+  const event = finding.routing.event;
+  const row = (term: string, ...value: (string | Node | null)[]) => [
+    el('dt', {}, term),
+    el('dd', {}, ...value),
+  ];
+  return el(
+    'article',
+    { class: 'finding' },
+    el(
+      'h3',
+      {},
+      severityBadge(finding.severity),
+      ' ',
+      CLASS_LABELS[finding.class],
+      finding.cause === null ? '' : ` — ${CAUSE_LABELS[finding.cause]}`,
+    ),
+    el(
+      'dl',
+      { class: 'facts' },
+      ...row('Where', `${finding.service} ${finding.operation}`),
+      ...row('Executions', String(finding.executions)),
+      ...row('Stores', finding.stores.join(', ') || '—'),
+      ...row('Nodes', finding.nodes.join(', ') || '—'),
+      ...row('Tenants', finding.tenants.join(', ') || '—'),
+      ...row('Gap between runs', finding.gapMillis === null ? '—' : formatDuration(finding.gapMillis)),
+      ...row('Retried by', RETRIED_BY_LABELS[finding.retriedBy]),
+      ...row(
+        'Affinity',
+        finding.routing.affinityBroken ? 'broken: attempts landed on different nodes' : 'held',
+      ),
+      ...row('Routing event', event === null ? 'none overlapping' : event.description),
+      ...row('Seen', `${formatDateTime(finding.firstSeen)} – ${formatDateTime(finding.lastSeen)}`),
+      ...row('Incident', el('a', { href: pageHref('incidents', finding.incidentId) }, finding.incidentId)),
+    ),
+  );
+}

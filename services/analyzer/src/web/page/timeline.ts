@@ -1,0 +1,321 @@
+import type { AttemptJson, RoutingEventJson } from './api-types.ts';
+import {
+  ARROW_MARKER,
+  EVENT_PATTERN,
+  ensureGlyphDefinitions,
+  failedEndGlyph,
+  outcomeGlyph,
+  sendGlyph,
+} from './attempt-glyphs.ts';
+import { svg } from './element-builder.ts';
+import { formatClock, formatDuration, timeZoneName } from './time-format.ts';
+import { type KeyedAttempt, LANE_HEIGHT, type Lane, layoutTimeline, shorten } from './timeline-layout.ts';
+import { OUTCOME_LABELS, ROUTING_LABELS } from './vocabulary.ts';
+
+export interface TimelineOptions {
+  attempts: readonly KeyedAttempt[];
+  events: readonly RoutingEventJson[];
+  width: number;
+  /** A mark was clicked: the page pins that key. */
+  onSelect?: (key: string) => void;
+}
+
+export interface Timeline {
+  readonly element: SVGSVGElement;
+  /** Highlights one key's marks and joins them in time order; null clears. */
+  select(key: string | null): void;
+}
+
+interface DrawnMark {
+  element: SVGGElement;
+  attempt: AttemptJson;
+  cx: number;
+  cy: number;
+}
+
+let instances = 0;
+
+/**
+ * The incident's attempts over time as SVG: one lane per dedup store (grouped by region and
+ * cluster), client sends below, each attempt a bar from start to end with its outcome's shape at
+ * the start, the routing event's window shaded and named. All text goes in as text nodes.
+ */
+export function drawTimeline(options: TimelineOptions): Timeline {
+  ensureGlyphDefinitions();
+  const id = `timeline-${++instances}`;
+  const layout = layoutTimeline(options.attempts, options.events, options.width, (millis, step) =>
+    formatClock(new Date(millis).toISOString(), step < 1000),
+  );
+  const { lanes, x } = layout;
+  const storeLanes = lanes.filter((lane) => lane.kind === 'store');
+  const executions = options.attempts.filter(
+    ({ attempt }) => attempt.kind === 'server' && attempt.outcome === 'miss',
+  );
+  const keys = new Set(options.attempts.map(({ key }) => key));
+
+  const root = svg(
+    'svg',
+    {
+      class: 'timeline timeline-plot',
+      id,
+      width: layout.width,
+      height: layout.height,
+      viewBox: `0 0 ${layout.width} ${layout.height}`,
+      role: 'img',
+      'aria-labelledby': `${id}-title ${id}-desc`,
+    },
+    svg('title', { id: `${id}-title` }, 'Attempts over time, one lane per dedup store'),
+    svg(
+      'desc',
+      { id: `${id}-desc` },
+      `${storeLanes.length} dedup store${storeLanes.length === 1 ? '' : 's'}, ${keys.size} key${keys.size === 1 ? '' : 's'}, ` +
+        `${executions.length} execution${executions.length === 1 ? '' : 's'}` +
+        options.events.map((event) => `; ${event.description}`).join('') +
+        '. The attempts are listed as text in the tables below.',
+    ),
+  );
+
+  // Lanes first, so everything else draws over their backgrounds.
+  const laneLayer = svg('g', { class: 'lanes' });
+  for (const group of layout.groups) {
+    laneLayer.append(svg('text', { x: 8, y: group.y + 18, class: 'lane-group' }, group.label));
+  }
+  const labelChars = Math.floor(layout.labelWidth / 7.2);
+  lanes.forEach((lane, index) => {
+    const row = svg(
+      'g',
+      { class: `lane lane-${lane.kind}`, 'data-lane': lane.kind, 'data-lane-id': lane.id },
+      svg('rect', {
+        x: 0,
+        y: lane.y,
+        width: layout.width,
+        height: LANE_HEIGHT,
+        class: index % 2 === 0 ? 'lane-band' : 'lane-band lane-band-alt',
+      }),
+      svg(
+        'text',
+        { x: 16, y: lane.y + 17, class: 'lane-label' },
+        svg('title', {}, lane.label),
+        shorten(lane.label, labelChars),
+      ),
+      svg(
+        'text',
+        { x: 16, y: lane.y + 32, class: 'lane-detail' },
+        svg('title', {}, lane.detail),
+        shorten(lane.detail, labelChars + 6),
+      ),
+    );
+    laneLayer.append(row);
+  });
+  laneLayer.append(
+    svg('line', {
+      x1: layout.plotLeft,
+      x2: layout.plotLeft,
+      y1: layout.lanesTop,
+      y2: layout.lanesBottom,
+      class: 'plot-edge',
+    }),
+  );
+
+  const axis = svg(
+    'g',
+    { class: 'axis' },
+    svg('text', { x: 8, y: layout.axisY - 4, class: 'axis-title' }, `Time (${timeZoneName()})`),
+  );
+  for (const tick of layout.ticks) {
+    if (tick.x < layout.plotLeft || tick.x > layout.plotRight) continue;
+    axis.append(
+      svg('line', { x1: tick.x, x2: tick.x, y1: layout.axisY, y2: layout.lanesBottom, class: 'tick-line' }),
+      svg('text', { x: tick.x, y: layout.axisY - 4, class: 'tick-label' }, tick.label),
+    );
+  }
+
+  const eventLayer = svg('g', { class: 'routing-events' });
+  options.events.forEach((event, index) => {
+    const x1 = x(event.start);
+    const x2 = Math.max(x(event.end), x1 + 2);
+    const where = event.node || event.cluster || event.region;
+    const labelY = 14 + (index % 2) * 17;
+    eventLayer.append(
+      svg(
+        'g',
+        { class: 'routing-event', 'data-event': event.id },
+        svg('title', {}, event.description),
+        svg('rect', {
+          x: x1,
+          y: layout.lanesTop,
+          width: x2 - x1,
+          height: layout.lanesBottom - layout.lanesTop,
+          class: 'event-window',
+          fill: `url(#${EVENT_PATTERN})`,
+        }),
+        svg('line', { x1, x2: x1, y1: labelY + 4, y2: layout.lanesBottom, class: 'event-edge' }),
+        svg('line', { x1: x2, x2, y1: layout.lanesTop, y2: layout.lanesBottom, class: 'event-edge' }),
+        svg(
+          'text',
+          { x: x1 + 4, y: labelY, class: 'event-label' },
+          `${ROUTING_LABELS[event.type]}: ${shorten(where, 40)} · ${formatClock(event.start, false)}–${formatClock(event.end, false)} (${formatDuration(Date.parse(event.end) - Date.parse(event.start))}${event.ended ? '' : ', still open'})`,
+        ),
+      ),
+    );
+  });
+
+  const markLayer = svg('g', { class: 'marks' });
+  const selectedLayer = svg('g', { class: 'selected-marks' });
+  const overlay = svg('g', { class: 'selection-overlay', 'aria-hidden': 'true' });
+  const marksByKey = new Map<string, DrawnMark[]>();
+  const laneOf = (attempt: AttemptJson): Lane | undefined => {
+    if (attempt.kind === 'server')
+      return lanes.find((lane) => lane.kind === 'store' && lane.id === attempt.store);
+    if (attempt.kind === 'client')
+      return lanes.find((lane) => lane.kind === 'client' && lane.id === `${attempt.service} ${attempt.node}`);
+    return lanes.find(
+      (lane) =>
+        lane.kind === 'store' && lane.service === attempt.service && lane.nodes.includes(attempt.node),
+    );
+  };
+
+  // Arrivals (the request's span on a node) go underneath, as the band the store check sits in.
+  const ordered = [...options.attempts].sort(
+    (a, b) => (a.attempt.kind === 'arrival' ? 0 : 1) - (b.attempt.kind === 'arrival' ? 0 : 1),
+  );
+  for (const { key, attempt } of ordered) {
+    const lane = laneOf(attempt);
+    if (lane === undefined) continue;
+    const cy = lane.y + LANE_HEIGHT / 2;
+    const x1 = x(attempt.start);
+    const x2 = Math.max(x(attempt.end), x1 + 2);
+    const mark = svg('g', {
+      class: `mark mark-${attempt.kind}${attempt.kind === 'server' ? ` outcome-${attempt.outcome}` : ''}`,
+      'data-key': key,
+      'data-kind': attempt.kind,
+      'data-outcome': attempt.kind === 'server' ? attempt.outcome : null,
+      'data-store': attempt.kind === 'server' ? attempt.store : null,
+    });
+    mark.append(svg('title', {}, describeMark(key, attempt)));
+    if (attempt.kind === 'arrival') {
+      mark.append(svg('rect', { x: x1, y: cy - 9, width: x2 - x1, height: 18, class: 'arrival-band' }));
+    } else if (attempt.kind === 'server') {
+      mark.append(
+        svg('rect', { x: x1, y: cy - 2, width: x2 - x1, height: 4, class: `bar bar-${attempt.outcome}` }),
+        outcomeGlyph(attempt.outcome, x1, cy),
+      );
+    } else {
+      mark.append(
+        svg('rect', { x: x1, y: cy - 1.5, width: x2 - x1, height: 3, class: 'bar bar-send' }),
+        sendGlyph(x1, cy),
+      );
+      if (attempt.error !== '' || attempt.statusCode === 0 || attempt.statusCode >= 500)
+        mark.append(failedEndGlyph(x2, cy));
+    }
+    if (attempt.kind !== 'arrival' && options.onSelect !== undefined) {
+      const select = options.onSelect;
+      mark.addEventListener('click', () => select(key));
+    }
+    markLayer.append(mark);
+    const drawn = marksByKey.get(key) ?? [];
+    drawn.push({ element: mark, attempt, cx: x1, cy });
+    marksByKey.set(key, drawn);
+  }
+
+  root.append(laneLayer, axis, eventLayer, markLayer, selectedLayer, overlay);
+
+  let selected: string | null = null;
+  return {
+    element: root,
+    select(key) {
+      if (key === selected) return;
+      for (const mark of marksByKey.get(selected ?? '') ?? []) {
+        mark.element.classList.remove('selected');
+        markLayer.append(mark.element);
+      }
+      overlay.replaceChildren();
+      selected = key !== null && marksByKey.has(key) ? key : null;
+      root.classList.toggle('has-selection', selected !== null);
+      if (selected === null) return;
+      const marks = marksByKey.get(selected)!;
+      for (const mark of marks) {
+        mark.element.classList.add('selected');
+        selectedLayer.append(mark.element);
+      }
+      drawSelection(overlay, marks);
+    },
+  };
+}
+
+/** The selected key's story: a connector through its sends and store checks, and a word on each. */
+function drawSelection(overlay: SVGGElement, marks: DrawnMark[]): void {
+  const path = marks
+    .filter((mark) => mark.attempt.kind !== 'arrival')
+    .sort(
+      (a, b) =>
+        Date.parse(a.attempt.start) - Date.parse(b.attempt.start) || order(a.attempt) - order(b.attempt),
+    );
+  // One arrow per step, stopping at the next glyph's edge so the arrowhead stays visible.
+  for (let index = 1; index < path.length; index++) {
+    const from = path[index - 1]!;
+    const to = path[index]!;
+    const length = Math.hypot(to.cx - from.cx, to.cy - from.cy);
+    if (length < 12) continue;
+    const stop = (length - 9) / length;
+    const x2 = from.cx + (to.cx - from.cx) * stop;
+    const y2 = from.cy + (to.cy - from.cy) * stop;
+    overlay.append(
+      svg('path', {
+        d: `M${from.cx.toFixed(1)},${from.cy.toFixed(1)} L${x2.toFixed(1)},${y2.toFixed(1)}`,
+        class: 'connector',
+        'marker-end': `url(#${ARROW_MARKER})`,
+      }),
+    );
+  }
+  let run = 0;
+  for (const mark of path) {
+    const { attempt } = mark;
+    let text: string;
+    if (attempt.kind === 'server') {
+      text = attempt.outcome === 'miss' ? `executed #${++run}` : OUTCOME_LABELS[attempt.outcome];
+    } else if (attempt.kind === 'client') {
+      const result =
+        attempt.error !== ''
+          ? attempt.error
+          : attempt.statusCode === 0
+            ? 'no answer'
+            : String(attempt.statusCode);
+      text = `send #${attempt.resendCount} → ${result}`;
+    } else continue;
+    overlay.append(
+      svg(
+        'text',
+        {
+          x: mark.cx + 9,
+          y: mark.cy - 9,
+          class: `mark-label${attempt.kind === 'server' && attempt.outcome === 'miss' ? ' mark-label-exec' : ''}`,
+        },
+        text,
+      ),
+    );
+  }
+}
+
+/** A send precedes the store check it caused when both start in the same millisecond. */
+function order(attempt: AttemptJson): number {
+  return attempt.kind === 'client' ? 0 : attempt.kind === 'arrival' ? 1 : 2;
+}
+
+function describeMark(key: string, attempt: AttemptJson): string {
+  const when = `${formatClock(attempt.start)} for ${formatDuration(attempt.durationMillis)}`;
+  const where = `${attempt.service} on ${attempt.node}`;
+  if (attempt.kind === 'server') {
+    return `${OUTCOME_LABELS[attempt.outcome]} · key ${key} · store ${attempt.store} · ${where} · ${when} · trace ${attempt.traceId}`;
+  }
+  if (attempt.kind === 'client') {
+    const result =
+      attempt.error !== ''
+        ? attempt.error
+        : attempt.statusCode === 0
+          ? 'no answer'
+          : `HTTP ${attempt.statusCode}`;
+    return `client send #${attempt.resendCount} → ${attempt.target || 'unknown target'} (${result}) · key ${key} · ${where} · ${when} · trace ${attempt.traceId}`;
+  }
+  return `request reached ${where} · key ${key} · ${when} · trace ${attempt.traceId}`;
+}

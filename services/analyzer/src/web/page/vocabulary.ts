@@ -1,0 +1,53 @@
+import type { Outcome } from '@keyscope/attempts';
+import type { FindingCause, RetriedBy, RoutingEventType, Severity } from '@keyscope/detector';
+import type { FindingClass } from './api-types.ts';
+
+/*
+ * The words the page uses for the API's closed lists. Records over the API's union types, so a new
+ * class or outcome fails the type check until it has a label here.
+ */
+
+export const CLASS_LABELS: Readonly<Record<FindingClass, string>> = {
+  cross_store_duplicate: 'Executed in two stores',
+  same_store_duplicate: 'Executed twice in one store',
+  absorbed_duplicate: 'Repeat absorbed downstream',
+  key_collision: 'Key shared by tenants',
+  scope_violation: 'Retries outran key scope',
+};
+
+export const FINDING_CLASSES = Object.keys(CLASS_LABELS) as FindingClass[];
+
+export const CAUSE_LABELS: Readonly<Record<NonNullable<FindingCause>, string>> = {
+  ttl_expired: 'the key expired before the retry',
+  race: 'attempts overlapped (no in-flight lock)',
+  cross_tenant_replay: "a tenant was served another tenant's replay",
+  shared_key: 'tenants generated the same key',
+};
+
+export const OUTCOME_LABELS: Readonly<Record<Outcome, string>> = {
+  miss: 'executed (miss)',
+  hit: 'replayed (hit)',
+  in_progress: 'in progress (409)',
+  mismatch: 'payload mismatch (422)',
+  error: 'store error',
+};
+
+/** Severity shown as a word and a shape as well as a colour. */
+export const SEVERITY_MARKS: Readonly<Record<Severity, { glyph: string; label: string }>> = {
+  critical: { glyph: '◆', label: 'Critical' },
+  high: { glyph: '▲', label: 'High' },
+  warning: { glyph: '●', label: 'Warning' },
+};
+
+export const ROUTING_LABELS: Readonly<Record<RoutingEventType, string>> = {
+  node_down: 'Node down',
+  error_spike: 'Error spike',
+  cluster_failover: 'Cluster failover',
+  region_failover: 'Region failover',
+};
+
+export const RETRIED_BY_LABELS: Readonly<Record<RetriedBy, string>> = {
+  client: 'the client',
+  proxy: 'a proxy or load balancer',
+  unknown: 'unknown',
+};

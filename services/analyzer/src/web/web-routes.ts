@@ -1,0 +1,68 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { createAuthenticator } from '../api/auth.ts';
+import { type PageBundle, pageBundle } from './page-bundle.ts';
+import { PAGE_CONTENT_SECURITY_POLICY, PAGE_SHELL } from './page-shell.ts';
+
+export interface WebRouteOptions {
+  /** The API's authenticator, so /api/v1/ui-config refuses exactly what the other routes refuse. */
+  authenticate: ReturnType<typeof createAuthenticator>;
+  /** `api.traceLinkTemplate`: a URL with `{traceId}` (and optionally `{spanId}`); '' for none. */
+  traceLinkTemplate: string;
+}
+
+/** What the page learns about itself: who the token is, and where trace ids link to. */
+export interface UiConfig {
+  traceLinkTemplate: string;
+  principal: { name: string; role: 'read' | 'admin'; tenant: string | null };
+}
+
+/** Paths of the page itself; alerts link to `/incidents/:id`, so that one is a contract. */
+export const PAGE_ROUTES = ['/', '/incidents/:id', '/keys/*', '/scopes'] as const;
+
+/**
+ * The web page: one HTML shell for every page route, the bundled script and stylesheet, and
+ * /api/v1/ui-config. Register it on the API server; the page reads only the public API.
+ */
+export async function webRoutes(app: FastifyInstance, options: WebRouteOptions): Promise<void> {
+  for (const url of PAGE_ROUTES) {
+    app.get(url, async (_request, reply) =>
+      reply
+        .headers({
+          'content-type': 'text/html; charset=utf-8',
+          'content-security-policy': PAGE_CONTENT_SECURITY_POLICY,
+          'x-content-type-options': 'nosniff',
+          'referrer-policy': 'no-referrer',
+          'cache-control': 'no-store',
+        })
+        .send(PAGE_SHELL),
+    );
+  }
+
+  const asset = (type: string, pick: (bundle: PageBundle) => string) =>
+    async function serveAsset(request: FastifyRequest, reply: FastifyReply) {
+      const bundle = await pageBundle();
+      reply.headers({
+        etag: bundle.etag,
+        'cache-control': 'no-cache',
+        'x-content-type-options': 'nosniff',
+      });
+      if (request.headers['if-none-match'] === bundle.etag) return reply.status(304).send();
+      return reply.type(type).send(pick(bundle));
+    };
+  app.get(
+    '/assets/page.js',
+    asset('text/javascript; charset=utf-8', (bundle) => bundle.script),
+  );
+  app.get(
+    '/assets/page.css',
+    asset('text/css; charset=utf-8', (bundle) => bundle.stylesheet),
+  );
+
+  app.get('/api/v1/ui-config', async (request): Promise<UiConfig> => {
+    const principal = options.authenticate(request.headers.authorization, request.socket.remoteAddress);
+    return {
+      traceLinkTemplate: options.traceLinkTemplate,
+      principal: { name: principal.name, role: principal.role, tenant: principal.tenant ?? null },
+    };
+  });
+}
