@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# The tests drive real programs where users have them (an Alertmanager for the alert tests).
+# The tests drive real programs where users have them (an Alertmanager for the alert tests,
+# Chromium for the web page tests).
 # This installs the missing ones from Debian's packages when it can (root with apt-get), and
 # otherwise says exactly what to install — so `pnpm test` works on a fresh Debian machine.
 set -euo pipefail
 
 declare -A binary_of=(
   [prometheus-alertmanager]=/usr/bin/prometheus-alertmanager
+  [chromium]=/usr/bin/chromium
 )
 
 missing=()
