@@ -4,8 +4,8 @@ import { parseArgs } from 'node:util';
 import { isKeyscopeError } from '@keyscope/errors';
 import { defaultServeConfig, envOverrides, readConfigFile, resolveServeConfig } from './config.ts';
 import { runDemo } from './demo.ts';
+import { startRoles } from './kafka/start-roles.ts';
 import { consoleLogger } from './logger.ts';
-import { startServe } from './serve.ts';
 
 /** The `keyscope` command line: parses arguments, then hands over to serve.ts. */
 
@@ -17,10 +17,12 @@ commands:
 
 'keyscope <command> --help' shows a command's options.`;
 
-const SERVE_USAGE = `usage: keyscope serve [--config FILE] [--api-port N] [--otlp-http-port N] [--otlp-grpc-port N] [--db PATH]
+const SERVE_USAGE = `usage: keyscope serve [--config FILE] [--role all|ingest|detect|serve] [--api-port N] [--otlp-http-port N] [--otlp-grpc-port N] [--db PATH]
 
   --config FILE         YAML or JSON configuration (or KEYSCOPE_CONFIG); KEYSCOPE_* variables
                         override it, flags override both (docs/configuration.md)
+  --role ROLE           all (default; without kafka.brokers the embedded service), or one part of
+                        the scaled mode: ingest, detect or serve (docs/scaling.md)
   --api-port N          port of the HTTP API and web page (0 picks a free port)
   --otlp-http-port N    OTLP/HTTP receiver port, default 4318 (0 picks a free port)
   --otlp-grpc-port N    OTLP/gRPC receiver port, default 4317 (0 picks a free port)
@@ -50,6 +52,7 @@ function parseServeArgs(args: string[]): ServeArgs {
       allowPositionals: false,
       options: {
         config: { type: 'string' },
+        role: { type: 'string' },
         'api-port': { type: 'string' },
         'otlp-http-port': { type: 'string' },
         'otlp-grpc-port': { type: 'string' },
@@ -80,6 +83,8 @@ function parseServeArgs(args: string[]): ServeArgs {
     help: values.help === true,
     configFile: text('config'),
     overrides: {
+      // resolveServeConfig names the accepted roles when the value is not one.
+      role: text('role'),
       api: { port: port('api-port') },
       db: { path: dbPath },
       otlp: { http: { port: port('otlp-http-port') }, grpc: { port: port('otlp-grpc-port') } },
@@ -105,8 +110,10 @@ async function serve(args: string[], mode: 'serve' | 'demo'): Promise<number> {
     process.once('SIGINT', resolve);
     process.once('SIGTERM', resolve);
   });
-  const running = mode === 'serve' ? await startServe(config) : await runDemo(config, consoleLogger);
-  const signal = await signalled;
+  const running = mode === 'serve' ? await startRoles(config) : await runDemo(config, consoleLogger);
+  // A role whose Kafka consumer stopped for good exits 1, for its supervisor to restart it.
+  const stopped = 'failed' in running ? running.failed : new Promise<never>(() => {});
+  const signal = await Promise.race([signalled, stopped]);
   // A second signal while draining means "now".
   const forceExit = () => process.exit(1);
   process.once('SIGINT', forceExit);

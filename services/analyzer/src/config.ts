@@ -11,6 +11,13 @@ import { ANALYZER_CONFIG_INVALID } from './errors.ts';
  * frozen, passed down as plain data. docs/configuration.md lists every field.
  */
 export interface ServeConfig {
+  /**
+   * Which part of the pipeline this process runs (docs/scaling.md). `all` without
+   * `kafka.brokers` is the embedded service; `ingest`, `detect` and `serve` need Kafka.
+   */
+  readonly role: ServeRole;
+  /** The scaled mode's Kafka clients and topics; unused while `brokers` is empty. */
+  readonly kafka: KafkaConfig;
   readonly api: {
     readonly host: string;
     /** The HTTP API and the web page. */
@@ -72,10 +79,51 @@ export interface ServeConfig {
   };
 }
 
+export type ServeRole = 'all' | 'ingest' | 'detect' | 'serve';
+export const SERVE_ROLES: readonly ServeRole[] = ['all', 'ingest', 'detect', 'serve'];
+/** The Collector kafka exporter's encodings keyscope reads (its `traces.encoding`). */
+export type TracesEncoding = 'otlp_proto' | 'otlp_json';
+export const TRACES_ENCODINGS: readonly TracesEncoding[] = ['otlp_proto', 'otlp_json'];
+
+export interface KafkaConfig {
+  /** `host:port` of the bootstrap brokers; empty means no Kafka. */
+  readonly brokers: readonly string[];
+  readonly clientId: string;
+  /** Create missing topics at startup (with the partitions below); otherwise a missing topic stops startup. */
+  readonly createTopics: boolean;
+  /** For topics keyscope creates. */
+  readonly replicationFactor: number;
+  /** The Collector's traces topic, read by the ingest role; '' to take OTLP over HTTP/gRPC only. */
+  readonly traces: { readonly topic: string; readonly encoding: TracesEncoding; readonly groupId: string };
+  /** Attempts keyed by idempotency key: the repartition the detect role's consumer group reads. */
+  readonly attempts: { readonly topic: string; readonly partitions: number; readonly groupId: string };
+  /** Compacted: findings and incidents, materialized by the serve role. */
+  readonly incidents: { readonly topic: string; readonly partitions: number };
+  /** Where undecodable records are copied before they are skipped; '' to only count and log them. */
+  readonly deadLetter: { readonly topic: string };
+  /** The detect role's per-partition SQLite files. */
+  readonly stateDir: string;
+  /** How long the group waits for a silent member (a killed process) before moving its partitions. */
+  readonly sessionTimeoutMillis: number;
+}
+
 const MIB = 1024 * 1024;
 
 export function defaultServeConfig(): ServeConfig {
   return deepFreeze({
+    role: 'all',
+    kafka: {
+      brokers: [],
+      clientId: 'keyscope',
+      createTopics: true,
+      replicationFactor: 1,
+      traces: { topic: 'otlp_spans', encoding: 'otlp_proto', groupId: 'keyscope-ingest' },
+      attempts: { topic: 'keyscope_attempts', partitions: 12, groupId: 'keyscope-detect' },
+      incidents: { topic: 'keyscope_incidents', partitions: 3 },
+      deadLetter: { topic: '' },
+      stateDir: 'keyscope-partitions',
+      sessionTimeoutMillis: 30_000,
+    },
     api: { host: '127.0.0.1', port: 8080, tokens: [], publicUrl: '', traceLinkTemplate: '' },
     mapping: { file: '' },
     detector: {
@@ -97,12 +145,38 @@ export function defaultServeConfig(): ServeConfig {
   });
 }
 
-type Leaf = 'host' | 'port' | 'path' | 'positiveInteger' | 'optionalText' | 'boolean' | 'tokens' | 'alerts';
+type Leaf =
+  | 'host'
+  | 'port'
+  | 'path'
+  | 'positiveInteger'
+  | 'optionalText'
+  | 'boolean'
+  | 'tokens'
+  | 'alerts'
+  | 'role'
+  | 'tracesEncoding'
+  | 'brokers'
+  | 'topic'
+  | 'optionalTopic';
 interface Schema {
   readonly [key: string]: Leaf | Schema;
 }
 
 const SCHEMA: Schema = {
+  role: 'role',
+  kafka: {
+    brokers: 'brokers',
+    clientId: 'path',
+    createTopics: 'boolean',
+    replicationFactor: 'positiveInteger',
+    traces: { topic: 'optionalTopic', encoding: 'tracesEncoding', groupId: 'path' },
+    attempts: { topic: 'topic', partitions: 'positiveInteger', groupId: 'path' },
+    incidents: { topic: 'topic', partitions: 'positiveInteger' },
+    deadLetter: { topic: 'optionalTopic' },
+    stateDir: 'path',
+    sessionTimeoutMillis: 'positiveInteger',
+  },
   api: {
     host: 'host',
     port: 'port',
@@ -190,7 +264,12 @@ export function envOverrides(env: NodeJS.ProcessEnv): Record<string, unknown> {
       value = raw;
     }
     // A text field keeps its text even when it would read as a number or boolean.
-    if (typeof value !== 'object' && ['host', 'path', 'optionalText'].includes(leafAt(path))) value = raw;
+    // An empty variable reads as YAML null: for a text field it means the empty text.
+    if (
+      (typeof value !== 'object' || value === null) &&
+      ['host', 'path', 'optionalText', 'topic', 'optionalTopic'].includes(leafAt(path))
+    )
+      value = raw;
     let target = overrides;
     for (const part of path.slice(0, -1)) target = (target[part] ??= {}) as Record<string, unknown>;
     target[path[path.length - 1]!] = value;
@@ -271,7 +350,46 @@ function checkLeaf(leaf: Leaf, value: unknown, field: string): unknown {
         if (isKeyscopeError(error)) throw invalid(error.message, error);
         throw error;
       }
+    case 'role':
+      if (SERVE_ROLES.includes(value as ServeRole)) return value;
+      throw invalid(`${field} must be one of ${SERVE_ROLES.join(', ')}, received ${describe(value)}`);
+    case 'tracesEncoding':
+      if (TRACES_ENCODINGS.includes(value as TracesEncoding)) return value;
+      throw invalid(`${field} must be one of ${TRACES_ENCODINGS.join(', ')}, received ${describe(value)}`);
+    case 'brokers':
+      return checkBrokers(value, field);
+    case 'topic':
+    case 'optionalTopic':
+      // Kafka's own rule for topic names.
+      if (
+        typeof value === 'string' &&
+        (/^[a-zA-Z0-9._-]{1,249}$/.test(value) || (leaf === 'optionalTopic' && value === ''))
+      )
+        return value;
+      throw invalid(
+        `${field} must be a Kafka topic name (letters, digits, '.', '_', '-'), received ${describe(value)}`,
+      );
   }
+}
+
+/** A list of `host:port`, or one string of them separated by commas (as KEYSCOPE_KAFKA_BROKERS). */
+function checkBrokers(value: unknown, field: string): string[] {
+  const list =
+    typeof value === 'string'
+      ? value
+          .split(',')
+          .map((part) => part.trim())
+          .filter((part) => part !== '')
+      : value;
+  if (!Array.isArray(list))
+    throw invalid(`${field} must be a list of host:port, received ${describe(value)}`);
+  return list.map((entry, index) => {
+    const match = typeof entry === 'string' ? /^(.+):(\d{1,5})$/.exec(entry) : null;
+    if (match === null || Number(match[2]) > 65_535) {
+      throw invalid(`${field}[${index}] must be host:port, received ${describe(entry)}`);
+    }
+    return entry as string;
+  });
 }
 
 function checkTokens(value: unknown, field: string): ApiToken[] {

@@ -1,0 +1,63 @@
+import { type Attempt, extractAttempts, type Mapping, partitionKey } from '@keyscope/attempts';
+import { isKeyscopeError, KeyscopeError } from '@keyscope/errors';
+import { ACCEPTED_ALL, type ConsumeResult, type Span, type SpanConsumer } from '@keyscope/otlp';
+import type { Message, Producer } from 'kafkajs';
+import { type ActivityEntry, encodeActivityRecord, encodeAttemptRecord } from './attempt-records.ts';
+import { sendInChunks } from './chunked-send.ts';
+import type { KafkaCounters } from './kafka-counters.ts';
+import { KAFKA_UNAVAILABLE } from './kafka-errors.ts';
+
+export interface AttemptsWriterOptions {
+  readonly producer: Producer;
+  readonly topic: string;
+  /** Partitions of the attempts topic: node activity is written to each of them. */
+  readonly partitions: number;
+  readonly mapping: Mapping;
+  readonly counters: KafkaCounters;
+}
+
+/**
+ * The ingest role's output: attempts to the attempts topic keyed by `partitionKey` (every attempt
+ * of one key on one partition), and the node activity they were extracted with to every
+ * partition, ahead of the attempts in the same request so that a detector sees a failover's
+ * traffic before the duplicates it caused — as the embedded pipeline does within one batch.
+ *
+ * As a SpanConsumer it is what the OTLP receivers of the ingest role feed: a request is answered
+ * 200 only once its attempts are acknowledged by Kafka, and 503 (the sender retries) if Kafka
+ * refused them.
+ */
+export class AttemptsWriter implements SpanConsumer {
+  readonly #options: AttemptsWriterOptions;
+
+  constructor(options: AttemptsWriterOptions) {
+    this.#options = options;
+  }
+
+  async consumeSpans(spans: Span[]): Promise<ConsumeResult> {
+    const extracted = extractAttempts(spans, this.#options.mapping);
+    try {
+      await this.write(extracted.attempts, [{ source: '', offset: 0, samples: extracted.activity }]);
+    } catch (error) {
+      if (isKeyscopeError(error)) throw error;
+      throw new KeyscopeError(KAFKA_UNAVAILABLE, (error as Error).message, { cause: error });
+    }
+    return ACCEPTED_ALL;
+  }
+
+  /** Resolves once everything is acknowledged by Kafka; rejects with KS_KAFKA_UNAVAILABLE. */
+  async write(attempts: readonly Attempt[], activity: readonly ActivityEntry[]): Promise<void> {
+    const { producer, topic, partitions, mapping, counters } = this.#options;
+    const messages: Message[] = [];
+    const entries = activity.filter((entry) => entry.samples.length > 0);
+    if (entries.length > 0) {
+      const value = encodeActivityRecord(entries);
+      for (let partition = 0; partition < partitions; partition++) messages.push({ partition, value });
+    }
+    for (const attempt of attempts) {
+      messages.push({ key: partitionKey(attempt, mapping), value: encodeAttemptRecord(attempt) });
+    }
+    if (messages.length === 0) return;
+    await sendInChunks(producer, topic, messages, counters);
+    counters.attemptsExtracted += attempts.length;
+  }
+}

@@ -1,0 +1,338 @@
+import { existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { type DetectorConfig, defaultDetectorConfig } from '@keyscope/detector';
+import type { Admin, Consumer, EachBatchPayload, Producer } from 'kafkajs';
+import type { ServeConfig } from '../config.ts';
+import type { Logger } from '../logger.ts';
+import { type AttemptsRecord, decodeAttemptsRecord } from './attempt-records.ts';
+import { sendInChunks } from './chunked-send.ts';
+import { DeadLetters } from './dead-letters.ts';
+import { encodeIncidentRecord } from './incident-records.ts';
+import { attemptsTopicSpec, deadLetterTopicSpec } from './ingest-role.ts';
+import { createConsumer, createKafkaClient } from './kafka-client.ts';
+import type { KafkaCounters } from './kafka-counters.ts';
+import { PartitionBackoff } from './partition-backoff.ts';
+import { PartitionDetector } from './partition-detector.ts';
+import { commitQuietly, consumerFailure, type RunningRole, readMappingFile } from './running-role.ts';
+import { ensureTopics, type TopicSpec } from './topics.ts';
+
+const TICK_MILLIS = 1_000;
+const PURGE_MILLIS = 10_000;
+
+export interface RunningDetect extends RunningRole {
+  /** The partitions this instance owns and has positioned, for tests and /metrics. */
+  partitions(): number[];
+}
+
+/**
+ * A partition this instance was assigned. Work on it (a batch, a tick, opening, closing) runs one
+ * piece at a time through `queue`, in arrival order, so a rebalance never closes a state that a
+ * batch is still writing.
+ */
+interface Slot {
+  readonly partition: number;
+  detector: PartitionDetector | undefined;
+  /** False until the state is open and the consumer positioned; batches before that are refetched. */
+  ready: boolean;
+  /** Set when the slot was revoked; queued work then does nothing. */
+  closed: boolean;
+  queue: Promise<void>;
+}
+
+/**
+ * The detect role: a consumer group on the attempts topic. Each assigned partition has its own
+ * detector and SQLite file under `kafka.stateDir`; its findings and incidents go to the compacted
+ * incidents topic. A partition's offset is committed only after the state covering it is
+ * committed to SQLite and the records publishing it are acknowledged by Kafka.
+ *
+ * On assignment a partition resumes from its own file when this instance was the last to work on
+ * it (the group's committed offset is not past the file's applied offset); otherwise the file is
+ * discarded and the state rebuilt by reading the topic again from its oldest record (the topic
+ * keeps one retry horizon), skipping records older than the horizon.
+ */
+export async function startDetectRole(
+  config: ServeConfig,
+  dependencies: { logger: Logger; counters: KafkaCounters; now?: () => number },
+): Promise<RunningDetect> {
+  const { logger, counters } = dependencies;
+  const now = dependencies.now ?? Date.now;
+  const kafkaConfig = config.kafka;
+  const topic = kafkaConfig.attempts.topic;
+  const groupId = kafkaConfig.attempts.groupId;
+  const mapping = await readMappingFile(config.mapping.file);
+  const detectorConfig: DetectorConfig = Object.freeze({
+    ...defaultDetectorConfig(),
+    ...config.detector,
+    keyNamespace: mapping.keyNamespace,
+  });
+  const horizonMillis = detectorConfig.retryHorizonMillis;
+  const retentionMillis = config.retention.findingsDays * 24 * 60 * 60 * 1000;
+  const kafka = createKafkaClient(kafkaConfig, 'detect', logger);
+  const specs: TopicSpec[] = [attemptsTopicSpec(config), incidentsTopicSpec(config)];
+  if (kafkaConfig.deadLetter.topic !== '') specs.push(deadLetterTopicSpec(config));
+  await ensureTopics(kafka, specs, kafkaConfig, logger);
+  mkdirSync(kafkaConfig.stateDir, { recursive: true });
+  forgetStaleStates(kafkaConfig.stateDir, now() - horizonMillis, logger);
+
+  const stops: (() => Promise<void> | void)[] = [];
+  const stopAll = async () => {
+    for (const stop of stops.reverse()) await stop();
+  };
+  const slots = new Map<number, Slot>();
+  try {
+    const producer: Producer = kafka.producer({ allowAutoTopicCreation: false });
+    await producer.connect();
+    stops.push(() => producer.disconnect());
+    const admin: Admin = kafka.admin();
+    await admin.connect();
+    stops.push(() => admin.disconnect());
+    const consumer: Consumer = createConsumer(kafka, kafkaConfig, groupId);
+    const failed = consumerFailure(consumer, 'detect', logger);
+    const backoff = new PartitionBackoff(consumer, topic, counters, logger, 'detect');
+    const deadLetters = new DeadLetters({
+      producer,
+      topic: kafkaConfig.deadLetter.topic,
+      counters,
+      logger,
+      role: 'detect',
+    });
+    const pathOf = (partition: number) => join(kafkaConfig.stateDir, `${topic}-${partition}.db`);
+
+    const enqueue = (slot: Slot, work: () => Promise<void> | void): Promise<void> => {
+      const next = slot.queue.then(work);
+      slot.queue = next.catch((error) => {
+        if (!slot.closed) backoff.failed(slot.partition, error);
+      });
+      return slot.queue;
+    };
+
+    /** Sends what the state committed but Kafka has not acknowledged yet. */
+    const flush = async (detector: PartitionDetector) => {
+      const pending = detector.pending();
+      if (pending.length === 0) return;
+      await sendInChunks(
+        producer,
+        kafkaConfig.incidents.topic,
+        pending.map((record) => encodeIncidentRecord(record)),
+        counters,
+      );
+      detector.delivered(pending.length);
+    };
+
+    const committedOffset = async (partition: number): Promise<number> => {
+      const [entry] = await admin.fetchOffsets({ groupId, topics: [topic] });
+      const offset = entry?.partitions.find((p) => p.partition === partition)?.offset ?? '-1';
+      return Number(offset);
+    };
+
+    /** Opens (or rebuilds) the partition's state and moves the consumer to where it continues. */
+    const position = async (slot: Slot) => {
+      if (slot.closed) return;
+      const partition = slot.partition;
+      const path = pathOf(partition);
+      const committed = await committedOffset(partition);
+      if (slot.detector === undefined && existsSync(path)) {
+        slot.detector = new PartitionDetector({ path, partition, detectorConfig, retentionMillis, now });
+      }
+      const local = slot.detector;
+      if (local !== undefined) {
+        const applied = local.appliedOffset;
+        const current =
+          applied >= 0 &&
+          (committed < 0 || committed <= applied + 1) &&
+          local.appliedUnixMillis >= now() - horizonMillis;
+        if (!current) {
+          local.close();
+          PartitionDetector.remove(path);
+          slot.detector = undefined;
+        }
+      }
+      let from: number;
+      if (slot.detector !== undefined) {
+        await flush(slot.detector);
+        from = slot.detector.appliedOffset + 1;
+        logger.info(`detect: ${topic}[${partition}] resumes from its state at offset ${from}`);
+      } else {
+        slot.detector = new PartitionDetector({ path, partition, detectorConfig, retentionMillis, now });
+        const offsets = await admin.fetchTopicOffsets(topic);
+        from = Number(offsets.find((p) => p.partition === partition)?.low ?? 0);
+        counters.rebuilds++;
+        logger.info(`detect: ${topic}[${partition}] rebuilds its state from offset ${from}`);
+      }
+      if (slot.closed) return;
+      consumer.seek({ topic, partition, offset: String(from) });
+      slot.ready = true;
+      backoff.resume(partition);
+    };
+
+    /** Positioning needs the brokers (committed and oldest offsets): retried until it works or the slot goes. */
+    const positionPatiently = async (slot: Slot) => {
+      for (let delay = 250; !slot.closed; delay = Math.min(delay * 2, 10_000)) {
+        try {
+          await position(slot);
+          return;
+        } catch (error) {
+          logger.error(
+            `detect: cannot position ${topic}[${slot.partition}], retrying in ${delay} ms: ${(error as Error).message}`,
+          );
+          await new Promise((resolve) => setTimeout(resolve, delay));
+        }
+      }
+    };
+
+    consumer.on(consumer.events.GROUP_JOIN, (event) => {
+      const assigned = new Set(event.payload.memberAssignment[topic] ?? []);
+      for (const [partition, slot] of slots) {
+        if (assigned.has(partition)) continue;
+        slots.delete(partition);
+        slot.closed = true;
+        slot.ready = false;
+        void enqueue(slot, () => {
+          slot.detector?.close();
+          slot.detector = undefined;
+        });
+      }
+      for (const partition of assigned) {
+        let slot = slots.get(partition);
+        if (slot === undefined) {
+          slot = { partition, detector: undefined, ready: false, closed: false, queue: Promise.resolve() };
+          slots.set(partition, slot);
+        }
+        // Every join makes kafkajs start again from the committed offset, which may trail the
+        // state: hold the partition until it is positioned where its state continues.
+        slot.ready = false;
+        backoff.pause(partition);
+        const current = slot;
+        void enqueue(current, () => positionPatiently(current));
+      }
+      counters.partitionsOwned = slots.size;
+    });
+
+    const eachBatch = async ({ batch, resolveOffset, isRunning, isStale }: EachBatchPayload) => {
+      const partition = batch.partition;
+      const slot = slots.get(partition);
+      if (slot === undefined || !slot.ready || !isRunning() || isStale()) return;
+      await enqueue(slot, async () => {
+        const detector = slot.detector;
+        if (!slot.ready || slot.closed || detector === undefined) return;
+        await flush(detector);
+        const oldest = now() - horizonMillis;
+        const records: { offset: number; record: AttemptsRecord }[] = [];
+        for (const message of batch.messages) {
+          const offset = Number(message.offset);
+          if (offset <= detector.appliedOffset) continue;
+          counters.count(counters.consumed, topic);
+          if (Number(message.timestamp) < oldest) {
+            counters.rebuildSkipped++;
+            continue;
+          }
+          try {
+            records.push({ offset, record: decodeAttemptsRecord(message.value) });
+          } catch (error) {
+            await deadLetters.record(
+              {
+                topic,
+                partition,
+                offset: message.offset,
+                key: message.key,
+                value: message.value,
+                headers: message.headers,
+              },
+              error,
+            );
+          }
+        }
+        const last = Number(batch.lastOffset());
+        counters.attemptsDetected += detector.apply(records, last);
+        await flush(detector);
+        resolveOffset(batch.lastOffset());
+        backoff.succeeded(partition);
+        await commitQuietly(consumer, topic, partition, last + 1);
+      });
+    };
+
+    await consumer.connect();
+    await consumer.subscribe({ topic, fromBeginning: true });
+    await consumer.run({
+      autoCommit: false,
+      eachBatchAutoResolve: false,
+      partitionsConsumedConcurrently: 4,
+      eachBatch,
+    });
+    stops.push(async () => {
+      backoff.stop();
+      await consumer.disconnect();
+      for (const slot of slots.values()) {
+        slot.closed = true;
+        await slot.queue;
+        slot.detector?.close();
+      }
+      slots.clear();
+    });
+
+    const everySlot = (work: (slot: Slot, detector: PartitionDetector) => Promise<void> | void) => {
+      for (const slot of slots.values()) {
+        if (!slot.ready || backoff.waiting(slot.partition)) continue;
+        void enqueue(slot, () => {
+          if (slot.ready && !slot.closed && slot.detector !== undefined) return work(slot, slot.detector);
+        });
+      }
+    };
+    const tick = setInterval(
+      () =>
+        everySlot(async (_slot, detector) => {
+          detector.tick(now());
+          await flush(detector);
+        }),
+      TICK_MILLIS,
+    );
+    const purge = setInterval(() => everySlot((_slot, detector) => detector.purge(now())), PURGE_MILLIS);
+    tick.unref();
+    purge.unref();
+    stops.push(() => {
+      clearInterval(tick);
+      clearInterval(purge);
+    });
+    logger.info(`detect consuming ${topic} as ${groupId}, state in ${kafkaConfig.stateDir}`);
+
+    let stopping: Promise<void> | undefined;
+    return {
+      failed,
+      partitions: () =>
+        [...slots.values()]
+          .filter((slot) => slot.ready)
+          .map((slot) => slot.partition)
+          .sort((a, b) => a - b),
+      stop() {
+        stopping ??= stopAll();
+        return stopping;
+      },
+    };
+  } catch (error) {
+    await stopAll();
+    throw error;
+  }
+}
+
+export function incidentsTopicSpec(config: ServeConfig): TopicSpec {
+  return {
+    topic: config.kafka.incidents.topic,
+    partitions: config.kafka.incidents.partitions,
+    // Compaction keeps the latest record per key: the topic is the current set of findings and
+    // incident parts, whatever its age, which a new serve instance reads in full.
+    settings: { 'cleanup.policy': 'compact' },
+    purpose: 'findings and incidents, compacted',
+  };
+}
+
+/** Files of partitions this instance has not touched for a retry horizon would be rebuilt anyway. */
+function forgetStaleStates(dir: string, beforeUnixMillis: number, logger: Logger): void {
+  for (const name of readdirSync(dir)) {
+    if (!name.endsWith('.db')) continue;
+    const path = join(dir, name);
+    if (statSync(path).mtimeMs < beforeUnixMillis) {
+      PartitionDetector.remove(path);
+      logger.info(`detect: removed stale partition state ${path}`);
+    }
+  }
+}

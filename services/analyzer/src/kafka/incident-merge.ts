@@ -1,0 +1,48 @@
+import type { Incident } from '@keyscope/detector';
+
+/**
+ * One incident from the parts the attempts partitions' detectors report for it. The parts share
+ * the incident's identity (id, service, operation, class, routing event or bucket) and each
+ * counts only the keys that hash to its partition, so keys add up, stores and nodes unite, the
+ * incident opened with its first part and is open while any part is.
+ */
+export function mergeIncidentParts(parts: readonly Incident[]): Incident {
+  if (parts.length === 0) throw new RangeError('an incident needs at least one part');
+  if (parts.length === 1) return parts[0]!;
+  const largest = parts.reduce((a, b) => (b.keys > a.keys ? b : a));
+  const latestEvent = parts.reduce((a, b) =>
+    (b.routingEvent?.endUnixMillis ?? -1) > (a.routingEvent?.endUnixMillis ?? -1) ? b : a,
+  ).routingEvent;
+  const open = parts.some((part) => part.status === 'open');
+  const keys = parts.reduce((sum, part) => sum + part.keys, 0);
+  return {
+    ...largest,
+    status: open ? 'open' : 'resolved',
+    routingEvent: latestEvent,
+    keys,
+    stores: union(parts.map((part) => part.stores)),
+    nodes: union(parts.map((part) => part.nodes)),
+    openedUnixMillis: Math.min(...parts.map((part) => part.openedUnixMillis)),
+    lastFindingUnixMillis: Math.max(...parts.map((part) => part.lastFindingUnixMillis)),
+    resolvedUnixMillis: open ? null : Math.max(...parts.map((part) => part.resolvedUnixMillis ?? 0)),
+    title: retitle(largest, keys),
+  };
+}
+
+/**
+ * The detector titles an incident `<service> <operation>: <n> key(s) …` from its own part's key
+ * count; the merged incident says the total. Anything else in the title is the same in every part.
+ */
+function retitle(part: Incident, keys: number): string {
+  const prefix = `${part.service} ${part.operation}: ${keysText(part.keys)}`;
+  if (!part.title.startsWith(prefix)) return part.title;
+  return `${part.service} ${part.operation}: ${keysText(keys)}${part.title.slice(prefix.length)}`;
+}
+
+function keysText(keys: number): string {
+  return keys === 1 ? '1 key' : `${keys} keys`;
+}
+
+function union(lists: readonly (readonly string[])[]): string[] {
+  return [...new Set(lists.flat())].sort();
+}

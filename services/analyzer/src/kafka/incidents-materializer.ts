@@ -1,0 +1,165 @@
+import { type KeyNamespace, partitionKey } from '@keyscope/attempts';
+import {
+  createDetector,
+  type Detector,
+  type DetectorConfig,
+  type Finding,
+  type Incident,
+  type ScopeReportState,
+} from '@keyscope/detector';
+import type { KeyscopeStore } from '@keyscope/store';
+import type { IncidentListener } from '../pipeline/detection-pipeline.ts';
+import { mergeIncidentParts } from './incident-merge.ts';
+import type { IncidentRecord } from './incident-records.ts';
+
+const OFFSETS = 'kafka-incidents-offsets';
+const SCOPE_PARTS = 'kafka-scope-parts';
+
+/**
+ * The serve role's copy of the incidents topic, in the same SQLite tables the embedded service
+ * writes, so the API, the web page and the alerter work unchanged:
+ *
+ * - finding records become findings, and their attempts go to the attempts table, so that the key
+ *   lookup answers from the evidence of every key that has a finding (keys without one are only
+ *   in the detectors' partition files);
+ * - incident parts are kept per (incident, partition) in `kafka_incident_parts` and merged into
+ *   the incident the API serves and the alerter pages for;
+ * - scope report parts are summed into the report.
+ *
+ * A batch and the offset it reaches are written in one transaction: after a crash the serve role
+ * continues from its own offsets (kept with the data, not in a consumer group).
+ */
+export class IncidentsMaterializer {
+  readonly #store: KeyscopeStore;
+  readonly #keyNamespace: KeyNamespace;
+  readonly #alerts: () => IncidentListener | undefined;
+  readonly #scopeView: Detector;
+  #offsets: Map<string, number>;
+  #scopeParts: Map<number, ScopeReportState>;
+
+  constructor(options: {
+    store: KeyscopeStore;
+    detectorConfig: DetectorConfig;
+    /** Read at each batch: the alerter starts after the materializer. */
+    alerts: () => IncidentListener | undefined;
+  }) {
+    this.#store = options.store;
+    this.#keyNamespace = options.detectorConfig.keyNamespace;
+    this.#alerts = options.alerts;
+    // The table belongs to this role, not to the store's schema: created here, beside it.
+    this.#store.db.exec(
+      `CREATE TABLE IF NOT EXISTS kafka_incident_parts (
+         incident_id TEXT NOT NULL, partition INTEGER NOT NULL, body TEXT NOT NULL,
+         PRIMARY KEY (incident_id, partition)) WITHOUT ROWID`,
+    );
+    this.#offsets = new Map(Object.entries(this.#store.loadState<Record<string, number>>(OFFSETS) ?? {}));
+    this.#scopeParts = new Map(
+      Object.entries(this.#store.loadState<Record<string, ScopeReportState>>(SCOPE_PARTS) ?? {}).map(
+        ([partition, state]) => [Number(partition), state],
+      ),
+    );
+    // A detector that only ever holds the summed scope counts: the API's scope report reads it.
+    this.#scopeView = createDetector(options.detectorConfig);
+    this.#scopeView.restore({ findings: [], scopeState: sumScopeStates([...this.#scopeParts.values()]) });
+  }
+
+  /** The detector whose `scopeReport()` the API serves. */
+  get scopeView(): Detector {
+    return this.#scopeView;
+  }
+
+  /** The next offset to read of a partition of the incidents topic; undefined when never read. */
+  nextOffset(topic: string, partition: number): number | undefined {
+    return this.#offsets.get(`${topic}/${partition}`);
+  }
+
+  /** Applies one batch of one partition, up to and including `lastOffset`, in one transaction. */
+  apply(topic: string, partition: number, records: readonly IncidentRecord[], lastOffset: number): void {
+    const store = this.#store;
+    const findings = new Map<string, Finding | null>();
+    const touchedIncidents = new Set<string>();
+    let scopeChanged = false;
+    const upsertPart = store.db.prepare(
+      `INSERT INTO kafka_incident_parts (incident_id, partition, body) VALUES (?, ?, ?)
+       ON CONFLICT (incident_id, partition) DO UPDATE SET body = excluded.body`,
+    );
+    const deletePart = store.db.prepare(
+      'DELETE FROM kafka_incident_parts WHERE incident_id = ? AND partition = ?',
+    );
+    const partsOf = store.db.prepare('SELECT body FROM kafka_incident_parts WHERE incident_id = ?').pluck();
+    // Copies, adopted once the transaction commits: a failed one leaves memory as the database.
+    const scopeParts = new Map(this.#scopeParts);
+    const offsets = new Map(this.#offsets);
+    store.transaction(() => {
+      for (const record of records) {
+        switch (record.type) {
+          case 'finding':
+            findings.set(record.id, record.finding);
+            break;
+          case 'incident':
+            if (record.incident === null) deletePart.run(record.id, record.partition);
+            else upsertPart.run(record.id, record.partition, JSON.stringify(record.incident));
+            touchedIncidents.add(record.id);
+            break;
+          case 'scope':
+            if (record.scope === null) scopeParts.delete(record.partition);
+            else scopeParts.set(record.partition, record.scope);
+            scopeChanged = true;
+            break;
+        }
+      }
+      const incidents: Incident[] = [];
+      const retractedIncidentIds: string[] = [];
+      for (const id of touchedIncidents) {
+        const parts = (partsOf.all(id) as string[]).map((body) => JSON.parse(body) as Incident);
+        if (parts.length === 0) retractedIncidentIds.push(id);
+        else incidents.push(mergeIncidentParts(parts));
+      }
+      const upserts = [...findings.values()].filter((finding): finding is Finding => finding !== null);
+      for (const finding of upserts) {
+        for (const attempt of finding.attempts) {
+          store.attemptLog.append(partitionKey(attempt, { keyNamespace: this.#keyNamespace }), attempt);
+        }
+      }
+      const alerts = this.#alerts();
+      alerts?.incidentsRetracted(retractedIncidentIds);
+      store.applyChanges({
+        findings: upserts,
+        retractedFindingIds: [...findings].filter(([, finding]) => finding === null).map(([id]) => id),
+        incidents,
+        retractedIncidentIds,
+      });
+      alerts?.incidentsChanged(incidents);
+      if (scopeChanged) store.saveState(SCOPE_PARTS, Object.fromEntries(scopeParts));
+      offsets.set(`${topic}/${partition}`, lastOffset + 1);
+      store.saveState(OFFSETS, Object.fromEntries(offsets));
+    });
+    this.#offsets = offsets;
+    this.#scopeParts = scopeParts;
+    if (scopeChanged) {
+      this.#scopeView.restore({ findings: [], scopeState: sumScopeStates([...this.#scopeParts.values()]) });
+    }
+  }
+}
+
+/** Each key hashes to one partition, so the partitions' scope counts add up per tier. */
+export function sumScopeStates(states: readonly ScopeReportState[]): ScopeReportState {
+  const tiers = new Map<string, ScopeReportState[number]>();
+  for (const state of states) {
+    for (const row of state) {
+      const sum = tiers.get(row.tier);
+      if (sum === undefined) {
+        tiers.set(row.tier, { ...row, declared: { ...row.declared }, spread: [...row.spread] });
+        continue;
+      }
+      sum.keys += row.keys;
+      for (const [level, count] of Object.entries(row.declared) as [keyof typeof row.declared, number][]) {
+        sum.declared[level] = (sum.declared[level] ?? 0) + count;
+      }
+      row.spread.forEach((count, level) => {
+        sum.spread[level] = (sum.spread[level] ?? 0) + count;
+      });
+    }
+  }
+  return [...tiers.values()].sort((a, b) => (a.tier < b.tier ? -1 : a.tier > b.tier ? 1 : 0));
+}

@@ -1,0 +1,179 @@
+import { type Attempt, extractAttempts, mappingAttributeNames } from '@keyscope/attempts';
+import type { DecodeOptions } from '@keyscope/otlp';
+import type { Consumer, EachBatchPayload, Producer } from 'kafkajs';
+import type { ServeConfig } from '../config.ts';
+import type { Logger } from '../logger.ts';
+import type { ListenAddress } from '../receivers/listen-address.ts';
+import { type RunningReceivers, startReceivers } from '../receivers/start-receivers.ts';
+import type { ActivityEntry } from './attempt-records.ts';
+import { AttemptsWriter } from './attempts-writer.ts';
+import { DeadLetters } from './dead-letters.ts';
+import { createConsumer, createKafkaClient } from './kafka-client.ts';
+import type { KafkaCounters } from './kafka-counters.ts';
+import { PartitionBackoff } from './partition-backoff.ts';
+import { commitQuietly, consumerFailure, type RunningRole, readMappingFile } from './running-role.ts';
+import { ensureTopics, type TopicSpec } from './topics.ts';
+import { decodeTraceMessage } from './trace-messages.ts';
+
+export interface RunningIngest extends RunningRole {
+  readonly receivers: RunningReceivers;
+  readonly addresses: { readonly otlpHttp: ListenAddress; readonly otlpGrpc: ListenAddress };
+}
+
+/**
+ * The ingest role: the Collector's traces topic (consumer group `kafka.traces.groupId`) and the
+ * OTLP receivers → attempts → the attempts topic. It keeps no state: a traces message's offset is
+ * committed once its attempts are acknowledged by Kafka, and what a crash makes it write twice is
+ * harmless downstream (attempts are deduplicated by trace and span id, node activity by source
+ * offset).
+ */
+export async function startIngestRole(
+  config: ServeConfig,
+  dependencies: { logger: Logger; counters: KafkaCounters },
+): Promise<RunningIngest> {
+  const { logger, counters } = dependencies;
+  const kafkaConfig = config.kafka;
+  const mapping = await readMappingFile(config.mapping.file);
+  const names = mappingAttributeNames(mapping);
+  // Only the attributes the mapping reads are materialized, as in the embedded pipeline.
+  const decodeOptions: DecodeOptions = {
+    spanAttributes: names.span,
+    resourceAttributes: names.resource,
+    events: false,
+  };
+  const kafka = createKafkaClient(kafkaConfig, 'ingest', logger);
+  const specs: TopicSpec[] = [attemptsTopicSpec(config)];
+  if (kafkaConfig.traces.topic !== '') {
+    specs.push({
+      topic: kafkaConfig.traces.topic,
+      partitions: kafkaConfig.attempts.partitions,
+      purpose: "the Collector kafka exporter's traces",
+    });
+  }
+  if (kafkaConfig.deadLetter.topic !== '') specs.push(deadLetterTopicSpec(config));
+  const partitions = await ensureTopics(kafka, specs, kafkaConfig, logger);
+
+  const stops: (() => Promise<void> | void)[] = [];
+  const stopAll = async () => {
+    for (const stop of stops.reverse()) await stop();
+  };
+  try {
+    const producer: Producer = kafka.producer({ allowAutoTopicCreation: false });
+    await producer.connect();
+    stops.push(() => producer.disconnect());
+    const writer = new AttemptsWriter({
+      producer,
+      topic: kafkaConfig.attempts.topic,
+      partitions: partitions.get(kafkaConfig.attempts.topic)!,
+      mapping,
+      counters,
+    });
+
+    const receivers = await startReceivers(config, { consumer: writer, decodeOptions, logger });
+    stops.push(() => receivers.stop());
+
+    let failed: Promise<never> = new Promise<never>(() => {});
+    const topic = kafkaConfig.traces.topic;
+    if (topic !== '') {
+      const consumer: Consumer = createConsumer(kafka, kafkaConfig, kafkaConfig.traces.groupId);
+      failed = consumerFailure(consumer, 'ingest', logger);
+      const backoff = new PartitionBackoff(consumer, topic, counters, logger, 'ingest');
+      const deadLetters = new DeadLetters({
+        producer,
+        topic: kafkaConfig.deadLetter.topic,
+        counters,
+        logger,
+        role: 'ingest',
+      });
+      await consumer.connect();
+      stops.push(async () => {
+        backoff.stop();
+        await consumer.disconnect();
+      });
+      // A new group starts at the oldest retained traces: spans are evidence however late.
+      await consumer.subscribe({ topic, fromBeginning: true });
+      const eachBatch = async ({ batch, resolveOffset, isRunning, isStale }: EachBatchPayload) => {
+        if (!isRunning() || isStale() || backoff.waiting(batch.partition)) return;
+        const partition = batch.partition;
+        try {
+          const attempts: Attempt[] = [];
+          const activity: ActivityEntry[] = [];
+          const source = `${topic}/${partition}`;
+          for (const message of batch.messages) {
+            counters.count(counters.consumed, topic);
+            const record = {
+              topic,
+              partition,
+              offset: message.offset,
+              key: message.key,
+              value: message.value,
+            };
+            if (message.value === null || message.value.length === 0) {
+              deadLetters.empty(record);
+              continue;
+            }
+            let spans: ReturnType<typeof decodeTraceMessage>;
+            try {
+              spans = decodeTraceMessage(message.value, kafkaConfig.traces.encoding, decodeOptions);
+            } catch (error) {
+              await deadLetters.record({ ...record, headers: message.headers }, error);
+              continue;
+            }
+            counters.spansDecoded += spans.length;
+            // Without a span deduplicator: a message read again after a crash must yield its
+            // attempts again (the detectors drop the copies), not nothing.
+            const extracted = extractAttempts(spans, mapping);
+            for (const attempt of extracted.attempts) attempts.push(attempt);
+            activity.push({ source, offset: Number(message.offset), samples: extracted.activity });
+          }
+          await writer.write(attempts, activity);
+          resolveOffset(batch.lastOffset());
+          backoff.succeeded(partition);
+          await commitQuietly(consumer, topic, partition, Number(batch.lastOffset()) + 1);
+        } catch (error) {
+          backoff.failed(partition, error);
+        }
+      };
+      await consumer.run({
+        autoCommit: false,
+        eachBatchAutoResolve: false,
+        partitionsConsumedConcurrently: 4,
+        eachBatch,
+      });
+      logger.info(
+        `ingest consuming ${topic} (${kafkaConfig.traces.encoding}) as ${kafkaConfig.traces.groupId}`,
+      );
+    }
+
+    let stopping: Promise<void> | undefined;
+    return {
+      receivers,
+      addresses: receivers.addresses,
+      failed,
+      stop() {
+        stopping ??= stopAll();
+        return stopping;
+      },
+    };
+  } catch (error) {
+    await stopAll();
+    throw error;
+  }
+}
+
+/** Deleted after one retry horizon (plus an hour of slack): what a rebuilding detector reads back. */
+export function attemptsTopicSpec(config: ServeConfig): TopicSpec {
+  return {
+    topic: config.kafka.attempts.topic,
+    partitions: config.kafka.attempts.partitions,
+    settings: {
+      'cleanup.policy': 'delete',
+      'retention.ms': String(config.detector.retryHorizonMillis + 60 * 60 * 1000),
+    },
+    purpose: 'attempts keyed by idempotency key',
+  };
+}
+
+export function deadLetterTopicSpec(config: ServeConfig): TopicSpec {
+  return { topic: config.kafka.deadLetter.topic, partitions: 1, purpose: 'unreadable records' };
+}

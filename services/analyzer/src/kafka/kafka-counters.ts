@@ -1,0 +1,141 @@
+import { Counter, Gauge, Registry } from 'prom-client';
+
+/**
+ * What the Kafka roles did, as plain counters the hot path increments; /metrics reads them at
+ * scrape time. Skipped records are counted by reason from a closed list: the `KS_*` code of the
+ * error that made the record unreadable (`KS_OTLP_*`, `KS_KAFKA_RECORD_INVALID`), `empty_value`
+ * for a record with no value, or `internal_error` for a decoder bug.
+ */
+export class KafkaCounters {
+  /** Records read, by topic. */
+  readonly consumed = new Map<string, number>();
+  /** Records skipped as unreadable, by topic and reason. */
+  readonly skipped = new Map<string, number>();
+  /** Records written, by topic. */
+  readonly produced = new Map<string, number>();
+  spansDecoded = 0;
+  attemptsExtracted = 0;
+  attemptsDetected = 0;
+  /** Times a partition was paused because Kafka or the store refused work. */
+  backoffs = 0;
+  /** Partitions whose detector state was rebuilt from the attempts topic. */
+  rebuilds = 0;
+  /** Records read again while rebuilding, skipped because older than the retry horizon. */
+  rebuildSkipped = 0;
+  /** Partitions this instance owns right now. */
+  partitionsOwned = 0;
+
+  count(map: Map<string, number>, label: string, n = 1): void {
+    map.set(label, (map.get(label) ?? 0) + n);
+  }
+
+  skip(topic: string, reason: string): void {
+    this.count(this.skipped, `${topic}\u0000${reason}`);
+  }
+
+  snapshot() {
+    return {
+      consumed: Object.fromEntries(this.consumed),
+      skipped: [...this.skipped].map(([label, n]) => {
+        const [topic, reason] = label.split('\u0000') as [string, string];
+        return { topic, reason, count: n };
+      }),
+      produced: Object.fromEntries(this.produced),
+      spansDecoded: this.spansDecoded,
+      attemptsExtracted: this.attemptsExtracted,
+      attemptsDetected: this.attemptsDetected,
+      backoffs: this.backoffs,
+      rebuilds: this.rebuilds,
+      rebuildSkipped: this.rebuildSkipped,
+      partitionsOwned: this.partitionsOwned,
+    };
+  }
+}
+
+/** The Prometheus exposition of one process's Kafka counters (several roles may share them). */
+export function createKafkaMetrics(counters: KafkaCounters): { render: () => Promise<string> } {
+  const registry = new Registry();
+  const absolute = (metric: Counter<string>, values: [Record<string, string>, number][]) => {
+    metric.reset();
+    for (const [labels, value] of values) if (value > 0) metric.inc(labels, value);
+  };
+  new Counter({
+    name: 'keyscope_kafka_records_consumed_total',
+    help: 'Records read from Kafka, by topic.',
+    labelNames: ['topic'],
+    registers: [registry],
+    collect() {
+      absolute(
+        this,
+        [...counters.consumed].map(([topic, n]) => [{ topic }, n]),
+      );
+    },
+  });
+  new Counter({
+    name: 'keyscope_kafka_records_skipped_total',
+    help: 'Unreadable records counted, logged, dead-lettered when configured, and skipped; by topic and reason.',
+    labelNames: ['topic', 'reason'],
+    registers: [registry],
+    collect() {
+      absolute(
+        this,
+        counters.snapshot().skipped.map(({ topic, reason, count }) => [{ topic, reason }, count]),
+      );
+    },
+  });
+  new Counter({
+    name: 'keyscope_kafka_records_produced_total',
+    help: 'Records written to Kafka, by topic.',
+    labelNames: ['topic'],
+    registers: [registry],
+    collect() {
+      absolute(
+        this,
+        [...counters.produced].map(([topic, n]) => [{ topic }, n]),
+      );
+    },
+  });
+  const plain = (name: string, help: string, read: () => number) =>
+    new Counter({
+      name,
+      help,
+      registers: [registry],
+      collect() {
+        absolute(this, [[{}, read()]]);
+      },
+    });
+  plain(
+    'keyscope_kafka_spans_decoded_total',
+    'Spans decoded from the traces topic.',
+    () => counters.spansDecoded,
+  );
+  plain(
+    'keyscope_kafka_attempts_extracted_total',
+    'Attempts the ingest role wrote to the attempts topic.',
+    () => counters.attemptsExtracted,
+  );
+  plain(
+    'keyscope_kafka_attempts_detected_total',
+    'Attempts the detect role applied to its partitions.',
+    () => counters.attemptsDetected,
+  );
+  plain(
+    'keyscope_kafka_backoffs_total',
+    'Times a partition was paused because Kafka or the store refused work.',
+    () => counters.backoffs,
+  );
+  plain(
+    'keyscope_kafka_partition_rebuilds_total',
+    'Attempts partitions whose state was rebuilt from the topic.',
+    () => counters.rebuilds,
+  );
+  new Gauge({
+    name: 'keyscope_kafka_partitions_owned',
+    help: 'Attempts partitions this detect instance owns.',
+    registers: [registry],
+    collect() {
+      this.set(counters.partitionsOwned);
+    },
+  });
+  return { render: () => registry.metrics() };
+}

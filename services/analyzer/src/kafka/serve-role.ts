@@ -1,0 +1,217 @@
+import { randomUUID } from 'node:crypto';
+import { type Alerter, createAlerter } from '@keyscope/alerts';
+import { type DetectorConfig, defaultDetectorConfig } from '@keyscope/detector';
+import { KeyscopeStore } from '@keyscope/store';
+import type { Consumer, EachBatchPayload } from 'kafkajs';
+import { createApiServer } from '../api/api-server.ts';
+import type { ServeConfig } from '../config.ts';
+import type { Logger } from '../logger.ts';
+import { createMetrics, type MetricSources } from '../metrics.ts';
+import { formatHostPort, type ListenAddress } from '../receivers/listen-address.ts';
+import { DeadLetters } from './dead-letters.ts';
+import { incidentsTopicSpec } from './detect-role.ts';
+import { decodeIncidentRecord, type IncidentRecord } from './incident-records.ts';
+import { IncidentsMaterializer } from './incidents-materializer.ts';
+import { deadLetterTopicSpec } from './ingest-role.ts';
+import { createConsumer, createKafkaClient } from './kafka-client.ts';
+import type { KafkaCounters } from './kafka-counters.ts';
+import { PartitionBackoff } from './partition-backoff.ts';
+import { consumerFailure, type RunningRole, readMappingFile } from './running-role.ts';
+import { ensureTopics, type TopicSpec } from './topics.ts';
+
+const PURGE_MILLIS = 10_000;
+
+export interface RunningServeRole extends RunningRole {
+  readonly api: ListenAddress;
+  readonly store: KeyscopeStore;
+}
+
+/**
+ * The serve role: the API, the web page and the alerter over a SQLite copy of the incidents
+ * topic. Every serve instance reads the whole topic (a consumer group of its own, never
+ * committed: its offsets live in its database), so replicas answer alike; alerts should be
+ * configured on one of them only, since each pages from its own outbox.
+ */
+export async function startServeRole(
+  config: ServeConfig,
+  dependencies: {
+    logger: Logger;
+    counters: KafkaCounters;
+    /** Sources of other roles in this process (the ingest role's receivers), for one /metrics. */
+    metricSources?: MetricSources;
+    /** Prometheus text appended to /metrics: the Kafka counters of every role in this process. */
+    kafkaMetrics: () => Promise<string>;
+    now?: () => number;
+  },
+): Promise<RunningServeRole> {
+  const { logger, counters } = dependencies;
+  const now = dependencies.now ?? Date.now;
+  const kafkaConfig = config.kafka;
+  const topic = kafkaConfig.incidents.topic;
+  const mapping = await readMappingFile(config.mapping.file);
+  const detectorConfig: DetectorConfig = Object.freeze({
+    ...defaultDetectorConfig(),
+    ...config.detector,
+    keyNamespace: mapping.keyNamespace,
+  });
+  const kafka = createKafkaClient(kafkaConfig, 'serve', logger);
+  const specs: TopicSpec[] = [incidentsTopicSpec(config)];
+  if (kafkaConfig.deadLetter.topic !== '') specs.push(deadLetterTopicSpec(config));
+  await ensureTopics(kafka, specs, kafkaConfig, logger);
+
+  const stops: (() => Promise<void> | void)[] = [];
+  const stopAll = async () => {
+    for (const stop of stops.reverse()) await stop();
+  };
+  try {
+    const store = new KeyscopeStore({ path: config.db.path });
+    stops.push(() => store.close());
+    let alerter: Alerter | undefined;
+    const materializer = new IncidentsMaterializer({
+      store,
+      detectorConfig,
+      alerts: () =>
+        alerter === undefined
+          ? undefined
+          : {
+              incidentsChanged: (incidents) => alerter!.incidentsChanged(incidents),
+              incidentsRetracted: (ids) => alerter!.incidentsRetracted(ids),
+            },
+    });
+
+    let ready = false;
+    const metrics = createMetrics({
+      ...dependencies.metricSources,
+      openIncidents: () => store.counts().openIncidents,
+      alerts: () => alerter?.snapshot() ?? {},
+      pendingAlerts: () => store.pendingAlerts(),
+    });
+    const api = createApiServer({
+      store,
+      detector: () => materializer.scopeView,
+      tokens: config.api.tokens,
+      traceLinkTemplate: config.api.traceLinkTemplate,
+      metrics: async () => `${await metrics.render()}${await dependencies.kafkaMetrics()}`,
+      ready: () => ready,
+      now,
+      incidentUpdated: (id) => {
+        const incident = store.getIncident(id);
+        if (incident !== undefined && alerter !== undefined)
+          store.transaction(() => alerter!.incidentsChanged([incident]));
+      },
+    });
+    await api.listen({ host: config.api.host, port: config.api.port });
+    stops.push(() => api.close());
+    const bound = api.server.address() as { port: number };
+    const apiListen = { host: config.api.host, port: bound.port };
+    logger.info(`api listening on http://${formatHostPort(apiListen)}`);
+
+    alerter = createAlerter({
+      store,
+      config: config.alerts,
+      publicUrl: config.api.publicUrl !== '' ? config.api.publicUrl : `http://${formatHostPort(apiListen)}`,
+      now,
+      onError: (error) => logger.error(`alerts: ${(error as Error).message ?? String(error)}`),
+    });
+    alerter.start();
+    stops.push(() => alerter!.stop());
+
+    const producer = kafka.producer({ allowAutoTopicCreation: false });
+    await producer.connect();
+    stops.push(() => producer.disconnect());
+    // Its own group: every serve instance must read every partition.
+    const consumer: Consumer = createConsumer(
+      kafka,
+      kafkaConfig,
+      `${kafkaConfig.clientId}-serve-${randomUUID()}`,
+    );
+    const failed = consumerFailure(consumer, 'serve', logger);
+    const backoff = new PartitionBackoff(consumer, topic, counters, logger, 'serve');
+    const deadLetters = new DeadLetters({
+      producer,
+      topic: kafkaConfig.deadLetter.topic,
+      counters,
+      logger,
+      role: 'serve',
+    });
+    consumer.on(consumer.events.GROUP_JOIN, (event) => {
+      for (const partition of event.payload.memberAssignment[topic] ?? []) {
+        const next = materializer.nextOffset(topic, partition);
+        if (next !== undefined) consumer.seek({ topic, partition, offset: String(next) });
+      }
+    });
+    const eachBatch = async ({ batch, resolveOffset, isRunning, isStale }: EachBatchPayload) => {
+      const partition = batch.partition;
+      if (!isRunning() || isStale() || backoff.waiting(partition)) return;
+      try {
+        const next = materializer.nextOffset(topic, partition) ?? 0;
+        const records: IncidentRecord[] = [];
+        for (const message of batch.messages) {
+          if (Number(message.offset) < next) continue;
+          counters.count(counters.consumed, topic);
+          try {
+            records.push(decodeIncidentRecord(message.key, message.value));
+          } catch (error) {
+            await deadLetters.record(
+              {
+                topic,
+                partition,
+                offset: message.offset,
+                key: message.key,
+                value: message.value,
+                headers: message.headers,
+              },
+              error,
+            );
+          }
+        }
+        const last = Number(batch.lastOffset());
+        if (last >= next) materializer.apply(topic, partition, records, last);
+        resolveOffset(batch.lastOffset());
+        backoff.succeeded(partition);
+      } catch (error) {
+        backoff.failed(partition, error);
+      }
+    };
+    await consumer.connect();
+    stops.push(async () => {
+      backoff.stop();
+      await consumer.disconnect();
+    });
+    await consumer.subscribe({ topic, fromBeginning: true });
+    await consumer.run({ autoCommit: false, eachBatchAutoResolve: false, eachBatch });
+    logger.info(`serve materializing ${topic} into ${config.db.path}`);
+
+    const retentionMillis = config.retention.findingsDays * 24 * 60 * 60 * 1000;
+    const purge = setInterval(() => {
+      try {
+        const at = now();
+        store.purge({
+          attemptsBeforeUnixMillis: at - retentionMillis,
+          recordsBeforeUnixMillis: at - retentionMillis,
+          maxRows: 5_000,
+        });
+      } catch (error) {
+        logger.error(`retention failed: ${(error as Error).message}`);
+      }
+    }, PURGE_MILLIS);
+    purge.unref();
+    stops.push(() => clearInterval(purge));
+    ready = true;
+
+    let stopping: Promise<void> | undefined;
+    return {
+      api: apiListen,
+      store,
+      failed,
+      stop() {
+        ready = false;
+        stopping ??= stopAll();
+        return stopping;
+      },
+    };
+  } catch (error) {
+    await stopAll();
+    throw error;
+  }
+}

@@ -1,0 +1,119 @@
+import { type ChildProcessWithoutNullStreams, execFileSync, spawn } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, renameSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createKafkaClient } from '../../../services/analyzer/src/kafka/kafka-client.ts';
+import { ensureTopics } from '../../../services/analyzer/src/kafka/topics.ts';
+import { silentLogger } from '../../../services/analyzer/src/logger.ts';
+
+const LAUNCHER_SOURCE = fileURLToPath(new URL('../mock-cluster.c', import.meta.url));
+
+/**
+ * A Kafka cluster for one test file: librdkafka's mock cluster (test/kafka/mock-cluster.c,
+ * compiled here on first use), or the real cluster named by KAFKA_BROKERS. Topic names get a
+ * random suffix, so files running side by side — or repeated runs against a real cluster — never
+ * share a topic or a consumer group.
+ */
+export interface KafkaCluster {
+  readonly brokers: string[];
+  /** True for the mock broker (no CreateTopics, a SyncGroup race that restarts members). */
+  readonly mock: boolean;
+  /** This run's name for a logical topic, e.g. topic('attempts') → `attempts-1a2b3c`. */
+  topic(name: string): string;
+  /** A group id unique to this run. */
+  group(name: string): string;
+  stop(): Promise<void>;
+}
+
+/** `topics` maps logical names to partition counts; every topic is created before this resolves. */
+export async function startKafkaCluster(topics: Record<string, number>): Promise<KafkaCluster> {
+  const suffix = randomBytes(3).toString('hex');
+  const topic = (name: string) => `${name}-${suffix}`;
+  const group = (name: string) => `${name}-${suffix}`;
+  const external = process.env.KAFKA_BROKERS;
+  if (external !== undefined && external.trim() !== '') {
+    const brokers = external.split(',').map((part) => part.trim());
+    const kafka = createKafkaClient({ brokers, clientId: 'keyscope-test' }, 'test', silentLogger);
+    await ensureTopics(
+      kafka,
+      Object.entries(topics).map(([name, partitions]) => ({
+        topic: topic(name),
+        partitions,
+        purpose: 'test',
+      })),
+      { createTopics: true, replicationFactor: 1 },
+      silentLogger,
+    );
+    return { brokers, mock: false, topic, group, stop: async () => {} };
+  }
+
+  const launcher = compileLauncher();
+  const child: ChildProcessWithoutNullStreams = spawn(
+    launcher,
+    Object.entries(topics).map(([name, partitions]) => `${topic(name)}:${partitions}`),
+    { stdio: ['pipe', 'pipe', 'pipe'] },
+  );
+  let output = '';
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+  const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
+  const deadline = Date.now() + 10_000;
+  let bootstrap: string | undefined;
+  while (Date.now() < deadline && child.exitCode === null) {
+    bootstrap = /^bootstrap (\S+)$/m.exec(output)?.[1];
+    if (bootstrap !== undefined) break;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  if (bootstrap === undefined) {
+    child.kill('SIGKILL');
+    throw new Error(`the mock Kafka cluster did not start: ${output}`);
+  }
+  return {
+    brokers: bootstrap.split(','),
+    mock: true,
+    topic,
+    group,
+    async stop() {
+      // Closing stdin is the launcher's signal to destroy the cluster and exit.
+      child.stdin.end();
+      const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/**
+ * Compiles the launcher into the temp dir, once per source version: a binary is never committed,
+ * and parallel test files share one compilation (written under a temporary name, then renamed).
+ */
+function compileLauncher(): string {
+  const source = readFileSync(LAUNCHER_SOURCE);
+  const hash = createHash('sha256').update(source).digest('hex').slice(0, 16);
+  const dir = join(tmpdir(), 'keyscope-kafka-mock');
+  const binary = join(dir, `mock-cluster-${hash}`);
+  if (existsSync(binary)) return binary;
+  mkdirSync(dir, { recursive: true });
+  const partial = `${binary}.${process.pid}.tmp`;
+  let flags: string[];
+  try {
+    flags = execFileSync('pkg-config', ['--cflags', '--libs', 'rdkafka'], { encoding: 'utf8' })
+      .trim()
+      .split(/\s+/)
+      .filter((flag) => flag !== '');
+  } catch {
+    flags = ['-lrdkafka'];
+  }
+  try {
+    execFileSync('gcc', ['-O1', '-o', partial, LAUNCHER_SOURCE, ...flags], { stdio: 'pipe' });
+  } catch (error) {
+    const stderr = (error as { stderr?: Buffer }).stderr?.toString() ?? '';
+    throw new Error(
+      `cannot compile test/kafka/mock-cluster.c (needs gcc and librdkafka-dev; scripts/ensure-test-tools.sh installs them): ${stderr}`,
+    );
+  }
+  renameSync(partial, binary);
+  return binary;
+}
