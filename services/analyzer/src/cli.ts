@@ -2,6 +2,7 @@ import { realpathSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { isKeyscopeError } from '@keyscope/errors';
+import { type AnalyzeFormat, DEFAULT_MAX_RECORD_MIB, runAnalyze } from './analyze/run-analyze.ts';
 import { defaultServeConfig, envOverrides, readConfigFile, resolveServeConfig } from './config.ts';
 import { runDemo } from './demo.ts';
 import { startRoles } from './kafka/start-roles.ts';
@@ -14,6 +15,7 @@ const USAGE = `usage: keyscope <command> [options]
 commands:
   serve   the embedded service: OTLP receivers, detection, SQLite, HTTP API, alerts
   demo    serve, plus simulated traffic with node failures, so you see incidents at once
+  analyze offline analysis of OTLP trace files (protobuf, JSON, the Collector's JSON lines)
 
 'keyscope <command> --help' shows a command's options.`;
 
@@ -30,6 +32,28 @@ const SERVE_USAGE = `usage: keyscope serve [--config FILE] [--role all|ingest|de
   -h, --help            show this help
 
 Stops on SIGINT or SIGTERM after answering the requests in flight.`;
+
+const ANALYZE_USAGE = `usage: keyscope analyze [--format table|json] [--mapping FILE] [--keep-going] [--max-record-mib N] PATH…
+
+  PATH                  a file, a folder (read recursively, in sorted order) or - (JSON lines on stdin):
+                          .pb     one protobuf ExportTraceServiceRequest
+                          .json   one OTLP/JSON request (or JSON lines, when its first line is one)
+                          .jsonl  one OTLP/JSON request per line, as the Collector's file exporter writes
+                        any of them gzipped (.gz, or recognised by its first bytes); other files are
+                        skipped and listed on stderr
+  --format table|json   table (default): a report to read; json: one object { findings, incidents,
+                        scopes } with the HTTP API's shapes, and nothing else on stdout
+  --mapping FILE        attribute mapping, YAML or JSON (as serve's mapping.file)
+  --keep-going          report each bad record on stderr (file, byte offset, error code) and
+                        analyse the rest
+  --max-record-mib N    largest .pb or .json file, or JSON line, after decompression (default ${DEFAULT_MAX_RECORD_MIB})
+  -h, --help            show this help
+
+A progress line is drawn on stderr when it is a terminal. Spans go through the same engine as
+serve, flushed at the last span's time, so archives are judged by their own clock.
+
+exit status: 0 it ran (with findings or without), 1 unreadable input (a bad record without
+--keep-going, or nothing analysable), 2 usage error.`;
 
 /** Bad command-line input: exit 2 with a message naming the flag. */
 class UsageError extends Error {
@@ -92,6 +116,64 @@ function parseServeArgs(args: string[]): ServeArgs {
   };
 }
 
+const ANALYZE_OPTIONS = {
+  format: { type: 'string' },
+  mapping: { type: 'string' },
+  'keep-going': { type: 'boolean' },
+  'max-record-mib': { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+function parseAnalyzeArgs(args: string[]) {
+  const { values, positionals } = (() => {
+    try {
+      return parseArgs({ args, strict: true, allowPositionals: true, options: ANALYZE_OPTIONS });
+    } catch (error) {
+      throw new UsageError((error as Error).message);
+    }
+  })();
+  const format = values.format ?? 'table';
+  if (format !== 'table' && format !== 'json') {
+    throw new UsageError(`--format must be table or json, received ${JSON.stringify(format)}`);
+  }
+  if (values.mapping !== undefined && values.mapping.trim() === '')
+    throw new UsageError('--mapping must not be empty');
+  const mib = values['max-record-mib'] ?? String(DEFAULT_MAX_RECORD_MIB);
+  const maxRecordMib = /^\d{1,5}$/.test(mib) ? Number(mib) : Number.NaN;
+  if (!(maxRecordMib >= 1 && maxRecordMib <= 4096)) {
+    throw new UsageError(
+      `--max-record-mib must be an integer from 1 to 4096, received ${JSON.stringify(mib)}`,
+    );
+  }
+  if (values.help !== true && positionals.length === 0) {
+    throw new UsageError('at least one PATH is required (a file, a folder, or - for stdin)');
+  }
+  return {
+    help: values.help === true,
+    options: {
+      paths: positionals,
+      format: format as AnalyzeFormat,
+      mappingFile: values.mapping,
+      keepGoing: values['keep-going'] === true,
+      maxRecordBytes: maxRecordMib * 1024 * 1024,
+    },
+  };
+}
+
+async function analyze(args: string[]): Promise<number> {
+  const parsed = parseAnalyzeArgs(args);
+  if (parsed.help) {
+    process.stdout.write(`${ANALYZE_USAGE}\n`);
+    return 0;
+  }
+  return runAnalyze(parsed.options, {
+    stdout: process.stdout,
+    stderr: process.stderr,
+    stdin: process.stdin,
+    env: process.env,
+  });
+}
+
 async function serve(args: string[], mode: 'serve' | 'demo'): Promise<number> {
   const parsed = parseServeArgs(args);
   if (parsed.help) {
@@ -130,6 +212,8 @@ export async function runCli(argv: string[]): Promise<number> {
       case 'serve':
       case 'demo':
         return await serve(args, command);
+      case 'analyze':
+        return await analyze(args);
       case '-h':
       case '--help':
       case 'help':

@@ -1,0 +1,139 @@
+import {
+  createSpanDeduplicator,
+  extractAttempts,
+  type Mapping,
+  mappingAttributeNames,
+} from '@keyscope/attempts';
+import {
+  createDetector,
+  type Detector,
+  type DetectorChanges,
+  type DetectorConfig,
+  type Finding,
+  type Incident,
+  type RoutingEvent,
+  type ScopeReportRow,
+} from '@keyscope/detector';
+import type { DecodeOptions, Span } from '@keyscope/otlp';
+
+export interface AnalysisCounts {
+  spans: number;
+  /** Spans seen before by (trace id, span id): a redelivery, not a second execution. */
+  duplicateSpans: number;
+  attempts: { server: number; arrival: number; client: number };
+  /** Outcome, hit or scope values outside their closed lists, by attribute. */
+  invalidValues: Record<string, number>;
+  /** Event time of the earliest span start and the latest span end; null before any span. */
+  firstSpanUnixMillis: number | null;
+  lastSpanUnixMillis: number | null;
+}
+
+export interface AnalysisResult {
+  /** In order of first execution (then id), so two runs over one archive print the same. */
+  findings: Finding[];
+  /** In order of opening (then id). */
+  incidents: Incident[];
+  scopes: ScopeReportRow[];
+  routingEvents: RoutingEvent[];
+  counts: AnalysisCounts;
+}
+
+/**
+ * The detection engine of `keyscope serve` without its store: spans → attempts (the same mapping
+ * and span deduplicator as the embedded pipeline) → a detector with an in-memory attempt log.
+ * Each `ingest` is one request, as one OTLP export is one `consumeSpans` in serve.
+ *
+ * Results are what serve's store would hold after the same requests: every change the detector
+ * reports is applied in order, so a finding older than the retry
+ * horizon, which the detector itself forgets, stays in the report as it stays in the database.
+ */
+export class Analysis {
+  readonly decodeOptions: DecodeOptions;
+  readonly #mapping: Mapping;
+  readonly #detector: Detector;
+  // The embedded pipeline's bound: enough to recognise a collector's redelivery of recent spans.
+  readonly #deduplicator = createSpanDeduplicator({ maxEntries: 1_000_000 });
+  readonly #findings = new Map<string, Finding>();
+  readonly #incidents = new Map<string, Incident>();
+  readonly #counts: AnalysisCounts = {
+    spans: 0,
+    duplicateSpans: 0,
+    attempts: { server: 0, arrival: 0, client: 0 },
+    invalidValues: {},
+    firstSpanUnixMillis: null,
+    lastSpanUnixMillis: null,
+  };
+  #finished = false;
+
+  constructor(mapping: Mapping, detectorConfig: DetectorConfig) {
+    this.#mapping = mapping;
+    this.#detector = createDetector(detectorConfig);
+    const names = mappingAttributeNames(mapping);
+    // As in serve: materialize only the attributes the mapping reads.
+    this.decodeOptions = { spanAttributes: names.span, resourceAttributes: names.resource, events: false };
+  }
+
+  /** Spans of one request. */
+  ingest(spans: readonly Span[]): void {
+    if (this.#finished) throw new Error('Analysis.ingest called after finish');
+    const extracted = extractAttempts(spans, this.#mapping, this.#deduplicator);
+    this.#count(spans, extracted.duplicateSpans, extracted.invalid);
+    for (const attempt of extracted.attempts) this.#counts.attempts[attempt.kind]++;
+    this.#apply(this.#detector.ingest(extracted));
+  }
+
+  get counts(): Readonly<AnalysisCounts> {
+    return this.#counts;
+  }
+
+  /** Flushes at the watermark (event time: archives are as old as they are) and reports. Once. */
+  finish(): AnalysisResult {
+    if (!this.#finished) {
+      this.#finished = true;
+      this.#apply(this.#detector.flush());
+    }
+    return {
+      findings: [...this.#findings.values()].sort(
+        (a, b) => a.firstSeenUnixMillis - b.firstSeenUnixMillis || compare(a.id, b.id),
+      ),
+      incidents: [...this.#incidents.values()].sort(
+        (a, b) => a.openedUnixMillis - b.openedUnixMillis || compare(a.id, b.id),
+      ),
+      scopes: this.#detector.scopeReport(),
+      routingEvents: this.#detector.routingEvents(),
+      counts: structuredClone(this.#counts),
+    };
+  }
+
+  #apply(changes: DetectorChanges): void {
+    // In the order serve's store applies them (KeyscopeStore.applyChanges).
+    for (const id of changes.retractedFindingIds) this.#findings.delete(id);
+    for (const finding of changes.findings) this.#findings.set(finding.id, finding);
+    for (const id of changes.retractedIncidentIds) this.#incidents.delete(id);
+    for (const incident of changes.incidents) this.#incidents.set(incident.id, incident);
+  }
+
+  #count(spans: readonly Span[], duplicateSpans: number, invalid: Record<string, number>): void {
+    const counts = this.#counts;
+    counts.spans += spans.length;
+    counts.duplicateSpans += duplicateSpans;
+    for (const [reason, n] of Object.entries(invalid)) {
+      if (n > 0) counts.invalidValues[reason] = (counts.invalidValues[reason] ?? 0) + n;
+    }
+    let first = counts.firstSpanUnixMillis ?? Number.POSITIVE_INFINITY;
+    let last = counts.lastSpanUnixMillis ?? Number.NEGATIVE_INFINITY;
+    for (let i = 0; i < spans.length; i++) {
+      const span = spans[i]!;
+      if (span.startTimeUnixMillis < first) first = span.startTimeUnixMillis;
+      if (span.endTimeUnixMillis > last) last = span.endTimeUnixMillis;
+    }
+    if (spans.length > 0) {
+      counts.firstSpanUnixMillis = first;
+      counts.lastSpanUnixMillis = last;
+    }
+  }
+}
+
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}

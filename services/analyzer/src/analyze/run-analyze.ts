@@ -1,0 +1,154 @@
+import { readFile } from 'node:fs/promises';
+import { defaultMapping, loadMapping, type Mapping } from '@keyscope/attempts';
+import { type DetectorConfig, defaultDetectorConfig } from '@keyscope/detector';
+import { Analysis } from './analysis.ts';
+import { ANALYZE_INPUT_UNREADABLE, ANALYZE_NO_INPUT } from './analyze-errors.ts';
+import { analyzeInputs, type BadRecord, describeBadRecord } from './analyze-inputs.ts';
+import { listInputs, type SkippedPath } from './input-files.ts';
+import { analysisJson } from './json-report.ts';
+import { createProgressMeter } from './progress-meter.ts';
+import { renderTable } from './table-report.ts';
+
+export type AnalyzeFormat = 'table' | 'json';
+
+/** `keyscope analyze`'s parsed command line. */
+export interface AnalyzeOptions {
+  readonly paths: readonly string[];
+  readonly format: AnalyzeFormat;
+  /** The attribute mapping file (as serve's `mapping.file`); undefined for the defaults. */
+  readonly mappingFile: string | undefined;
+  readonly keepGoing: boolean;
+  /** Largest .pb/.json file or JSON line, after decompression. */
+  readonly maxRecordBytes: number;
+}
+
+export const DEFAULT_MAX_RECORD_MIB = 64;
+
+export const ANALYZE_EXIT = Object.freeze({ ran: 0, unreadable: 1, usage: 2 });
+
+/** An output stream as far as analyze uses it; process.stdout / process.stderr in the CLI. */
+export interface AnalyzeOutput {
+  readonly isTTY?: boolean;
+  readonly columns?: number;
+  write(text: string, callback?: (error?: Error | null) => void): unknown;
+}
+
+export interface AnalyzeIo {
+  readonly stdout: AnalyzeOutput;
+  readonly stderr: AnalyzeOutput;
+  readonly stdin: NodeJS.ReadableStream;
+  readonly env: Readonly<Record<string, string | undefined>>;
+}
+
+const PREFIX = 'keyscope analyze: ';
+/** Skipped names listed on stderr before "and N more": enough to recognise what was skipped. */
+const SKIPPED_NAMES_SHOWN = 5;
+
+/**
+ * Runs `keyscope analyze` and returns its exit status: 0 when it ran (findings or not), 1 when an
+ * input is unreadable (or, with keep-going, when nothing at all could be analysed). The report
+ * goes to stdout — with `json`, nothing else does — and everything about the run to stderr.
+ * A bad mapping file throws its KeyscopeError for the CLI to report.
+ */
+export async function runAnalyze(options: AnalyzeOptions, io: AnalyzeIo): Promise<number> {
+  const mapping = await readMapping(options.mappingFile);
+  // serve's detector with its default settings; the mapping decides the key namespace there too.
+  const detectorConfig: DetectorConfig = Object.freeze({
+    ...defaultDetectorConfig(),
+    keyNamespace: mapping.keyNamespace,
+  });
+  const say = (line: string) => io.stderr.write(`${PREFIX}${line}\n`);
+
+  const listing = await listInputs(options.paths);
+  for (const path of listing.unreadable) {
+    const bad: BadRecord = {
+      path: path.path,
+      offsetBytes: null,
+      line: null,
+      decompressed: false,
+      code: ANALYZE_INPUT_UNREADABLE.code,
+      message: path.message,
+    };
+    if (!options.keepGoing) return stop(bad, say);
+    say(`skipping ${describeBadRecord(bad)}`);
+  }
+  if (listing.skipped.length > 0) say(skippedLine(listing.skipped));
+  if (listing.inputs.length === 0) {
+    say(
+      `nothing to analyse: no .pb, .json or .jsonl files (optionally .gz) among the paths (${ANALYZE_NO_INPUT.code})`,
+    );
+    return ANALYZE_EXIT.unreadable;
+  }
+
+  const analysis = new Analysis(mapping, detectorConfig);
+  const totalBytes = listing.inputs.some((input) => input.sizeBytes === null)
+    ? null
+    : listing.inputs.reduce((sum, input) => sum + (input.sizeBytes ?? 0), 0);
+  const progress = createProgressMeter(io.stderr, totalBytes);
+  let outcome: Awaited<ReturnType<typeof analyzeInputs>>;
+  try {
+    outcome = await analyzeInputs(listing.inputs, analysis, {
+      keepGoing: options.keepGoing,
+      maxRecordBytes: options.maxRecordBytes,
+      stdin: io.stdin,
+      onBadRecord: (bad) => {
+        progress.clear();
+        say(`skipping ${describeBadRecord(bad)}`);
+      },
+      onProgress: (bytesRead, spans) => progress.update(bytesRead, spans),
+    });
+  } finally {
+    progress.finish();
+  }
+  if (outcome.stoppedAt !== null) return stop(outcome.stoppedAt, say);
+  if (!outcome.summary.analysedAny) {
+    say(`nothing was analysed: every input was unreadable (${ANALYZE_NO_INPUT.code})`);
+    return ANALYZE_EXIT.unreadable;
+  }
+
+  const result = analysis.finish();
+  const report =
+    options.format === 'json'
+      ? `${JSON.stringify(analysisJson(result), null, 2)}\n`
+      : renderTable(
+          result,
+          {
+            files: outcome.summary.files,
+            skippedFiles: listing.skipped.length,
+            badRecords: outcome.summary.badRecords + listing.unreadable.length,
+            bytesRead: outcome.summary.bytesRead,
+          },
+          { colour: io.stdout.isTTY === true && !io.env.NO_COLOR },
+        );
+  await writeAll(io.stdout, report);
+  return ANALYZE_EXIT.ran;
+}
+
+function stop(bad: BadRecord, say: (line: string) => void): number {
+  say(describeBadRecord(bad));
+  say('stopped at the first bad record; --keep-going reports each one and analyses the rest');
+  return ANALYZE_EXIT.unreadable;
+}
+
+function skippedLine(skipped: readonly SkippedPath[]): string {
+  const shown = skipped.slice(0, SKIPPED_NAMES_SHOWN).map((s) => s.path);
+  const more = skipped.length > shown.length ? ` and ${skipped.length - shown.length} more` : '';
+  const what = skipped.length === 1 ? 'file that is' : 'files that are';
+  return `skipped ${skipped.length} ${what} not .pb, .json or .jsonl (optionally .gz): ${shown.join(', ')}${more}`;
+}
+
+async function readMapping(file: string | undefined): Promise<Mapping> {
+  if (file === undefined) return defaultMapping();
+  return loadMapping(await readFile(file, 'utf8'), file);
+}
+
+/** Resolves once the text is handed to the OS, so exiting right after loses none of a large report. */
+function writeAll(output: AnalyzeOutput, text: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    output.write(text, (error) => {
+      // A reader that went away (`| head`) is not analyze's failure.
+      if (error && (error as NodeJS.ErrnoException).code !== 'EPIPE') reject(error);
+      else resolve();
+    });
+  });
+}

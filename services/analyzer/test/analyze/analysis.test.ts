@@ -1,0 +1,65 @@
+import { defaultMapping } from '@keyscope/attempts';
+import { defaultDetectorConfig } from '@keyscope/detector';
+import { decodeTraces } from '@keyscope/otlp';
+import { duplicateSome } from '@keyscope/simulator';
+import { KeyscopeStore } from '@keyscope/store';
+import { describe, expect, it } from 'vitest';
+import { Analysis } from '../../src/analyze/analysis.ts';
+import { silentLogger } from '../../src/logger.ts';
+import { DetectionPipeline } from '../../src/pipeline/detection-pipeline.ts';
+import { protobufRequest, simulatedFailover } from './simulated-archive.ts';
+
+describe('Analysis', () => {
+  it('yields the same finding and incident ids as the embedded pipeline for the same requests', async () => {
+    const { requests, truthKeys } = simulatedFailover();
+    const mapping = defaultMapping();
+    const detectorConfig = { ...defaultDetectorConfig(), keyNamespace: mapping.keyNamespace };
+
+    const store = new KeyscopeStore({ path: ':memory:' });
+    const pipeline = new DetectionPipeline({ mapping, detectorConfig, store, logger: silentLogger });
+    const analysis = new Analysis(mapping, detectorConfig);
+    expect(analysis.decodeOptions).toEqual(pipeline.decodeOptions);
+    for (const request of requests) {
+      // Each side decodes the same bytes with its own options, as serve's receiver and analyze do.
+      const body = protobufRequest(request);
+      await pipeline.consumeSpans(decodeTraces(body, pipeline.decodeOptions));
+      analysis.ingest(decodeTraces(body, analysis.decodeOptions));
+    }
+    // serve ticks on the wall clock; offline, the last span's time is "now".
+    const result = analysis.finish();
+    pipeline.tick(pipeline.detector.stats().watermarkUnixMillis);
+
+    const stored = store.listFindings({}, { limit: 1000 }).items;
+    expect(result.findings.map((f) => f.id).sort()).toEqual(stored.map((f) => f.id).sort());
+    expect(result.findings.map((f) => f.key).sort()).toEqual(truthKeys);
+    const incidents = store.listIncidents({}, { limit: 1000 }).items;
+    expect(result.incidents.map((i) => i.id).sort()).toEqual(incidents.map((i) => i.id).sort());
+    expect(result.scopes).toEqual(pipeline.detector.scopeReport());
+    store.close();
+  });
+
+  it('ignores redelivered spans, as serve does', () => {
+    const { spans, truth } = simulatedFailover();
+    const analysis = new Analysis(defaultMapping(), defaultDetectorConfig());
+    analysis.ingest(duplicateSome(spans, 0.3, 7));
+    const result = analysis.finish();
+    expect(result.counts.duplicateSpans).toBeGreaterThan(0);
+    const executions = (findings: { key: string; executions: number }[]) =>
+      Object.fromEntries(findings.map((f) => [f.key, f.executions]));
+    expect(executions(result.findings)).toEqual(
+      executions(truth.keys.map((k) => ({ key: k.key, executions: k.executions.length }))),
+    );
+  });
+
+  it('counts spans, attempts by kind and the traced time window', () => {
+    const { spans } = simulatedFailover();
+    const analysis = new Analysis(defaultMapping(), defaultDetectorConfig());
+    analysis.ingest(spans);
+    const { counts } = analysis.finish();
+    expect(counts.spans).toBe(spans.length);
+    expect(counts.attempts.server).toBeGreaterThan(0);
+    expect(counts.attempts.client).toBeGreaterThan(0);
+    expect(counts.firstSpanUnixMillis).toBe(Math.min(...spans.map((s) => s.startTimeUnixMillis)));
+    expect(counts.lastSpanUnixMillis).toBe(Math.max(...spans.map((s) => s.endTimeUnixMillis)));
+  });
+});
