@@ -114,6 +114,13 @@ describe('the web page', () => {
     );
     await saveScreenshot(readTab, 'incident');
     await readTab.locator('.timeline-section').screenshot({ path: `${ARTIFACTS_DIR}incident-timeline.png` });
+    // The README's picture: summary, advice, timeline and keys, without the long attempt table.
+    const keys = (await readTab.locator('section.keys').boundingBox())!;
+    await readTab.screenshot({
+      path: `${ARTIFACTS_DIR}incident-overview.png`,
+      fullPage: true,
+      clip: { x: 0, y: 0, width: 1440, height: Math.ceil(keys.y + keys.height + 16) },
+    });
   });
 
   it('highlights the key under the pointer and lists every affected key with a link to its page', async () => {

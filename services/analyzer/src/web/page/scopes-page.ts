@@ -138,7 +138,7 @@ function spreadLadder(row: ScopeRowJson): SVGSVGElement {
     const y = index * rowHeight + 1;
     const count = counts[level];
     const covered = covers(row.declaredScope, level);
-    const width = count === 0 ? 0 : Math.max(3, (count / Math.max(row.keys, 1)) * trackWidth);
+    const width = count === 0 ? 0 : Math.max(6, (count / Math.max(row.keys, 1)) * trackWidth);
     const tags = [
       row.declaredScope === level ? 'declared' : '',
       row.smallestCoveringScope === level ? 'covers all' : '',
