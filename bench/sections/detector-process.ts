@@ -12,6 +12,7 @@ export interface DetectorMeasurements {
   batches: number;
   /** Per repetition. */
   attemptsPerSecond: number[];
+  cpuShares: number[];
   latencyP50Millis: number[];
   latencyP99Millis: number[];
   /** Of the last repetition (every repetition sees the same stream). */
@@ -33,6 +34,7 @@ function measure(sizes: BenchSizes): DetectorMeasurements {
     attempts: stream.attempts,
     batches: stream.batches.length,
     attemptsPerSecond: [],
+    cpuShares: [],
     latencyP50Millis: [],
     latencyP99Millis: [],
     secondExecutions: 0,
@@ -45,6 +47,7 @@ function measure(sizes: BenchSizes): DetectorMeasurements {
     const pass = ingestStream(stream);
     const { p50, p99 } = latencyPercentiles(pass);
     measurements.attemptsPerSecond.push(pass.attemptsPerSecond);
+    measurements.cpuShares.push(pass.cpuShare);
     measurements.latencyP50Millis.push(p50);
     measurements.latencyP99Millis.push(p99);
     measurements.secondExecutions = pass.latenciesMillis.length + pass.neverFound;

@@ -56,6 +56,8 @@ function isExecution(attempt: Attempt): boolean {
 
 export interface StreamPass {
   attemptsPerSecond: number;
+  /** Cores this process used while ingesting: under 1 when other work took its core. */
+  cpuShare: number;
   /** Milliseconds from the ingest call that delivered a second execution to the finding. */
   latenciesMillis: number[];
   /** Second executions whose finding came out of the very ingest call that delivered them. */
@@ -77,6 +79,8 @@ export function ingestStream(stream: AttemptStream): StreamPass {
   const latenciesMillis: number[] = [];
   let foundInSameCall = 0;
   let totalSeconds = 0;
+  const cpu = process.cpuUsage();
+  const started = process.hrtime.bigint();
   stream.batches.forEach((batch, call) => {
     const started = process.hrtime.bigint();
     const changes = detector.ingest(batch);
@@ -97,8 +101,11 @@ export function ingestStream(stream: AttemptStream): StreamPass {
       waiting.delete(finding.key);
     }
   });
+  const used = process.cpuUsage(cpu);
+  const elapsedMicros = Number(process.hrtime.bigint() - started) / 1000;
   return {
     attemptsPerSecond: stream.attempts / totalSeconds,
+    cpuShare: (used.user + used.system) / elapsedMicros,
     latenciesMillis,
     foundInSameCall,
     neverFound: waiting.size,
