@@ -13,6 +13,7 @@ let keyscope: RunningKeyscope;
 let browser: Chromium;
 let page: Page;
 let incidentId: string;
+/** Dialogs opened and exceptions thrown on the page: none are expected. */
 const dialogs: string[] = [];
 
 beforeAll(async () => {
@@ -22,6 +23,7 @@ beforeAll(async () => {
   const { items } = await keyscope.api<{ items: { id: string; service: string }[] }>('/api/v1/incidents');
   incidentId = items.find((incident) => incident.service === HOSTILE_SERVICE)!.id;
   page = await browser.context.newPage();
+  page.on('pageerror', (error) => dialogs.push(`uncaught: ${error.message}`));
   page.on('dialog', (dialog) => {
     dialogs.push(dialog.message());
     void dialog.dismiss();

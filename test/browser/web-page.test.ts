@@ -1,6 +1,6 @@
 import { scenarios, simulate } from '@keyscope/simulator';
 import type { Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ARTIFACTS_DIR, type Chromium, launchChromium, saveScreenshot } from './chromium.ts';
 import {
   ADMIN_TOKEN,
@@ -50,9 +50,24 @@ afterAll(async () => {
   await keyscope?.stop();
 });
 
+/** Uncaught exceptions and refusals by the Content-Security-Policy, from every tab. */
+const pageErrors: string[] = [];
+
+function watch(page: Page): Page {
+  page.on('pageerror', (error) => pageErrors.push(error.message));
+  page.on('console', (message) => {
+    if (message.type() === 'error' && message.text().startsWith('Refused')) pageErrors.push(message.text());
+  });
+  return page;
+}
+
+afterEach(() => {
+  expect(pageErrors).toEqual([]);
+});
+
 /** A tab signed in with `token` through the page's own prompt (sessionStorage is per tab). */
 async function signedInTab(token: string): Promise<Page> {
-  const page = await browser.context.newPage();
+  const page = watch(await browser.context.newPage());
   await page.goto(`${keyscope.url}/`);
   await page.getByLabel('API token', { exact: true }).fill(token);
   await page.getByRole('button', { name: 'Use token' }).click();
