@@ -1,0 +1,87 @@
+import { defaultMapping } from '@keyscope/attempts';
+import { defaultDetectorConfig } from '@keyscope/detector';
+import { isKeyscopeError } from '@keyscope/errors';
+import { type Span, SpanKind, StatusCode } from '@keyscope/otlp';
+import { KeyscopeStore } from '@keyscope/store';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { silentLogger } from '../src/logger.ts';
+import { DetectionPipeline } from '../src/pipeline/detection-pipeline.ts';
+
+let store: KeyscopeStore;
+let pipeline: DetectionPipeline;
+
+/** The dedup decision of one request: key `key` executed (`miss`) in node `node`'s store. */
+function execution(key: string, node: string, id: number): Span {
+  return {
+    traceId: id.toString(16).padStart(32, '0'),
+    spanId: id.toString(16).padStart(16, '0'),
+    parentSpanId: '',
+    name: 'POST /payments',
+    kind: SpanKind.SERVER,
+    startTimeUnixMillis: 1_767_225_600_000 + id * 1000,
+    endTimeUnixMillis: 1_767_225_600_000 + id * 1000 + 100,
+    status: { code: StatusCode.UNSET, message: '' },
+    attributes: {
+      'idempotency.key': key,
+      'idempotency.outcome': 'miss',
+      'idempotency.scope': 'node',
+      'http.route': '/payments',
+    },
+    events: [],
+    resource: { attributes: { 'service.name': 'payments', 'service.instance.id': node } },
+    scope: { name: 'test', version: '' },
+  };
+}
+
+beforeEach(() => {
+  store = new KeyscopeStore({ path: ':memory:' });
+  pipeline = new DetectionPipeline({
+    mapping: defaultMapping(),
+    detectorConfig: defaultDetectorConfig(),
+    store,
+    logger: silentLogger,
+  });
+});
+
+afterEach(() => store.close());
+
+describe('the detection pipeline', () => {
+  it('commits concurrent payloads in one transaction and acknowledges each after it', async () => {
+    pipeline.counts();
+    const results = await Promise.all([
+      pipeline.consumeSpans([execution('k1', 'a', 1)]),
+      pipeline.consumeSpans([execution('k1', 'b', 2)]),
+      pipeline.consumeSpans([execution('k2', 'a', 3)]),
+    ]);
+    expect(results.every((r) => r.rejectedSpans === 0)).toBe(true);
+    expect(pipeline.counts().storeWriteSeconds).toHaveLength(1);
+    expect(store.listFindings({}, { limit: 10 }).items.map((f) => [f.key, f.class])).toEqual([
+      ['k1', 'cross_store_duplicate'],
+    ]);
+  });
+
+  it('refuses every payload of a group whose transaction failed, retryably, and recovers', async () => {
+    store.db.exec(
+      "CREATE TRIGGER refuse BEFORE INSERT ON attempts BEGIN SELECT RAISE(ABORT, 'disk says no'); END;",
+    );
+    const outcomes = await Promise.allSettled([
+      pipeline.consumeSpans([execution('k1', 'a', 1)]),
+      pipeline.consumeSpans([execution('k1', 'b', 2)]),
+    ]);
+    for (const outcome of outcomes) {
+      expect(outcome.status).toBe('rejected');
+      const reason = (outcome as PromiseRejectedResult).reason;
+      expect(isKeyscopeError(reason) && reason.code).toBe('KS_STORE_UNAVAILABLE');
+      expect(isKeyscopeError(reason) && reason.retryable).toBe(true);
+    }
+    store.db.exec('DROP TRIGGER refuse');
+    // The sender retries both: nothing of the first try was committed, and nothing is lost.
+    await Promise.all([
+      pipeline.consumeSpans([execution('k1', 'a', 1)]),
+      pipeline.consumeSpans([execution('k1', 'b', 2)]),
+    ]);
+    expect(store.listFindings({}, { limit: 10 }).items.map((f) => f.class)).toEqual([
+      'cross_store_duplicate',
+    ]);
+  });
+});
