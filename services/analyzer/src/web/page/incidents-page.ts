@@ -10,6 +10,7 @@ import { CLASS_LABELS, FINDING_CLASSES, ROUTING_LABELS } from './vocabulary.ts';
 
 const REFRESH_MILLIS = 10_000;
 const PAGE_SIZE = 100;
+const MAX_PAGE_SIZE = 500;
 
 const WINDOWS = {
   any: { label: 'Any time', millis: null },
@@ -50,8 +51,8 @@ function writeFilters(filters: Filters): void {
   history.replaceState(null, '', query === '' ? '/' : `/?${query}`);
 }
 
-function apiQuery(filters: Filters, cursor: string | null): string {
-  const search = new URLSearchParams({ limit: String(PAGE_SIZE) });
+function apiQuery(filters: Filters, cursor: string | null, limit: number): string {
+  const search = new URLSearchParams({ limit: String(limit) });
   if (filters.status !== 'any') search.set('status', filters.status);
   if (filters.class !== '') search.set('class', filters.class);
   if (filters.service.trim() !== '') search.set('service', filters.service.trim());
@@ -76,7 +77,9 @@ export async function renderIncidentsPage(config: UiConfig): Promise<void> {
   const more = el('button', { type: 'button', class: 'secondary', hidden: true }, 'Show more');
 
   const load = async (append: boolean) => {
-    const page = await apiGet<ListJson<IncidentJson>>(apiQuery(filters, append ? nextCursor : null));
+    // A refresh reloads as many rows as are shown, so "Show more" survives it (the API caps at 500).
+    const limit = append ? PAGE_SIZE : Math.min(Math.max(PAGE_SIZE, items.length), MAX_PAGE_SIZE);
+    const page = await apiGet<ListJson<IncidentJson>>(apiQuery(filters, append ? nextCursor : null, limit));
     items = append ? [...items, ...page.items] : page.items;
     nextCursor = page.nextCursor;
     draw();
@@ -115,6 +118,7 @@ export async function renderIncidentsPage(config: UiConfig): Promise<void> {
 
   const form = filterForm(filters, () => {
     writeFilters(filters);
+    items = [];
     reload();
   });
   autoRefresh.addEventListener('change', schedule);
@@ -212,7 +216,8 @@ function filterForm(filters: Filters, changed: () => void): HTMLFormElement {
     ),
     select(
       'filter-window',
-      'Opened',
+      // The API's `since` matches incidents with a finding since then: active, not merely opened.
+      'Active',
       filters.window,
       (Object.keys(WINDOWS) as Window[]).map((w): [Window, string] => [w, WINDOWS[w].label]),
       (v) => (filters.window = v),

@@ -268,12 +268,21 @@ function drawSelection(overlay: SVGGElement, marks: DrawnMark[]): void {
       }),
     );
   }
-  let run = 0;
+  // Executions are counted per tier: a payment and the ledger write it caused are one run each.
+  const tierOf = (attempt: AttemptJson) => `${attempt.service} ${attempt.operation}`;
+  const servers = path.filter((mark) => mark.attempt.kind === 'server');
+  const tiers = new Set(servers.map((mark) => tierOf(mark.attempt)));
+  const runs = new Map<string, number>();
+  const placed: Box[] = [];
   for (const mark of path) {
     const { attempt } = mark;
     let text: string;
     if (attempt.kind === 'server') {
-      text = attempt.outcome === 'miss' ? `executed #${++run}` : OUTCOME_LABELS[attempt.outcome];
+      const tier = tierOf(attempt);
+      const run = attempt.outcome === 'miss' ? (runs.get(tier) ?? 0) + 1 : 0;
+      if (run > 0) runs.set(tier, run);
+      const what = run > 0 ? `executed #${run}` : OUTCOME_LABELS[attempt.outcome];
+      text = tiers.size > 1 ? `${attempt.service}: ${what}` : what;
     } else if (attempt.kind === 'client') {
       const result =
         attempt.error !== ''
@@ -283,18 +292,63 @@ function drawSelection(overlay: SVGGElement, marks: DrawnMark[]): void {
             : String(attempt.statusCode);
       text = `send #${attempt.resendCount} → ${result}`;
     } else continue;
+    const spot = placeLabel(placed, mark.cx, mark.cy, text.length * LABEL_CHAR_WIDTH);
     overlay.append(
       svg(
         'text',
         {
-          x: mark.cx + 9,
-          y: mark.cy - 9,
+          x: spot.x,
+          y: spot.y,
+          'text-anchor': spot.anchor,
           class: `mark-label${attempt.kind === 'server' && attempt.outcome === 'miss' ? ' mark-label-exec' : ''}`,
         },
         text,
       ),
     );
   }
+}
+
+interface Box {
+  left: number;
+  right: number;
+  top: number;
+  bottom: number;
+}
+
+/** Bold 12px text, a little generous, so estimated boxes err towards not touching. */
+const LABEL_CHAR_WIDTH = 7.2;
+
+/**
+ * Where a mark's label goes: right of it above, then below, then left of it; the first spot that
+ * overlaps no label placed before (marks of one key cluster when retries are quick).
+ */
+function placeLabel(
+  placed: Box[],
+  cx: number,
+  cy: number,
+  width: number,
+): { x: number; y: number; anchor: 'start' | 'end' } {
+  const candidates = [
+    { x: cx + 9, y: cy - 9, anchor: 'start' as const },
+    { x: cx + 9, y: cy + 19, anchor: 'start' as const },
+    { x: cx - 9, y: cy - 9, anchor: 'end' as const },
+    { x: cx - 9, y: cy + 19, anchor: 'end' as const },
+    { x: cx + 9, y: cy - 22, anchor: 'start' as const },
+  ];
+  const boxOf = (spot: (typeof candidates)[number]): Box => {
+    const left = spot.anchor === 'start' ? spot.x : spot.x - width;
+    return { left, right: left + width, top: spot.y - 12, bottom: spot.y + 3 };
+  };
+  const free = candidates.find((spot) => {
+    const box = boxOf(spot);
+    return placed.every(
+      (other) =>
+        box.right < other.left || box.left > other.right || box.bottom < other.top || box.top > other.bottom,
+    );
+  });
+  const chosen = free ?? candidates[0]!;
+  placed.push(boxOf(chosen));
+  return chosen;
 }
 
 /** A send precedes the store check it caused when both start in the same millisecond. */
