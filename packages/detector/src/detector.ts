@@ -6,7 +6,8 @@ import type { Finding } from './finding.ts';
 import { FINDING_CLASSES } from './finding.ts';
 import { stableId } from './ids.ts';
 import { type Incident, IncidentBook } from './incidents.ts';
-import { Interner, KeyState } from './key-state.ts';
+import { Interner } from './interner.ts';
+import { KeyTable } from './key-table.ts';
 import type { RoutingEvent } from './routing-event.ts';
 import { RoutingInference } from './routing-inference.ts';
 import {
@@ -78,6 +79,8 @@ export interface DetectorDependencies {
   attemptLog?: AttemptLog;
 }
 
+function noop(): void {}
+
 class Changes {
   readonly findings = new Map<string, Finding>();
   readonly retractedFindings = new Set<string>();
@@ -100,7 +103,7 @@ export function createDetector(
   dependencies: DetectorDependencies = {},
 ): Detector {
   const log = dependencies.attemptLog ?? createMemoryAttemptLog();
-  const keys = new Map<string, KeyState>();
+  const keys = new KeyTable();
   const interner = new Interner();
   const routing = new RoutingInference(config);
   const book = new IncidentBook(config);
@@ -126,75 +129,53 @@ export function createDetector(
    * The key's compact state; when it is not in memory, rebuilt from the attempts the log holds
    * (all but `pending`, the attempt the caller is about to observe).
    */
-  function stateOf(partitionKey: string, pending?: Attempt): KeyState {
-    let state = keys.get(partitionKey);
-    if (state !== undefined) {
-      // Re-inserting keeps the Map in least-recently-touched order for eviction.
-      keys.delete(partitionKey);
-      keys.set(partitionKey, state);
-      return state;
-    }
-    state = new KeyState();
-    const history = log.attemptsOf(partitionKey);
+  function slotOf(partitionKey: string, pending?: Attempt): number {
+    const known = keys.find(partitionKey);
+    if (known !== undefined) return known;
+    const slot = keys.add(partitionKey);
     let replayed = 0;
-    for (const attempt of history) {
+    for (const attempt of log.attemptsOf(partitionKey)) {
       if (pending !== undefined && attempt.spanId === pending.spanId && attempt.traceId === pending.traceId)
         continue;
-      observe(state, attempt, false);
+      observe(slot, attempt, false);
       replayed++;
     }
     if (replayed > 0) rebuiltKeys++;
-    keys.set(partitionKey, state);
     if (keys.size > config.maxKeys) evictOldest();
-    return state;
+    return slot;
   }
 
   function evictOldest(): void {
     const target = Math.floor(config.maxKeys * 0.9);
+    const victims: string[] = [];
     for (const partitionKey of keys.keys()) {
-      if (keys.size <= target) break;
-      keys.delete(partitionKey);
-      evictedKeys++;
+      if (keys.size - victims.length <= target) break;
+      victims.push(partitionKey);
     }
+    for (const partitionKey of victims) keys.delete(partitionKey);
+    evictedKeys += victims.length;
   }
 
   /**
-   * Updates the compact state; true when the key needs judging from its full evidence. `fresh`
-   * is false when replaying a rebuilt key's history, which the scope report already counted.
+   * Updates the key's compact state; true when the key needs judging from its full evidence.
+   * `fresh` is false when replaying a rebuilt key's history, which the scope report already counted.
    */
-  function observe(state: KeyState, attempt: Attempt, fresh: boolean): boolean {
-    if (attempt.endUnixMillis > state.lastSeenUnixMillis) state.lastSeenUnixMillis = attempt.endUnixMillis;
-    if (attempt.tenant !== '') {
-      const tenant = interner.id(attempt.tenant);
-      if (state.tenant === -1) state.tenant = tenant;
-      else if (state.tenant !== tenant) state.suspect = true;
-    }
-    if (attempt.kind === 'client') return state.suspect;
-    const name = tierName(attempt.placement.service, attempt.operation);
-    const tier = interner.id(name);
-    const node = interner.id(attempt.placement.node);
-    const server = attempt.kind === 'server' ? 1 : 0;
-    if (attempt.kind === 'server')
-      scopes.declared(name, attempt.placement.service, attempt.operation, attempt.scope);
-    if (state.tierA === tier) {
-      state.countA += server;
-      if (state.countA >= 2 || state.nodeA !== node) state.suspect = true;
-    } else if (state.tierB === tier) {
-      state.countB += server;
-      if (state.countB >= 2 || state.nodeB !== node) state.suspect = true;
-    } else {
-      if (fresh) scopes.keySeen(name, attempt.placement.service, attempt.operation);
-      if (state.tierA === -1) {
-        state.tierA = tier;
-        state.countA = server;
-        state.nodeA = node;
-      } else if (state.tierB === -1) {
-        state.tierB = tier;
-        state.countB = server;
-        state.nodeB = node;
-      } else state.suspect = true;
-    }
-    return state.suspect;
+  function observe(slot: number, attempt: Attempt, fresh: boolean): boolean {
+    const tenant = attempt.tenant === '' ? -1 : interner.id(attempt.tenant);
+    if (attempt.kind === 'client')
+      return keys.observe(slot, attempt.endUnixMillis, tenant, -1, -1, false, noop);
+    const { service, node } = attempt.placement;
+    const name = tierName(service, attempt.operation);
+    if (fresh && attempt.kind === 'server') scopes.declared(name, service, attempt.operation, attempt.scope);
+    return keys.observe(
+      slot,
+      attempt.endUnixMillis,
+      tenant,
+      interner.id(name),
+      interner.id(node),
+      attempt.kind === 'server',
+      fresh ? () => scopes.keySeen(name, service, attempt.operation) : noop,
+    );
   }
 
   function judge(partitionKey: string, changes: Changes): void {
@@ -277,8 +258,14 @@ export function createDetector(
 
   function expire(nowUnixMillis: number): void {
     const cutoff = nowUnixMillis - config.retryHorizonMillis;
-    for (const [partitionKey, state] of keys)
-      if (state.lastSeenUnixMillis < cutoff) keys.delete(partitionKey);
+    // Least recently touched first: in a live pipeline that is oldest event time first, so the
+    // sweep stops at the first key still within the horizon instead of visiting millions.
+    const expired: string[] = [];
+    for (const partitionKey of keys.keys()) {
+      if (keys.lastSeen(partitionKey) >= cutoff) break;
+      expired.push(partitionKey);
+    }
+    for (const partitionKey of expired) keys.delete(partitionKey);
     for (const [partitionKey, seen] of spreads)
       if (seen.lastSeenUnixMillis < cutoff) spreads.delete(partitionKey);
     log.expire(cutoff);
@@ -308,8 +295,7 @@ export function createDetector(
           duplicateAttempts++;
           continue;
         }
-        const state = stateOf(partitionKey, attempt);
-        if (observe(state, attempt, true)) dirty.add(partitionKey);
+        if (observe(slotOf(partitionKey, attempt), attempt, true)) dirty.add(partitionKey);
       }
       for (const partitionKey of dirty) judge(partitionKey, changes);
       return changes.result();

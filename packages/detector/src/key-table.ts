@@ -1,0 +1,143 @@
+/**
+ * What the detector remembers about each key between batches, kept small because a pipeline
+ * tracks millions of keys: most keys are one request executed once, and need only enough to
+ * notice when that stops being true (a second attempt at the same tier, a second node, a second
+ * tenant). Such a key becomes *suspect*; from then on every attempt of it re-judges the key from
+ * the AttemptLog.
+ *
+ * Stored as columns (typed arrays indexed by a slot per key) rather than an object per key: no
+ * object header, no boxed doubles, nothing for the collector to trace — about a third of the
+ * memory. Two tiers fit (a front service and one downstream); a key seen at more is suspect.
+ * Tier, node and tenant are interned ids (see Interner).
+ *
+ * Nothing here needs persisting: the AttemptLog holds every attempt, so a key evicted beyond
+ * `maxKeys`, or lost in a restart, is rebuilt by replaying its attempts.
+ */
+export class KeyTable {
+  /** Key → slot, in least-recently-touched order (touching re-inserts). */
+  readonly #slots = new Map<string, number>();
+  readonly #free: number[] = [];
+  #capacity = 0;
+  #used = 0;
+  #lastSeen = new Float64Array(0);
+  #tierA = new Int32Array(0);
+  #nodeA = new Int32Array(0);
+  #tierB = new Int32Array(0);
+  #nodeB = new Int32Array(0);
+  #tenant = new Int32Array(0);
+  /** Bits 0–1: server attempts at tier A (saturating at 2); bits 2–3: at tier B; bit 4: suspect. */
+  #flags = new Uint8Array(0);
+
+  get size(): number {
+    return this.#slots.size;
+  }
+
+  /** The key's slot, touched; undefined when the key is not in memory. */
+  find(key: string): number | undefined {
+    const slot = this.#slots.get(key);
+    if (slot !== undefined) {
+      this.#slots.delete(key);
+      this.#slots.set(key, slot);
+    }
+    return slot;
+  }
+
+  add(key: string): number {
+    let slot = this.#free.pop();
+    if (slot === undefined) {
+      if (this.#used === this.#capacity) this.#grow();
+      slot = this.#used++;
+    }
+    this.#lastSeen[slot] = Number.NEGATIVE_INFINITY;
+    this.#tierA[slot] = -1;
+    this.#nodeA[slot] = -1;
+    this.#tierB[slot] = -1;
+    this.#nodeB[slot] = -1;
+    this.#tenant[slot] = -1;
+    this.#flags[slot] = 0;
+    this.#slots.set(key, slot);
+    return slot;
+  }
+
+  delete(key: string): void {
+    const slot = this.#slots.get(key);
+    if (slot === undefined) return;
+    this.#slots.delete(key);
+    this.#free.push(slot);
+  }
+
+  /** Keys, least recently touched first. */
+  keys(): IterableIterator<string> {
+    return this.#slots.keys();
+  }
+
+  lastSeen(key: string): number {
+    const slot = this.#slots.get(key);
+    return slot === undefined ? Number.NEGATIVE_INFINITY : this.#lastSeen[slot]!;
+  }
+
+  /**
+   * Records one attempt; true when the key is (now) suspect. `tier` is -1 for a client attempt
+   * (no tier); `firstAtTier` is called when the key lands at a tier it had not reached.
+   */
+  observe(
+    slot: number,
+    endUnixMillis: number,
+    tenant: number,
+    tier: number,
+    node: number,
+    server: boolean,
+    firstAtTier: () => void,
+  ): boolean {
+    if (endUnixMillis > this.#lastSeen[slot]!) this.#lastSeen[slot] = endUnixMillis;
+    let flags = this.#flags[slot]!;
+    if (tenant !== -1) {
+      const known = this.#tenant[slot]!;
+      if (known === -1) this.#tenant[slot] = tenant;
+      else if (known !== tenant) flags |= SUSPECT;
+    }
+    if (tier !== -1) {
+      if (this.#tierA[slot] === tier) {
+        const count = Math.min(2, (flags & 3) + (server ? 1 : 0));
+        flags = (flags & ~3) | count;
+        if (count >= 2 || this.#nodeA[slot] !== node) flags |= SUSPECT;
+      } else if (this.#tierB[slot] === tier) {
+        const count = Math.min(2, ((flags >> 2) & 3) + (server ? 1 : 0));
+        flags = (flags & ~12) | (count << 2);
+        if (count >= 2 || this.#nodeB[slot] !== node) flags |= SUSPECT;
+      } else {
+        firstAtTier();
+        if (this.#tierA[slot] === -1) {
+          this.#tierA[slot] = tier;
+          this.#nodeA[slot] = node;
+          flags = (flags & ~3) | (server ? 1 : 0);
+        } else if (this.#tierB[slot] === -1) {
+          this.#tierB[slot] = tier;
+          this.#nodeB[slot] = node;
+          flags = (flags & ~12) | ((server ? 1 : 0) << 2);
+        } else flags |= SUSPECT;
+      }
+    }
+    this.#flags[slot] = flags;
+    return (flags & SUSPECT) !== 0;
+  }
+
+  #grow(): void {
+    const capacity = Math.max(1024, this.#capacity * 2);
+    const grown = <T extends Float64Array | Int32Array | Uint8Array>(from: T, make: (n: number) => T): T => {
+      const to = make(capacity);
+      to.set(from);
+      return to;
+    };
+    this.#lastSeen = grown(this.#lastSeen, (n) => new Float64Array(n));
+    this.#tierA = grown(this.#tierA, (n) => new Int32Array(n));
+    this.#nodeA = grown(this.#nodeA, (n) => new Int32Array(n));
+    this.#tierB = grown(this.#tierB, (n) => new Int32Array(n));
+    this.#nodeB = grown(this.#nodeB, (n) => new Int32Array(n));
+    this.#tenant = grown(this.#tenant, (n) => new Int32Array(n));
+    this.#flags = grown(this.#flags, (n) => new Uint8Array(n));
+    this.#capacity = capacity;
+  }
+}
+
+const SUSPECT = 16;

@@ -1,0 +1,44 @@
+import { describe, expect, it } from 'vitest';
+import { KeyTable } from '../src/key-table.ts';
+
+const noop = () => {};
+
+describe('KeyTable', () => {
+  it('turns a key suspect at its second server attempt at one tier, not at its first', () => {
+    const table = new KeyTable();
+    const slot = table.add('k1');
+    expect(table.observe(slot, 1000, -1, 7, 1, true, noop)).toBe(false);
+    expect(table.observe(slot, 1100, -1, 7, 1, false, noop)).toBe(false);
+    expect(table.observe(slot, 1200, -1, 7, 1, true, noop)).toBe(true);
+    expect(table.lastSeen('k1')).toBe(1200);
+  });
+
+  it('turns a key suspect when it lands on a second node, a second tenant or a third tier', () => {
+    const table = new KeyTable();
+    const node = table.add('node');
+    table.observe(node, 0, -1, 1, 1, true, noop);
+    expect(table.observe(node, 0, -1, 1, 2, false, noop)).toBe(true);
+    const tenant = table.add('tenant');
+    table.observe(tenant, 0, 5, -1, -1, false, noop);
+    expect(table.observe(tenant, 0, 6, -1, -1, false, noop)).toBe(true);
+    const tiers = table.add('tiers');
+    let firsts = 0;
+    table.observe(tiers, 0, -1, 1, 1, true, () => firsts++);
+    expect(table.observe(tiers, 0, -1, 2, 1, true, () => firsts++)).toBe(false);
+    expect(table.observe(tiers, 0, -1, 3, 1, true, () => firsts++)).toBe(true);
+    expect(firsts).toBe(3);
+  });
+
+  it('keeps keys in least-recently-touched order and reuses freed slots', () => {
+    const table = new KeyTable();
+    for (let i = 0; i < 3000; i++) table.add(`k${i}`);
+    table.find('k0');
+    expect([...table.keys()].slice(0, 2)).toEqual(['k1', 'k2']);
+    expect([...table.keys()].at(-1)).toBe('k0');
+    table.delete('k1');
+    const reused = table.add('fresh');
+    expect(reused).toBe(1);
+    expect(table.observe(reused, 5, -1, 1, 1, true, noop)).toBe(false);
+    expect(table.size).toBe(3000);
+  });
+});
