@@ -43,6 +43,7 @@ export async function runDemo(config: ServeConfig, logger: Logger): Promise<Runn
   );
   for (const incident of incidents) logger.info(`  ${incident.severity.padEnd(8)} ${incident.title}`);
   const example = truth.keys[0];
+  logger.info(`demo: the web page:      ${api}/`);
   logger.info(`demo: the incidents:     ${api}/api/v1/incidents?status=open`);
   if (incidents[0] !== undefined)
     logger.info(`demo: one incident:      ${api}/api/v1/incidents/${incidents[0].id}`);
