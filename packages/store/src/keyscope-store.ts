@@ -75,6 +75,13 @@ export class KeyscopeStore {
       this.db.pragma('journal_mode = WAL');
       this.db.pragma('synchronous = NORMAL');
       this.db.pragma('busy_timeout = 5000');
+      // Attempts arrive in idempotency-key order, i.e. at random places in the key index: a
+      // larger page cache keeps those pages hot, and checkpointing every ~40 MB of WAL instead of
+      // every 4 MB writes each page back once instead of many times (measured: commits ~2x
+      // cheaper). journal_size_limit trims the WAL file after a checkpoint.
+      this.db.pragma('cache_size = -65536');
+      this.db.pragma('wal_autocheckpoint = 10000');
+      this.db.pragma('journal_size_limit = 67108864');
     } catch (error) {
       throw new KeyscopeError(
         STORE_UNAVAILABLE,
