@@ -120,8 +120,9 @@ export function createDetector(
   let rebuiltKeys = 0;
 
   function partitionKeyOf(attempt: Attempt): string {
+    // Key first, so that all of a key's partitions (one per tenant) are one range in the store.
     return config.keyNamespace === 'tenant' && attempt.tenant !== ''
-      ? `${attempt.tenant}\u0000${attempt.key}`
+      ? `${attempt.key}\u0000${attempt.tenant}`
       : attempt.key;
   }
 

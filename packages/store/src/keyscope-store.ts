@@ -259,7 +259,14 @@ export class KeyscopeStore {
 
   /** Every attempt recorded for an idempotency key (under any tenant), in time order. */
   attemptsOfKey(key: string, tenant?: string): Attempt[] {
-    const attempts = (this.statement('SELECT body FROM attempts WHERE key = ?').pluck().all(key) as string[])
+    // The key's own partition, and those of the key under each tenant (key + NUL + tenant).
+    const attempts = (
+      this.statement(
+        'SELECT body FROM attempts WHERE partition_key = @key OR (partition_key > @key || char(0) AND partition_key < @key || char(1))',
+      )
+        .pluck()
+        .all({ key }) as string[]
+    )
       .map((body) => JSON.parse(body) as Attempt)
       .filter((attempt) => tenant === undefined || attempt.tenant === tenant);
     return attempts.sort((a, b) => a.startUnixMillis - b.startUnixMillis || (a.spanId < b.spanId ? -1 : 1));
@@ -443,7 +450,7 @@ export class KeyscopeStore {
   }): number {
     return this.transaction(() => {
       let removed = this.statement(
-        'DELETE FROM attempts WHERE (partition_key, trace_id, span_id) IN (SELECT partition_key, trace_id, span_id FROM attempts WHERE end_ms < ? LIMIT ?)',
+        'DELETE FROM attempts WHERE id IN (SELECT id FROM attempts WHERE end_ms < ? LIMIT ?)',
       ).run(options.attemptsBeforeUnixMillis, options.maxRows).changes;
       removed += this.statement(
         'DELETE FROM findings WHERE seq IN (SELECT seq FROM findings WHERE last_seen_ms < ? LIMIT ?)',

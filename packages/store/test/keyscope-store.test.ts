@@ -72,6 +72,21 @@ describe('attempt log', () => {
     expect(store.attemptsOfKey('k1')).toEqual([attempt]);
   });
 
+  it('finds a key’s attempts under every tenant it was used by, and no other key’s', () => {
+    const acme = server({ key: 'k1', tenant: 'acme' });
+    const globex = server({ key: 'k1', tenant: 'globex' });
+    store.attemptLog.append('k1\u0000acme', acme);
+    store.attemptLog.append('k1\u0000globex', globex);
+    store.attemptLog.append('k10', server({ key: 'k10' }));
+    expect(
+      store
+        .attemptsOfKey('k1')
+        .map((a) => a.tenant)
+        .sort(),
+    ).toEqual(['acme', 'globex']);
+    expect(store.attemptsOfKey('k1', 'acme')).toEqual([acme]);
+  });
+
   it('rolls back the attempts of a failed transaction', () => {
     expect(() =>
       store.transaction(() => {
