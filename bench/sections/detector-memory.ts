@@ -3,7 +3,7 @@ import { type AttemptLog, createDetector } from '@keyscope/detector';
 import type { AttemptStream } from './detector-stream.ts';
 
 /**
- * Heap the detector holds per tracked key. Measured with `--expose-gc`: heap used after a full
+ * Memory the detector holds per tracked key (JS heap plus ArrayBuffer stores). Measured with `--expose-gc`: after a full
  * collection, before and after ingesting `keys` distinct keys, divided by the keys it reports in
  * memory.
  *
@@ -29,15 +29,21 @@ export function measureMemoryPerKey(stream: AttemptStream, keys: number): Memory
   const templates = keyTemplates(stream);
   const cycleMillis = timeSpanOf(templates) + 1000;
   collect(gc);
-  const before = process.memoryUsage().heapUsed;
+  const before = retainedBytes();
   const detector = createDetector(undefined, { attemptLog: keepNothingLog() });
   for (let first = 0; first < keys; first += KEYS_PER_CALL) {
     detector.ingest(syntheticBatch(templates, first, Math.min(KEYS_PER_CALL, keys - first), cycleMillis));
   }
   collect(gc);
-  const after = process.memoryUsage().heapUsed;
+  const after = retainedBytes();
   const { keysInMemory } = detector.stats();
   return { bytesPerKey: (after - before) / keysInMemory, keysInMemory };
+}
+
+/** The JS heap plus ArrayBuffer backing stores, which live outside it (the detector's key columns). */
+function retainedBytes(): number {
+  const usage = process.memoryUsage();
+  return usage.heapUsed + usage.arrayBuffers;
 }
 
 /** Collections until the heap stops shrinking: one pass can leave garbage of the previous one. */

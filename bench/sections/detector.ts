@@ -44,7 +44,7 @@ export const detectorSection: Section = {
         },
         samples: m.bytesPerKey,
         note:
-          'heap used after gc, before and after ingesting the keys, / keys in memory; keys copy the ' +
+          'heap used plus ArrayBuffers after gc, before and after ingesting the keys, / keys in memory; keys copy the ' +
           "simulated keys' attempts under fresh names; the attempt log kept nothing (the service keeps it " +
           'in SQLite, off the JS heap)',
       },
