@@ -280,6 +280,7 @@ export function createDetector(
     regroup(changes);
     book.resolveQuiet(nowUnixMillis, changes.incidents);
     expire(nowUnixMillis);
+    book.settle();
     return changes.result();
   }
 
@@ -299,6 +300,7 @@ export function createDetector(
         if (observe(slotOf(partitionKey, attempt), attempt, true)) dirty.add(partitionKey);
       }
       for (const partitionKey of dirty) judge(partitionKey, changes);
+      book.settle();
       return changes.result();
     },
     tick,

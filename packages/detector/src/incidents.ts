@@ -37,6 +37,12 @@ export class IncidentBook {
   private readonly incidents = new Map<string, { incident: Incident; members: Map<string, Finding> }>();
   /** finding id → incident id */
   private readonly membership = new Map<string, string>();
+  /**
+   * Incidents whose summary (counts, stores, title, advice) is stale. Summaries are rebuilt once
+   * per detector call in `settle`, not once per finding placed: a failover places hundreds of
+   * findings in one incident within one call, and rebuilding per finding was quadratic.
+   */
+  readonly #dirty = new Set<{ incident: Incident; members: Map<string, Finding> }>();
 
   constructor(private readonly config: DetectorConfig) {}
 
@@ -89,7 +95,7 @@ export class IncidentBook {
     entry.members.set(finding.id, placed);
     this.membership.set(finding.id, incidentId);
     if (event !== null) entry.incident.routingEvent = event;
-    this.summarize(entry);
+    this.#dirty.add(entry);
     changed.set(incidentId, entry.incident);
     return placed;
   }
@@ -108,7 +114,7 @@ export class IncidentBook {
       retracted.add(incidentId);
       return;
     }
-    this.summarize(entry);
+    this.#dirty.add(entry);
     changed.set(incidentId, entry.incident);
   }
 
@@ -124,15 +130,18 @@ export class IncidentBook {
   }
 
   all(): Incident[] {
+    this.settle();
     return [...this.incidents.values()].map((entry) => entry.incident);
   }
 
   get(id: string): Incident | undefined {
+    this.settle();
     return this.incidents.get(id)?.incident;
   }
 
   /** Resolves open incidents quiet since `nowUnixMillis - quietPeriodMillis`; reopens none. */
   resolveQuiet(nowUnixMillis: number, changed: Map<string, Incident>): void {
+    this.settle();
     for (const { incident } of this.incidents.values()) {
       if (incident.status !== 'open') continue;
       if (nowUnixMillis - incident.lastFindingUnixMillis >= this.config.quietPeriodMillis) {
@@ -145,12 +154,20 @@ export class IncidentBook {
 
   /** Forgets resolved incidents whose last finding is older than the cutoff. */
   forget(beforeUnixMillis: number): void {
+    this.settle();
     for (const [id, entry] of this.incidents) {
       if (entry.incident.status === 'resolved' && entry.incident.lastFindingUnixMillis < beforeUnixMillis) {
         this.incidents.delete(id);
         for (const findingId of entry.members.keys()) this.membership.delete(findingId);
       }
     }
+  }
+
+  /** Brings every changed incident's summary up to date; call before handing incidents out. */
+  settle(): void {
+    for (const entry of this.#dirty)
+      if (this.incidents.get(entry.incident.id) === entry) this.summarize(entry);
+    this.#dirty.clear();
   }
 
   private summarize(entry: { incident: Incident; members: Map<string, Finding> }): void {
