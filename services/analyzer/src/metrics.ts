@@ -6,7 +6,8 @@ import type { IngestCountersSnapshot, TransportCounts } from './receivers/ingest
 
 /** Where /metrics reads from at scrape time; every source is optional (roles run a subset). */
 export interface MetricSources {
-  ingest?: () => IngestCountersSnapshot;
+  /** Undefined until the receivers run. */
+  ingest?: () => IngestCountersSnapshot | undefined;
   queue?: () => { requests: number; spans: number };
   pipeline?: () => PipelineCounts;
   detector?: () => DetectorStats;

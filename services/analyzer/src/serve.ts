@@ -80,7 +80,7 @@ export async function startServe(
     let receivers: RunningReceivers | undefined;
     let ready = false;
     const metrics = createMetrics({
-      ingest: () => receivers?.counters.snapshot() ?? { http: emptyTransport(), grpc: emptyTransport() },
+      ingest: () => receivers?.counters.snapshot(),
       queue: () => receivers?.inFlight() ?? { requests: 0, spans: 0 },
       pipeline: () => pipeline.counts(),
       detector: () => pipeline.detector.stats(),
@@ -185,16 +185,4 @@ function safely(logger: Logger, what: string, work: () => void): void {
   } catch (error) {
     logger.error(`${what} failed: ${(error as Error).message}`);
   }
-}
-
-function emptyTransport() {
-  return {
-    payloadsReceived: 0,
-    payloadsAccepted: 0,
-    payloadsRejected: {},
-    spansAccepted: 0,
-    spansRejected: {},
-    bytesReceivedCompressed: 0,
-    bytesReceivedDecompressed: 0,
-  };
 }
