@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { DecodeOptions } from '@keyscope/otlp';
+import { writeArchive } from './archive-files.ts';
 import type { BenchSizes } from './bench-sizes.ts';
 import { serviceDecodeOptions } from './in-process-service.ts';
 import { LoadGeneratorProcess } from './load-generator-process.ts';
@@ -19,6 +20,8 @@ export class BenchContext {
   readonly scratchDir: string;
   #sdkExport: EncodedPayloads | undefined;
   #simulated: EncodedPayloads | undefined;
+  #archive: EncodedPayloads | undefined;
+  #archiveDir: string | undefined;
   #loadGenerator: LoadGeneratorProcess | undefined;
   #decodeOptions: Promise<DecodeOptions> | undefined;
   readonly #payloadFiles = new Map<EncodedPayloads, string>();
@@ -38,6 +41,21 @@ export class BenchContext {
   simulatedPayloads(): EncodedPayloads {
     this.#simulated ??= simulatedPayloads(this.sizes.persistence.spans, this.sizes.seed);
     return this.#simulated;
+  }
+
+  /**
+   * The archive workload: the same simulator scenario at `sizes.analyze.spans` (a million spans in
+   * full mode), kept apart from the persisted-ingest one so that section stays as it was.
+   */
+  archivePayloads(): EncodedPayloads {
+    this.#archive ??= simulatedPayloads(this.sizes.analyze.spans, this.sizes.seed);
+    return this.#archive;
+  }
+
+  /** A folder holding the archive workload as `keyscope analyze` reads it, written once per run. */
+  archiveDir(): string {
+    this.#archiveDir ??= writeArchive(this.freshDir('archive'), this.archivePayloads());
+    return this.#archiveDir;
   }
 
   /** The attribute filter the embedded service decodes with, read from a service started once. */

@@ -30,6 +30,10 @@ export interface BenchSizes {
     spans: number;
     connections: number;
   };
+  analyze: {
+    /** Spans of the workload `keyscope analyze` and the batch baselines read, once per repetition. */
+    spans: number;
+  };
 }
 
 export const FULL_SIZES: BenchSizes = Object.freeze({
@@ -40,6 +44,7 @@ export const FULL_SIZES: BenchSizes = Object.freeze({
   detector: { streamSpans: 200_000, memoryKeys: 500_000 },
   // 5 repetitions × 200,000 = 1,000,000 spans through the persisted path.
   persistence: { spans: 200_000, connections: 4 },
+  analyze: { spans: 1_000_000 },
 });
 
 export const QUICK_SIZES: BenchSizes = Object.freeze({
@@ -49,4 +54,5 @@ export const QUICK_SIZES: BenchSizes = Object.freeze({
   ingest: { requestsPerRepetition: 20, warmupRequests: 10, connections: 4 },
   detector: { streamSpans: 10_000, memoryKeys: 10_000 },
   persistence: { spans: 10_000, connections: 4 },
+  analyze: { spans: 10_000 },
 });

@@ -6,6 +6,7 @@ import { BenchContext } from './bench-context.ts';
 import { FULL_SIZES, QUICK_SIZES } from './bench-sizes.ts';
 import { describeMachine } from './machine.ts';
 import type { Section } from './section.ts';
+import { archiveAnalysisSection } from './sections/archive-analysis.ts';
 import { decodeSection } from './sections/decode.ts';
 import { detectorSection } from './sections/detector.ts';
 import { otlpHttpIngestSection } from './sections/otlp-http-ingest.ts';
@@ -22,6 +23,7 @@ const SECTIONS: readonly Section[] = [
   otlpHttpIngestSection,
   detectorSection,
   persistenceSection,
+  archiveAnalysisSection,
 ];
 
 const DEFAULT_OUT = new URL('./results/latest.json', import.meta.url);

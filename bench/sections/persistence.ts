@@ -1,20 +1,17 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { createSpanDeduplicator, defaultMapping, extractAttempts } from '@keyscope/attempts';
-import { createDetector } from '@keyscope/detector';
-import { type DecodeOptions, decodeTraces } from '@keyscope/otlp';
+import type { Finding } from '@keyscope/detector';
 import { KeyscopeStore } from '@keyscope/store';
 import type { BenchContext } from '../bench-context.ts';
+import { detectInMemory } from '../in-memory-detection.ts';
 import { startEmbeddedService } from '../in-process-service.ts';
 import type { LoadResult } from '../load-generator.ts';
-import { cpuSecondsSince, median, pairedRatio, secondsOf } from '../measure.ts';
+import { cpuSecondsSince, median, pairedRatio } from '../measure.ts';
 import type { Section } from '../section.ts';
 import type { Row } from '../table.ts';
 import type { EncodedPayloads } from '../workloads/encoded-payloads.ts';
 
 const PERSISTED_TARGET_SPANS_PER_SECOND = 300_000;
-/** The DetectionPipeline's own deduplicator size, so both paths drop the same redeliveries. */
-const PIPELINE_DEDUPLICATOR_ENTRIES = 1_000_000;
 /** Payloads of the untimed runs that warm both paths up. */
 const WARMUP_PAYLOADS = 20;
 
@@ -37,8 +34,8 @@ export const persistenceSection: Section = {
     const loadGenerator = context.loadGenerator();
     await loadGenerator.load(context.payloadFile(workload));
 
-    inMemoryPass(workload, WARMUP_PAYLOADS, undefined);
-    inMemoryPass(workload, WARMUP_PAYLOADS, filter);
+    detectInMemory(workload, WARMUP_PAYLOADS, undefined);
+    detectInMemory(workload, WARMUP_PAYLOADS, filter);
     await persistedPass(context, workload, WARMUP_PAYLOADS);
 
     const full: number[] = [];
@@ -50,13 +47,13 @@ export const persistenceSection: Section = {
     let sameFindings = true;
     let everySpanCommitted = true;
     for (let i = 0; i < repetitions; i++) {
-      const inMemory = inMemoryPass(workload, workload.bodies.length, undefined);
-      const inMemoryFiltered = inMemoryPass(workload, workload.bodies.length, filter);
+      const inMemory = detectInMemory(workload, workload.bodies.length, undefined);
+      const inMemoryFiltered = detectInMemory(workload, workload.bodies.length, filter);
       const stored = await persistedPass(context, workload, workload.bodies.length);
-      expectedIds ??= inMemory.findingIds;
+      expectedIds ??= idsOf(inMemory.findings);
       sameFindings &&=
-        sameIds(expectedIds, inMemory.findingIds) &&
-        sameIds(expectedIds, inMemoryFiltered.findingIds) &&
+        sameIds(expectedIds, idsOf(inMemory.findings)) &&
+        sameIds(expectedIds, idsOf(inMemoryFiltered.findings)) &&
         sameIds(expectedIds, stored.findingIds);
       everySpanCommitted &&= stored.spansConsumed === workload.spans && stored.allAnswered200;
       full.push(workload.spans / inMemory.seconds);
@@ -114,31 +111,6 @@ export const persistenceSection: Section = {
   },
 };
 
-interface InMemoryPass {
-  seconds: number;
-  findingIds: string[];
-}
-
-function inMemoryPass(
-  workload: EncodedPayloads,
-  payloads: number,
-  decodeOptions: DecodeOptions | undefined,
-): InMemoryPass {
-  const bodies = workload.bodies.slice(0, payloads);
-  const mapping = defaultMapping();
-  const deduplicator = createSpanDeduplicator({ maxEntries: PIPELINE_DEDUPLICATOR_ENTRIES });
-  const detector = createDetector();
-  const seconds = secondsOf(() => {
-    for (const body of bodies) {
-      detector.ingest(extractAttempts(decodeTraces(body, decodeOptions), mapping, deduplicator));
-    }
-  });
-  // The service ticks every second and once more when it stops; one tick at the same clock
-  // leaves the in-memory findings where the service's end up.
-  detector.tick(workload.endUnixMillis);
-  return { seconds, findingIds: detector.findings().map((finding) => finding.id) };
-}
-
 interface PersistedPass {
   seconds: number;
   cpuSeconds: number;
@@ -191,6 +163,10 @@ function committedFindingIds(dbPath: string): string[] {
   } finally {
     store.close();
   }
+}
+
+function idsOf(findings: readonly Finding[]): string[] {
+  return findings.map((finding) => finding.id);
 }
 
 function sameIds(a: readonly string[], b: readonly string[]): boolean {

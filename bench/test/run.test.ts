@@ -35,6 +35,13 @@ const EXPECTED_ROWS: Record<string, string[]> = {
     'in memory: decode (service filter) + attempts + detector',
     'OTLP/HTTP → embedded service → SQLite, committed',
   ],
+  'archive analysis': [
+    'keyscope analyze, .pb files → JSON report',
+    'keyscope in memory: decode + attempts + detector',
+    'baseline: protobufjs decode alone',
+    'baseline: protobufjs → rows → DuckDB → GROUP BY',
+    'baseline: protobufjs → rows → SQLite → GROUP BY',
+  ],
 };
 
 // Speed is never asserted here: the machine running the tests is shared, and quick mode's sizes
@@ -88,6 +95,8 @@ describe('pnpm bench --quick', () => {
       'memory per tracked key',
       'second execution → finding, p99',
       'OTLP/HTTP → embedded service → SQLite, committed',
+      'baseline: protobufjs decode alone',
+      'baseline: protobufjs → rows → DuckDB → GROUP BY',
     ]);
   });
 
