@@ -37,7 +37,8 @@ const dir = mkdtempSync(join(tmpdir(), 'keyscope-scale-out-'));
 const roles: RoleProcess[] = [];
 
 beforeAll(async () => {
-  cluster = await startKafkaCluster({ traces: 4, attempts: 6, incidents: 3 });
+  // Two failovers are 16 MiB of OTLP: spread so that no partition nears the mock broker's 5 MiB.
+  cluster = await startKafkaCluster({ traces: 8, attempts: 6, incidents: 3 });
   topics = {
     traces: cluster.topic('traces'),
     attempts: cluster.topic('attempts'),
@@ -70,9 +71,10 @@ afterAll(async () => {
 const serve = () => roles.find((role) => role.role === 'serve')!;
 const detects = () => roles.filter((role) => role.role === 'detect');
 
-async function ownedPartitions(role: RoleProcess): Promise<number> {
+async function metric(role: RoleProcess, name: string): Promise<number> {
+  expect(role.child.exitCode, `${role.role} exited:\n${role.output()}`).toBeNull();
   const text = await (await fetch(`${role.api}/metrics`)).text();
-  return Number(/^keyscope_kafka_partitions_owned (\d+)$/m.exec(text)?.[1] ?? Number.NaN);
+  return Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(text)?.[1] ?? Number.NaN);
 }
 
 describe('two ingest and two detect instances', () => {
@@ -83,8 +85,9 @@ describe('two ingest and two detect instances', () => {
     const actual = await outcomeWhenEqual(serve().api, expected, 90_000);
     expect(actual).toEqual(expected);
     // Both detect instances took part: the group spread the attempts partitions over them.
-    const owned = await Promise.all(detects().map(ownedPartitions));
+    const owned = await Promise.all(detects().map((role) => metric(role, 'keyscope_kafka_partitions_owned')));
     expect(owned.reduce((a, b) => a + b, 0)).toBe(6);
+    expect(owned).not.toContain(0);
   }, 120_000);
 
   it('lose and double nothing when a detect instance is killed mid-stream', async () => {
@@ -94,11 +97,16 @@ describe('two ingest and two detect instances', () => {
     // Mid-stream: the first half is being ingested and detected while the process dies.
     await new Promise((resolve) => setTimeout(resolve, 500));
     const [victim, survivor] = detects() as [RoleProcess, RoleProcess];
+    const rebuiltBefore = await metric(survivor, 'keyscope_kafka_partition_rebuilds_total');
+    const victimOwned = await metric(victim, 'keyscope_kafka_partitions_owned');
     victim.child.kill('SIGKILL');
     await victim.exited;
     await exportAsCollector(producer, topics.traces, second.slice(half), { encoding: 'otlp_proto' });
     const actual = await outcomeWhenEqual(serve().api, expected, 120_000);
     expect(actual).toEqual(expected);
-    expect(await ownedPartitions(survivor)).toBe(6);
+    expect(await metric(survivor, 'keyscope_kafka_partitions_owned')).toBe(6);
+    // The partitions it took over had no state here: rebuilt from the attempts topic.
+    const rebuilt = (await metric(survivor, 'keyscope_kafka_partition_rebuilds_total')) - rebuiltBefore;
+    expect(rebuilt).toBeGreaterThanOrEqual(victimOwned);
   }, 180_000);
 });

@@ -18,7 +18,11 @@ const LAUNCHER_SOURCE = fileURLToPath(new URL('../mock-cluster.c', import.meta.u
  */
 export interface KafkaCluster {
   readonly brokers: string[];
-  /** True for the mock broker (no CreateTopics, a SyncGroup race that restarts members). */
+  /**
+   * True for the mock broker: no CreateTopics, a SyncGroup race that can restart a member, and
+   * at most 5 MiB kept per partition (older record batches are dropped) — tests size their
+   * partitions so that nothing is dropped before it is read.
+   */
   readonly mock: boolean;
   /** This run's name for a logical topic, e.g. topic('attempts') → `attempts-1a2b3c`. */
   topic(name: string): string;

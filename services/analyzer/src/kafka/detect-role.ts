@@ -11,9 +11,10 @@ import { encodeIncidentRecord } from './incident-records.ts';
 import { attemptsTopicSpec, deadLetterTopicSpec } from './ingest-role.ts';
 import { createConsumer, createKafkaClient } from './kafka-client.ts';
 import type { KafkaCounters } from './kafka-counters.ts';
+import { OffsetCommitter } from './offset-committer.ts';
 import { PartitionBackoff } from './partition-backoff.ts';
 import { PartitionDetector } from './partition-detector.ts';
-import { commitQuietly, consumerFailure, type RunningRole, readMappingFile } from './running-role.ts';
+import { type RunningRole, readMappingFile, runConsumer } from './running-role.ts';
 import { ensureTopics, type TopicSpec } from './topics.ts';
 
 const TICK_MILLIS = 1_000;
@@ -87,8 +88,8 @@ export async function startDetectRole(
     await admin.connect();
     stops.push(() => admin.disconnect());
     const consumer: Consumer = createConsumer(kafka, kafkaConfig, groupId);
-    const failed = consumerFailure(consumer, 'detect', logger);
     const backoff = new PartitionBackoff(consumer, topic, counters, logger, 'detect');
+    const committer = new OffsetCommitter(consumer, topic);
     const deadLetters = new DeadLetters({
       producer,
       topic: kafkaConfig.deadLetter.topic,
@@ -247,21 +248,24 @@ export async function startDetectRole(
         await flush(detector);
         resolveOffset(batch.lastOffset());
         backoff.succeeded(partition);
-        await commitQuietly(consumer, topic, partition, last + 1);
+        committer.mark(partition, last + 1);
       });
     };
 
     await consumer.connect();
+    stops.push(() => consumer.disconnect());
     await consumer.subscribe({ topic, fromBeginning: true });
-    await consumer.run({
-      autoCommit: false,
-      eachBatchAutoResolve: false,
-      partitionsConsumedConcurrently: 4,
-      eachBatch,
-    });
+    const running = await runConsumer(
+      consumer,
+      { autoCommit: false, eachBatchAutoResolve: false, partitionsConsumedConcurrently: 8, eachBatch },
+      { role: 'detect', logger },
+    );
     stops.push(async () => {
       backoff.stop();
-      await consumer.disconnect();
+      // While still a group member: a stopped consumer cannot commit. A batch finishing after
+      // this is delivered again to the next owner, where it is a no-op.
+      await committer.stop();
+      await running.stop();
       for (const slot of slots.values()) {
         slot.closed = true;
         await slot.queue;
@@ -297,7 +301,7 @@ export async function startDetectRole(
 
     let stopping: Promise<void> | undefined;
     return {
-      failed,
+      failed: running.failed,
       partitions: () =>
         [...slots.values()]
           .filter((slot) => slot.ready)

@@ -10,8 +10,9 @@ import { AttemptsWriter } from './attempts-writer.ts';
 import { DeadLetters } from './dead-letters.ts';
 import { createConsumer, createKafkaClient } from './kafka-client.ts';
 import type { KafkaCounters } from './kafka-counters.ts';
+import { OffsetCommitter } from './offset-committer.ts';
 import { PartitionBackoff } from './partition-backoff.ts';
-import { commitQuietly, consumerFailure, type RunningRole, readMappingFile } from './running-role.ts';
+import { type RunningRole, readMappingFile, runConsumer } from './running-role.ts';
 import { ensureTopics, type TopicSpec } from './topics.ts';
 import { decodeTraceMessage } from './trace-messages.ts';
 
@@ -76,7 +77,6 @@ export async function startIngestRole(
     const topic = kafkaConfig.traces.topic;
     if (topic !== '') {
       const consumer: Consumer = createConsumer(kafka, kafkaConfig, kafkaConfig.traces.groupId);
-      failed = consumerFailure(consumer, 'ingest', logger);
       const backoff = new PartitionBackoff(consumer, topic, counters, logger, 'ingest');
       const deadLetters = new DeadLetters({
         producer,
@@ -85,11 +85,9 @@ export async function startIngestRole(
         logger,
         role: 'ingest',
       });
+      const committer = new OffsetCommitter(consumer, topic);
       await consumer.connect();
-      stops.push(async () => {
-        backoff.stop();
-        await consumer.disconnect();
-      });
+      stops.push(() => consumer.disconnect());
       // A new group starts at the oldest retained traces: spans are evidence however late.
       await consumer.subscribe({ topic, fromBeginning: true });
       const eachBatch = async ({ batch, resolveOffset, isRunning, isStale }: EachBatchPayload) => {
@@ -129,16 +127,23 @@ export async function startIngestRole(
           await writer.write(attempts, activity);
           resolveOffset(batch.lastOffset());
           backoff.succeeded(partition);
-          await commitQuietly(consumer, topic, partition, Number(batch.lastOffset()) + 1);
+          committer.mark(partition, Number(batch.lastOffset()) + 1);
         } catch (error) {
           backoff.failed(partition, error);
         }
       };
-      await consumer.run({
-        autoCommit: false,
-        eachBatchAutoResolve: false,
-        partitionsConsumedConcurrently: 4,
-        eachBatch,
+      const running = await runConsumer(
+        consumer,
+        { autoCommit: false, eachBatchAutoResolve: false, partitionsConsumedConcurrently: 4, eachBatch },
+        { role: 'ingest', logger },
+      );
+      failed = running.failed;
+      stops.push(async () => {
+        backoff.stop();
+        // While still a group member: a stopped consumer cannot commit. A batch finishing after
+        // this is delivered again to the next owner, where it is a no-op.
+        await committer.stop();
+        await running.stop();
       });
       logger.info(
         `ingest consuming ${topic} (${kafkaConfig.traces.encoding}) as ${kafkaConfig.traces.groupId}`,

@@ -16,7 +16,7 @@ import { deadLetterTopicSpec } from './ingest-role.ts';
 import { createConsumer, createKafkaClient } from './kafka-client.ts';
 import type { KafkaCounters } from './kafka-counters.ts';
 import { PartitionBackoff } from './partition-backoff.ts';
-import { consumerFailure, type RunningRole, readMappingFile } from './running-role.ts';
+import { type RunningRole, readMappingFile, runConsumer } from './running-role.ts';
 import { ensureTopics, type TopicSpec } from './topics.ts';
 
 const PURGE_MILLIS = 10_000;
@@ -125,7 +125,6 @@ export async function startServeRole(
       kafkaConfig,
       `${kafkaConfig.clientId}-serve-${randomUUID()}`,
     );
-    const failed = consumerFailure(consumer, 'serve', logger);
     const backoff = new PartitionBackoff(consumer, topic, counters, logger, 'serve');
     const deadLetters = new DeadLetters({
       producer,
@@ -174,12 +173,17 @@ export async function startServeRole(
       }
     };
     await consumer.connect();
+    stops.push(() => consumer.disconnect());
+    await consumer.subscribe({ topic, fromBeginning: true });
+    const running = await runConsumer(
+      consumer,
+      { autoCommit: false, eachBatchAutoResolve: false, eachBatch },
+      { role: 'serve', logger },
+    );
     stops.push(async () => {
       backoff.stop();
-      await consumer.disconnect();
+      await running.stop();
     });
-    await consumer.subscribe({ topic, fromBeginning: true });
-    await consumer.run({ autoCommit: false, eachBatchAutoResolve: false, eachBatch });
     logger.info(`serve materializing ${topic} into ${config.db.path}`);
 
     const retentionMillis = config.retention.findingsDays * 24 * 60 * 60 * 1000;
@@ -203,7 +207,7 @@ export async function startServeRole(
     return {
       api: apiListen,
       store,
-      failed,
+      failed: running.failed,
       stop() {
         ready = false;
         stopping ??= stopAll();
