@@ -38,6 +38,7 @@ const EXPECTED_ROWS: Record<string, string[]> = {
   'archive analysis': [
     'keyscope analyze, .pb files → JSON report',
     'keyscope in memory: decode + attempts + detector',
+    'keyscope decodeTraces alone, all attributes',
     'baseline: protobufjs decode alone',
     'baseline: protobufjs → rows → DuckDB → GROUP BY',
     'baseline: protobufjs → rows → SQLite → GROUP BY',
