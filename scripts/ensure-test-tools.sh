@@ -1,18 +1,23 @@
 #!/usr/bin/env bash
 # The tests drive real programs where users have them (an Alertmanager for the alert tests,
-# Chromium for the web page tests).
+# Chromium for the web page tests, a Kafka protocol peer that the Kafka tests compile from
+# test/kafka/mock-cluster.c against librdkafka's mock cluster).
 # This installs the missing ones from Debian's packages when it can (root with apt-get), and
 # otherwise says exactly what to install — so `pnpm test` works on a fresh Debian machine.
 set -euo pipefail
 
-declare -A binary_of=(
+# A file each package installs: a program, or for a library the header the tests compile against.
+declare -A file_of=(
   [prometheus-alertmanager]=/usr/bin/prometheus-alertmanager
   [chromium]=/usr/bin/chromium
+  [librdkafka-dev]=/usr/include/librdkafka/rdkafka_mock.h
+  [gcc]=/usr/bin/gcc
+  [pkg-config]=/usr/bin/pkg-config
 )
 
 missing=()
-for package in "${!binary_of[@]}"; do
-  [ -x "${binary_of[$package]}" ] || missing+=("$package")
+for package in "${!file_of[@]}"; do
+  [ -e "${file_of[$package]}" ] || missing+=("$package")
 done
 [ ${#missing[@]} -eq 0 ] && exit 0
 

@@ -32,7 +32,7 @@ export const KAFKA_CONSUMER_STOPPED = defineError(
   'KS_KAFKA_CONSUMER_STOPPED',
   500,
   false,
-  'A Kafka consumer stopped for good (an error kafkajs does not retry, e.g. a compression codec it cannot read); the role exits with status 1 so that its supervisor restarts it.',
+  'A Kafka consumer stopped and cannot be started again: an error no restart cures (a compression codec kafkajs cannot read), or more than 10 restarts within 5 minutes; the role exits with status 1 so that its supervisor restarts it.',
 );
 
 /** Every code the Kafka roles declare, for the registry test. */

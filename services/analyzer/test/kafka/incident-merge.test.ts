@@ -1,0 +1,78 @@
+import type { Incident } from '@keyscope/detector';
+import { describe, expect, it } from 'vitest';
+import { mergeIncidentParts } from '../../src/kafka/incident-merge.ts';
+
+function part(overrides: Partial<Incident>): Incident {
+  const keys = overrides.keys ?? 1;
+  return {
+    id: 'inc_1',
+    service: 'payments',
+    operation: '/payments',
+    class: 'cross_store_duplicate',
+    severity: 'critical',
+    status: 'open',
+    routingEvent: null,
+    bucketStartUnixMillis: 0,
+    keys,
+    stores: [],
+    nodes: [],
+    openedUnixMillis: 1_000,
+    lastFindingUnixMillis: 2_000,
+    resolvedUnixMillis: null,
+    title: `payments /payments: ${keys === 1 ? '1 key' : `${keys} keys`} executed twice in different dedup stores`,
+    advice: `advice from ${keys}`,
+    ...overrides,
+  };
+}
+
+describe('an incident reported by several attempts partitions', () => {
+  it('adds up keys, unites stores and nodes, spans the parts in time', () => {
+    const merged = mergeIncidentParts([
+      part({
+        keys: 2,
+        stores: ['s/a', 's/b'],
+        nodes: ['a', 'b'],
+        openedUnixMillis: 5_000,
+        lastFindingUnixMillis: 9_000,
+      }),
+      part({
+        keys: 3,
+        stores: ['s/b', 's/c'],
+        nodes: ['b', 'c'],
+        openedUnixMillis: 4_000,
+        lastFindingUnixMillis: 7_000,
+      }),
+    ]);
+    expect(merged).toMatchObject({
+      keys: 5,
+      stores: ['s/a', 's/b', 's/c'],
+      nodes: ['a', 'b', 'c'],
+      openedUnixMillis: 4_000,
+      lastFindingUnixMillis: 9_000,
+      status: 'open',
+      title: 'payments /payments: 5 keys executed twice in different dedup stores',
+      advice: 'advice from 3',
+    });
+  });
+
+  it('is open while any part is, resolved when all are', () => {
+    const resolved = (at: number) => part({ status: 'resolved', resolvedUnixMillis: at });
+    expect(mergeIncidentParts([resolved(10), part({})])).toMatchObject({
+      status: 'open',
+      resolvedUnixMillis: null,
+    });
+    expect(mergeIncidentParts([resolved(10), resolved(30)])).toMatchObject({
+      status: 'resolved',
+      resolvedUnixMillis: 30,
+    });
+  });
+
+  it('keeps a title it cannot read as the detector writes it', () => {
+    expect(mergeIncidentParts([part({ title: 'custom' }), part({ title: 'custom' })]).title).toBe('custom');
+  });
+
+  it('is the part itself when there is one', () => {
+    const only = part({ keys: 4 });
+    expect(mergeIncidentParts([only])).toBe(only);
+  });
+});

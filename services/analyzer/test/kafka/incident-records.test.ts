@@ -1,0 +1,102 @@
+import { createDetector, defaultDetectorConfig, type Finding, type Incident } from '@keyscope/detector';
+import { server } from '@keyscope/testkit';
+import { describe, expect, it } from 'vitest';
+import {
+  decodeIncidentRecord,
+  encodeIncidentRecord,
+  type IncidentRecord,
+  recordsOfChanges,
+} from '../../src/kafka/incident-records.ts';
+
+/** A real finding and incident: a key executed in two node stores. */
+function duplicate(): { finding: Finding; incident: Incident } {
+  const detector = createDetector(defaultDetectorConfig());
+  const changes = detector.ingest({
+    attempts: [
+      server({ key: 'k1', node: 'a', store: 'payments/node:a', at: 0 }),
+      server({ key: 'k1', node: 'b', store: 'payments/node:b', at: 3 }),
+    ],
+    activity: [],
+    duplicateSpans: 0,
+    invalid: { outcome: 0, hit: 0, scope: 0 },
+  });
+  return { finding: changes.findings[0]!, incident: changes.incidents[0]! };
+}
+
+function roundTrip(record: IncidentRecord): IncidentRecord {
+  const { key, value } = encodeIncidentRecord(record);
+  return decodeIncidentRecord(Buffer.from(key), value);
+}
+
+describe('incidents topic records', () => {
+  it('keys findings by id and incident parts by incident id and attempts partition', () => {
+    const { finding, incident } = duplicate();
+    expect(encodeIncidentRecord({ type: 'finding', id: finding.id, finding }).key).toBe(
+      `finding/${finding.id}`,
+    );
+    expect(encodeIncidentRecord({ type: 'incident', id: incident.id, partition: 7, incident }).key).toBe(
+      `incident/${incident.id}/7`,
+    );
+    expect(encodeIncidentRecord({ type: 'scope', partition: 7, scope: [] }).key).toBe('scope/7');
+  });
+
+  it('round-trips values, and retractions as tombstones', () => {
+    const { finding, incident } = duplicate();
+    const records: IncidentRecord[] = [
+      { type: 'finding', id: finding.id, finding },
+      { type: 'finding', id: finding.id, finding: null },
+      { type: 'incident', id: incident.id, partition: 2, incident },
+      { type: 'incident', id: incident.id, partition: 2, incident: null },
+      { type: 'scope', partition: 2, scope: [] },
+    ];
+    for (const record of records) expect(roundTrip(record)).toEqual(record);
+    expect(encodeIncidentRecord({ type: 'finding', id: finding.id, finding: null }).value).toBeNull();
+  });
+
+  it("publishes a detector call's changes from its partition, retractions first", () => {
+    const { finding, incident } = duplicate();
+    const records = recordsOfChanges(
+      {
+        findings: [finding],
+        retractedFindingIds: ['f_old'],
+        incidents: [incident],
+        retractedIncidentIds: ['inc_old'],
+      },
+      4,
+    );
+    expect(records.map((record) => encodeIncidentRecord(record).key)).toEqual([
+      'finding/f_old',
+      `finding/${finding.id}`,
+      'incident/inc_old/4',
+      `incident/${incident.id}/4`,
+    ]);
+  });
+
+  it('refuses keys and values keyscope did not write with KS_KAFKA_RECORD_INVALID', () => {
+    const { finding } = duplicate();
+    const bad: [string | null, string | null][] = [
+      [null, null],
+      ['other/x', null],
+      ['finding/', null],
+      ['incident/x/notanumber', null],
+      ['scope/-1', null],
+      [`finding/${finding.id}`, 'not json'],
+      [`finding/${finding.id}`, '{"v":2,"finding":{}}'],
+      ['finding/f_other', JSON.stringify({ v: 1, finding })],
+      ['incident/inc_x/1', JSON.stringify({ v: 1, incident: { id: 'inc_y' } })],
+      ['scope/1', '{"v":1,"scope":{}}'],
+    ];
+    for (const [key, value] of bad) {
+      let code: string | undefined;
+      try {
+        decodeIncidentRecord(
+          key === null ? null : Buffer.from(key),
+          value === null ? null : Buffer.from(value),
+        );
+      } catch (error) {
+        code = (error as { code?: string }).code;
+      }
+      expect(code, `${key} ${value}`).toBe('KS_KAFKA_RECORD_INVALID');
+    }
+  });
+});

@@ -1,0 +1,120 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  createDetector,
+  type DetectorChanges,
+  defaultDetectorConfig,
+  type Incident,
+} from '@keyscope/detector';
+import { KeyscopeStore } from '@keyscope/store';
+import { server } from '@keyscope/testkit';
+import { afterAll, describe, expect, it } from 'vitest';
+import { type IncidentRecord, recordsOfChanges } from '../../src/kafka/incident-records.ts';
+import { IncidentsMaterializer, sumScopeStates } from '../../src/kafka/incidents-materializer.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'keyscope-materializer-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** What the detector of one attempts partition reports for one key executed in two node stores. */
+function duplicateOf(key: string): DetectorChanges {
+  const detector = createDetector(defaultDetectorConfig());
+  return detector.ingest({
+    attempts: [
+      server({ key, node: 'a', store: 'payments/node:a', at: 0 }),
+      server({ key, node: 'b', store: 'payments/node:b', at: 3 }),
+    ],
+    activity: [],
+    duplicateSpans: 0,
+    invalid: { outcome: 0, hit: 0, scope: 0 },
+  });
+}
+
+function materializer(path: string, alerts: { changed: Incident[]; retracted: string[] }) {
+  const store = new KeyscopeStore({ path });
+  const view = new IncidentsMaterializer({
+    store,
+    detectorConfig: defaultDetectorConfig(),
+    alerts: () => ({
+      incidentsChanged: (incidents) => alerts.changed.push(...incidents),
+      incidentsRetracted: (ids) => alerts.retracted.push(...ids),
+    }),
+  });
+  return { store, view };
+}
+
+describe("the serve role's copy of the incidents topic", () => {
+  it("serves one incident adding up the keys every partition reports, and each key's evidence", () => {
+    const alerts = { changed: [] as Incident[], retracted: [] as string[] };
+    const { store, view } = materializer(join(dir, 'merge.db'), alerts);
+    const first = duplicateOf('k1');
+    const second = duplicateOf('k2');
+    const incidentId = first.incidents[0]!.id;
+    expect(second.incidents[0]!.id).toBe(incidentId);
+    view.apply('incidents', 0, recordsOfChanges(first, 4), 10);
+    view.apply('incidents', 1, recordsOfChanges(second, 7), 20);
+    expect(store.getIncident(incidentId)).toMatchObject({ keys: 2, status: 'open' });
+    expect(
+      store
+        .listFindings({}, { limit: 10 })
+        .items.map((f) => f.key)
+        .sort(),
+    ).toEqual(['k1', 'k2']);
+    expect(store.attemptsOfKey('k1')).toHaveLength(2);
+    expect(alerts.changed.at(-1)).toMatchObject({ id: incidentId, keys: 2 });
+
+    // Partition 7's detector retracts its part (its finding moved elsewhere): one key left.
+    const retraction: IncidentRecord[] = [
+      { type: 'finding', id: second.findings[0]!.id, finding: null },
+      { type: 'incident', id: incidentId, partition: 7, incident: null },
+    ];
+    view.apply('incidents', 1, retraction, 21);
+    expect(store.getIncident(incidentId)).toMatchObject({ keys: 1 });
+    expect(store.findingsOfKey('k2')).toEqual([]);
+
+    view.apply('incidents', 0, [{ type: 'incident', id: incidentId, partition: 4, incident: null }], 11);
+    expect(store.getIncident(incidentId)).toBeUndefined();
+    expect(alerts.retracted).toEqual([incidentId]);
+    store.close();
+  });
+
+  it('continues after a restart from the offsets stored with the data', () => {
+    const path = join(dir, 'offsets.db');
+    const first = materializer(path, { changed: [], retracted: [] });
+    expect(first.view.nextOffset('incidents', 2)).toBeUndefined();
+    first.view.apply('incidents', 2, recordsOfChanges(duplicateOf('k1'), 0), 41);
+    first.store.close();
+    const again = materializer(path, { changed: [], retracted: [] });
+    expect(again.view.nextOffset('incidents', 2)).toBe(42);
+    expect(again.store.counts().findings).toBe(1);
+    again.store.close();
+  });
+
+  it('adds up the scope report counts of every partition', () => {
+    const { store, view } = materializer(join(dir, 'scope.db'), { changed: [], retracted: [] });
+    const state = (keys: number) => [
+      {
+        tier: 'payments /payments',
+        service: 'payments',
+        operation: '/payments',
+        declared: { node: keys },
+        keys,
+        spread: [keys - 1, 1, 0, 0],
+      },
+    ];
+    view.apply('incidents', 0, [{ type: 'scope', partition: 0, scope: state(3) }], 0);
+    view.apply('incidents', 0, [{ type: 'scope', partition: 1, scope: state(5) }], 1);
+    expect(sumScopeStates([state(3), state(5)])).toEqual(
+      state(8).map((row) => ({ ...row, spread: [6, 2, 0, 0] })),
+    );
+    expect(view.scopeView.scopeReport()).toEqual([
+      expect.objectContaining({
+        service: 'payments',
+        keys: 8,
+        declaredScope: 'node',
+        keysSpanning: expect.any(Object),
+      }),
+    ]);
+    store.close();
+  });
+});

@@ -1,0 +1,104 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Attempt, NodeActivity } from '@keyscope/attempts';
+import { defaultDetectorConfig } from '@keyscope/detector';
+import { KeyscopeStore } from '@keyscope/store';
+import { activity, server, TEST_EPOCH_UNIX_MILLIS } from '@keyscope/testkit';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { AttemptsRecord } from '../../src/kafka/attempt-records.ts';
+import { PartitionDetector } from '../../src/kafka/partition-detector.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'keyscope-partition-'));
+const open: PartitionDetector[] = [];
+afterEach(() => {
+  for (const detector of open.splice(0)) detector.close();
+});
+
+let files = 0;
+function partitionDetector(path = join(dir, `p-${++files}.db`)): PartitionDetector {
+  const detector = new PartitionDetector({
+    path,
+    partition: 3,
+    detectorConfig: defaultDetectorConfig(),
+    retentionMillis: 30 * 24 * 60 * 60 * 1000,
+    now: () => TEST_EPOCH_UNIX_MILLIS + 60_000,
+  });
+  open.push(detector);
+  return detector;
+}
+
+const attempt = (offset: number, value: Attempt) => ({
+  offset,
+  record: { type: 'attempt', attempt: value } as AttemptsRecord,
+});
+const samples = (offset: number, source: string, values: NodeActivity[]) => ({
+  offset,
+  record: { type: 'activity', entries: [{ source, offset: 40, samples: values }] } as AttemptsRecord,
+});
+const twice = [
+  attempt(0, server({ key: 'k1', node: 'a', store: 'payments/node:a', at: 0 })),
+  attempt(1, server({ key: 'k1', node: 'b', store: 'payments/node:b', at: 3 })),
+];
+
+describe('one attempts partition', () => {
+  it('commits a duplicate with the offset it covers and the records that publish it', () => {
+    const detector = partitionDetector();
+    expect(detector.apply(twice, 1)).toBe(2);
+    expect(detector.appliedOffset).toBe(1);
+    const types = detector.pending().map((record) => record.type);
+    expect(types).toEqual(['finding', 'incident']);
+    detector.delivered(2);
+    expect(detector.pending()).toEqual([]);
+  });
+
+  it('ignores records Kafka delivers again at or below the applied offset', () => {
+    const detector = partitionDetector();
+    detector.apply(twice, 1);
+    detector.delivered(detector.pending().length);
+    expect(detector.apply(twice, 1)).toBe(0);
+    expect(detector.pending()).toEqual([]);
+  });
+
+  it('keeps its state, offset and undelivered records across a restart', () => {
+    const path = join(dir, 'restart.db');
+    const first = partitionDetector(path);
+    first.apply(twice, 1);
+    const pending = first.pending();
+    first.close();
+    open.splice(open.indexOf(first), 1);
+    const again = partitionDetector(path);
+    expect(again.appliedOffset).toBe(1);
+    expect(again.pending()).toEqual(pending);
+    expect(again.detector.findings().map((finding) => finding.id)).toEqual([
+      pending[0]!.type === 'finding' && pending[0]!.id,
+    ]);
+  });
+
+  it("counts an ingest instance's activity once when it is written again from the same traces offset", () => {
+    const path = join(dir, 'activity.db');
+    const detector = partitionDetector(path);
+    const traffic = activity({ node: 'a', fromSecond: 0, toSecond: 1, spans: 10 });
+    detector.apply([samples(0, 'otlp_spans/0', traffic)], 0);
+    detector.apply([samples(1, 'otlp_spans/0', traffic), samples(2, '', traffic)], 2);
+    detector.close();
+    open.splice(open.indexOf(detector), 1);
+    const store = new KeyscopeStore({ path });
+    // 10 from the first copy, none from the repeat, 10 from an OTLP request (never deduplicated).
+    expect(store.recentActivity(60_000).reduce((sum, sample) => sum + sample.spans, 0)).toBe(20);
+    store.close();
+  });
+
+  it('publishes its scope report counts on a tick, and again only when they move', () => {
+    const detector = partitionDetector();
+    detector.apply(twice, 1);
+    detector.delivered(detector.pending().length);
+    detector.tick(TEST_EPOCH_UNIX_MILLIS + 60_000);
+    expect(detector.pending().map((record) => record.type)).toEqual(['scope']);
+    detector.delivered(1);
+    detector.tick(TEST_EPOCH_UNIX_MILLIS + 61_000);
+    expect(detector.pending()).toEqual([]);
+  });
+});
+
+process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
