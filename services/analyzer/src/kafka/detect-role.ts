@@ -37,6 +37,8 @@ interface Slot {
   ready: boolean;
   /** Set when the slot was revoked; queued work then does nothing. */
   closed: boolean;
+  /** The offset a gap made this slot seek back to once; a second gap there is accepted. */
+  seekedBackTo?: number;
   queue: Promise<void>;
 }
 
@@ -216,6 +218,21 @@ export async function startDetectRole(
       await enqueue(slot, async () => {
         const detector = slot.detector;
         if (!slot.ready || slot.closed || detector === undefined) return;
+        // A batch must continue the state: one that starts past the next offset (fetched from a
+        // position set before this slot's seek) would skip attempts. Seek back once; if the
+        // records in between are gone (retention), the same gap comes back and is accepted.
+        const expected = detector.appliedOffset + 1;
+        const first = Number(batch.messages[0]?.offset ?? batch.lastOffset());
+        if (detector.appliedOffset >= 0 && first > expected) {
+          if (slot.seekedBackTo !== expected) {
+            slot.seekedBackTo = expected;
+            consumer.seek({ topic, partition, offset: String(expected) });
+            return;
+          }
+          logger.error(
+            `detect: ${topic}[${partition}] offsets ${expected} to ${first - 1} no longer exist (retention); continuing at ${first}`,
+          );
+        }
         await flush(detector);
         const oldest = now() - horizonMillis;
         const records: { offset: number; record: AttemptsRecord }[] = [];

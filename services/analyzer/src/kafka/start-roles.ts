@@ -4,6 +4,7 @@ import { ANALYZER_CONFIG_INVALID } from '../errors.ts';
 import { consoleLogger, type Logger } from '../logger.ts';
 import { createMetrics, type MetricSources } from '../metrics.ts';
 import type { ListenAddress } from '../receivers/listen-address.ts';
+import { startSelfTelemetry } from '../self-telemetry.ts';
 import { type RunningService, startServe } from '../serve.ts';
 import { type RunningDetect, startDetectRole } from './detect-role.ts';
 import { type RunningIngest, startIngestRole } from './ingest-role.ts';
@@ -61,6 +62,9 @@ export async function startRoles(
     for (const part of started.reverse()) await part.stop();
   };
   try {
+    // keyscope's own traces (telemetry.otlpEndpoint), as in the embedded service.
+    const telemetry = await startSelfTelemetry(config, logger);
+    started.push({ stop: () => telemetry.stop(), failed: new Promise<never>(() => {}) });
     let detect: RunningDetect | undefined;
     let ingest: RunningIngest | undefined;
     let serve: RunningServeRole | undefined;
