@@ -1,0 +1,71 @@
+import { defaultMapping, type Mapping } from '@keyscope/attempts';
+import { scenarios, simulate } from '@keyscope/simulator';
+import { activity, server } from '@keyscope/testkit';
+import type { Message, Producer, ProducerRecord } from 'kafkajs';
+import { describe, expect, it } from 'vitest';
+import { decodeAttemptsRecord } from '../../src/kafka/attempt-records.ts';
+import { AttemptsWriter } from '../../src/kafka/attempts-writer.ts';
+import { KafkaCounters } from '../../src/kafka/kafka-counters.ts';
+
+/** A producer that records what it is asked to send, or refuses everything. */
+function fakeProducer(refuse = false) {
+  const sent: ProducerRecord[] = [];
+  const producer = {
+    send: async (record: ProducerRecord) => {
+      if (refuse) throw new Error('broker unreachable');
+      sent.push(record);
+      return [];
+    },
+  } as unknown as Producer;
+  return { producer, messages: () => sent.flatMap((record) => record.messages as Message[]) };
+}
+
+function writer(producer: Producer, mapping: Mapping = defaultMapping()) {
+  return new AttemptsWriter({
+    producer,
+    topic: 'attempts',
+    partitions: 3,
+    mapping,
+    counters: new KafkaCounters(),
+  });
+}
+
+describe('the ingest role writing attempts', () => {
+  it('writes node activity to every partition, ahead of the attempts, which are keyed by idempotency key', async () => {
+    const fake = fakeProducer();
+    const attempts = [server({ key: 'k1' }), server({ key: 'k2' })];
+    const entries = [
+      { source: 'otlp_spans/0', offset: 5, samples: activity({ fromSecond: 0, toSecond: 1 }) },
+    ];
+    await writer(fake.producer).write(attempts, entries);
+    const messages = fake.messages();
+    expect(messages.slice(0, 3).map((message) => message.partition)).toEqual([0, 1, 2]);
+    expect(decodeAttemptsRecord(messages[0]!.value as Buffer)).toEqual({ type: 'activity', entries });
+    expect(messages.slice(3).map((message) => message.key)).toEqual(['k1', 'k2']);
+    expect(messages.slice(3).every((message) => message.partition === undefined)).toBe(true);
+  });
+
+  it('qualifies keys by tenant when the mapping says keys are per tenant', async () => {
+    const fake = fakeProducer();
+    const mapping = { ...defaultMapping(), keyNamespace: 'tenant' as const };
+    await writer(fake.producer, mapping).write([server({ key: 'k1', tenant: 'acme' })], []);
+    expect(fake.messages().map((message) => message.key)).toEqual(['acme\u0000k1']);
+  });
+
+  it('writes nothing for a batch without attempts or activity', async () => {
+    const fake = fakeProducer();
+    await writer(fake.producer).write([], [{ source: '', offset: 0, samples: [] }]);
+    expect(fake.messages()).toEqual([]);
+  });
+
+  it('takes OTLP spans once Kafka has them, and refuses them with a retryable KS_KAFKA_UNAVAILABLE otherwise', async () => {
+    const { spans } = simulate(scenarios.nodeFailover({ requests: 20 }), { seed: 1 });
+    const fake = fakeProducer();
+    await expect(writer(fake.producer).consumeSpans(spans)).resolves.toMatchObject({ rejectedSpans: 0 });
+    expect(fake.messages().length).toBeGreaterThan(3);
+    await expect(writer(fakeProducer(true).producer).consumeSpans(spans)).rejects.toMatchObject({
+      code: 'KS_KAFKA_UNAVAILABLE',
+      retryable: true,
+    });
+  });
+});
