@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { encodeTraces } from '@keyscope/otlp';
 import { scenarios, simulate } from '@keyscope/simulator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKafkaClient } from '../../services/analyzer/src/kafka/kafka-client.ts';
@@ -90,7 +91,7 @@ describe('two ingest and two detect instances', () => {
     expect(owned).not.toContain(0);
   }, 120_000);
 
-  it('lose and double nothing when a detect instance is killed mid-stream', async () => {
+  it('lose and double nothing when a detect instance is killed mid-stream, with spans from the topic and OTLP/HTTP', async () => {
     const expected = await embeddedOutcome([first, second]);
     const half = Math.floor(second.length / 2);
     await exportAsCollector(producer, topics.traces, second.slice(0, half), { encoding: 'otlp_proto' });
@@ -101,7 +102,17 @@ describe('two ingest and two detect instances', () => {
     const victimOwned = await metric(victim, 'keyscope_kafka_partitions_owned');
     victim.child.kill('SIGKILL');
     await victim.exited;
-    await exportAsCollector(producer, topics.traces, second.slice(half), { encoding: 'otlp_proto' });
+    // The rest over OTLP/HTTP to an ingest instance's own receiver: it joins the same attempts topic.
+    const ingest = roles.find((role) => role.role === 'ingest')!;
+    for (let i = half; i < second.length; i += 300) {
+      const response = await fetch(`${ingest.otlpHttp}/v1/traces`, {
+        method: 'POST',
+        body: encodeTraces(second.slice(i, Math.min(i + 300, second.length))),
+        headers: { 'content-type': 'application/x-protobuf' },
+      });
+      await response.arrayBuffer();
+      expect(response.status).toBe(200);
+    }
     const actual = await outcomeWhenEqual(serve().api, expected, 120_000);
     expect(actual).toEqual(expected);
     expect(await metric(survivor, 'keyscope_kafka_partitions_owned')).toBe(6);
