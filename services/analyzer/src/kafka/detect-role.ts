@@ -82,6 +82,11 @@ export async function startDetectRole(
     for (const stop of stops.reverse()) await stop();
   };
   const slots = new Map<number, Slot>();
+  /**
+   * The work still queued on revoked slots, by partition: a slot given the partition again starts
+   * after it, so two slots never hold the same state file at once.
+   */
+  const retiring = new Map<number, Promise<void>>();
   try {
     const producer: Producer = kafka.producer({ allowAutoTopicCreation: false });
     await producer.connect();
@@ -190,15 +195,20 @@ export async function startDetectRole(
         slots.delete(partition);
         slot.closed = true;
         slot.ready = false;
-        void enqueue(slot, () => {
+        const closed = enqueue(slot, () => {
           slot.detector?.close();
           slot.detector = undefined;
+        });
+        retiring.set(partition, closed);
+        void closed.then(() => {
+          if (retiring.get(partition) === closed) retiring.delete(partition);
         });
       }
       for (const partition of assigned) {
         let slot = slots.get(partition);
         if (slot === undefined) {
-          slot = { partition, detector: undefined, ready: false, closed: false, queue: Promise.resolve() };
+          const queue = retiring.get(partition) ?? Promise.resolve();
+          slot = { partition, detector: undefined, ready: false, closed: false, queue };
           slots.set(partition, slot);
         }
         // Every join makes kafkajs start again from the committed offset, which may trail the
@@ -289,6 +299,7 @@ export async function startDetectRole(
         slot.detector?.close();
       }
       slots.clear();
+      await Promise.all(retiring.values());
     });
 
     const everySlot = (work: (slot: Slot, detector: PartitionDetector) => Promise<void> | void) => {
