@@ -20,6 +20,9 @@ interface ServiceSeries {
   totals: Map<number, number>;
   dirty: boolean;
   events: RoutingEvent[];
+  /** Newest bucket seen, and the newest one the cached events were inferred with. */
+  maxIndex: number;
+  inferredMaxIndex: number;
 }
 
 /**
@@ -41,7 +44,14 @@ export class RoutingInference {
       const placement = sample.placement;
       let service = this.services.get(placement.service);
       if (service === undefined) {
-        service = { nodes: new Map(), totals: new Map(), dirty: true, events: [] };
+        service = {
+          nodes: new Map(),
+          totals: new Map(),
+          dirty: true,
+          events: [],
+          maxIndex: Number.NEGATIVE_INFINITY,
+          inferredMaxIndex: Number.NEGATIVE_INFINITY,
+        };
         this.services.set(placement.service, service);
       }
       const nodeKey = placement.node;
@@ -59,15 +69,23 @@ export class RoutingInference {
       }
       service.totals.set(index, (service.totals.get(index) ?? 0) + sample.spans);
       service.dirty = true;
+      if (index > service.maxIndex) service.maxIndex = index;
       const end = sample.bucketStartUnixMillis + sample.bucketMillis;
       if (end > this.watermarkUnixMillis) this.watermarkUnixMillis = end;
     }
   }
 
-  /** Events of one service, recomputed if its traffic changed since the last call. */
+  /**
+   * Events of one service, for judging a key right now. Re-inferred only once event time has
+   * moved on by a silence's worth of buckets: inference reads the whole activity window, and
+   * re-running it on every batch made detection quadratic in the window. Anything this misses is
+   * caught by `all()`, which `tick`/`flush` use to re-group findings.
+   */
   eventsOf(service: string): readonly RoutingEvent[] {
     const series = this.services.get(service);
-    const live = series === undefined ? [] : this.refresh(service, series);
+    const step = Math.max(1, Math.ceil(this.config.silenceMinMillis / this.bucketMillis));
+    const stale = series !== undefined && series.maxIndex - series.inferredMaxIndex >= step;
+    const live = series === undefined ? [] : stale ? this.refresh(service, series) : series.events;
     if (this.frozen.size === 0) return live;
     const frozen = [...this.frozen.values()].filter((event) => event.service === service);
     return frozen.length === 0 ? live : [...frozen, ...live];
@@ -108,6 +126,7 @@ export class RoutingInference {
     if (series.dirty) {
       series.events = this.infer(name, series).filter((event) => !this.frozen.has(event.id));
       series.dirty = false;
+      series.inferredMaxIndex = series.maxIndex;
     }
     return series.events;
   }
