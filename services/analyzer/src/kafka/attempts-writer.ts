@@ -48,9 +48,7 @@ export class AttemptsWriter implements SpanConsumer {
   async write(attempts: readonly Attempt[], activity: readonly ActivityEntry[]): Promise<void> {
     const { producer, topic, partitions, mapping, counters } = this.#options;
     const messages: Message[] = [];
-    const entries = activity.filter((entry) => entry.samples.length > 0);
-    if (entries.length > 0) {
-      const value = encodeActivityRecord(entries);
+    for (const value of activityRecords(activity.filter((entry) => entry.samples.length > 0))) {
       for (let partition = 0; partition < partitions; partition++) messages.push({ partition, value });
     }
     for (const attempt of attempts) {
@@ -60,4 +58,27 @@ export class AttemptsWriter implements SpanConsumer {
     await sendInChunks(producer, topic, messages, counters);
     counters.attemptsExtracted += attempts.length;
   }
+}
+
+/** Well below the brokers' 1 MiB record limit, however many traces messages one batch read. */
+const MAX_ACTIVITY_RECORD_BYTES = 256 * 1024;
+
+/** The activity of one batch as records of bounded size; an entry is never split. */
+function activityRecords(entries: readonly ActivityEntry[]): Buffer[] {
+  const records: Buffer[] = [];
+  let group: ActivityEntry[] = [];
+  let bytes = 0;
+  for (const entry of entries) {
+    // A sample is about 150 bytes of JSON; exact sizes do not matter, only staying well below.
+    const size = 64 + entry.source.length + entry.samples.length * 200;
+    if (group.length > 0 && bytes + size > MAX_ACTIVITY_RECORD_BYTES) {
+      records.push(encodeActivityRecord(group));
+      group = [];
+      bytes = 0;
+    }
+    group.push(entry);
+    bytes += size;
+  }
+  if (group.length > 0) records.push(encodeActivityRecord(group));
+  return records;
 }

@@ -41,11 +41,29 @@ export function recordKey(record: IncidentRecord): string {
   }
 }
 
+/**
+ * Below the brokers' default 1 MiB record limit, which a finding of a hot key (every attempt of it
+ * within the retry horizon) could pass: a record the broker refuses would stop its partition.
+ */
+export const MAX_RECORD_BYTES = 900 * 1024;
+
 export function encodeIncidentRecord(record: IncidentRecord): { key: string; value: Buffer | null } {
   const key = recordKey(record);
   switch (record.type) {
-    case 'finding':
-      return { key, value: json(record.finding === null ? null : { v: VERSION, finding: record.finding }) };
+    case 'finding': {
+      if (record.finding === null) return { key, value: null };
+      let finding = record.finding;
+      let value = json({ v: VERSION, finding })!;
+      // Keep the first and the last attempts, halving until it fits: the executions that make the
+      // finding are among them, and the serve role still counts `executions` from the finding.
+      const attempts = record.finding.attempts;
+      for (let half = Math.floor(attempts.length / 2); value.length > MAX_RECORD_BYTES && half > 1; ) {
+        half = Math.floor(half / 2);
+        finding = { ...record.finding, attempts: [...attempts.slice(0, half), ...attempts.slice(-half)] };
+        value = json({ v: VERSION, finding })!;
+      }
+      return { key, value };
+    }
     case 'incident':
       return {
         key,

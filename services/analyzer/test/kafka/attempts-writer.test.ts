@@ -45,6 +45,27 @@ describe('the ingest role writing attempts', () => {
     expect(messages.slice(3).every((message) => message.partition === undefined)).toBe(true);
   });
 
+  it('splits the activity of a large batch into records well below the broker limit', async () => {
+    const fake = fakeProducer();
+    const entries = Array.from({ length: 3_000 }, (_, i) => ({
+      source: 'otlp_spans/0',
+      offset: i,
+      samples: activity({ node: `node-${i % 7}`, fromSecond: 0, toSecond: 2 }),
+    }));
+    await writer(fake.producer).write([], entries);
+    const values = fake
+      .messages()
+      .filter((message) => message.partition === 0)
+      .map((m) => m.value as Buffer);
+    expect(values.length).toBeGreaterThan(1);
+    for (const value of values) expect(value.length).toBeLessThan(512 * 1024);
+    const decoded = values.flatMap((value) => {
+      const record = decodeAttemptsRecord(value);
+      return record.type === 'activity' ? record.entries : [];
+    });
+    expect(decoded).toEqual(entries);
+  });
+
   it('qualifies keys by tenant when the mapping says keys are per tenant', async () => {
     const fake = fakeProducer();
     const mapping = { ...defaultMapping(), keyNamespace: 'tenant' as const };

@@ -5,6 +5,7 @@ import {
   decodeIncidentRecord,
   encodeIncidentRecord,
   type IncidentRecord,
+  MAX_RECORD_BYTES,
   recordsOfChanges,
 } from '../../src/kafka/incident-records.ts';
 
@@ -98,5 +99,22 @@ describe('incidents topic records', () => {
       }
       expect(code, `${key} ${value}`).toBe('KS_KAFKA_RECORD_INVALID');
     }
+  });
+});
+
+describe('a finding of a hot key', () => {
+  it('is published within the record limit with its first and last attempts', () => {
+    const { finding } = duplicate();
+    const many = Array.from({ length: 6_000 }, (_, i) =>
+      server({ key: 'k1', node: i % 2 === 0 ? 'a' : 'b', at: i, spanId: i.toString(16).padStart(16, '0') }),
+    );
+    const hot = { ...finding, attempts: many };
+    const { value } = encodeIncidentRecord({ type: 'finding', id: hot.id, finding: hot });
+    expect(value!.length).toBeLessThanOrEqual(MAX_RECORD_BYTES);
+    const decoded = decodeIncidentRecord(Buffer.from(`finding/${hot.id}`), value);
+    const attempts = decoded.type === 'finding' ? decoded.finding!.attempts : [];
+    expect(attempts.length).toBeGreaterThan(100);
+    expect(attempts[0]).toEqual(many[0]);
+    expect(attempts.at(-1)).toEqual(many.at(-1));
   });
 });
