@@ -1,4 +1,4 @@
-import type { Attempt, ScopeLevel } from '@keyscope/attempts';
+import type { ScopeLevel } from '@keyscope/attempts';
 import type { Finding, FindingClass } from './finding.ts';
 import { covers, type SpreadLevel, spreadOf } from './scope-report.ts';
 
@@ -15,12 +15,10 @@ const NEXT_LEVEL_NAME: Record<SpreadLevel, string> = {
  * smallest scope that covers what was observed — and never recommend a global namespace by
  * reflex, because it puts a cross-region write and a hot partition on every mutation.
  */
-export function adviceFor(findingClass: FindingClass, findings: readonly Finding[]): string {
-  const attempts = findings.flatMap((f) => f.attempts);
-  const declared = declaredScope(attempts);
-  const spread = widestSpread(findings);
-  const stores = new Set(findings.flatMap((f) => f.stores));
-  const proxies = findings.filter((f) => f.retriedBy === 'proxy').length;
+export function adviceFor(findingClass: FindingClass, facts: AdviceFacts): string {
+  const declared = mostDeclared(facts.declared);
+  const { spread, proxies } = facts;
+  const stores = facts.stores;
   const declaredText = declared === 'unknown' ? 'an undeclared scope' : `${declared} scope`;
 
   switch (findingClass) {
@@ -28,13 +26,12 @@ export function adviceFor(findingClass: FindingClass, findings: readonly Finding
     case 'scope_violation': {
       const head =
         findingClass === 'cross_store_duplicate'
-          ? `Retries of one key executed in ${stores.size} different dedup stores: keys have ${declaredText}, but retries reached ${NEXT_LEVEL_NAME[spread]}.`
-          : `Retries of one key already reach ${stores.size} dedup stores (keys have ${declaredText}; retries reached ${NEXT_LEVEL_NAME[spread]}); nothing has executed twice yet, but the next slow response will.`;
+          ? `Retries of one key executed in ${stores} different dedup stores: keys have ${declaredText}, but retries reached ${NEXT_LEVEL_NAME[spread]}.`
+          : `Retries of one key already reach ${stores} dedup stores (keys have ${declaredText}; retries reached ${NEXT_LEVEL_NAME[spread]}); nothing has executed twice yet, but the next slow response will.`;
       return [head, widenAdvice(declared, spread), proxyAdvice(proxies)].filter((s) => s !== '').join(' ');
     }
     case 'same_store_duplicate': {
-      const race = findings.some((f) => f.cause === 'race');
-      const ttl = findings.some((f) => f.cause === 'ttl_expired');
+      const { race, ttl } = facts;
       const parts: string[] = [];
       if (race) {
         parts.push(
@@ -42,9 +39,8 @@ export function adviceFor(findingClass: FindingClass, findings: readonly Finding
         );
       }
       if (ttl) {
-        const gaps = findings.map((f) => f.gapMillis ?? 0);
         parts.push(
-          `A retry arrived after the store had forgotten the key (longest gap ${formatDuration(Math.max(...gaps))}). Keep keys at least as long as clients retry (their longest backoff plus total timeout), or make clients give up before the key expires.`,
+          `A retry arrived after the store had forgotten the key (longest gap ${formatDuration(facts.longestGapMillis)}). Keep keys at least as long as clients retry (their longest backoff plus total timeout), or make clients give up before the key expires.`,
         );
       }
       return parts.join(' ');
@@ -54,9 +50,7 @@ export function adviceFor(findingClass: FindingClass, findings: readonly Finding
     case 'key_collision':
       return (
         'Two tenants sent the same idempotency key into one namespace' +
-        (findings.some((f) => f.cause === 'cross_tenant_replay')
-          ? ', and one was served the result stored for the other.'
-          : '.') +
+        (facts.crossTenantReplay ? ', and one was served the result stored for the other.' : '.') +
         ' Client-generated keys are unique per client at best: qualify the key with the tenant (a tenant-scoped namespace) rather than trusting clients to produce globally unique keys.'
       );
   }
@@ -82,27 +76,89 @@ function proxyAdvice(proxies: number): string {
   return `${proxies} of these were retried by a proxy or load balancer, not by the client: stop it from retrying non-idempotent requests, or make it forward the same idempotency key to the same store.`;
 }
 
-function declaredScope(attempts: readonly Attempt[]): ScopeLevel | 'unknown' {
-  const counts = new Map<ScopeLevel, number>();
-  for (const a of attempts)
-    if (a.kind === 'server' && a.scope !== '') counts.set(a.scope, (counts.get(a.scope) ?? 0) + 1);
-  let best: ScopeLevel | 'unknown' = 'unknown';
-  let most = 0;
-  for (const [scope, count] of counts) if (count > most) [best, most] = [scope, count];
-  return best;
+/** What one finding contributes to its incident's advice, computed once when it is placed. */
+export interface FindingFacts {
+  stores: readonly string[];
+  declared: Partial<Record<ScopeLevel, number>>;
+  spread: SpreadLevel;
+  proxy: boolean;
+  cause: Finding['cause'];
+  gapMillis: number;
 }
 
-function widestSpread(findings: readonly Finding[]): SpreadLevel {
-  const order: SpreadLevel[] = ['node', 'cluster', 'region', 'global'];
-  let widest = 0;
-  for (const finding of findings) {
-    const landed = finding.attempts.filter(
-      (a) =>
-        a.kind !== 'client' && a.placement.service === finding.service && a.operation === finding.operation,
-    );
-    widest = Math.max(widest, order.indexOf(spreadOf(landed)));
+/** The facts of all of an incident's findings together. */
+export interface AdviceFacts {
+  stores: number;
+  declared: Partial<Record<ScopeLevel, number>>;
+  spread: SpreadLevel;
+  proxies: number;
+  race: boolean;
+  ttl: boolean;
+  crossTenantReplay: boolean;
+  longestGapMillis: number;
+}
+
+const SPREAD_ORDER: readonly SpreadLevel[] = ['node', 'cluster', 'region', 'global'];
+
+export function factsOf(finding: Finding): FindingFacts {
+  const declared: Partial<Record<ScopeLevel, number>> = {};
+  for (const a of finding.attempts) {
+    if (a.kind === 'server' && a.scope !== '') declared[a.scope] = (declared[a.scope] ?? 0) + 1;
   }
-  return order[widest]!;
+  const landed = finding.attempts.filter(
+    (a) =>
+      a.kind !== 'client' && a.placement.service === finding.service && a.operation === finding.operation,
+  );
+  return {
+    stores: finding.stores,
+    declared,
+    spread: spreadOf(landed),
+    proxy: finding.retriedBy === 'proxy',
+    cause: finding.cause,
+    gapMillis: finding.gapMillis ?? 0,
+  };
+}
+
+export function combineFacts(all: Iterable<FindingFacts>): AdviceFacts {
+  const stores = new Set<string>();
+  const declared: Partial<Record<ScopeLevel, number>> = {};
+  let widest = 0;
+  let proxies = 0;
+  let race = false;
+  let ttl = false;
+  let crossTenantReplay = false;
+  let longestGapMillis = 0;
+  for (const facts of all) {
+    for (const store of facts.stores) stores.add(store);
+    for (const [scope, count] of Object.entries(facts.declared) as [ScopeLevel, number][]) {
+      declared[scope] = (declared[scope] ?? 0) + count;
+    }
+    widest = Math.max(widest, SPREAD_ORDER.indexOf(facts.spread));
+    if (facts.proxy) proxies++;
+    race ||= facts.cause === 'race';
+    ttl ||= facts.cause === 'ttl_expired';
+    crossTenantReplay ||= facts.cause === 'cross_tenant_replay';
+    longestGapMillis = Math.max(longestGapMillis, facts.gapMillis);
+  }
+  return {
+    stores: stores.size,
+    declared,
+    spread: SPREAD_ORDER[widest]!,
+    proxies,
+    race,
+    ttl,
+    crossTenantReplay,
+    longestGapMillis,
+  };
+}
+
+function mostDeclared(counts: Partial<Record<ScopeLevel, number>>): ScopeLevel | 'unknown' {
+  let best: ScopeLevel | 'unknown' = 'unknown';
+  let most = 0;
+  for (const [scope, count] of Object.entries(counts) as [ScopeLevel, number][]) {
+    if (count > most) [best, most] = [scope, count];
+  }
+  return best;
 }
 
 function formatDuration(millis: number): string {

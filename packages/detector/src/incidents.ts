@@ -1,4 +1,4 @@
-import { adviceFor } from './advice.ts';
+import { adviceFor, combineFacts, type FindingFacts, factsOf } from './advice.ts';
 import type { DetectorConfig } from './config.ts';
 import { type Finding, type FindingClass, SEVERITY, type Severity } from './finding.ts';
 import { stableId } from './ids.ts';
@@ -32,9 +32,16 @@ export interface Incident {
   advice: string;
 }
 
+interface IncidentEntry {
+  incident: Incident;
+  members: Map<string, Finding>;
+  /** Each member's contribution to the advice, computed once when it is placed. */
+  facts: Map<string, FindingFacts>;
+}
+
 /** Groups findings into incidents and resolves incidents after a quiet period. */
 export class IncidentBook {
-  private readonly incidents = new Map<string, { incident: Incident; members: Map<string, Finding> }>();
+  private readonly incidents = new Map<string, IncidentEntry>();
   /** finding id → incident id */
   private readonly membership = new Map<string, string>();
   /**
@@ -42,7 +49,7 @@ export class IncidentBook {
    * per detector call in `settle`, not once per finding placed: a failover places hundreds of
    * findings in one incident within one call, and rebuilding per finding was quadratic.
    */
-  readonly #dirty = new Set<{ incident: Incident; members: Map<string, Finding> }>();
+  readonly #dirty = new Set<IncidentEntry>();
 
   constructor(private readonly config: DetectorConfig) {}
 
@@ -88,11 +95,13 @@ export class IncidentBook {
           advice: '',
         },
         members: new Map(),
+        facts: new Map(),
       };
       this.incidents.set(incidentId, entry);
       retracted.delete(incidentId);
     }
     entry.members.set(finding.id, placed);
+    entry.facts.set(finding.id, factsOf(placed));
     this.membership.set(finding.id, incidentId);
     if (event !== null) entry.incident.routingEvent = event;
     this.#dirty.add(entry);
@@ -108,6 +117,7 @@ export class IncidentBook {
     const entry = this.incidents.get(incidentId);
     if (entry === undefined) return;
     entry.members.delete(findingId);
+    entry.facts.delete(findingId);
     if (entry.members.size === 0) {
       this.incidents.delete(incidentId);
       changed.delete(incidentId);
@@ -170,14 +180,22 @@ export class IncidentBook {
     this.#dirty.clear();
   }
 
-  private summarize(entry: { incident: Incident; members: Map<string, Finding> }): void {
+  private summarize(entry: IncidentEntry): void {
     const incident = entry.incident;
-    const members = [...entry.members.values()];
-    incident.keys = members.length;
-    incident.stores = [...new Set(members.flatMap((f) => f.stores))].sort();
-    incident.nodes = [...new Set(members.flatMap((f) => f.nodes))].sort();
-    incident.openedUnixMillis = Math.min(...members.map((f) => f.firstSeenUnixMillis));
-    const last = Math.max(...members.map((f) => f.lastSeenUnixMillis));
+    const stores = new Set<string>();
+    const nodes = new Set<string>();
+    let opened = Number.POSITIVE_INFINITY;
+    let last = Number.NEGATIVE_INFINITY;
+    for (const finding of entry.members.values()) {
+      for (const store of finding.stores) stores.add(store);
+      for (const node of finding.nodes) nodes.add(node);
+      if (finding.firstSeenUnixMillis < opened) opened = finding.firstSeenUnixMillis;
+      if (finding.lastSeenUnixMillis > last) last = finding.lastSeenUnixMillis;
+    }
+    incident.keys = entry.members.size;
+    incident.stores = [...stores].sort();
+    incident.nodes = [...nodes].sort();
+    incident.openedUnixMillis = opened;
     if (last > incident.lastFindingUnixMillis || incident.status === 'open')
       incident.lastFindingUnixMillis = last;
     if (incident.status === 'resolved' && last > (incident.resolvedUnixMillis ?? last)) {
@@ -185,7 +203,7 @@ export class IncidentBook {
       incident.resolvedUnixMillis = null;
     }
     incident.title = titleOf(incident);
-    incident.advice = adviceFor(incident.class, members);
+    incident.advice = adviceFor(incident.class, combineFacts(entry.facts.values()));
   }
 }
 
