@@ -1,15 +1,14 @@
 import { readFile } from 'node:fs/promises';
-import { type Alerter, createAlerter } from '@keyscope/alerts';
+import type { Alerter } from '@keyscope/alerts';
 import { defaultMapping, loadMapping, type Mapping } from '@keyscope/attempts';
 import { type DetectorConfig, defaultDetectorConfig } from '@keyscope/detector';
 import { KeyscopeStore } from '@keyscope/store';
-import type { FastifyInstance } from 'fastify';
-import { createApiServer } from './api/api-server.ts';
+import { startApiWithAlerts } from './api-with-alerts.ts';
 import type { ServeConfig } from './config.ts';
 import { consoleLogger, type Logger } from './logger.ts';
 import { createMetrics } from './metrics.ts';
 import { DetectionPipeline } from './pipeline/detection-pipeline.ts';
-import { formatHostPort, type ListenAddress } from './receivers/listen-address.ts';
+import type { ListenAddress } from './receivers/listen-address.ts';
 import { type RunningReceivers, startReceivers } from './receivers/start-receivers.ts';
 import { startSelfTelemetry } from './self-telemetry.ts';
 
@@ -63,7 +62,6 @@ export async function startServe(
     const store = new KeyscopeStore({ path: config.db.path });
     stops.push(() => store.close());
 
-    const publicUrl = config.api.publicUrl;
     let alerter: Alerter | undefined;
     const pipeline = new DetectionPipeline({
       mapping,
@@ -89,38 +87,18 @@ export async function startServe(
       pendingAlerts: () => store.pendingAlerts(),
     });
 
-    const api: FastifyInstance = createApiServer({
+    const served = await startApiWithAlerts({
+      config,
       store,
       detector: () => pipeline.detector,
-      tokens: config.api.tokens,
-      traceLinkTemplate: config.api.traceLinkTemplate,
       metrics: metrics.render,
       ready: () => ready,
       now,
-      incidentUpdated: (id) => {
-        const incident = store.getIncident(id);
-        if (incident !== undefined && alerter !== undefined)
-          store.transaction(() => alerter!.incidentsChanged([incident]));
-      },
+      logger,
     });
-    await api.listen({ host: config.api.host, port: config.api.port });
-    stops.push(() => api.close());
-    const apiAddress = api.server.address() as { address: string; port: number };
-    const apiListen = { host: config.api.host, port: apiAddress.port };
-    logger.info(`api listening on http://${formatHostPort(apiListen)}`);
-    if (config.api.tokens.length === 0) {
-      logger.info('api: no tokens configured, answering loopback only (set api.tokens to expose it)');
-    }
-
-    alerter = createAlerter({
-      store,
-      config: config.alerts,
-      publicUrl: publicUrl !== '' ? publicUrl : `http://${formatHostPort(apiListen)}`,
-      now,
-      onError: (error) => logger.error(`alerts: ${(error as Error).message ?? String(error)}`),
-    });
-    alerter.start();
-    stops.push(() => alerter!.stop());
+    stops.push(() => served.stop());
+    alerter = served.alerter;
+    const apiListen = served.address;
 
     receivers = await startReceivers(config, {
       consumer: pipeline,

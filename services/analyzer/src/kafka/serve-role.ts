@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { type Alerter, createAlerter } from '@keyscope/alerts';
+import type { Alerter } from '@keyscope/alerts';
 import { type DetectorConfig, defaultDetectorConfig } from '@keyscope/detector';
 import { KeyscopeStore } from '@keyscope/store';
 import type { Consumer, EachBatchPayload } from 'kafkajs';
-import { createApiServer } from '../api/api-server.ts';
+import { startApiWithAlerts } from '../api-with-alerts.ts';
 import type { ServeConfig } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import { createMetrics, type MetricSources } from '../metrics.ts';
-import { formatHostPort, type ListenAddress } from '../receivers/listen-address.ts';
+import type { ListenAddress } from '../receivers/listen-address.ts';
 import { DeadLetters } from './dead-letters.ts';
 import { incidentsTopicSpec } from './detect-role.ts';
 import { decodeIncidentRecord, type IncidentRecord } from './incident-records.ts';
@@ -86,35 +86,18 @@ export async function startServeRole(
       alerts: () => alerter?.snapshot() ?? {},
       pendingAlerts: () => store.pendingAlerts(),
     });
-    const api = createApiServer({
+    const served = await startApiWithAlerts({
+      config,
       store,
       detector: () => materializer.scopeView,
-      tokens: config.api.tokens,
-      traceLinkTemplate: config.api.traceLinkTemplate,
       metrics: async () => `${await metrics.render()}${await dependencies.kafkaMetrics()}`,
       ready: () => ready,
       now,
-      incidentUpdated: (id) => {
-        const incident = store.getIncident(id);
-        if (incident !== undefined && alerter !== undefined)
-          store.transaction(() => alerter!.incidentsChanged([incident]));
-      },
+      logger,
     });
-    await api.listen({ host: config.api.host, port: config.api.port });
-    stops.push(() => api.close());
-    const bound = api.server.address() as { port: number };
-    const apiListen = { host: config.api.host, port: bound.port };
-    logger.info(`api listening on http://${formatHostPort(apiListen)}`);
-
-    alerter = createAlerter({
-      store,
-      config: config.alerts,
-      publicUrl: config.api.publicUrl !== '' ? config.api.publicUrl : `http://${formatHostPort(apiListen)}`,
-      now,
-      onError: (error) => logger.error(`alerts: ${(error as Error).message ?? String(error)}`),
-    });
-    alerter.start();
-    stops.push(() => alerter!.stop());
+    stops.push(() => served.stop());
+    alerter = served.alerter;
+    const apiListen = served.address;
 
     const producer = kafka.producer({ allowAutoTopicCreation: false });
     await producer.connect();

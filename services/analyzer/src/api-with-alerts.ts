@@ -1,0 +1,80 @@
+import { type Alerter, createAlerter } from '@keyscope/alerts';
+import type { Detector } from '@keyscope/detector';
+import type { KeyscopeStore } from '@keyscope/store';
+import { createApiServer } from './api/api-server.ts';
+import type { ServeConfig } from './config.ts';
+import type { Logger } from './logger.ts';
+import { formatHostPort, type ListenAddress } from './receivers/listen-address.ts';
+
+export interface ApiWithAlertsOptions {
+  config: ServeConfig;
+  store: KeyscopeStore;
+  /** Where the scope report comes from: the embedded detector, or the serve role's view. */
+  detector: () => Pick<Detector, 'scopeReport'>;
+  metrics: () => Promise<string>;
+  ready: () => boolean;
+  now: () => number;
+  logger: Logger;
+}
+
+export interface ApiWithAlerts {
+  address: ListenAddress;
+  alerter: Alerter;
+  /** Stops the alerter (waiting for a delivery in flight), then the API. */
+  stop(): Promise<void>;
+}
+
+/**
+ * The HTTP API and web page, then the alerter that links to them: what every process that serves
+ * incidents starts (the embedded service and the Kafka serve role). The alerter is created once
+ * the API's port is known, because its messages link to `<publicUrl>/incidents/<id>`.
+ */
+export async function startApiWithAlerts(options: ApiWithAlertsOptions): Promise<ApiWithAlerts> {
+  const { config, store, logger, now } = options;
+  let alerter: Alerter | undefined;
+  const api = createApiServer({
+    store,
+    detector: options.detector as () => Detector,
+    tokens: config.api.tokens,
+    traceLinkTemplate: config.api.traceLinkTemplate,
+    metrics: options.metrics,
+    ready: options.ready,
+    now,
+    // A manual resolve is paged like the detector's own, inside its own transaction.
+    incidentUpdated: (id) => {
+      const incident = store.getIncident(id);
+      if (incident !== undefined && alerter !== undefined) {
+        store.transaction(() => alerter!.incidentsChanged([incident]));
+      }
+    },
+  });
+  await api.listen({ host: config.api.host, port: config.api.port });
+  const bound = api.server.address() as { port: number };
+  const address = { host: config.api.host, port: bound.port };
+  logger.info(`api listening on http://${formatHostPort(address)}`);
+  if (config.api.tokens.length === 0) {
+    logger.info('api: no tokens configured, answering loopback only (set api.tokens to expose it)');
+  }
+  try {
+    alerter = createAlerter({
+      store,
+      config: config.alerts,
+      publicUrl: config.api.publicUrl !== '' ? config.api.publicUrl : `http://${formatHostPort(address)}`,
+      now,
+      onError: (error) => logger.error(`alerts: ${(error as Error).message ?? String(error)}`),
+    });
+    alerter.start();
+  } catch (error) {
+    await api.close();
+    throw error;
+  }
+  const started = alerter;
+  return {
+    address,
+    alerter: started,
+    async stop() {
+      await started.stop();
+      await api.close();
+    },
+  };
+}
