@@ -7,9 +7,9 @@ describe('partition key', () => {
     expect(partitionKey({ key: 'k1', tenant: 'acme' }, parseMapping({}))).toBe('k1');
   });
 
-  it('is tenant, NUL, key in the tenant namespace', () => {
+  it('is key, NUL, tenant in the tenant namespace', () => {
     const tenantScoped = parseMapping({ keyNamespace: 'tenant' });
-    expect(partitionKey({ key: 'k1', tenant: 'acme' }, tenantScoped)).toBe('acme\u0000k1');
+    expect(partitionKey({ key: 'k1', tenant: 'acme' }, tenantScoped)).toBe('k1\u0000acme');
     expect(partitionKey({ key: 'k1', tenant: 'globex' }, tenantScoped)).not.toBe(
       partitionKey({ key: 'k1', tenant: 'acme' }, tenantScoped),
     );
@@ -17,7 +17,7 @@ describe('partition key', () => {
 
   it('keeps an unknown tenant distinct from every named one', () => {
     expect(partitionKey({ key: 'k1', tenant: '' }, parseMapping({ keyNamespace: 'tenant' }))).toBe(
-      '\u0000k1',
+      'k1\u0000',
     );
   });
 });

@@ -1,4 +1,4 @@
-import type { Attempt, ExtractedAttempts, NodeActivity } from '@keyscope/attempts';
+import { type Attempt, type ExtractedAttempts, type NodeActivity, partitionKey } from '@keyscope/attempts';
 import { type AttemptLog, createMemoryAttemptLog } from './attempt-log.ts';
 import { type DetectorConfig, defaultDetectorConfig } from './config.ts';
 import { evaluateKey, type FindingDraft, tierName } from './evaluate-key.ts';
@@ -120,10 +120,7 @@ export function createDetector(
   let rebuiltKeys = 0;
 
   function partitionKeyOf(attempt: Attempt): string {
-    // Key first, so that all of a key's partitions (one per tenant) are one range in the store.
-    return config.keyNamespace === 'tenant' && attempt.tenant !== ''
-      ? `${attempt.key}\u0000${attempt.tenant}`
-      : attempt.key;
+    return partitionKey(attempt, config);
   }
 
   /**

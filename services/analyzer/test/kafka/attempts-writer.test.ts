@@ -70,7 +70,7 @@ describe('the ingest role writing attempts', () => {
     const fake = fakeProducer();
     const mapping = { ...defaultMapping(), keyNamespace: 'tenant' as const };
     await writer(fake.producer, mapping).write([server({ key: 'k1', tenant: 'acme' })], []);
-    expect(fake.messages().map((message) => message.key)).toEqual(['acme\u0000k1']);
+    expect(fake.messages().map((message) => message.key)).toEqual(['k1\u0000acme']);
   });
 
   it('writes nothing for a batch without attempts or activity', async () => {
