@@ -16,6 +16,8 @@ describe('docs/errors.md', () => {
       import('@keyscope/gate'),
       import('@keyscope/analyzer'),
       import('../services/analyzer/src/api/api-errors.ts'),
+      import('../services/analyzer/src/analyze/analyze-errors.ts'),
+      import('../services/analyzer/src/kafka/kafka-errors.ts'),
     ]);
     const docs = readFileSync(new URL('../docs/errors.md', import.meta.url), 'utf8');
     const codes = declaredErrors();
