@@ -11,8 +11,8 @@
  * `extractAttempts` consults it only for spans that become attempts: spans without a key are never
  * remembered, so they cost nothing here.
  *
- * Ids outside the `Span` contract (not 32 + 16 hex characters) are never remembered and never
- * reported as duplicates: the decoders refuse such ids, and a false "duplicate" would hide an
+ * Ids outside the `Span` contract (not 32 + 16 hex characters, or an all-zero trace id) are never
+ * remembered and never reported as duplicates: the decoders refuse such ids, and a false "duplicate" would hide an
  * execution, which is worse than letting a redelivery through.
  */
 export interface SpanDeduplicator {
@@ -23,11 +23,14 @@ export interface SpanDeduplicator {
 }
 
 export interface SpanDeduplicatorOptions {
-  /** At least 2. Memory is allocated up front: 50 to 100 bytes per entry (tables are powers of two). */
+  /**
+   * At least 2. Memory grows with the ids remembered, up to 48 to 96 bytes per entry at the bound
+   * (tables are powers of two, at most half full).
+   */
   maxEntries: number;
 }
 
-/** About 13 MB: seconds to minutes of keyed spans even at high rates, enough for exporter retries. */
+/** At most about 13 MB: seconds to minutes of keyed spans even at high rates, enough for exporter retries. */
 export const DEFAULT_DEDUPLICATOR_MAX_ENTRIES = 200_000;
 
 /** A trace id (128 bits) and a span id (64 bits) as 32-bit words. */
@@ -46,13 +49,13 @@ export function createSpanDeduplicator(
   const id = new Uint32Array(WORDS);
   return {
     seen(traceId, spanId) {
-      if (!parseIds(traceId, spanId, id)) return false;
+      if (!parseIds(traceId, spanId, id) || isEmpty(id)) return false;
       // Ids are a fixed-size table of words rather than a Set of strings: no per-span string
       // allocation, no rehashing, nothing for the garbage collector to trace.
       const hash = hashOf(id);
       const found = young.find(id, hash);
       if (found >= 0 || old.find(id, hash) >= 0) return true;
-      young.insertAt(-1 - found, id);
+      young.insertAt(-1 - found, id, hash);
       if (young.size >= generationSize) {
         const dropped = old;
         old = young;
@@ -67,60 +70,100 @@ export function createSpanDeduplicator(
   };
 }
 
-/** Open addressing with linear probing, at most half full, so probes stay short. */
+/**
+ * Open addressing with linear probing, at most half full, so probes stay short. A slot whose
+ * trace id words are all zero is free: the OTLP spec makes an all-zero trace id invalid, and
+ * `seen` never stores one. The table starts small and doubles as it fills, up to what `entries`
+ * needs: a quiet pipeline never holds the bound's memory, and no large allocation lands at once.
+ */
 class IdTable {
   size = 0;
-  private readonly mask: number;
-  private readonly words: Uint32Array;
-  private readonly used: Uint8Array;
+  private mask: number;
+  private words: Uint32Array;
+  private readonly maxCapacity: number;
 
   constructor(entries: number) {
     let capacity = 2;
     while (capacity < entries * 2) capacity *= 2;
-    this.mask = capacity - 1;
-    this.words = new Uint32Array(capacity * WORDS);
-    this.used = new Uint8Array(capacity);
+    this.maxCapacity = capacity;
+    const initial = Math.min(capacity, INITIAL_CAPACITY);
+    this.mask = initial - 1;
+    this.words = new Uint32Array(initial * WORDS);
   }
 
   /** The slot holding `id`, or `-1 - slot` for the free slot where it would go. */
   find(id: Uint32Array, hash: number): number {
-    const { words, used, mask } = this;
+    const { words, mask } = this;
     let slot = hash & mask;
-    while (used[slot] === 1) {
+    for (;;) {
       const base = slot * WORDS;
+      const w0 = words[base]!;
+      const w1 = words[base + 1]!;
+      const w2 = words[base + 2]!;
+      const w3 = words[base + 3]!;
+      if ((w0 | w1 | w2 | w3) === 0) return -1 - slot;
       if (
         words[base + 5] === id[5] &&
         words[base + 4] === id[4] &&
-        words[base + 3] === id[3] &&
-        words[base + 2] === id[2] &&
-        words[base + 1] === id[1] &&
-        words[base] === id[0]
+        w3 === id[3] &&
+        w2 === id[2] &&
+        w1 === id[1] &&
+        w0 === id[0]
       ) {
         return slot;
       }
       slot = (slot + 1) & mask;
     }
-    return -1 - slot;
   }
 
-  /** `slot` must come from `find` with no insertion in between. */
-  insertAt(slot: number, id: Uint32Array): void {
+  /** `slot` must come from `find(id, hash)` with no insertion in between. */
+  insertAt(slot: number, id: Uint32Array, hash: number): void {
+    if ((this.size + 1) * 2 > this.mask + 1 && this.mask + 1 < this.maxCapacity) {
+      this.grow();
+      slot = -1 - this.find(id, hash);
+    }
     const words = this.words;
     const base = slot * WORDS;
-    words[base] = id[0]!;
-    words[base + 1] = id[1]!;
-    words[base + 2] = id[2]!;
-    words[base + 3] = id[3]!;
-    words[base + 4] = id[4]!;
-    words[base + 5] = id[5]!;
-    this.used[slot] = 1;
+    for (let i = 0; i < WORDS; i++) words[base + i] = id[i]!;
     this.size++;
   }
 
   clear(): void {
-    this.used.fill(0);
+    this.words.fill(0);
     this.size = 0;
   }
+
+  private grow(): void {
+    const old = this.words;
+    const capacity = (this.mask + 1) * 2;
+    const words = new Uint32Array(capacity * WORDS);
+    const mask = capacity - 1;
+    const id = new Uint32Array(WORDS);
+    for (let base = 0; base < old.length; base += WORDS) {
+      if ((old[base]! | old[base + 1]! | old[base + 2]! | old[base + 3]!) === 0) continue;
+      for (let i = 0; i < WORDS; i++) id[i] = old[base + i]!;
+      let slot = hashOf(id) & mask;
+      while (
+        (words[slot * WORDS]! |
+          words[slot * WORDS + 1]! |
+          words[slot * WORDS + 2]! |
+          words[slot * WORDS + 3]!) !==
+        0
+      ) {
+        slot = (slot + 1) & mask;
+      }
+      words.set(id, slot * WORDS);
+    }
+    this.words = words;
+    this.mask = mask;
+  }
+}
+
+/** Slots a table starts with; it doubles from there. */
+const INITIAL_CAPACITY = 1024;
+
+function isEmpty(id: Uint32Array): boolean {
+  return (id[0]! | id[1]! | id[2]! | id[3]!) === 0;
 }
 
 /** Mixes every word, so sequential ids (tests, simulators) spread as well as random ones. */

@@ -47,6 +47,26 @@ describe('span deduplicator', () => {
     expect(deduplicator.size).toBe(0);
   });
 
+  it('keeps every id it remembered while its tables grow from their initial size', () => {
+    const deduplicator = createSpanDeduplicator({ maxEntries: 200_000 });
+    const traceOf = (i: number) => i.toString(16).padStart(32, '0');
+    // Random-looking trace ids and sequential span ids, past several doublings of a 1,024-slot start.
+    for (let i = 1; i <= 50_000; i++)
+      expect(deduplicator.seen(traceOf(i * 2_654_435_761), '0000000000000001')).toBe(false);
+    expect(deduplicator.size).toBe(50_000);
+    for (let i = 1; i <= 50_000; i++)
+      expect(deduplicator.seen(traceOf(i * 2_654_435_761), '0000000000000001')).toBe(true);
+    expect(deduplicator.seen(traceOf(50_001 * 2_654_435_761), '0000000000000001')).toBe(false);
+  });
+
+  it('never remembers an all-zero trace id, which the spec makes invalid', () => {
+    const deduplicator = createSpanDeduplicator({ maxEntries: 100 });
+    const zero = '0'.repeat(32);
+    expect(deduplicator.seen(zero, '0000000000000001')).toBe(false);
+    expect(deduplicator.seen(zero, '0000000000000001')).toBe(false);
+    expect(deduplicator.size).toBe(0);
+  });
+
   it('reads upper-case hex as the same id as lower-case', () => {
     const deduplicator = createSpanDeduplicator({ maxEntries: 100 });
     deduplicator.seen('ABCDEF' + TRACE.slice(6), '00000000000000AB');

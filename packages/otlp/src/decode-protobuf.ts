@@ -4,6 +4,7 @@ import { type DecodeOptions, type ResolvedDecodeOptions, resolveDecodeOptions } 
 import { OTLP_ID_LENGTH, OTLP_ID_ZERO, OTLP_NESTING } from './errors.ts';
 import { hexOf8, hexOf16 } from './hex.ts';
 import { KeyMatcher } from './key-matcher.ts';
+import { ResourceCache } from './resource-cache.ts';
 import type {
   Attributes,
   AttributeValue,
@@ -94,10 +95,35 @@ const keyCache = new StringCache(2048, 64);
 const valueCache = new StringCache(1024, 32);
 
 /**
+ * Decoded resources, one cache per resource key set and depth limit (a resource decoded under
+ * one filter is not the decoding under another). Key sets are compared by identity: a caller
+ * passes the same set on every call, as the receivers do, and never changes it.
+ */
+const resourceCaches = new WeakMap<object, Map<number, ResourceCache>>();
+const ALL_RESOURCE_KEYS = {};
+
+function resourceCacheFor(keys: ReadonlySet<string> | null, maxDepth: number): ResourceCache {
+  const identity = keys ?? ALL_RESOURCE_KEYS;
+  let byDepth = resourceCaches.get(identity);
+  if (byDepth === undefined) {
+    byDepth = new Map();
+    resourceCaches.set(identity, byDepth);
+  }
+  let cache = byDepth.get(maxDepth);
+  if (cache === undefined) {
+    cache = new ResourceCache(512, 16 * 1024);
+    byDepth.set(maxDepth, cache);
+  }
+  return cache;
+}
+
+/**
  * Decodes a protobuf `ExportTraceServiceRequest` into keyscope spans.
  *
  * Spans of one ResourceSpans share one `Resource` object and spans of one ScopeSpans share one
- * `InstrumentationScope` object. The result never aliases `bytes`, so the caller may reuse it.
+ * `InstrumentationScope` object. Resources whose encoded bytes were decoded before (with the same
+ * resource key set and depth limit) are the same frozen object as then: see resource-cache.ts.
+ * The result never aliases `bytes`, so the caller may reuse it.
  *
  * Ids: the spec calls a trace or span id invalid when it is not 16/8 bytes or all zeros, and
  * keyscope deduplicates on (trace id, span id), so such a span cannot be handled; the payload is
@@ -120,6 +146,7 @@ class TraceDecoder {
   /** null: keep every attribute. */
   private readonly spanKeys: KeyMatcher | null;
   private readonly resourceKeys: KeyMatcher | null;
+  private readonly resources: ResourceCache;
   private readonly events: boolean;
   private readonly maxDepth: number;
   private readonly spans: Span[] = [];
@@ -132,6 +159,7 @@ class TraceDecoder {
     this.r = new WireReader(bytes);
     this.spanKeys = options.spanKeys === null ? null : new KeyMatcher(options.spanKeys);
     this.resourceKeys = options.resourceKeys === null ? null : new KeyMatcher(options.resourceKeys);
+    this.resources = resourceCacheFor(options.resourceKeys, options.maxDepth);
     this.events = options.events;
     this.maxDepth = options.maxDepth;
   }
@@ -149,15 +177,57 @@ class TraceDecoder {
 
   private resourceSpans(end: number): void {
     const r = this.r;
-    // Created before the fields are read: protobuf does not order fields, and spans that precede
-    // the `resource` field must still share this object.
-    const resource: Resource = { attributes: createAttributes() };
+    const start = r.pos;
+    // Protobuf does not order fields, and spans that precede the `resource` field must still get
+    // its object: find it first (one tag and length per field), then read the scope spans.
+    let resourceStart = -1;
+    let resourceEnd = -1;
+    let resourceFields = 0;
+    while (r.pos < end) {
+      const tag = r.tag(end);
+      if (tag === 0x0a) {
+        resourceEnd = r.lengthEnd(end);
+        resourceStart = r.pos;
+        resourceFields++;
+        r.pos = resourceEnd;
+      } else if (tag === 0x12) r.pos = r.lengthEnd(end);
+      else r.skip(tag, end, RESOURCE_SPANS);
+    }
+    // A resource written in several parts is merged, as protobuf merges repeated messages.
+    const resource =
+      resourceFields === 1
+        ? this.cachedResource(resourceStart, resourceEnd)
+        : this.mergedResource(start, end);
+    r.pos = start;
     while (r.pos < end) {
       const tag = r.tag(end);
       if (tag === 0x12) this.scopeSpans(r.lengthEnd(end), resource);
-      else if (tag === 0x0a) this.resource(r.lengthEnd(end), resource.attributes);
+      else if (tag === 0x0a) r.pos = r.lengthEnd(end);
       else r.skip(tag, end, RESOURCE_SPANS);
     }
+  }
+
+  private cachedResource(start: number, end: number): Resource {
+    const cached = this.resources.get(this.bytes, start, end);
+    if (cached !== undefined) return cached;
+    const resource: Resource = { attributes: createAttributes() };
+    this.r.pos = start;
+    this.resource(end, resource.attributes);
+    return this.resources.set(this.bytes, start, end, resource);
+  }
+
+  /** Every `resource` field of the ResourceSpans at [start, end) into one (possibly empty) resource. */
+  private mergedResource(start: number, end: number): Resource {
+    const r = this.r;
+    const resource: Resource = { attributes: createAttributes() };
+    r.pos = start;
+    while (r.pos < end) {
+      const tag = r.tag(end);
+      if (tag === 0x0a) this.resource(r.lengthEnd(end), resource.attributes);
+      else if (tag === 0x12) r.pos = r.lengthEnd(end);
+      else r.skip(tag, end, RESOURCE_SPANS);
+    }
+    return resource;
   }
 
   private resource(end: number, attributes: Attributes): void {

@@ -1,0 +1,74 @@
+import type { AttributeValue, Resource } from './span.ts';
+
+/**
+ * Decoded resources by their encoded bytes, shared across requests.
+ *
+ * A pipeline's payloads repeat the same few hundred resources (one per SDK instance), each with
+ * a dozen or more attributes, in every batch: a Collector forwards dozens of them per request.
+ * Decoding each once, and handing every later span the same frozen object, saves the decode and
+ * lets per-resource work downstream (the attempt extractor's views) be cached by identity.
+ *
+ * Direct-mapped: one slot per hash, a hit compares every byte, so a collision costs one ordinary
+ * decode, never a wrong resource. Bounded: at most `slots` resources of at most `maxBytes`
+ * encoded bytes each are held; larger resources are decoded every time.
+ */
+export class ResourceCache {
+  private readonly slotMask: number;
+  private readonly maxBytes: number;
+  private readonly encoded: (Uint8Array | undefined)[];
+  private readonly hashes: Int32Array;
+  private readonly resources: (Resource | undefined)[];
+
+  constructor(slots: number, maxBytes: number) {
+    if ((slots & (slots - 1)) !== 0) throw new RangeError(`slots must be a power of two, received ${slots}`);
+    this.slotMask = slots - 1;
+    this.maxBytes = maxBytes;
+    this.encoded = new Array<Uint8Array | undefined>(slots).fill(undefined);
+    this.hashes = new Int32Array(slots);
+    this.resources = new Array<Resource | undefined>(slots).fill(undefined);
+  }
+
+  /** The resource decoded from `bytes[start, end)` before, or undefined. */
+  get(bytes: Uint8Array, start: number, end: number): Resource | undefined {
+    if (end - start > this.maxBytes) return undefined;
+    const hash = hashOf(bytes, start, end);
+    const slot = slotOf(hash, this.slotMask);
+    const stored = this.encoded[slot];
+    if (stored === undefined || this.hashes[slot] !== hash || stored.length !== end - start) return undefined;
+    for (let i = 0; i < stored.length; i++) if (stored[i] !== bytes[start + i]) return undefined;
+    return this.resources[slot];
+  }
+
+  /**
+   * Remembers `resource` as the decoding of `bytes[start, end)` and returns it frozen (deeply:
+   * its attribute objects and arrays; byte values cannot be frozen and are copies anyway).
+   */
+  set(bytes: Uint8Array, start: number, end: number, resource: Resource): Resource {
+    if (end - start > this.maxBytes) return resource;
+    const hash = hashOf(bytes, start, end);
+    const slot = slotOf(hash, this.slotMask);
+    deepFreeze(resource.attributes);
+    this.encoded[slot] = bytes.slice(start, end);
+    this.hashes[slot] = hash;
+    this.resources[slot] = Object.freeze(resource);
+    return resource;
+  }
+}
+
+/** Every byte counts: resources of one fleet differ in a few bytes (host, pod, instance id). */
+function hashOf(bytes: Uint8Array, start: number, end: number): number {
+  let hash = 0x811c9dc5 ^ (end - start);
+  for (let i = start; i < end; i++) hash = Math.imul(hash ^ bytes[i]!, 0x01000193);
+  return hash;
+}
+
+function slotOf(hash: number, mask: number): number {
+  return (hash ^ (hash >>> 16)) & mask;
+}
+
+function deepFreeze(value: AttributeValue): void {
+  if (value === null || typeof value !== 'object' || value instanceof Uint8Array) return;
+  Object.freeze(value);
+  if (Array.isArray(value)) for (const item of value) deepFreeze(item);
+  else for (const key in value) deepFreeze(value[key]!);
+}
