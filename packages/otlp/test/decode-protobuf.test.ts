@@ -41,6 +41,31 @@ function requestWithAttributes(attributes: object[]): object {
   };
 }
 
+function payloadOf(spans: ReturnType<typeof sdkSpans>): Uint8Array {
+  return ProtobufTraceSerializer.serializeRequest(spans)!;
+}
+
+/** The ResourceSpans bytes of a request holding exactly one (its tag and length removed). */
+function withoutRequestFraming(request: Uint8Array): Uint8Array {
+  let at = 1;
+  while (request[at]! & 0x80) at++;
+  return request.subarray(at + 1);
+}
+
+function varint(value: number): Uint8Array {
+  const bytes: number[] = [];
+  while (value >= 0x80) {
+    bytes.push((value & 0x7f) | 0x80);
+    value >>>= 7;
+  }
+  bytes.push(value);
+  return Uint8Array.from(bytes);
+}
+
+function concat(...parts: Uint8Array[]): Uint8Array {
+  return Uint8Array.from(parts.flatMap((part) => [...part]));
+}
+
 describe('decodeTraces', () => {
   it('decodes what the official OpenTelemetry JS exporter sends exactly as the official protos do', () => {
     const bytes = ProtobufTraceSerializer.serializeRequest(sdkSpans())!;
@@ -81,6 +106,42 @@ describe('decodeTraces', () => {
     const http = payments.filter((span) => span.scope.name === '@opentelemetry/instrumentation-http');
     expect(new Set(http.map((span) => span.scope)).size).toBe(1);
     expect(http[0]!.scope).toEqual({ name: '@opentelemetry/instrumentation-http', version: '0.223.0' });
+  });
+
+  it('decodes a resource seen in an earlier request into the same frozen object, per attribute filter', () => {
+    const filter = { resourceAttributes: new Set(['service.name']) };
+    const first = decodeTraces(payloadOf(sdkSpans()), filter);
+    const again = decodeTraces(payloadOf(sdkSpans()), filter);
+    expect(again[0]!.resource).toBe(first[0]!.resource);
+    expect(Object.isFrozen(again[0]!.resource.attributes)).toBe(true);
+    expect(() => {
+      (again[0]!.resource.attributes as Record<string, unknown>)['service.name'] = 'changed';
+    }).toThrow(TypeError);
+    const unfiltered = decodeTraces(payloadOf(sdkSpans()));
+    expect(unfiltered[0]!.resource).not.toBe(first[0]!.resource);
+    expect(Object.keys(unfiltered[0]!.resource.attributes).length).toBeGreaterThan(1);
+  });
+
+  it('merges a resource written in two parts and gives it to spans that precede it', () => {
+    const part = (request: object) => withoutRequestFraming(officialEncode(request));
+    const spans = requestWithAttributes([]) as { resourceSpans: { scopeSpans: object }[] };
+    const scopeSpansOnly = part({ resourceSpans: [{ scopeSpans: spans.resourceSpans[0]!.scopeSpans }] });
+    const resource = (key: string, value: string) =>
+      part({ resourceSpans: [{ resource: { attributes: [{ key, value: { stringValue: value } }] } }] });
+    const merged = concat(
+      scopeSpansOnly,
+      resource('service.name', 'payments'),
+      resource('host.name', 'node-1'),
+    );
+    const decoded = decodeTraces(concat(Uint8Array.of(0x0a), varint(merged.length), merged));
+    expect(decoded).toHaveLength(1);
+    expect(decoded[0]!.resource.attributes).toEqual({ 'service.name': 'payments', 'host.name': 'node-1' });
+    const after = concat(scopeSpansOnly, resource('service.name', 'payments'));
+    expect(
+      decodeTraces(concat(Uint8Array.of(0x0a), varint(after.length), after))[0]!.resource.attributes,
+    ).toEqual({
+      'service.name': 'payments',
+    });
   });
 
   it('decodes AnyValue kinds the SDK cannot produce: kvlists, bytes, nested arrays, int64 extremes, empty values', () => {
