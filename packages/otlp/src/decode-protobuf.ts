@@ -89,6 +89,13 @@ const ANY_VALUE = messageFields('AnyValue', {
 const ARRAY_VALUE = messageFields('ArrayValue', { 1: ['values', LEN] });
 const KEY_VALUE_LIST = messageFields('KeyValueList', { 1: ['values', LEN] });
 
+/** What spans without attributes, events or a status message share; frozen, so no consumer can change them. */
+const NO_ATTRIBUTES: Attributes = Object.freeze(createAttributes());
+const NO_EVENTS: SpanEvent[] = Object.freeze([]) as unknown as SpanEvent[];
+const STATUS_WITHOUT_MESSAGE: readonly SpanStatus[] = [0, 1, 2].map((code) =>
+  Object.freeze({ code: code as StatusCode, message: '' }),
+);
+
 /** Attribute keys repeat across spans and batches; see string-cache.ts. */
 const keyCache = new StringCache(2048, 64);
 /** Short values repeat too (methods, routes, service and host names, status strings). */
@@ -208,12 +215,12 @@ class TraceDecoder {
   }
 
   private cachedResource(start: number, end: number): Resource {
-    const cached = this.resources.get(this.bytes, start, end);
+    const cached = this.resources.get(this.bytes, this.r.view, start, end);
     if (cached !== undefined) return cached;
     const resource: Resource = { attributes: createAttributes() };
     this.r.pos = start;
     this.resource(end, resource.attributes);
-    return this.resources.set(this.bytes, start, end, resource);
+    return this.resources.set(this.bytes, this.r.view, start, end, resource);
   }
 
   /** Every `resource` field of the ResourceSpans at [start, end) into one (possibly empty) resource. */
@@ -273,8 +280,10 @@ class TraceDecoder {
     let endTimeUnixMillis = 0;
     let statusCode = 0;
     let statusMessage = '';
-    const attributes: Attributes = createAttributes();
-    const events: SpanEvent[] = [];
+    // Under a key filter most spans keep no attribute and no event: they share frozen empties.
+    const spanKeys = this.spanKeys;
+    let attributes: Attributes | null = spanKeys === null ? createAttributes() : null;
+    let events: SpanEvent[] = NO_EVENTS;
     while (r.pos < end) {
       const tag = r.tag(end);
       switch (tag) {
@@ -317,10 +326,11 @@ class TraceDecoder {
           endTimeUnixMillis = r.fixed64Millis(end);
           break;
         case 0x4a:
-          this.attribute(r.lengthEnd(end), attributes, this.spanKeys);
+          if (spanKeys === null) this.keyValue(r.lengthEnd(end), attributes!, 0);
+          else attributes = this.selectedKeyValue(r.lengthEnd(end), attributes, spanKeys);
           break;
         case 0x5a:
-          if (this.events) events.push(this.event(r.lengthEnd(end)));
+          if (this.events) (events === NO_EVENTS ? (events = []) : events).push(this.event(r.lengthEnd(end)));
           else r.pos = r.lengthEnd(end);
           break;
         case 0x7a: {
@@ -339,10 +349,10 @@ class TraceDecoder {
     }
     if (traceId === '') throw missingId('trace id', 16, spanStart);
     if (spanId === '') throw missingId('span id', 8, spanStart);
-    const status: SpanStatus = {
-      code: (statusCode <= 2 ? statusCode : 0) as StatusCode,
-      message: statusMessage,
-    };
+    const status: SpanStatus =
+      statusMessage === '' && statusCode <= 2
+        ? STATUS_WITHOUT_MESSAGE[statusCode]!
+        : { code: (statusCode <= 2 ? statusCode : 0) as StatusCode, message: statusMessage };
     return {
       traceId,
       spanId,
@@ -352,7 +362,7 @@ class TraceDecoder {
       startTimeUnixMillis,
       endTimeUnixMillis,
       status,
-      attributes,
+      attributes: attributes ?? NO_ATTRIBUTES,
       events,
       resource,
       scope,
@@ -390,7 +400,7 @@ class TraceDecoder {
     return { name, timeUnixMillis, attributes };
   }
 
-  /** A span or resource attribute: all of them, or only those `keys` matches. */
+  /** A resource attribute: all of them, or only those `keys` matches. */
   private attribute(end: number, target: Attributes, keys: KeyMatcher | null): void {
     if (keys === null) this.keyValue(end, target, 0);
     else this.selectedKeyValue(end, target, keys);
@@ -421,8 +431,11 @@ class TraceDecoder {
     r.pos = end;
   }
 
-  /** Like `keyValue`, but only keys `keys` matches are decoded at all (see key-matcher.ts). */
-  private selectedKeyValue(end: number, target: Attributes, keys: KeyMatcher): void {
+  /**
+   * Like `keyValue`, but only keys `keys` matches are decoded at all (see key-matcher.ts). A match
+   * goes into `target`, created on the first one; returns it.
+   */
+  private selectedKeyValue(end: number, target: Attributes | null, keys: KeyMatcher): Attributes | null {
     const r = this.r;
     let keyStart = 0;
     let keyEnd = 0;
@@ -441,8 +454,12 @@ class TraceDecoder {
       } else r.skip(tag, end, KEY_VALUE);
     }
     const key = keys.match(this.bytes, keyStart, keyEnd);
-    if (key !== undefined) this.value(target, key, valueStart, valueEnd, 0);
+    if (key !== undefined) {
+      target ??= createAttributes();
+      this.value(target, key, valueStart, valueEnd, 0);
+    }
     r.pos = end;
+    return target;
   }
 
   /** Decodes the AnyValue at `[valueStart, valueEnd)` into `target[key]`; no value is null. */

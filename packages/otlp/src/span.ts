@@ -9,6 +9,9 @@
  * - bytes → Uint8Array; array → AttributeValue[]; kvlist → Attributes;
  * - an AnyValue with no value set → null.
  *
+ * Spans are read-only to consumers: what spans share is frozen (resources; under a key filter the
+ * empty attributes object, the empty events list, and message-less statuses).
+ *
  * Attribute objects never inherit from `Object.prototype`: keys come from the sender, and a key such
  * as `__proto__` must be an ordinary own property, never a prototype change. The decoders create
  * them with `createAttributes()` (a frozen, empty, null-prototype object as prototype, which keeps
@@ -48,7 +51,10 @@ export interface SpanStatus {
   message: string;
 }
 
-/** Shared by every span of one `ResourceSpans`: never copied per span, never mutated. */
+/**
+ * Shared by every span of one `ResourceSpans`, and by every later request that carries the same
+ * encoded resource (the protobuf decoder keeps a bounded cache): never copied per span, frozen.
+ */
 export interface Resource {
   attributes: Attributes;
 }

@@ -278,6 +278,18 @@ describe('decodeTraces', () => {
       );
     });
 
+    it('gives spans that keep nothing under a filter shared, frozen empties', () => {
+      const spans = decodeTraces(payload, { spanAttributes: new Set(['absent.key']), events: false });
+      expect(spans[0]!.attributes).toEqual({});
+      expect(spans[0]!.attributes).toBe(spans[1]!.attributes);
+      expect(Object.isFrozen(spans[0]!.attributes)).toBe(true);
+      expect(Object.isFrozen(spans[0]!.events)).toBe(true);
+      const unset = spans.filter((span) => span.status.code === 0);
+      expect(unset.length).toBeGreaterThan(1);
+      expect(unset[0]!.status).toBe(unset[1]!.status);
+      expect(Object.isFrozen(unset[0]!.status)).toBe(true);
+    });
+
     it('skips events when events is false', () => {
       const spans = decodeTraces(payload, { events: false });
       expect(spans.every((span) => span.events.length === 0)).toBe(true);
