@@ -34,6 +34,14 @@ export interface BenchSizes {
     /** Spans of the workload `keyscope analyze` and the batch baselines read, once per repetition. */
     spans: number;
   };
+  kafka: {
+    /**
+     * Spans on the traces topic, read once by the ingest role, whose attempts the detect role then
+     * reads; each run is cut into `repetitions + 1` windows. The mock broker keeps 5 MiB per
+     * partition, which bounds it: every attempts partition holds a copy of all node activity.
+     */
+    spans: number;
+  };
 }
 
 export const FULL_SIZES: BenchSizes = Object.freeze({
@@ -45,6 +53,7 @@ export const FULL_SIZES: BenchSizes = Object.freeze({
   // 5 repetitions × 200,000 = 1,000,000 spans through the persisted path.
   persistence: { spans: 200_000, connections: 4 },
   analyze: { spans: 1_000_000 },
+  kafka: { spans: 120_000 },
 });
 
 export const QUICK_SIZES: BenchSizes = Object.freeze({
@@ -55,4 +64,5 @@ export const QUICK_SIZES: BenchSizes = Object.freeze({
   detector: { streamSpans: 10_000, memoryKeys: 10_000 },
   persistence: { spans: 10_000, connections: 4 },
   analyze: { spans: 10_000 },
+  kafka: { spans: 30_000 },
 });

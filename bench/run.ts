@@ -9,6 +9,7 @@ import type { Section } from './section.ts';
 import { archiveAnalysisSection } from './sections/archive-analysis.ts';
 import { decodeSection } from './sections/decode.ts';
 import { detectorSection } from './sections/detector.ts';
+import { kafkaSection } from './sections/kafka-roles.ts';
 import { otlpHttpIngestSection } from './sections/otlp-http-ingest.ts';
 import { persistenceSection } from './sections/persistence.ts';
 import { formatReport, type Report, type Row, reportRow, type SectionTiming } from './table.ts';
@@ -24,6 +25,7 @@ const SECTIONS: readonly Section[] = [
   detectorSection,
   persistenceSection,
   archiveAnalysisSection,
+  kafkaSection,
 ];
 
 const DEFAULT_OUT = new URL('./results/latest.json', import.meta.url);

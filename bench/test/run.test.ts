@@ -43,6 +43,10 @@ const EXPECTED_ROWS: Record<string, string[]> = {
     'baseline: protobufjs → rows → DuckDB → GROUP BY',
     'baseline: protobufjs → rows → SQLite → GROUP BY',
   ],
+  kafka: [
+    'ingest role: traces topic (otlp_proto) → attempts topic',
+    'detect role: attempts topic → SQLite + incidents topic',
+  ],
 };
 
 // Speed is never asserted here: the machine running the tests is shared, and quick mode's sizes

@@ -52,7 +52,19 @@ export async function startKafkaCluster(topics: Record<string, number>): Promise
     );
     return { brokers, mock: false, topic, group, stop: async () => {} };
   }
+  return startMockKafkaCluster(topics, suffix);
+}
 
+/**
+ * librdkafka's mock cluster on loopback, whatever KAFKA_BROKERS says: for `pnpm bench`, which
+ * measures keyscope against this peer only. Topic and group names get `suffix` (random when absent).
+ */
+export async function startMockKafkaCluster(
+  topics: Record<string, number>,
+  suffix = randomBytes(3).toString('hex'),
+): Promise<KafkaCluster> {
+  const topic = (name: string) => `${name}-${suffix}`;
+  const group = (name: string) => `${name}-${suffix}`;
   const launcher = compileLauncher();
   const child: ChildProcessWithoutNullStreams = spawn(
     launcher,
