@@ -313,9 +313,13 @@ class TraceDecoder {
           r.pos = fieldEnd;
           break;
         }
-        case 0x2a:
-          name = this.string(r.lengthEnd(end));
+        case 0x2a: {
+          // Span names repeat (routes, operations): cached like short attribute values.
+          const nameEnd = r.lengthEnd(end);
+          name = valueCache.get(bytes, r.view, r.pos, nameEnd);
+          r.pos = nameEnd;
           break;
+        }
         case 0x30:
           kind = r.varint32(end);
           break;
@@ -437,6 +441,28 @@ class TraceDecoder {
    */
   private selectedKeyValue(end: number, target: Attributes | null, keys: KeyMatcher): Attributes | null {
     const r = this.r;
+    const bytes = this.bytes;
+    // Every encoder writes a KeyValue as key, then value, each with a one-byte tag. When the
+    // bytes frame exactly that, an unwanted attribute is rejected on its key and skipped whole,
+    // without reading the value's tag and length one field at a time.
+    const at = r.pos;
+    if (bytes[at] === 0x0a) {
+      const keyLength = bytes[at + 1]!;
+      const keyStart = at + 2;
+      const keyEnd = keyStart + keyLength;
+      if (keyLength < 0x80 && keyEnd < end && bytes[keyEnd] === 0x12) {
+        const valueLength = bytes[keyEnd + 1]!;
+        if (valueLength < 0x80 && keyEnd + 2 + valueLength === end) {
+          const key = keys.match(bytes, keyStart, keyEnd);
+          if (key !== undefined) {
+            target ??= createAttributes();
+            this.value(target, key, keyEnd + 2, end, 0);
+          }
+          r.pos = end;
+          return target;
+        }
+      }
+    }
     let keyStart = 0;
     let keyEnd = 0;
     let valueStart = -1;

@@ -290,6 +290,27 @@ describe('decodeTraces', () => {
       expect(Object.isFrozen(unset[0]!.status)).toBe(true);
     });
 
+    it('reads a KeyValue with its value first or its key written twice as protobuf does (the last key wins)', () => {
+      const text = (value: string) => [...Buffer.from(value)];
+      const field = (tag: number, content: number[]) => [tag, content.length, ...content];
+      const stringValue = field(0x12, field(0x0a, text('v')));
+      const valueFirst = [...stringValue, ...field(0x0a, text('wanted'))];
+      const keyTwice = [...field(0x0a, text('other')), ...field(0x0a, text('wanted')), ...stringValue];
+      for (const keyValue of [valueFirst, keyTwice]) {
+        const span = [
+          ...field(0x0a, [...traceId(1)]),
+          ...field(0x12, [...spanId(1)]),
+          ...field(0x4a, keyValue),
+        ];
+        const resourceSpans = field(0x12, field(0x12, span));
+        const bytes = Uint8Array.from(field(0x0a, resourceSpans));
+        expect(decodeTraces(bytes, { spanAttributes: new Set(['wanted']) })[0]!.attributes).toEqual({
+          wanted: 'v',
+        });
+        expect(decodeTraces(bytes, { spanAttributes: new Set(['other']) })[0]!.attributes).toEqual({});
+      }
+    });
+
     it('skips events when events is false', () => {
       const spans = decodeTraces(payload, { events: false });
       expect(spans.every((span) => span.events.length === 0)).toBe(true);
