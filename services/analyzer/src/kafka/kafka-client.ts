@@ -45,5 +45,9 @@ export function createConsumer(
     // The broker refuses a rebalance timeout below the session timeout.
     rebalanceTimeout: Math.max(sessionTimeout, 10_000),
     heartbeatInterval: Math.max(100, Math.min(3_000, Math.floor(sessionTimeout / 3))),
+    // How long a fetch waits on the broker for data. kafkajs's 5 s default also delays the first
+    // read after a partition is resumed (the detect role pauses new partitions while it finds
+    // where to resume) and every stop; half a second costs a few idle fetches instead.
+    maxWaitTimeInMs: 500,
   });
 }
