@@ -6,8 +6,10 @@ import { ANALYZER_BAD_COMPRESSION, ANALYZER_BODY_TOO_LARGE } from '../errors.ts'
 export type ContentCoding = 'gzip' | 'identity';
 
 export interface RequestBody {
-  /** The body after decompression. */
-  readonly bytes: Uint8Array;
+  /** The body after decompression, in the chunks it arrived in (see payload-bytes.ts). */
+  readonly chunks: readonly Buffer[];
+  /** Their total size. */
+  readonly byteLength: number;
   /** The body as it arrived. */
   readonly compressedBytes: number;
 }
@@ -53,7 +55,7 @@ export function readRequestBody(
         source.resume();
         reject(error);
       } else {
-        resolve({ bytes: Buffer.concat(chunks, size), compressedBytes });
+        resolve({ chunks, byteLength: size, compressedBytes });
       }
     };
 

@@ -13,13 +13,14 @@ import type { Logger } from '../logger.ts';
 import type { Admission, AdmissionSlot } from './admission.ts';
 import type { IngestCounters, Transport } from './ingest-counters.ts';
 import { INTERNAL_FAILURE, type IngestFailure, ingestFailureFor } from './ingest-failure.ts';
+import type { PayloadBytes } from './payload-bytes.ts';
 
 export type PayloadEncoding = 'protobuf' | 'json';
 
 export interface Payload {
   readonly encoding: PayloadEncoding;
   /** The ExportTraceServiceRequest, decompressed. */
-  readonly bytes: Uint8Array;
+  readonly bytes: PayloadBytes;
   /** Its size on the wire, 0 when the transport does not show it. */
   readonly compressedBytes: number;
 }
@@ -92,10 +93,11 @@ export class Ingest {
       let spans: Span[];
       try {
         const { decodeOptions } = this.#options;
-        spans =
+        spans = payload.bytes.read((bytes) =>
           payload.encoding === 'json'
-            ? decodeTracesJson(payload.bytes, decodeOptions)
-            : decodeTraces(payload.bytes, decodeOptions);
+            ? decodeTracesJson(bytes, decodeOptions)
+            : decodeTraces(bytes, decodeOptions),
+        );
       } catch (error) {
         return { accepted: false, failure: this.refuse(transport, error) };
       }

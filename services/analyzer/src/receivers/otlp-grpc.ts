@@ -3,6 +3,7 @@ import { encodeExportResponse } from '@keyscope/otlp';
 import type { Logger } from '../logger.ts';
 import { type Ingest, isIngestFailure } from './ingest.ts';
 import { formatHostPort, type Receiver } from './listen-address.ts';
+import { wholePayload } from './payload-bytes.ts';
 
 export const TRACE_SERVICE_EXPORT_PATH = '/opentelemetry.proto.collector.trace.v1.TraceService/Export';
 
@@ -57,17 +58,19 @@ export async function startOtlpGrpcReceiver(options: OtlpGrpcReceiverOptions): P
       callback({ code: slot.grpcCode, details: slot.message });
       return;
     }
-    ingest.export('grpc', slot, { encoding: 'protobuf', bytes: call.request, compressedBytes: 0 }).then(
-      (outcome) => {
-        if (outcome.accepted) callback(null, encodeExportResponse(outcome.result));
-        else callback({ code: outcome.failure.grpcCode, details: outcome.failure.message });
-      },
-      (error: unknown) => {
-        // ingest.export settles every failure into an outcome; this is a bug in it.
-        options.logger.error(`otlp-grpc: ${error instanceof Error ? error.stack : String(error)}`);
-        callback({ code: grpc.status.INTERNAL, details: 'internal error' });
-      },
-    );
+    ingest
+      .export('grpc', slot, { encoding: 'protobuf', bytes: wholePayload(call.request), compressedBytes: 0 })
+      .then(
+        (outcome) => {
+          if (outcome.accepted) callback(null, encodeExportResponse(outcome.result));
+          else callback({ code: outcome.failure.grpcCode, details: outcome.failure.message });
+        },
+        (error: unknown) => {
+          // ingest.export settles every failure into an outcome; this is a bug in it.
+          options.logger.error(`otlp-grpc: ${error instanceof Error ? error.stack : String(error)}`);
+          callback({ code: grpc.status.INTERNAL, details: 'internal error' });
+        },
+      );
   };
   server.addService(TRACE_SERVICE, { Export: exportTraces });
 

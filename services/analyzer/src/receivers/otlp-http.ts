@@ -18,6 +18,7 @@ import { type ContentCoding, RequestAbortedError, readRequestBody } from './http
 import { type Ingest, isIngestFailure, type PayloadEncoding } from './ingest.ts';
 import type { IngestFailure } from './ingest-failure.ts';
 import type { Receiver } from './listen-address.ts';
+import { chunkedPayload, ScratchBuffer } from './payload-bytes.ts';
 
 export const OTLP_HTTP_TRACES_PATH = '/v1/traces';
 
@@ -80,6 +81,8 @@ export async function startOtlpHttpReceiver(options: OtlpHttpReceiverOptions): P
   // The body is read by readRequestBody, which bounds it after decompression; fastify's own
   // parsers would buffer it first. The content type has been checked by then (onRequest).
   app.removeAllContentTypeParsers();
+  // Bodies are joined here only while they are decoded (payload-bytes.ts).
+  const scratch = new ScratchBuffer();
   app.addContentTypeParser('*', (_request, _payload, done) => done(null));
 
   app.route({
@@ -118,7 +121,7 @@ export async function startOtlpHttpReceiver(options: OtlpHttpReceiverOptions): P
       }
       const outcome = await ingest.export('http', slot, {
         encoding,
-        bytes: body.bytes,
+        bytes: chunkedPayload(body.chunks, body.byteLength, scratch),
         compressedBytes: body.compressedBytes,
       });
       if (!outcome.accepted) return sendFailure(reply, encoding, outcome.failure);
