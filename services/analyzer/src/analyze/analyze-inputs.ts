@@ -1,9 +1,9 @@
-import { createReadStream } from 'node:fs';
 import { isKeyscopeError, KeyscopeError } from '@keyscope/errors';
 import { decodeTraces, decodeTracesJson, OTLP_JSON, type Span } from '@keyscope/otlp';
 import type { Analysis } from './analysis.ts';
 import { ANALYZE_TRUNCATED } from './analyze-errors.ts';
 import { type ByteCounter, decompressedChunks } from './decompressed-chunks.ts';
+import { fileChunks } from './file-chunks.ts';
 import type { InputFile } from './input-files.ts';
 import { type InputRecord, readRecords } from './record-reader.ts';
 
@@ -67,7 +67,7 @@ export async function analyzeInputs(
     const readBefore = summary.bytesRead;
     const raw = input.stdin
       ? (options.stdin as AsyncIterable<Buffer>)
-      : createReadStream(input.path, { highWaterMark: READ_CHUNK_BYTES });
+      : fileChunks(input.path, READ_CHUNK_BYTES);
     const chunks = decompressedChunks(raw, input.gzipSuffix, counter);
     let clean = true;
     try {
@@ -91,7 +91,8 @@ export async function analyzeInputs(
       }
     } finally {
       summary.bytesRead = readBefore + counter.rawBytes;
-      if (!input.stdin) (raw as ReturnType<typeof createReadStream>).destroy();
+      // Closes the file when its records were not read to the end.
+      if (!input.stdin) await (raw as AsyncGenerator<Buffer>).return(undefined);
     }
     if (clean) summary.analysedAny = true;
   }

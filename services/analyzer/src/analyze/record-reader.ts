@@ -89,7 +89,8 @@ async function* wholeFile(chunks: AsyncIterable<Buffer>, maxRecordBytes: number)
   yield {
     kind: 'record',
     encoding: 'protobuf',
-    bytes: Buffer.concat(parts, length),
+    // A file read in one chunk (the usual case) is not copied again.
+    bytes: parts.length === 1 ? parts[0]! : Buffer.concat(parts, length),
     offsetBytes: 0,
     line: null,
     unterminated: false,
