@@ -2,6 +2,7 @@ import type { Attempt, NodeActivity, Placement } from '@keyscope/attempts';
 import type { AttemptLog, DetectorChanges, Finding, FindingClass, Incident } from '@keyscope/detector';
 import { KeyscopeError } from '@keyscope/errors';
 import BetterSqlite3, { type Database, type Statement } from 'better-sqlite3';
+import { AttemptTable } from './attempt-table.ts';
 import { decodeCursor, encodeCursor } from './cursor.ts';
 import { STORE_NEWER_SCHEMA, STORE_UNAVAILABLE } from './errors.ts';
 import { migrate } from './migrations.ts';
@@ -9,6 +10,8 @@ import { migrate } from './migrations.ts';
 export interface StoreOptions {
   /** A file path, or ':memory:' for tests. */
   path: string;
+  /** Attempts appended before their key index is brought up to date (attempt-table.ts); default 20,000. */
+  attemptIndexBatchRows?: number;
 }
 
 export interface FindingFilter {
@@ -67,6 +70,7 @@ export interface OutboxEntry {
 export class KeyscopeStore {
   readonly db: Database;
   readonly attemptLog: AttemptLog;
+  readonly #attempts: AttemptTable;
   private readonly statements = new Map<string, Statement>();
 
   constructor(options: StoreOptions) {
@@ -99,14 +103,25 @@ export class KeyscopeStore {
         `database ${options.path} has schema version ${version}, this keyscope knows up to ${known}`,
       );
     }
-    this.attemptLog = this.createAttemptLog();
+    this.#attempts = new AttemptTable(this.db, { indexBatchRows: options.attemptIndexBatchRows ?? 20_000 });
+    this.attemptLog = this.#attempts;
   }
 
-  /** Runs `work` in one transaction (nested calls become savepoints). */
+  /**
+   * Runs `work` in one transaction (nested calls become savepoints). The outermost one also
+   * brings the attempts' key index up to date when enough attempts wait for it.
+   */
   transaction<T>(work: () => T): T {
+    const outermost = !this.db.inTransaction;
     try {
-      return this.db.transaction(work)();
+      return this.db.transaction(() => {
+        const result = work();
+        if (outermost) this.#attempts.indexIfDue();
+        return result;
+      })();
     } catch (error) {
+      // Rows appended by what failed are gone; so must be their tail entries (also for a savepoint).
+      this.#attempts.afterRollback();
       if (error instanceof KeyscopeError || !isSqliteError(error)) throw error;
       throw new KeyscopeError(STORE_UNAVAILABLE, `database write failed: ${(error as Error).message}`, {
         cause: error,
@@ -121,29 +136,6 @@ export class KeyscopeStore {
       this.statements.set(sql, statement);
     }
     return statement;
-  }
-
-  private createAttemptLog(): AttemptLog {
-    const insert = this.db.prepare(
-      'INSERT OR IGNORE INTO attempts (partition_key, trace_id, span_id, key, end_ms, body) VALUES (?, ?, ?, ?, ?, ?)',
-    );
-    const select = this.db.prepare('SELECT body FROM attempts WHERE partition_key = ?').pluck();
-    return {
-      append: (partitionKey, attempt) =>
-        insert.run(
-          partitionKey,
-          attempt.traceId,
-          attempt.spanId,
-          attempt.key,
-          attempt.endUnixMillis,
-          JSON.stringify(attempt),
-        ).changes === 1,
-      attemptsOf: (partitionKey) =>
-        (select.all(partitionKey) as string[]).map((body) => JSON.parse(body) as Attempt),
-      // Retention runs in small chunks in `purge`, off the ingest path, so the detector's own
-      // expiry call has nothing to do here.
-      expire: () => {},
-    };
   }
 
   /** Writes what the detector changed: upserts keep a row's seq (and so its place in lists). */
@@ -260,14 +252,12 @@ export class KeyscopeStore {
   /** Every attempt recorded for an idempotency key (under any tenant), in time order. */
   attemptsOfKey(key: string, tenant?: string): Attempt[] {
     // The key's own partition, and those of the key under each tenant (key + NUL + tenant).
-    const attempts = (
-      this.statement(
-        'SELECT body FROM attempts WHERE partition_key = @key OR (partition_key > @key || char(0) AND partition_key < @key || char(1))',
+    const attempts = this.#attempts
+      .attemptsWhere(
+        'k.partition_key = @key OR (k.partition_key > @key || char(0) AND k.partition_key < @key || char(1))',
+        { key },
+        (partitionKey) => partitionKey === key || partitionKey.startsWith(`${key}\u0000`),
       )
-        .pluck()
-        .all({ key }) as string[]
-    )
-      .map((body) => JSON.parse(body) as Attempt)
       .filter((attempt) => tenant === undefined || attempt.tenant === tenant);
     return attempts.sort((a, b) => a.startUnixMillis - b.startUnixMillis || (a.spanId < b.spanId ? -1 : 1));
   }
@@ -449,9 +439,7 @@ export class KeyscopeStore {
     maxRows: number;
   }): number {
     return this.transaction(() => {
-      let removed = this.statement(
-        'DELETE FROM attempts WHERE id IN (SELECT id FROM attempts WHERE end_ms < ? LIMIT ?)',
-      ).run(options.attemptsBeforeUnixMillis, options.maxRows).changes;
+      let removed = this.#attempts.purge(options.attemptsBeforeUnixMillis, options.maxRows);
       removed += this.statement(
         'DELETE FROM findings WHERE seq IN (SELECT seq FROM findings WHERE last_seen_ms < ? LIMIT ?)',
       ).run(options.recordsBeforeUnixMillis, options.maxRows).changes;

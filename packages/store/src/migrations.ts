@@ -115,11 +115,32 @@ const MIGRATIONS: readonly string[] = [
   CREATE UNIQUE INDEX attempts_by_span ON attempts (partition_key, trace_id, span_id);
   CREATE INDEX attempts_by_end ON attempts (end_ms);
   `,
+  `
+  -- The key index moves out of the insert path (attempt-table.ts): attempts append without it,
+  -- and their entries are added to attempt_keys in sorted batches. attempt_index records how far
+  -- the batches have got; rows past it are indexed when the store opens.
+  CREATE TABLE attempt_keys (
+    partition_key TEXT NOT NULL,
+    trace_id TEXT NOT NULL,
+    span_id TEXT NOT NULL,
+    attempt_id INTEGER NOT NULL,
+    PRIMARY KEY (partition_key, trace_id, span_id)
+  ) WITHOUT ROWID;
+  INSERT INTO attempt_keys (partition_key, trace_id, span_id, attempt_id)
+    SELECT partition_key, trace_id, span_id, id FROM attempts ORDER BY partition_key, trace_id, span_id;
+  DROP INDEX attempts_by_span;
+  CREATE TABLE attempt_index (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    indexed_through INTEGER NOT NULL
+  );
+  INSERT INTO attempt_index (id, indexed_through) VALUES (1, (SELECT coalesce(max(id), 0) FROM attempts));
+  `,
 ];
 
-export function migrate(db: Database): number {
+/** Applies the migrations the database lacks, up to `targetVersion` (tests stop earlier); returns the latest. */
+export function migrate(db: Database, targetVersion = MIGRATIONS.length): number {
   const applied = db.pragma('user_version', { simple: true }) as number;
-  for (let version = applied; version < MIGRATIONS.length; version++) {
+  for (let version = applied; version < targetVersion; version++) {
     db.transaction(() => {
       db.exec(MIGRATIONS[version]!);
       db.pragma(`user_version = ${version + 1}`);
