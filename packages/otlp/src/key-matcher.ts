@@ -17,7 +17,12 @@ export class KeyMatcher {
       // of a different key, so it can never match.
       if (decoder.decode(bytes) !== key) continue;
       const candidates = (this.byLength[bytes.length] ??= []) as Candidate[];
-      candidates.push({ bytes, key });
+      candidates.push({
+        bytes,
+        key,
+        last: bytes[bytes.length - 1] ?? 0,
+        middle: bytes[bytes.length >>> 1] ?? 0,
+      });
     }
   }
 
@@ -26,12 +31,18 @@ export class KeyMatcher {
     const length = end - start;
     const candidates = length < this.byLength.length ? this.byLength[length] : undefined;
     if (candidates === undefined) return undefined;
+    if (length === 0) return candidates[0]!.key;
+    // Keys of one length often share a prefix (`http.request.…`, `http.response.…`): the last and
+    // middle bytes reject most of them at once, and the comparison runs from the end.
+    const last = bytes[end - 1]!;
+    const middle = bytes[start + (length >>> 1)]!;
     for (let c = 0; c < candidates.length; c++) {
       const candidate = candidates[c]!;
+      if (candidate.last !== last || candidate.middle !== middle) continue;
       const expected = candidate.bytes;
-      let i = 0;
-      while (i < length && expected[i] === bytes[start + i]) i++;
-      if (i === length) return candidate.key;
+      let i = length - 2;
+      while (i >= 0 && expected[i] === bytes[start + i]) i--;
+      if (i < 0) return candidate.key;
     }
     return undefined;
   }
@@ -40,4 +51,6 @@ export class KeyMatcher {
 interface Candidate {
   readonly bytes: Uint8Array;
   readonly key: string;
+  readonly last: number;
+  readonly middle: number;
 }

@@ -18,6 +18,8 @@ describe('KeyMatcher', () => {
 
   it('returns undefined for keys of the same length or prefix that are not in the set', () => {
     expect(match(matcher, 'idempotency.kez')).toBeUndefined();
+    expect(match(matcher, 'idempotencx.key')).toBeUndefined();
+    expect(match(matcher, 'Idempotency.key')).toBeUndefined();
     expect(match(matcher, 'idempotency')).toBeUndefined();
     expect(match(matcher, 'idempotency.keys')).toBeUndefined();
     expect(match(matcher, 'x'.repeat(10_000))).toBeUndefined();
