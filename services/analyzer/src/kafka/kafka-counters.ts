@@ -16,6 +16,8 @@ export class KafkaCounters {
   spansDecoded = 0;
   attemptsExtracted = 0;
   attemptsDetected = 0;
+  /** Transactions in which the detect role applied records to a partition's state. */
+  detectTransactions = 0;
   /** Times a partition was paused because Kafka or the store refused work. */
   backoffs = 0;
   /** Partitions whose detector state was rebuilt from the attempts topic. */
@@ -44,6 +46,7 @@ export class KafkaCounters {
       spansDecoded: this.spansDecoded,
       attemptsExtracted: this.attemptsExtracted,
       attemptsDetected: this.attemptsDetected,
+      detectTransactions: this.detectTransactions,
       backoffs: this.backoffs,
       rebuilds: this.rebuilds,
       rebuildSkipped: this.rebuildSkipped,
@@ -118,6 +121,11 @@ export function createKafkaMetrics(counters: KafkaCounters): { render: () => Pro
     'keyscope_kafka_attempts_detected_total',
     'Attempts the detect role applied to its partitions.',
     () => counters.attemptsDetected,
+  );
+  plain(
+    'keyscope_kafka_detect_transactions_total',
+    "Transactions in which the detect role applied attempts records to a partition's state (a backlog is applied up to 2,000 records at a time).",
+    () => counters.detectTransactions,
   );
   plain(
     'keyscope_kafka_backoffs_total',

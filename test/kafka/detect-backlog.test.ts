@@ -1,0 +1,95 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { partitionKey, type ServerAttempt } from '@keyscope/attempts';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { resolveServeConfig } from '../../services/analyzer/src/config.ts';
+import { encodeAttemptRecord } from '../../services/analyzer/src/kafka/attempt-records.ts';
+import { createKafkaClient } from '../../services/analyzer/src/kafka/kafka-client.ts';
+import { type RunningRoles, startRoles } from '../../services/analyzer/src/kafka/start-roles.ts';
+import { silentLogger } from '../../services/analyzer/src/logger.ts';
+import { type KafkaCluster, startKafkaCluster } from './support/kafka-cluster.ts';
+
+/**
+ * A detect instance that finds a backlog (after a restart, a rebalance, or falling behind) applies
+ * it in large transactions, not one per fetched batch: a fetch may hand over only a few records
+ * per partition, and a transaction per handful of attempts made the role commit-bound.
+ */
+const ATTEMPTS = 600;
+const PARTITIONS = 2;
+
+/** The one execution of a key, in node a's store: no finding, only state to apply. */
+function cleanAttempt(n: number, startUnixMillis: number): ServerAttempt {
+  return {
+    kind: 'server',
+    key: `key-${n}`,
+    tenant: '',
+    traceId: (n + 1).toString(16).padStart(32, '0'),
+    spanId: (n + 1).toString(16).padStart(16, '0'),
+    parentSpanId: '',
+    startUnixMillis,
+    endUnixMillis: startUnixMillis + 5,
+    placement: { service: 'payments', node: 'a', cluster: 'c1', region: 'r1', zone: 'z1' },
+    operation: 'POST /payments',
+    outcome: 'miss',
+    store: 'A',
+    scope: '',
+  };
+}
+
+let cluster: KafkaCluster;
+let keyscope: RunningRoles | undefined;
+const dir = mkdtempSync(join(tmpdir(), 'keyscope-detect-backlog-'));
+
+beforeAll(async () => {
+  cluster = await startKafkaCluster({ attempts: PARTITIONS, incidents: 1 });
+}, 60_000);
+
+afterAll(async () => {
+  await keyscope?.stop();
+  await cluster?.stop();
+  rmSync(dir, { recursive: true, force: true });
+}, 60_000);
+
+describe('the detect role reading a backlog', () => {
+  it('applies every attempt in a few transactions per partition', async () => {
+    const kafka = createKafkaClient({ brokers: cluster.brokers, clientId: 'backlog' }, 'test', silentLogger);
+    const producer = kafka.producer();
+    await producer.connect();
+    const startUnixMillis = Date.now() - 60_000;
+    // Small sends, as an ingest role writes them: many small record batches in each partition.
+    for (let sent = 0; sent < ATTEMPTS; sent += 10) {
+      await producer.send({
+        topic: cluster.topic('attempts'),
+        messages: Array.from({ length: 10 }, (_, i) => {
+          const attempt = cleanAttempt(sent + i, startUnixMillis + sent + i);
+          return {
+            key: partitionKey(attempt, { keyNamespace: 'global' }),
+            value: encodeAttemptRecord(attempt),
+          };
+        }),
+      });
+    }
+    await producer.disconnect();
+
+    const config = resolveServeConfig({
+      role: 'detect',
+      api: { port: 0 },
+      kafka: {
+        brokers: cluster.brokers,
+        attempts: { topic: cluster.topic('attempts'), groupId: cluster.group('detect') },
+        incidents: { topic: cluster.topic('incidents') },
+        stateDir: join(dir, 'partitions'),
+      },
+    });
+    keyscope = await startRoles(config, { logger: silentLogger });
+    const counters = keyscope.counters!;
+    const deadline = Date.now() + 60_000;
+    while (counters.attemptsDetected < ATTEMPTS && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 100));
+
+    expect(counters.attemptsDetected).toBe(ATTEMPTS);
+    // One transaction per fetched batch would be dozens; a rebalance may add a replay per partition.
+    expect(counters.detectTransactions).toBeLessThanOrEqual(4 * PARTITIONS);
+  }, 120_000);
+});
