@@ -3,7 +3,7 @@ import { createAttributes } from './attributes.ts';
 import { type DecodeOptions, type ResolvedDecodeOptions, resolveDecodeOptions } from './decode-options.ts';
 import { OTLP_ID_LENGTH, OTLP_ID_ZERO, OTLP_NESTING } from './errors.ts';
 import { hexOf8, hexOf16 } from './hex.ts';
-import { KeyMatcher } from './key-matcher.ts';
+import { type KeyMatcher, keyMatcherFor } from './key-matcher.ts';
 import { ResourceCache } from './resource-cache.ts';
 import type {
   Attributes,
@@ -164,8 +164,8 @@ class TraceDecoder {
   constructor(bytes: Uint8Array, options: ResolvedDecodeOptions) {
     this.bytes = bytes;
     this.r = new WireReader(bytes);
-    this.spanKeys = options.spanKeys === null ? null : new KeyMatcher(options.spanKeys);
-    this.resourceKeys = options.resourceKeys === null ? null : new KeyMatcher(options.resourceKeys);
+    this.spanKeys = options.spanKeys === null ? null : keyMatcherFor(options.spanKeys);
+    this.resourceKeys = options.resourceKeys === null ? null : keyMatcherFor(options.resourceKeys);
     this.resources = resourceCacheFor(options.resourceKeys, options.maxDepth);
     this.events = options.events;
     this.maxDepth = options.maxDepth;

@@ -1,6 +1,22 @@
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
+const matchers = new WeakMap<ReadonlySet<string>, KeyMatcher>();
+
+/**
+ * The matcher for `keys`, built once per set: callers pass the same set with every payload, and
+ * building one encodes every key. Like the decoders' other caches, it assumes the set is not
+ * changed after it was first passed.
+ */
+export function keyMatcherFor(keys: ReadonlySet<string>): KeyMatcher {
+  let matcher = matchers.get(keys);
+  if (matcher === undefined) {
+    matcher = new KeyMatcher(keys);
+    matchers.set(keys, matcher);
+  }
+  return matcher;
+}
+
 /**
  * Matches attribute keys against a caller's key set on their UTF-8 bytes, so an unwanted
  * attribute costs a length check and at most a byte comparison: no string is built for its key,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { KeyMatcher } from '../src/key-matcher.ts';
+import { KeyMatcher, keyMatcherFor } from '../src/key-matcher.ts';
 
 const match = (matcher: KeyMatcher, key: string | Uint8Array) => {
   const bytes = typeof key === 'string' ? new TextEncoder().encode(key) : key;
@@ -29,5 +29,12 @@ describe('KeyMatcher', () => {
     const withSurrogate = new KeyMatcher(new Set(['\ud800']));
     expect(match(withSurrogate, Uint8Array.from([0xef, 0xbf, 0xbd]))).toBeUndefined();
     expect(match(matcher, Uint8Array.from([0xff]))).toBeUndefined();
+  });
+
+  it('builds one matcher per key set, however many payloads use it', () => {
+    const set = new Set(['a.key']);
+    expect(keyMatcherFor(set)).toBe(keyMatcherFor(set));
+    expect(keyMatcherFor(new Set(['a.key']))).not.toBe(keyMatcherFor(set));
+    expect(match(keyMatcherFor(set), 'a.key')).toBe('a.key');
   });
 });
