@@ -304,13 +304,27 @@ export class KeyscopeStore {
     return this.getIncident(id);
   }
 
-  /** Adds a batch's node activity to the stored counts (counts add up; order does not matter). */
+  /**
+   * Adds node activity to the stored counts (counts add up; order does not matter). Samples of one
+   * node and bucket are summed first, so a group of payloads (or a Kafka batch, which repeats every
+   * node's activity per record) costs one upsert per node and bucket.
+   */
   recordActivity(samples: readonly NodeActivity[]): void {
     const upsert = this.statement(
       `INSERT INTO activity (service, node, bucket_start_ms, bucket_ms, placement, spans, errors) VALUES (?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (service, node, bucket_start_ms) DO UPDATE SET spans = spans + excluded.spans, errors = errors + excluded.errors`,
     );
+    const merged = new Map<string, { sample: NodeActivity; spans: number; errors: number }>();
     for (const sample of samples) {
+      const id = `${sample.placement.service}\u0000${sample.placement.node}\u0000${sample.bucketStartUnixMillis}`;
+      const entry = merged.get(id);
+      if (entry === undefined) merged.set(id, { sample, spans: sample.spans, errors: sample.errors });
+      else {
+        entry.spans += sample.spans;
+        entry.errors += sample.errors;
+      }
+    }
+    for (const { sample, spans, errors } of merged.values()) {
       const p = sample.placement;
       upsert.run(
         p.service,
@@ -318,8 +332,8 @@ export class KeyscopeStore {
         sample.bucketStartUnixMillis,
         sample.bucketMillis,
         JSON.stringify(p),
-        sample.spans,
-        sample.errors,
+        spans,
+        errors,
       );
     }
   }

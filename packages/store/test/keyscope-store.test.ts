@@ -241,4 +241,34 @@ describe('node activity', () => {
     ]);
     expect(recent[0]!.placement).toMatchObject({ service: 'payments', node: 'a' });
   });
+
+  it('sums the samples of one node and bucket in one call before writing them', () => {
+    const changes = () => store.db.prepare('SELECT total_changes()').pluck().get() as number;
+    const before = changes();
+    store.recordActivity([
+      ...activity({ node: 'a', fromSecond: 0, toSecond: 2, spans: 3, errors: 1 }),
+      ...activity({ node: 'a', fromSecond: 0, toSecond: 2, spans: 4 }),
+      ...activity({ node: 'b', fromSecond: 0, toSecond: 1, spans: 1 }),
+    ]);
+    expect(changes() - before).toBe(3);
+    const recent = store
+      .recentActivity(4000)
+      .sort(
+        (x, y) =>
+          x.placement.node.localeCompare(y.placement.node) ||
+          x.bucketStartUnixMillis - y.bucketStartUnixMillis,
+      );
+    expect(
+      recent.map((a) => [
+        a.placement.node,
+        a.bucketStartUnixMillis - TEST_EPOCH_UNIX_MILLIS,
+        a.spans,
+        a.errors,
+      ]),
+    ).toEqual([
+      ['a', 0, 7, 1],
+      ['a', 1000, 7, 1],
+      ['b', 0, 1, 0],
+    ]);
+  });
 });

@@ -124,10 +124,8 @@ export class DetectionPipeline implements SpanConsumer {
     const { store } = this.#options;
     try {
       this.#commit((detector, apply) => {
-        for (const { extracted } of group) {
-          apply(detector.ingest(extracted));
-          store.recordActivity(extracted.activity);
-        }
+        for (const { extracted } of group) apply(detector.ingest(extracted));
+        store.recordActivity(group.flatMap(({ extracted }) => extracted.activity));
         // Persisted with the attempts, so a restart forgets neither an ongoing failover nor the
         // scope report.
         store.saveState(SCOPE_STATE, detector.scopeState());
