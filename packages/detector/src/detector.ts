@@ -39,6 +39,8 @@ export interface DetectorStats {
   evictedKeys: number;
   /** Keys rebuilt from the AttemptLog after an eviction or a restart. */
   rebuiltKeys: number;
+  /** Tier, node and tenant names held for the keys in memory (and some since forgotten). */
+  internedNames: number;
   watermarkUnixMillis: number;
 }
 
@@ -81,6 +83,9 @@ export interface DetectorDependencies {
 
 function noop(): void {}
 
+/** Names the interner may hold before it is first compacted. */
+const MIN_INTERNER_LIMIT = 65_536;
+
 class Changes {
   readonly findings = new Map<string, Finding>();
   readonly retractedFindings = new Set<string>();
@@ -104,7 +109,9 @@ export function createDetector(
 ): Detector {
   const log = dependencies.attemptLog ?? createMemoryAttemptLog();
   const keys = new KeyTable();
-  const interner = new Interner();
+  let interner = new Interner();
+  /** Names interned before the interner is compacted (see compactInterner). */
+  let internerLimit = MIN_INTERNER_LIMIT;
   const routing = new RoutingInference(config);
   const book = new IncidentBook(config);
   const scopes = new ScopeReport();
@@ -281,6 +288,24 @@ export function createDetector(
     return changes.result();
   }
 
+  /**
+   * Names of tiers, nodes and tenants would otherwise accumulate for the life of the process (pods
+   * come and go with every deploy; tenants can number millions). Once the interner holds twice the
+   * names the keys in memory used at the last compaction, it is rebuilt with only those in use.
+   */
+  function compactInterner(): void {
+    if (interner.size <= internerLimit) return;
+    const fresh = new Interner();
+    const remapped = new Int32Array(interner.size).fill(-1);
+    keys.remapInterned((id) => {
+      let next = remapped[id]!;
+      if (next === -1) remapped[id] = next = fresh.id(interner.name(id));
+      return next;
+    });
+    interner = fresh;
+    internerLimit = Math.max(MIN_INTERNER_LIMIT, 2 * fresh.size);
+  }
+
   return {
     ingest(batch) {
       const changes = new Changes();
@@ -298,6 +323,7 @@ export function createDetector(
       }
       for (const partitionKey of dirty) judge(partitionKey, changes);
       book.settle();
+      compactInterner();
       return changes.result();
     },
     tick,
@@ -313,6 +339,7 @@ export function createDetector(
       duplicateAttempts,
       evictedKeys,
       rebuiltKeys,
+      internedNames: interner.size,
       watermarkUnixMillis: watermark,
     }),
     scopeState: () => scopes.exportState(),

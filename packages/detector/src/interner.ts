@@ -1,4 +1,8 @@
-/** Strings ↔ small integers, so per-key state holds numbers instead of repeated strings. */
+/**
+ * Strings ↔ small integers, so per-key state holds numbers instead of repeated strings. Names are
+ * never forgotten one by one: the detector replaces the whole interner with one holding only the
+ * names its keys still use (`compactInterner` in detector.ts) when it has grown enough.
+ */
 export class Interner {
   private readonly ids = new Map<string, number>();
   private readonly names: string[] = [];
@@ -15,5 +19,10 @@ export class Interner {
 
   name(id: number): string {
     return id < 0 ? '' : this.names[id]!;
+  }
+
+  /** Names interned. */
+  get size(): number {
+    return this.names.length;
   }
 }

@@ -122,6 +122,16 @@ export class KeyTable {
     return (flags & SUSPECT) !== 0;
   }
 
+  /** Replaces every interned id of the keys in memory (tier, node, tenant; not -1) by `remap(id)`. */
+  remapInterned(remap: (id: number) => number): void {
+    for (const slot of this.#slots.values()) {
+      for (const column of [this.#tierA, this.#nodeA, this.#tierB, this.#nodeB, this.#tenant]) {
+        const id = column[slot]!;
+        if (id !== -1) column[slot] = remap(id);
+      }
+    }
+  }
+
   #grow(): void {
     const capacity = Math.max(1024, this.#capacity * 2);
     const grown = <T extends Float64Array | Int32Array | Uint8Array>(from: T, make: (n: number) => T): T => {

@@ -411,6 +411,28 @@ describe('bounded memory', () => {
     expect(detector.stats().rebuiltKeys).toBe(1);
   });
 
+  it('forgets the names of nodes and tenants no key in memory uses, and still finds duplicates after', () => {
+    const detector = createDetector({ ...defaultDetectorConfig(), maxKeys: 1_000 });
+    detector.ingest(batch([server({ key: 'kept', node: 'node-kept', store: 'A', at: 0, tenant: 't-kept' })]));
+    // Pods replaced at every deploy, each serving a key for one tenant: 200,000 names in all.
+    for (let i = 0; i < 100_000; i += 500) {
+      detector.ingest(
+        batch(
+          Array.from({ length: 500 }, (_, j) =>
+            server({ key: `k-${i + j}`, node: `pod-${i + j}`, store: 'A', at: 1, tenant: `t-${i + j}` }),
+          ),
+        ),
+      );
+      // Keep the first key in memory, so its names must survive every compaction.
+      if (i % 50_000 === 0) detector.ingest(batch([client({ key: 'kept', at: 1 })]));
+    }
+    expect(detector.stats().internedNames).toBeLessThan(140_000);
+    const changes = detector.ingest(
+      batch([server({ key: 'kept', node: 'node-other', store: 'B', at: 2, tenant: 't-kept' })]),
+    );
+    expect(changes.findings.map((f) => f.class)).toEqual(['cross_store_duplicate']);
+  });
+
   it('finds a duplicate across a restart from the attempt log alone', () => {
     const log = createMemoryAttemptLog();
     createDetector(defaultDetectorConfig(), { attemptLog: log }).ingest(

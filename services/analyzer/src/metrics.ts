@@ -165,6 +165,15 @@ export function createMetrics(sources: MetricSources): { registry: Registry; ren
       this.set({ state: 'suspect' }, stats.suspectKeys);
     },
   });
+  new Gauge({
+    name: 'keyscope_detector_interned_names',
+    help: 'Tier, node and tenant names the detector holds for its keys; compacted when it doubles.',
+    registers: [registry],
+    collect() {
+      const stats = sources.detector?.();
+      if (stats !== undefined) this.set(stats.internedNames);
+    },
+  });
   new Counter({
     name: 'keyscope_alert_deliveries_total',
     help: 'Alert deliveries by sink and outcome.',

@@ -38,6 +38,7 @@ describe('Prometheus metrics', () => {
         duplicateAttempts: 0,
         evictedKeys: 0,
         rebuiltKeys: 0,
+        internedNames: 12,
         watermarkUnixMillis: 0,
       }),
       openIncidents: () => 1,
@@ -58,6 +59,7 @@ describe('Prometheus metrics', () => {
     expect(first).toContain('keyscope_findings_total{class="cross_store_duplicate"} 2');
     expect(first).toContain('keyscope_open_incidents 1');
     expect(first).toContain('keyscope_detector_keys{state="in_memory"} 50');
+    expect(first).toContain('keyscope_detector_interned_names 12');
     expect(first).toContain('keyscope_alert_deliveries_total{sink="pagerduty",outcome="retried"} 2');
     expect(first).toContain('keyscope_store_write_seconds_count 2');
     accepted = 25;
