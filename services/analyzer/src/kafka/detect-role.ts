@@ -260,7 +260,8 @@ export async function startDetectRole(
         // offset (fetched from a position set before this slot's seek) would skip attempts. Seek
         // back once; if the records in between are gone (retention), the same gap comes back and is
         // accepted.
-        const covered = slot.deferred.length > 0 ? slot.deferredThrough : detector.appliedOffset;
+        // Deferred batches may hold no records at all (all older than the horizon): their offsets count.
+        const covered = slot.deferredThrough >= 0 ? slot.deferredThrough : detector.appliedOffset;
         const expected = covered + 1;
         const first = Number(batch.messages[0]?.offset ?? batch.lastOffset());
         if (covered >= 0 && first > expected) {
