@@ -39,14 +39,21 @@ function cleanAttempt(n: number, startUnixMillis: number): ServerAttempt {
 
 let cluster: KafkaCluster;
 let keyscope: RunningRoles | undefined;
+let lateKeyscope: RunningRoles | undefined;
 const dir = mkdtempSync(join(tmpdir(), 'keyscope-detect-backlog-'));
 
 beforeAll(async () => {
-  cluster = await startKafkaCluster({ attempts: PARTITIONS, incidents: 1 });
+  cluster = await startKafkaCluster({
+    attempts: PARTITIONS,
+    incidents: 1,
+    'attempts-late': 1,
+    'incidents-late': 1,
+  });
 }, 60_000);
 
 afterAll(async () => {
   await keyscope?.stop();
+  await lateKeyscope?.stop();
   await cluster?.stop();
   rmSync(dir, { recursive: true, force: true });
 }, 60_000);
@@ -91,5 +98,53 @@ describe('the detect role reading a backlog', () => {
     expect(counters.attemptsDetected).toBe(ATTEMPTS);
     // One transaction per fetched batch would be dozens; a rebalance may add a replay per partition.
     expect(counters.detectTransactions).toBeLessThanOrEqual(4 * PARTITIONS);
+  }, 120_000);
+
+  it('skips a run of records past the horizon without taking it for a gap', async () => {
+    const kafka = createKafkaClient({ brokers: cluster.brokers, clientId: 'late' }, 'test', silentLogger);
+    const producer = kafka.producer();
+    await producer.connect();
+    const topic = cluster.topic('attempts-late');
+    const send = async (from: number, count: number, timestamp: number) => {
+      for (let sent = from; sent < from + count; sent += 10) {
+        await producer.send({
+          topic,
+          messages: Array.from({ length: 10 }, (_, i) => {
+            const attempt = cleanAttempt(sent + i, timestamp + sent + i);
+            return { key: attempt.key, value: encodeAttemptRecord(attempt), timestamp: String(timestamp) };
+          }),
+        });
+      }
+    };
+    const errors: string[] = [];
+    const config = resolveServeConfig({
+      role: 'detect',
+      api: { port: 0 },
+      kafka: {
+        brokers: cluster.brokers,
+        attempts: { topic, groupId: cluster.group('detect-late') },
+        incidents: { topic: cluster.topic('incidents-late') },
+        stateDir: join(dir, 'late-partitions'),
+      },
+    });
+    lateKeyscope = await startRoles(config, {
+      logger: { info: () => {}, error: (line) => errors.push(line) },
+    });
+    const counters = lateKeyscope.counters!;
+    const waitFor = async (attempts: number) => {
+      const deadline = Date.now() + 60_000;
+      while (counters.attemptsDetected < attempts && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 100));
+      return counters.attemptsDetected;
+    };
+    // State first (applied offsets), then a run of records older than the 24 h horizon, then new ones.
+    await send(0, 50, Date.now());
+    expect(await waitFor(50)).toBe(50);
+    await send(1_000, 200, Date.now() - 25 * 60 * 60 * 1000);
+    await send(2_000, 50, Date.now());
+    await producer.disconnect();
+    expect(await waitFor(100)).toBe(100);
+    expect(counters.rebuildSkipped).toBe(200);
+    expect(errors.filter((line) => line.includes('no longer exist'))).toEqual([]);
   }, 120_000);
 });
