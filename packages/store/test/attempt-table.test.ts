@@ -148,4 +148,13 @@ describe('the attempt log in SQLite', () => {
     expect(store.attemptsOfKey('k1').map((a) => a.spanId)).toEqual([first.spanId]);
     store.transaction(() => expect(store.attemptLog.append('k1', { ...first })).toBe(false));
   });
+
+  it("keeps an attempt's key and ids in their columns only, and reads back the whole attempt", () => {
+    const first = attempt('k1', 'a');
+    store.transaction(() => store.attemptLog.append('k1', first));
+    const body = JSON.parse(store.db.prepare('SELECT body FROM attempts').pluck().get() as string);
+    expect([body.key, body.traceId, body.spanId]).toEqual(['', '', '']);
+    expect(store.attemptLog.attemptsOf('k1')).toEqual([first]);
+    expect(Object.keys(store.attemptLog.attemptsOf('k1')[0]!)).toEqual(Object.keys(first));
+  });
 });
