@@ -21,7 +21,7 @@ interface AttemptRow {
 
 /**
  * The attempt as stored: its key and ids are columns already, so the JSON holds them empty (in
- * place, so a read gives back the same property order); about a sixth of the row.
+ * place, so a read gives back the same property order); about a seventh of the row.
  */
 function bodyOf(attempt: Attempt): string {
   return JSON.stringify({ ...attempt, key: '', traceId: '', spanId: '' });
