@@ -16,6 +16,21 @@ import { type RunningRole, readMappingFile, runConsumer } from './running-role.t
 import { ensureTopics, type TopicSpec } from './topics.ts';
 import { decodeTraceMessage } from './trace-messages.ts';
 
+/**
+ * Traces messages gathered per partition before their attempts are written, while the partition
+ * has a backlog: a fetch may carry a single message per partition (librdkafka's mock broker hands
+ * over one record batch), and every write waits for all in-sync replicas.
+ */
+const GATHER_MESSAGES = 64;
+
+interface Gathered {
+  /** The first offset read and not written. */
+  readonly from: string;
+  readonly attempts: Attempt[];
+  readonly activity: ActivityEntry[];
+  messages: number;
+}
+
 export interface RunningIngest extends RunningRole {
   readonly receivers: RunningReceivers;
   readonly addresses: { readonly otlpHttp: ListenAddress; readonly otlpGrpc: ListenAddress };
@@ -90,15 +105,20 @@ export async function startIngestRole(
       stops.push(() => consumer.disconnect());
       // A new group starts at the oldest retained traces: spans are evidence however late.
       await consumer.subscribe({ topic, fromBeginning: true });
+      // Per partition, what was read but not written yet (see GATHER_MESSAGES). A rebalance makes
+      // kafkajs read again from the committed offsets, so what is gathered is dropped then.
+      const gathered = new Map<number, Gathered>();
+      consumer.on(consumer.events.GROUP_JOIN, () => gathered.clear());
       const eachBatch = async ({ batch, resolveOffset, isRunning, isStale }: EachBatchPayload) => {
         if (!isRunning() || isStale() || backoff.waiting(batch.partition)) return;
         const partition = batch.partition;
+        const first = batch.messages[0]?.offset ?? batch.lastOffset();
+        const pending = gathered.get(partition) ?? { from: first, attempts: [], activity: [], messages: 0 };
         try {
-          const attempts: Attempt[] = [];
-          const activity: ActivityEntry[] = [];
           const source = `${topic}/${partition}`;
           for (const message of batch.messages) {
             counters.count(counters.consumed, topic);
+            pending.messages++;
             const record = {
               topic,
               partition,
@@ -121,14 +141,24 @@ export async function startIngestRole(
             // Without a span deduplicator: a message read again after a crash must yield its
             // attempts again (the detectors drop the copies), not nothing.
             const extracted = extractAttempts(spans, mapping);
-            for (const attempt of extracted.attempts) attempts.push(attempt);
-            activity.push({ source, offset: Number(message.offset), samples: extracted.activity });
+            for (const attempt of extracted.attempts) pending.attempts.push(attempt);
+            pending.activity.push({ source, offset: Number(message.offset), samples: extracted.activity });
           }
-          await writer.write(attempts, activity);
+          // The next fetch continues after this batch; its offset is committed only once written.
           resolveOffset(batch.lastOffset());
+          if (Number(batch.offsetLag()) > 0 && pending.messages < GATHER_MESSAGES) {
+            gathered.set(partition, pending);
+            return;
+          }
+          gathered.delete(partition);
+          await writer.write(pending.attempts, pending.activity);
+          counters.attemptWrites++;
           backoff.succeeded(partition);
           committer.mark(partition, Number(batch.lastOffset()) + 1);
         } catch (error) {
+          // Read again from the first message not written.
+          gathered.delete(partition);
+          consumer.seek({ topic, partition, offset: pending.from });
           backoff.failed(partition, error);
         }
       };

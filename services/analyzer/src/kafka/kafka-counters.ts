@@ -15,6 +15,8 @@ export class KafkaCounters {
   readonly produced = new Map<string, number>();
   spansDecoded = 0;
   attemptsExtracted = 0;
+  /** Writes of gathered attempts and activity to the attempts topic by the ingest role's consumer. */
+  attemptWrites = 0;
   attemptsDetected = 0;
   /** Transactions in which the detect role applied records to a partition's state. */
   detectTransactions = 0;
@@ -45,6 +47,7 @@ export class KafkaCounters {
       produced: Object.fromEntries(this.produced),
       spansDecoded: this.spansDecoded,
       attemptsExtracted: this.attemptsExtracted,
+      attemptWrites: this.attemptWrites,
       attemptsDetected: this.attemptsDetected,
       detectTransactions: this.detectTransactions,
       backoffs: this.backoffs,
@@ -116,6 +119,11 @@ export function createKafkaMetrics(counters: KafkaCounters): { render: () => Pro
     'keyscope_kafka_attempts_extracted_total',
     'Attempts the ingest role wrote to the attempts topic.',
     () => counters.attemptsExtracted,
+  );
+  plain(
+    'keyscope_kafka_attempt_writes_total',
+    'Writes by which the ingest role put what it read from the traces topic on the attempts topic (a backlog is written up to 64 messages at a time).',
+    () => counters.attemptWrites,
   );
   plain(
     'keyscope_kafka_attempts_detected_total',

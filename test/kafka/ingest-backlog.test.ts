@@ -1,0 +1,84 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { defaultMapping, extractAttempts } from '@keyscope/attempts';
+import { encodeTraces } from '@keyscope/otlp';
+import { scenarios, simulate } from '@keyscope/simulator';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { resolveServeConfig } from '../../services/analyzer/src/config.ts';
+import { createKafkaClient } from '../../services/analyzer/src/kafka/kafka-client.ts';
+import { type RunningRoles, startRoles } from '../../services/analyzer/src/kafka/start-roles.ts';
+import { silentLogger } from '../../services/analyzer/src/logger.ts';
+import { type KafkaCluster, startKafkaCluster } from './support/kafka-cluster.ts';
+
+/**
+ * An ingest instance that finds a backlog on the traces topic writes its attempts in a few large
+ * writes, not one acknowledged write per fetched batch: a fetch may carry a single message per
+ * partition, and each write waits for every in-sync replica.
+ */
+const { spans } = simulate(scenarios.nodeFailover({ startUnixMillis: Date.now() - 5 * 60_000 }), { seed: 7 });
+const MESSAGES = 200;
+const PARTITIONS = 2;
+
+let cluster: KafkaCluster;
+let keyscope: RunningRoles | undefined;
+const dir = mkdtempSync(join(tmpdir(), 'keyscope-ingest-backlog-'));
+
+beforeAll(async () => {
+  cluster = await startKafkaCluster({ traces: PARTITIONS, attempts: 2 });
+}, 60_000);
+
+afterAll(async () => {
+  await keyscope?.stop();
+  await cluster?.stop();
+  rmSync(dir, { recursive: true, force: true });
+}, 60_000);
+
+describe('the ingest role reading a backlog', () => {
+  it('writes the attempts of many messages at a time and reads every span', async () => {
+    const kafka = createKafkaClient(
+      { brokers: cluster.brokers, clientId: 'collector' },
+      'test',
+      silentLogger,
+    );
+    const producer = kafka.producer();
+    await producer.connect();
+    const perMessage = Math.ceil(spans.length / MESSAGES);
+    let sent = 0;
+    // One message per send, as a Collector exporting small batches writes them.
+    for (let at = 0; at < spans.length; at += perMessage) {
+      const batch = spans.slice(at, at + perMessage);
+      await producer.send({
+        topic: cluster.topic('traces'),
+        messages: [{ partition: (at / perMessage) % PARTITIONS, value: Buffer.from(encodeTraces(batch)) }],
+      });
+      sent += batch.length;
+    }
+    await producer.disconnect();
+
+    const config = resolveServeConfig({
+      role: 'ingest',
+      api: { port: 0 },
+      otlp: { http: { port: 0 }, grpc: { port: 0 } },
+      kafka: {
+        brokers: cluster.brokers,
+        traces: { topic: cluster.topic('traces'), groupId: cluster.group('ingest') },
+        attempts: { topic: cluster.topic('attempts'), partitions: 2 },
+        stateDir: join(dir, 'partitions'),
+      },
+    });
+    keyscope = await startRoles(config, { logger: silentLogger });
+    const counters = keyscope.counters!;
+    const deadline = Date.now() + 60_000;
+    while (counters.spansDecoded < sent && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 100));
+    const attempts = extractAttempts(spans, defaultMapping()).attempts.length;
+    while (counters.attemptsExtracted < attempts && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 100));
+
+    expect(counters.spansDecoded).toBe(sent);
+    expect(counters.attemptsExtracted).toBe(attempts);
+    // One write per message would be 200; a rebalance may add a re-read per partition.
+    expect(counters.attemptWrites).toBeLessThanOrEqual(4 * PARTITIONS + Math.ceil(MESSAGES / 64));
+  }, 120_000);
+});
