@@ -12,6 +12,7 @@ import {
   exportAsCollector,
   type MessageProducer,
 } from './support/collector-exporter.ts';
+import { counterReaches } from './support/counter-reaches.ts';
 import { embeddedOutcome } from './support/embedded-run.ts';
 import { type KafkaCluster, startKafkaCluster } from './support/kafka-cluster.ts';
 import { type Outcome, outcomeWhenEqual } from './support/outcome.ts';
@@ -83,11 +84,8 @@ async function scaledKeyscope(encoding: CollectorExportOptions['encoding']): Pro
  * Spans the ingest role decoded, once it has decoded them all (or after a bounded wait): the
  * findings can be complete while messages holding only spans without a key are still being read.
  */
-async function spansDecodedWhenAll(keyscope: RunningRoles): Promise<number> {
-  const deadline = Date.now() + 30_000;
-  const decoded = () => keyscope.counters!.snapshot().spansDecoded;
-  while (decoded() < spans.length && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-  return decoded();
+function spansDecodedWhenAll(keyscope: RunningRoles): Promise<number> {
+  return counterReaches(() => keyscope.counters!.snapshot().spansDecoded, spans.length, 30_000);
 }
 
 describe("the Collector's traces topic", () => {

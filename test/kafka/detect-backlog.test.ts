@@ -8,6 +8,7 @@ import { encodeAttemptRecord } from '../../services/analyzer/src/kafka/attempt-r
 import { createKafkaClient } from '../../services/analyzer/src/kafka/kafka-client.ts';
 import { type RunningRoles, startRoles } from '../../services/analyzer/src/kafka/start-roles.ts';
 import { silentLogger } from '../../services/analyzer/src/logger.ts';
+import { counterReaches } from './support/counter-reaches.ts';
 import { type KafkaCluster, startKafkaCluster } from './support/kafka-cluster.ts';
 
 /**
@@ -91,11 +92,7 @@ describe('the detect role reading a backlog', () => {
     });
     keyscope = await startRoles(config, { logger: silentLogger });
     const counters = keyscope.counters!;
-    const deadline = Date.now() + 60_000;
-    while (counters.attemptsDetected < ATTEMPTS && Date.now() < deadline)
-      await new Promise((r) => setTimeout(r, 100));
-
-    expect(counters.attemptsDetected).toBe(ATTEMPTS);
+    expect(await counterReaches(() => counters.attemptsDetected, ATTEMPTS)).toBe(ATTEMPTS);
     // One transaction per fetched batch would be dozens; a rebalance may add a replay per partition.
     expect(counters.detectTransactions).toBeLessThanOrEqual(4 * PARTITIONS);
   }, 120_000);
@@ -131,12 +128,7 @@ describe('the detect role reading a backlog', () => {
       logger: { info: () => {}, error: (line) => errors.push(line) },
     });
     const counters = lateKeyscope.counters!;
-    const waitFor = async (attempts: number) => {
-      const deadline = Date.now() + 60_000;
-      while (counters.attemptsDetected < attempts && Date.now() < deadline)
-        await new Promise((r) => setTimeout(r, 100));
-      return counters.attemptsDetected;
-    };
+    const waitFor = (attempts: number) => counterReaches(() => counters.attemptsDetected, attempts);
     // State first (applied offsets), then a run of records older than the 24 h horizon, then new ones.
     await send(0, 50, Date.now());
     expect(await waitFor(50)).toBe(50);

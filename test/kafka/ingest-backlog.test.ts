@@ -9,6 +9,7 @@ import { resolveServeConfig } from '../../services/analyzer/src/config.ts';
 import { createKafkaClient } from '../../services/analyzer/src/kafka/kafka-client.ts';
 import { type RunningRoles, startRoles } from '../../services/analyzer/src/kafka/start-roles.ts';
 import { silentLogger } from '../../services/analyzer/src/logger.ts';
+import { counterReaches } from './support/counter-reaches.ts';
 import { type KafkaCluster, startKafkaCluster } from './support/kafka-cluster.ts';
 
 /**
@@ -69,15 +70,9 @@ describe('the ingest role reading a backlog', () => {
     });
     keyscope = await startRoles(config, { logger: silentLogger });
     const counters = keyscope.counters!;
-    const deadline = Date.now() + 60_000;
-    while (counters.spansDecoded < sent && Date.now() < deadline)
-      await new Promise((r) => setTimeout(r, 100));
+    expect(await counterReaches(() => counters.spansDecoded, sent)).toBe(sent);
     const attempts = extractAttempts(spans, defaultMapping()).attempts.length;
-    while (counters.attemptsExtracted < attempts && Date.now() < deadline)
-      await new Promise((r) => setTimeout(r, 100));
-
-    expect(counters.spansDecoded).toBe(sent);
-    expect(counters.attemptsExtracted).toBe(attempts);
+    expect(await counterReaches(() => counters.attemptsExtracted, attempts)).toBe(attempts);
     // One write per message would be 200; a rebalance may add a re-read per partition.
     expect(counters.attemptWrites).toBeLessThanOrEqual(4 * PARTITIONS + Math.ceil(MESSAGES / 64));
   }, 120_000);

@@ -8,6 +8,7 @@ import { resolveServeConfig } from '../../services/analyzer/src/config.ts';
 import { createKafkaClient } from '../../services/analyzer/src/kafka/kafka-client.ts';
 import { type RunningRoles, startRoles } from '../../services/analyzer/src/kafka/start-roles.ts';
 import { silentLogger } from '../../services/analyzer/src/logger.ts';
+import { counterReaches } from './support/counter-reaches.ts';
 import { embeddedOutcome } from './support/embedded-run.ts';
 import { type KafkaCluster, startKafkaCluster } from './support/kafka-cluster.ts';
 import { type Outcome, outcomeWhenEqual } from './support/outcome.ts';
@@ -67,8 +68,7 @@ async function deadLetters(count: number, timeoutMillis: number) {
       received.push({ headers, value: message.value });
     },
   });
-  const deadline = Date.now() + timeoutMillis;
-  while (received.length < count && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  await counterReaches(() => received.length, count, timeoutMillis);
   await consumer.disconnect();
   return received;
 }
