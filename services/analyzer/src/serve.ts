@@ -11,6 +11,7 @@ import { DetectionPipeline } from './pipeline/detection-pipeline.ts';
 import type { ListenAddress } from './receivers/listen-address.ts';
 import { type RunningReceivers, startReceivers } from './receivers/start-receivers.ts';
 import { startSelfTelemetry } from './self-telemetry.ts';
+import { ShutdownStack } from './shutdown-stack.ts';
 
 export interface ServeDependencies {
   readonly logger?: Logger;
@@ -51,10 +52,7 @@ export async function startServe(
     keyNamespace: mapping.keyNamespace,
   });
 
-  const stops: (() => Promise<void> | void)[] = [];
-  const stopAll = async () => {
-    for (const stop of stops.reverse()) await stop();
-  };
+  const stops = new ShutdownStack();
   try {
     const telemetry = await startSelfTelemetry(config, logger);
     stops.push(() => telemetry.stop());
@@ -131,7 +129,6 @@ export async function startServe(
     });
     ready = true;
 
-    let stopping: Promise<void> | undefined;
     return {
       addresses: {
         api: apiListen,
@@ -142,12 +139,11 @@ export async function startServe(
       store,
       stop() {
         ready = false;
-        stopping ??= stopAll();
-        return stopping;
+        return stops.stop();
       },
     };
   } catch (error) {
-    await stopAll();
+    await stops.stop();
     throw error;
   }
 }

@@ -1,5 +1,5 @@
 import { isKeyscopeError, KeyscopeError } from '@keyscope/errors';
-import type { IHeaders, Producer } from 'kafkajs';
+import type { IHeaders, KafkaMessage, Producer } from 'kafkajs';
 import type { Logger } from '../logger.ts';
 import type { KafkaCounters } from './kafka-counters.ts';
 import { KAFKA_UNAVAILABLE } from './kafka-errors.ts';
@@ -11,6 +11,18 @@ export interface UnreadableRecord {
   readonly key: Buffer | null;
   readonly value: Buffer | null;
   readonly headers?: IHeaders;
+}
+
+/** The record a consumer read as `message` from `topic`[`partition`]. */
+export function unreadableRecord(topic: string, partition: number, message: KafkaMessage): UnreadableRecord {
+  return {
+    topic,
+    partition,
+    offset: message.offset,
+    key: message.key,
+    value: message.value,
+    headers: message.headers,
+  };
 }
 
 /**

@@ -4,9 +4,10 @@ import { type DetectorConfig, defaultDetectorConfig } from '@keyscope/detector';
 import type { Admin, Consumer, EachBatchPayload, Producer } from 'kafkajs';
 import type { ServeConfig } from '../config.ts';
 import type { Logger } from '../logger.ts';
+import { ShutdownStack } from '../shutdown-stack.ts';
 import { type AttemptsRecord, decodeAttemptsRecord } from './attempt-records.ts';
 import { sendInChunks } from './chunked-send.ts';
-import { DeadLetters } from './dead-letters.ts';
+import { DeadLetters, unreadableRecord } from './dead-letters.ts';
 import { encodeIncidentRecord } from './incident-records.ts';
 import { attemptsTopicSpec, deadLetterTopicSpec } from './ingest-role.ts';
 import { createConsumer, createKafkaClient } from './kafka-client.ts';
@@ -92,10 +93,7 @@ export async function startDetectRole(
   mkdirSync(kafkaConfig.stateDir, { recursive: true });
   forgetStaleStates(kafkaConfig.stateDir, now() - horizonMillis, logger);
 
-  const stops: (() => Promise<void> | void)[] = [];
-  const stopAll = async () => {
-    for (const stop of stops.reverse()) await stop();
-  };
+  const stops = new ShutdownStack();
   const slots = new Map<number, Slot>();
   /**
    * The work still queued on revoked slots, by partition: a slot given the partition again starts
@@ -287,17 +285,7 @@ export async function startDetectRole(
           try {
             records.push({ offset, record: decodeAttemptsRecord(message.value) });
           } catch (error) {
-            await deadLetters.record(
-              {
-                topic,
-                partition,
-                offset: message.offset,
-                key: message.key,
-                value: message.value,
-                headers: message.headers,
-              },
-              error,
-            );
+            await deadLetters.record(unreadableRecord(topic, partition, message), error);
           }
         }
         const last = Math.max(Number(batch.lastOffset()), covered);
@@ -365,7 +353,6 @@ export async function startDetectRole(
     });
     logger.info(`detect consuming ${topic} as ${groupId}, state in ${kafkaConfig.stateDir}`);
 
-    let stopping: Promise<void> | undefined;
     return {
       failed: running.failed,
       partitions: () =>
@@ -374,12 +361,11 @@ export async function startDetectRole(
           .map((slot) => slot.partition)
           .sort((a, b) => a - b),
       stop() {
-        stopping ??= stopAll();
-        return stopping;
+        return stops.stop();
       },
     };
   } catch (error) {
-    await stopAll();
+    await stops.stop();
     throw error;
   }
 }

@@ -5,9 +5,10 @@ import type { ServeConfig } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import type { ListenAddress } from '../receivers/listen-address.ts';
 import { type RunningReceivers, startReceivers } from '../receivers/start-receivers.ts';
+import { ShutdownStack } from '../shutdown-stack.ts';
 import type { ActivityEntry } from './attempt-records.ts';
 import { AttemptsWriter } from './attempts-writer.ts';
-import { DeadLetters } from './dead-letters.ts';
+import { DeadLetters, unreadableRecord } from './dead-letters.ts';
 import { createConsumer, createKafkaClient } from './kafka-client.ts';
 import type { KafkaCounters } from './kafka-counters.ts';
 import { OffsetCommitter } from './offset-committer.ts';
@@ -69,10 +70,7 @@ export async function startIngestRole(
   if (kafkaConfig.deadLetter.topic !== '') specs.push(deadLetterTopicSpec(config));
   const partitions = await ensureTopics(kafka, specs, kafkaConfig, logger);
 
-  const stops: (() => Promise<void> | void)[] = [];
-  const stopAll = async () => {
-    for (const stop of stops.reverse()) await stop();
-  };
+  const stops = new ShutdownStack();
   try {
     const producer: Producer = kafka.producer({ allowAutoTopicCreation: false });
     await producer.connect();
@@ -119,13 +117,7 @@ export async function startIngestRole(
           for (const message of batch.messages) {
             counters.count(counters.consumed, topic);
             pending.messages++;
-            const record = {
-              topic,
-              partition,
-              offset: message.offset,
-              key: message.key,
-              value: message.value,
-            };
+            const record = unreadableRecord(topic, partition, message);
             if (message.value === null || message.value.length === 0) {
               deadLetters.empty(record);
               continue;
@@ -134,7 +126,7 @@ export async function startIngestRole(
             try {
               spans = decodeTraceMessage(message.value, kafkaConfig.traces.encoding, decodeOptions);
             } catch (error) {
-              await deadLetters.record({ ...record, headers: message.headers }, error);
+              await deadLetters.record(record, error);
               continue;
             }
             counters.spansDecoded += spans.length;
@@ -180,18 +172,16 @@ export async function startIngestRole(
       );
     }
 
-    let stopping: Promise<void> | undefined;
     return {
       receivers,
       addresses: receivers.addresses,
       failed,
       stop() {
-        stopping ??= stopAll();
-        return stopping;
+        return stops.stop();
       },
     };
   } catch (error) {
-    await stopAll();
+    await stops.stop();
     throw error;
   }
 }

@@ -8,7 +8,8 @@ import type { ServeConfig } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import { createMetrics, type MetricSources } from '../metrics.ts';
 import type { ListenAddress } from '../receivers/listen-address.ts';
-import { DeadLetters } from './dead-letters.ts';
+import { ShutdownStack } from '../shutdown-stack.ts';
+import { DeadLetters, unreadableRecord } from './dead-letters.ts';
 import { incidentsTopicSpec } from './detect-role.ts';
 import { decodeIncidentRecord, type IncidentRecord } from './incident-records.ts';
 import { IncidentsMaterializer } from './incidents-materializer.ts';
@@ -59,10 +60,7 @@ export async function startServeRole(
   if (kafkaConfig.deadLetter.topic !== '') specs.push(deadLetterTopicSpec(config));
   await ensureTopics(kafka, specs, kafkaConfig, logger);
 
-  const stops: (() => Promise<void> | void)[] = [];
-  const stopAll = async () => {
-    for (const stop of stops.reverse()) await stop();
-  };
+  const stops = new ShutdownStack();
   try {
     const store = new KeyscopeStore({ path: config.db.path });
     stops.push(() => store.close());
@@ -134,17 +132,7 @@ export async function startServeRole(
           try {
             records.push(decodeIncidentRecord(message.key, message.value));
           } catch (error) {
-            await deadLetters.record(
-              {
-                topic,
-                partition,
-                offset: message.offset,
-                key: message.key,
-                value: message.value,
-                headers: message.headers,
-              },
-              error,
-            );
+            await deadLetters.record(unreadableRecord(topic, partition, message), error);
           }
         }
         const last = Number(batch.lastOffset());
@@ -186,19 +174,17 @@ export async function startServeRole(
     stops.push(() => clearInterval(purge));
     ready = true;
 
-    let stopping: Promise<void> | undefined;
     return {
       api: apiListen,
       store,
       failed: running.failed,
       stop() {
         ready = false;
-        stopping ??= stopAll();
-        return stopping;
+        return stops.stop();
       },
     };
   } catch (error) {
-    await stopAll();
+    await stops.stop();
     throw error;
   }
 }
