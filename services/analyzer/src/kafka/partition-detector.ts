@@ -1,22 +1,14 @@
 import { rmSync } from 'node:fs';
 import type { Attempt, NodeActivity } from '@keyscope/attempts';
-import {
-  createDetector,
-  type Detector,
-  type DetectorChanges,
-  type DetectorConfig,
-  type ScopeReportState,
-} from '@keyscope/detector';
+import type { Detector, DetectorChanges, DetectorConfig } from '@keyscope/detector';
 import { KeyscopeStore } from '@keyscope/store';
+import { ACTIVITY_RESTORE_MILLIS, restoreDetector, saveScopeState } from '../pipeline/stored-detector.ts';
 import type { AttemptsRecord } from './attempt-records.ts';
 import { type IncidentRecord, recordsOfChanges } from './incident-records.ts';
 
-const SCOPE_STATE = 'scope-report';
 const APPLIED = 'kafka-applied';
 const OUTBOX = 'kafka-outbox';
 const SOURCES = 'kafka-activity-sources';
-/** As the embedded pipeline: enough activity to re-infer any failover still being correlated. */
-const ACTIVITY_RESTORE_MILLIS = 2 * 60 * 60 * 1000;
 const INVALID_NONE = Object.freeze({ outcome: 0, hit: 0, scope: 0 });
 
 interface Applied {
@@ -128,7 +120,7 @@ export class PartitionDetector {
         invalid: { ...INVALID_NONE },
       });
       store.recordActivity(activity);
-      store.saveState(SCOPE_STATE, detector.scopeState());
+      saveScopeState(store, detector);
       store.saveState(SOURCES, Object.fromEntries(sources));
       this.#sources = sources;
       this.#applied = { offset: lastOffset, atUnixMillis: now };
@@ -212,14 +204,7 @@ export class PartitionDetector {
     this.#applied = store.loadState<Applied>(APPLIED) ?? { offset: -1, atUnixMillis: 0 };
     this.#sources = new Map(Object.entries(store.loadState<Record<string, SourceMark>>(SOURCES) ?? {}));
     this.#outbox = store.loadState<IncidentRecord[]>(OUTBOX) ?? [];
-    const detector = createDetector(detectorConfig, { attemptLog: store.attemptLog });
-    const latest = store.latestFindingUnixMillis();
-    detector.restore({
-      findings: latest === undefined ? [] : store.recentFindings(latest - detectorConfig.retryHorizonMillis),
-      activity: store.recentActivity(ACTIVITY_RESTORE_MILLIS),
-      scopeState: store.loadState<ScopeReportState>(SCOPE_STATE),
-    });
-    return detector;
+    return restoreDetector(store, detectorConfig);
   }
 }
 

@@ -6,14 +6,12 @@ import {
   mappingAttributeNames,
 } from '@keyscope/attempts';
 import {
-  createDetector,
   type Detector,
   type DetectorChanges,
   type DetectorConfig,
   FINDING_CLASSES,
   type FindingClass,
   type Incident,
-  type ScopeReportState,
 } from '@keyscope/detector';
 import {
   ACCEPTED_ALL,
@@ -25,13 +23,11 @@ import {
 import type { KeyscopeStore } from '@keyscope/store';
 import { trace } from '@opentelemetry/api';
 import type { Logger } from '../logger.ts';
+import { restoreDetector, saveScopeState } from './stored-detector.ts';
 
 const tracer = trace.getTracer('keyscope');
-const SCOPE_STATE = 'scope-report';
 /** Span ids remembered to drop redeliveries before they reach SQLite (which drops them anyway). */
 const DEDUPLICATOR_ENTRIES = 1_000_000;
-/** Activity a restarted detector reloads: enough to re-infer any failover still being correlated. */
-const ACTIVITY_RESTORE_MILLIS = 2 * 60 * 60 * 1000;
 
 /** What the pipeline tells the alerter, inside the transaction that stores the incidents. */
 export interface IncidentListener {
@@ -128,7 +124,7 @@ export class DetectionPipeline implements SpanConsumer {
         store.recordActivity(group.flatMap(({ extracted }) => extracted.activity));
         // Persisted with the attempts, so a restart forgets neither an ongoing failover nor the
         // scope report.
-        store.saveState(SCOPE_STATE, detector.scopeState());
+        saveScopeState(store, detector);
       });
     } catch (error) {
       for (const { reject } of group) reject(error);
@@ -175,16 +171,7 @@ export class DetectionPipeline implements SpanConsumer {
   }
 
   #restoredDetector(): Detector {
-    const { detectorConfig, store } = this.#options;
-    const detector = createDetector(detectorConfig, { attemptLog: store.attemptLog });
-    // Event time, not the wall clock: traces replayed from an archive are as old as they are.
-    const latest = store.latestFindingUnixMillis();
-    detector.restore({
-      findings: latest === undefined ? [] : store.recentFindings(latest - detectorConfig.retryHorizonMillis),
-      activity: store.recentActivity(ACTIVITY_RESTORE_MILLIS),
-      scopeState: store.loadState<ScopeReportState>(SCOPE_STATE),
-    });
-    return detector;
+    return restoreDetector(this.#options.store, this.#options.detectorConfig);
   }
 
   #count(spans: number, extracted: ExtractedAttempts): void {

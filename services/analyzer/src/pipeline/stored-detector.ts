@@ -1,0 +1,34 @@
+import {
+  createDetector,
+  type Detector,
+  type DetectorConfig,
+  type ScopeReportState,
+} from '@keyscope/detector';
+import type { KeyscopeStore } from '@keyscope/store';
+
+/** The store's state row holding the scope report, saved with the attempts that changed it. */
+const SCOPE_STATE = 'scope-report';
+/** Activity a restarted detector reloads: enough to re-infer any failover still being correlated. */
+export const ACTIVITY_RESTORE_MILLIS = 2 * 60 * 60 * 1000;
+
+/**
+ * A detector over `store`'s attempt log, carrying on from what the store committed: recent
+ * findings (by event time, not the wall clock: traces replayed from an archive are as old as they
+ * are), recent node activity, and the scope report. The embedded pipeline and each Kafka detect
+ * partition start from one after a restart or a failed transaction.
+ */
+export function restoreDetector(store: KeyscopeStore, config: DetectorConfig): Detector {
+  const detector = createDetector(config, { attemptLog: store.attemptLog });
+  const latest = store.latestFindingUnixMillis();
+  detector.restore({
+    findings: latest === undefined ? [] : store.recentFindings(latest - config.retryHorizonMillis),
+    activity: store.recentActivity(ACTIVITY_RESTORE_MILLIS),
+    scopeState: store.loadState<ScopeReportState>(SCOPE_STATE),
+  });
+  return detector;
+}
+
+/** Persists the detector's scope report, inside the caller's transaction. */
+export function saveScopeState(store: KeyscopeStore, detector: Detector): void {
+  store.saveState(SCOPE_STATE, detector.scopeState());
+}
