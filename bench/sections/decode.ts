@@ -85,5 +85,10 @@ export const decodeSection: Section = {
 
 function describeFilter(options: DecodeOptions): string {
   const count = (keys: unknown) => (keys instanceof Set ? `${keys.size} keys` : 'all');
-  return `span attributes ${count(options.spanAttributes)}, resource attributes ${count(options.resourceAttributes)}, events ${options.events === false ? 'skipped' : 'kept'}`;
+  const span = options.spanAttributes;
+  const spanAttributes =
+    typeof span === 'object' && 'whenKeyed' in span
+      ? `${count(span.keys)} and ${count(span.always)} on every span, ${count(span.whenKeyed)} more on keyed spans`
+      : count(span);
+  return `span attributes ${spanAttributes}, resource attributes ${count(options.resourceAttributes)}, events ${options.events === false ? 'skipped' : 'kept'}`;
 }

@@ -1,4 +1,4 @@
-import { defaultMapping, extractAttempts, mappingAttributeNames } from '@keyscope/attempts';
+import { defaultMapping, extractAttempts, mappingDecodeOptions } from '@keyscope/attempts';
 import { decodeTraces } from '@keyscope/otlp';
 import { detectInMemory } from '../in-memory-detection.ts';
 import {
@@ -132,8 +132,7 @@ function runSeconds(run: IngestRun | DetectRun): number {
 /** Attempts the ingest role extracts from `bodies`: its decode filter, no span deduplication. */
 function attemptsExtracted(bodies: readonly Uint8Array[]): number {
   const mapping = defaultMapping();
-  const names = mappingAttributeNames(mapping);
-  const options = { spanAttributes: names.span, resourceAttributes: names.resource, events: false };
+  const options = mappingDecodeOptions(mapping);
   let count = 0;
   for (const body of bodies) count += extractAttempts(decodeTraces(body, options), mapping).attempts.length;
   return count;

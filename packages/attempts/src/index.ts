@@ -33,6 +33,7 @@ export {
   type Mapping,
   type MappingField,
   mappingAttributeNames,
+  mappingDecodeOptions,
   PLACEMENT_FIELDS,
   parseMapping,
 } from './mapping.ts';

@@ -1,4 +1,5 @@
 import { type ErrorDefinition, KeyscopeError } from '@keyscope/errors';
+import type { DecodeOptions } from '@keyscope/otlp';
 import { parseDocument } from 'yaml';
 import {
   MAPPING_EMPTY_LIST,
@@ -228,6 +229,34 @@ export function mappingAttributeNames(mapping: Mapping): { span: Set<string>; re
     }
   }
   return { span, resource };
+}
+
+const decodeOptions = new WeakMap<Mapping, DecodeOptions>();
+
+/**
+ * What the OTLP decoders need to materialize for `extractAttempts` with `mapping`, for the
+ * pipelines to pass with every payload (one object per mapping, so the decoders' per-filter
+ * caches hold). Attributes the mapping does not read are skipped. Of those it reads, a span
+ * without a key only ever has its key and HTTP status code read (a SERVER span counts into node
+ * activity, and a 5xx into its errors), so the rest are kept on keyed spans only
+ * (`KeyedAttributeSelection`): most spans carry no key, and decoding their routes, peers and
+ * ports cost about a third of the decode. Events are never read.
+ */
+export function mappingDecodeOptions(mapping: Mapping): DecodeOptions {
+  let options = decodeOptions.get(mapping);
+  if (options === undefined) {
+    const names = mappingAttributeNames(mapping);
+    const keys = new Set(mapping.fields.key);
+    const always = new Set(mapping.fields.statusCode);
+    const whenKeyed = new Set([...names.span].filter((name) => !keys.has(name) && !always.has(name)));
+    options = Object.freeze({
+      spanAttributes: Object.freeze({ keys, always, whenKeyed }),
+      resourceAttributes: names.resource,
+      events: false,
+    });
+    decodeOptions.set(mapping, options);
+  }
+  return options;
 }
 
 function freezeMapping(mapping: {

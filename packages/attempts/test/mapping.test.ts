@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { isKeyscopeError } from '@keyscope/errors';
+import { decodeTraces, encodeTraces } from '@keyscope/otlp';
 import { describe, expect, it } from 'vitest';
 import type { ServerAttempt } from '../src/attempt.ts';
 import { extractAttempts } from '../src/extract-attempts.ts';
@@ -8,9 +9,10 @@ import {
   loadMapping,
   MAPPING_FIELDS,
   mappingAttributeNames,
+  mappingDecodeOptions,
   parseMapping,
 } from '../src/mapping.ts';
-import { resource, serverSpan } from './span-builders.ts';
+import { clientSpan, internalSpan, resource, serverSpan } from './span-builders.ts';
 
 function codeOf(action: () => unknown): string {
   try {
@@ -223,5 +225,57 @@ describe('mapping attribute names', () => {
       resource: { attributes: keep(full.resource.attributes, names.resource) },
     };
     expect(extractAttempts([filtered], mapping).attempts).toEqual(extractAttempts([full], mapping).attempts);
+  });
+});
+
+describe('mapping decode options', () => {
+  const mapping = defaultMapping();
+  const keyedNode = resource({
+    instance: 'payments-b-1',
+    attributes: { 'idempotency.key': 'from-resource' },
+  });
+  const spans = [
+    // No key: counted into node activity, a 503 as an error although its status is UNSET.
+    serverSpan({ statusCode: 503, route: '/pay', attributes: { 'server.address': 'lb' } }),
+    serverSpan({ statusCode: 200, route: '/pay' }),
+    clientSpan({ route: '/pay', attributes: { 'server.address': 'payments', 'server.port': 443 } }),
+    // Keyed, with what is read on keyed spans only before the key on the wire.
+    clientSpan({
+      attributes: {
+        'server.address': 'payments',
+        'server.port': 443,
+        'http.request.resend_count': 1,
+        'http.request.header.idempotency-key': ['k-2'],
+      },
+    }),
+    serverSpan({ key: 'k-1', outcome: 'miss', scope: 'node', tenant: 't-1', route: '/pay', statusCode: 201 }),
+    internalSpan({ key: 'k-1', hit: true, store: 'redis-a' }),
+    serverSpan({ statusCode: 201, route: '/refund', resource: keyedNode }),
+  ];
+  const bytes = encodeTraces(spans);
+
+  it('extract the same attempts and node activity as a full decode', () => {
+    const selected = extractAttempts(decodeTraces(bytes, mappingDecodeOptions(mapping)), mapping);
+    expect(selected).toEqual(extractAttempts(decodeTraces(bytes), mapping));
+    expect(selected.attempts.map((attempt) => attempt.kind)).toEqual([
+      'client',
+      'server',
+      'server',
+      'arrival',
+    ]);
+    expect(selected.activity.reduce((sum, bucket) => sum + bucket.errors, 0)).toBe(1);
+  });
+
+  it('leave the attributes read only on keyed spans off the spans without a key', () => {
+    const decoded = decodeTraces(bytes, mappingDecodeOptions(mapping));
+    expect({ ...decoded[0]!.attributes }).toEqual({ 'http.response.status_code': 503 });
+    expect({ ...decoded[2]!.attributes }).toEqual({});
+    expect(decoded[3]!.attributes['server.address']).toBe('payments');
+    expect(decoded[6]!.attributes['http.route']).toBe('/refund');
+  });
+
+  it('are one object per mapping, so the decoders build their matchers once', () => {
+    expect(mappingDecodeOptions(mapping)).toBe(mappingDecodeOptions(mapping));
+    expect(mappingDecodeOptions(mapping).events).toBe(false);
   });
 });

@@ -3,7 +3,7 @@ import { duplicateSome, scenarios, simulate, splitIntoPayloads } from '@keyscope
 import { describe, expect, it } from 'vitest';
 import type { ServerAttempt } from '../src/attempt.ts';
 import { extractAttempts } from '../src/extract-attempts.ts';
-import { defaultMapping, mappingAttributeNames } from '../src/mapping.ts';
+import { defaultMapping, mappingDecodeOptions } from '../src/mapping.ts';
 import { createSpanDeduplicator } from '../src/span-deduplicator.ts';
 
 const mapping = defaultMapping();
@@ -84,10 +84,9 @@ describe('attempts from a simulated node failover', () => {
     expect(duplicateSpans).toBe(redeliveredAttempts);
   });
 
-  it('extracts the same attempts from spans decoded with the mapping attribute filter', () => {
+  it('extracts the same attempts from spans decoded with the mapping decode options', () => {
     const bytes = encodeTraces(run.spans);
-    const names = mappingAttributeNames(mapping);
-    const filtered = decodeTraces(bytes, { spanAttributes: names.span, resourceAttributes: names.resource });
+    const filtered = decodeTraces(bytes, mappingDecodeOptions(mapping));
     const full = decodeTraces(bytes);
     expect(extractAttempts(filtered, mapping)).toEqual(extractAttempts(full, mapping));
     expect(extractAttempts(filtered, mapping).attempts).toHaveLength(attempts.length);

@@ -20,3 +20,9 @@ const NewAttributes = AttributesConstructor as unknown as new () => Attributes;
 export function createAttributes(): Attributes {
   return new NewAttributes();
 }
+
+/** Whether `attributes` has one of `keys`, with any value (see KeyedAttributeSelection). */
+export function carriesKey(attributes: Attributes, keys: ReadonlySet<string>): boolean {
+  for (const key of keys) if (key in attributes) return true;
+  return false;
+}

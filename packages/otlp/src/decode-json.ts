@@ -1,6 +1,11 @@
 import { KeyscopeError } from '@keyscope/errors';
-import { createAttributes } from './attributes.ts';
-import { type DecodeOptions, type ResolvedDecodeOptions, resolveDecodeOptions } from './decode-options.ts';
+import { carriesKey, createAttributes } from './attributes.ts';
+import {
+  type DecodeOptions,
+  type KeyedAttributeSelection,
+  type ResolvedDecodeOptions,
+  resolveDecodeOptions,
+} from './decode-options.ts';
 import { OTLP_ID_LENGTH, OTLP_ID_ZERO, OTLP_JSON, OTLP_NESTING, OTLP_UTF8 } from './errors.ts';
 import type {
   Attributes,
@@ -48,6 +53,16 @@ export function decodeTracesJson(input: string | Uint8Array, options?: DecodeOpt
 
 // A BOM at the start of a JSON body is an encoding marker (strip it, as HTTP clients may send one).
 const jsonTextDecoder = new TextDecoder('utf-8', { fatal: true });
+
+/** A span's attributes without those its keyed selection keeps on keyed spans only. */
+function withoutWhenKeyed(attributes: Attributes, selection: KeyedAttributeSelection): Attributes {
+  const kept = createAttributes();
+  for (const key of Object.keys(attributes)) {
+    if (selection.whenKeyed.has(key) && !selection.always.has(key) && !selection.keys.has(key)) continue;
+    kept[key] = attributes[key]!;
+  }
+  return kept;
+}
 
 function utf8Text(bytes: Uint8Array): string {
   try {
@@ -135,8 +150,16 @@ class JsonTraceDecoder {
     const traceId = id(message, 'traceId', 'trace_id', 'trace id', 16);
     const spanId = id(message, 'spanId', 'span_id', 'span id', 8);
     const parentSpanId = parentId(message);
-    const attributes: Attributes = createAttributes();
+    let attributes: Attributes = createAttributes();
     this.attributes(message, attributes, this.options.spanKeys);
+    const selection = this.options.spanSelection;
+    if (
+      selection !== null &&
+      !carriesKey(attributes, selection.keys) &&
+      !carriesKey(resource.attributes, selection.keys)
+    ) {
+      attributes = withoutWhenKeyed(attributes, selection);
+    }
     const events: SpanEvent[] = [];
     if (this.options.events) {
       const eventList = list(message, 'events', 'events');

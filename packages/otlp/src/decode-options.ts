@@ -5,8 +5,12 @@
  * attribute is not checked for UTF-8 or nesting either: only the framing around it is).
  */
 export interface DecodeOptions {
-  /** Span attribute keys to keep; default 'all'. Event attributes are always decoded in full. */
-  spanAttributes?: 'all' | ReadonlySet<string>;
+  /**
+   * Span attribute keys to keep; default 'all'. A set is kept on every span; a
+   * `KeyedAttributeSelection` keeps some keys only on the spans that carry a key. Event attributes
+   * are always decoded in full.
+   */
+  spanAttributes?: 'all' | ReadonlySet<string> | KeyedAttributeSelection;
   /** Resource attribute keys to keep; default 'all'. */
   resourceAttributes?: 'all' | ReadonlySet<string>;
   /** false: skip span events (every span gets `events: []`); default true. */
@@ -18,13 +22,34 @@ export interface DecodeOptions {
   maxDepth?: number;
 }
 
+/**
+ * A span attribute filter for consumers that read most attributes only on spans carrying a key
+ * (keyscope reads the outcome, store, tenant, route or peer of a span only when it carries an
+ * idempotency key, and that is a small share of the spans). A span is *keyed* when its own
+ * attributes, or its resource's kept attributes, include one of `keys` (whatever the value).
+ *
+ * Kept on every span that has them: `keys` and `always`. Kept on keyed spans only: `whenKeyed`;
+ * on other spans those are skipped like keys outside the filter, so their values are never
+ * decoded. A key in two of the sets counts in the first of `keys`, `always`, `whenKeyed`.
+ *
+ * Like key sets, a selection is compared by identity: pass the same object, unchanged, each time.
+ */
+export interface KeyedAttributeSelection {
+  readonly keys: ReadonlySet<string>;
+  readonly always: ReadonlySet<string>;
+  readonly whenKeyed: ReadonlySet<string>;
+}
+
 export const DEFAULT_MAX_DEPTH = 32;
 /** Each level costs a few stack frames; this keeps the deepest legal input far from overflow. */
 export const MAX_NESTING_DEPTH = 1000;
 
 /** Options with defaults applied; `null` key sets mean "all". */
 export interface ResolvedDecodeOptions {
+  /** Every span attribute key that may be kept (for a selection, its three sets together). */
   readonly spanKeys: ReadonlySet<string> | null;
+  /** The keyed selection, when `spanAttributes` was one. */
+  readonly spanSelection: KeyedAttributeSelection | null;
   readonly resourceKeys: ReadonlySet<string> | null;
   readonly events: boolean;
   readonly maxDepth: number;
@@ -32,6 +57,7 @@ export interface ResolvedDecodeOptions {
 
 const DEFAULTS: ResolvedDecodeOptions = Object.freeze({
   spanKeys: null,
+  spanSelection: null,
   resourceKeys: null,
   events: true,
   maxDepth: DEFAULT_MAX_DEPTH,
@@ -47,12 +73,42 @@ export function resolveDecodeOptions(options: DecodeOptions | undefined): Resolv
   if (!Number.isInteger(maxDepth) || maxDepth < 0 || maxDepth > MAX_NESTING_DEPTH) {
     throw new RangeError(`maxDepth must be an integer from 0 to ${MAX_NESTING_DEPTH}, received ${maxDepth}`);
   }
+  const span = options.spanAttributes;
+  const spanSelection = isSelection(span) ? checkedSelection(span) : null;
   return {
-    spanKeys: keySet('spanAttributes', options.spanAttributes),
+    spanKeys:
+      spanSelection === null
+        ? keySet('spanAttributes', span as 'all' | ReadonlySet<string>)
+        : unionOf(spanSelection),
+    spanSelection,
     resourceKeys: keySet('resourceAttributes', options.resourceAttributes),
     events: options.events ?? true,
     maxDepth,
   };
+}
+
+function isSelection(value: DecodeOptions['spanAttributes']): value is KeyedAttributeSelection {
+  return typeof value === 'object' && value !== null && !(value instanceof Set) && 'whenKeyed' in value;
+}
+
+function checkedSelection(selection: KeyedAttributeSelection): KeyedAttributeSelection {
+  for (const part of ['keys', 'always', 'whenKeyed'] as const) {
+    const keys: unknown = selection[part];
+    if (!(keys instanceof Set)) throw new TypeError(`spanAttributes.${part} must be a Set of keys`);
+  }
+  return selection;
+}
+
+/** One union per selection, so the JSON decoder's `has` runs on one set. */
+const unions = new WeakMap<KeyedAttributeSelection, ReadonlySet<string>>();
+
+function unionOf(selection: KeyedAttributeSelection): ReadonlySet<string> {
+  let union = unions.get(selection);
+  if (union === undefined) {
+    union = new Set([...selection.keys, ...selection.always, ...selection.whenKeyed]);
+    unions.set(selection, union);
+  }
+  return union;
 }
 
 function keySet(name: string, value: 'all' | ReadonlySet<string> | undefined): ReadonlySet<string> | null {

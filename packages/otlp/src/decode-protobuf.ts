@@ -1,9 +1,20 @@
 import { KeyscopeError } from '@keyscope/errors';
-import { createAttributes } from './attributes.ts';
-import { type DecodeOptions, type ResolvedDecodeOptions, resolveDecodeOptions } from './decode-options.ts';
+import { carriesKey, createAttributes } from './attributes.ts';
+import {
+  type DecodeOptions,
+  type KeyedAttributeSelection,
+  type ResolvedDecodeOptions,
+  resolveDecodeOptions,
+} from './decode-options.ts';
 import { OTLP_ID_LENGTH, OTLP_ID_ZERO, OTLP_NESTING } from './errors.ts';
 import { hexOf8, hexOf16 } from './hex.ts';
-import { type KeyMatcher, keyMatcherFor } from './key-matcher.ts';
+import {
+  KEY_GROUP,
+  type KeyMatcher,
+  keyMatcherFor,
+  type MatchedKey,
+  selectionMatchersFor,
+} from './key-matcher.ts';
 import { ResourceCache } from './resource-cache.ts';
 import type {
   Attributes,
@@ -152,6 +163,9 @@ class TraceDecoder {
   private readonly bytes: Uint8Array;
   /** null: keep every attribute. */
   private readonly spanKeys: KeyMatcher | null;
+  /** Under a keyed selection: its `whenKeyed` keys (the others are in `spanKeys`). */
+  private readonly whenKeyedKeys: KeyMatcher | null;
+  private readonly selection: KeyedAttributeSelection | null;
   private readonly resourceKeys: KeyMatcher | null;
   private readonly resources: ResourceCache;
   private readonly events: boolean;
@@ -160,11 +174,30 @@ class TraceDecoder {
   /** Spans of one trace often sit together in a batch: reuse the previous trace id's string. */
   private lastTraceIdAt = -1;
   private lastTraceId = '';
+  /** Under a keyed selection: whether the current ResourceSpans' resource carries a key. */
+  private resourceKeyed = false;
+  /** Whether the span being decoded is keyed (see KeyedAttributeSelection). */
+  private keyed = false;
+  /**
+   * Attributes of the current span that may be `whenKeyed` ones, met before it was known to be
+   * keyed: located (key start and end, value start and end), neither matched exactly nor decoded.
+   * Matched and decoded, in order, when a key turns up; dropped at the span's end otherwise.
+   */
+  private pendingCount = 0;
+  private readonly pending: number[] = [];
 
   constructor(bytes: Uint8Array, options: ResolvedDecodeOptions) {
     this.bytes = bytes;
     this.r = new WireReader(bytes);
-    this.spanKeys = options.spanKeys === null ? null : keyMatcherFor(options.spanKeys);
+    this.selection = options.spanSelection;
+    if (options.spanSelection !== null) {
+      const matchers = selectionMatchersFor(options.spanSelection);
+      this.spanKeys = matchers.eager;
+      this.whenKeyedKeys = matchers.deferred;
+    } else {
+      this.spanKeys = options.spanKeys === null ? null : keyMatcherFor(options.spanKeys);
+      this.whenKeyedKeys = null;
+    }
     this.resourceKeys = options.resourceKeys === null ? null : keyMatcherFor(options.resourceKeys);
     this.resources = resourceCacheFor(options.resourceKeys, options.maxDepth);
     this.events = options.events;
@@ -205,6 +238,7 @@ class TraceDecoder {
       resourceFields === 1
         ? this.cachedResource(resourceStart, resourceEnd)
         : this.mergedResource(start, end);
+    this.resourceKeyed = this.selection !== null && carriesKey(resource.attributes, this.selection.keys);
     r.pos = start;
     while (r.pos < end) {
       const tag = r.tag(end);
@@ -284,6 +318,8 @@ class TraceDecoder {
     const spanKeys = this.spanKeys;
     let attributes: Attributes | null = spanKeys === null ? createAttributes() : null;
     let events: SpanEvent[] = NO_EVENTS;
+    this.keyed = this.resourceKeyed;
+    this.pendingCount = 0;
     while (r.pos < end) {
       const tag = r.tag(end);
       switch (tag) {
@@ -331,7 +367,7 @@ class TraceDecoder {
           break;
         case 0x4a:
           if (spanKeys === null) this.keyValue(r.lengthEnd(end), attributes!, 0);
-          else attributes = this.selectedKeyValue(r.lengthEnd(end), attributes, spanKeys);
+          else attributes = this.selectedKeyValue(r.lengthEnd(end), attributes, spanKeys, this.whenKeyedKeys);
           break;
         case 0x5a:
           if (this.events) (events === NO_EVENTS ? (events = []) : events).push(this.event(r.lengthEnd(end)));
@@ -351,6 +387,8 @@ class TraceDecoder {
           r.skip(tag, end, SPAN);
       }
     }
+    // Attributes kept only on keyed spans, met on a span that turned out to carry no key.
+    this.pendingCount = 0;
     if (traceId === '') throw missingId('trace id', 16, spanStart);
     if (spanId === '') throw missingId('span id', 8, spanStart);
     const status: SpanStatus =
@@ -407,7 +445,7 @@ class TraceDecoder {
   /** A resource attribute: all of them, or only those `keys` matches. */
   private attribute(end: number, target: Attributes, keys: KeyMatcher | null): void {
     if (keys === null) this.keyValue(end, target, 0);
-    else this.selectedKeyValue(end, target, keys);
+    else this.selectedKeyValue(end, target, keys, null);
   }
 
   /**
@@ -439,7 +477,12 @@ class TraceDecoder {
    * Like `keyValue`, but only keys `keys` matches are decoded at all (see key-matcher.ts). A match
    * goes into `target`, created on the first one; returns it.
    */
-  private selectedKeyValue(end: number, target: Attributes | null, keys: KeyMatcher): Attributes | null {
+  private selectedKeyValue(
+    end: number,
+    target: Attributes | null,
+    keys: KeyMatcher,
+    whenKeyed: KeyMatcher | null,
+  ): Attributes | null {
     const r = this.r;
     const bytes = this.bytes;
     // Every encoder writes a KeyValue as key, then value, each with a one-byte tag. When the
@@ -453,11 +496,10 @@ class TraceDecoder {
       if (keyLength < 0x80 && keyEnd < end && bytes[keyEnd] === 0x12) {
         const valueLength = bytes[keyEnd + 1]!;
         if (valueLength < 0x80 && keyEnd + 2 + valueLength === end) {
-          const key = keys.match(bytes, keyStart, keyEnd);
-          if (key !== undefined) {
-            target ??= createAttributes();
-            this.value(target, key, keyEnd + 2, end, 0);
-          }
+          const found = keys.find(bytes, keyStart, keyEnd);
+          if (found !== undefined) target = this.selected(target, found, keyEnd + 2, end);
+          else if (whenKeyed !== null)
+            target = this.whenKeyed(target, whenKeyed, keyStart, keyEnd, keyEnd + 2, end);
           r.pos = end;
           return target;
         }
@@ -479,12 +521,63 @@ class TraceDecoder {
         r.pos = valueEnd;
       } else r.skip(tag, end, KEY_VALUE);
     }
-    const key = keys.match(this.bytes, keyStart, keyEnd);
-    if (key !== undefined) {
+    const found = keys.find(this.bytes, keyStart, keyEnd);
+    if (found !== undefined) target = this.selected(target, found, valueStart, valueEnd);
+    else if (whenKeyed !== null)
+      target = this.whenKeyed(target, whenKeyed, keyStart, keyEnd, valueStart, valueEnd);
+    r.pos = end;
+    return target;
+  }
+
+  /**
+   * An attribute `keys` kept into `target` (created on the first one), which it returns. A key
+   * makes the span keyed: first the attributes noted while it was not are matched and decoded,
+   * in order, so a repeated key keeps its last value. Leaves the reader anywhere: callers
+   * reposition it.
+   */
+  private selected(target: Attributes | null, found: MatchedKey, valueStart: number, valueEnd: number) {
+    target ??= createAttributes();
+    if (found.group === KEY_GROUP.KEY && !this.keyed) {
+      this.keyed = true;
+      const pending = this.pending;
+      for (let i = 0; i < this.pendingCount; i += 4) {
+        const key = this.whenKeyedKeys!.match(this.bytes, pending[i]!, pending[i + 1]!);
+        if (key !== undefined) this.value(target, key, pending[i + 2]!, pending[i + 3]!, 0);
+      }
+      this.pendingCount = 0;
+    }
+    this.value(target, found.key, valueStart, valueEnd, 0);
+    return target;
+  }
+
+  /**
+   * An attribute that may be one of a keyed selection's `whenKeyed` keys: kept on a keyed span;
+   * on one not (yet) known to be keyed, noted if its key may match (see `selected`).
+   */
+  private whenKeyed(
+    target: Attributes | null,
+    keys: KeyMatcher,
+    keyStart: number,
+    keyEnd: number,
+    valueStart: number,
+    valueEnd: number,
+  ): Attributes | null {
+    if (this.keyed) {
+      const key = keys.match(this.bytes, keyStart, keyEnd);
+      if (key === undefined) return target;
       target ??= createAttributes();
       this.value(target, key, valueStart, valueEnd, 0);
+      return target;
     }
-    r.pos = end;
+    if (keys.mayMatch(this.bytes, keyStart, keyEnd)) {
+      const at = this.pendingCount;
+      const pending = this.pending;
+      pending[at] = keyStart;
+      pending[at + 1] = keyEnd;
+      pending[at + 2] = valueStart;
+      pending[at + 3] = valueEnd;
+      this.pendingCount = at + 4;
+    }
     return target;
   }
 

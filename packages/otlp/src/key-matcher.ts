@@ -1,3 +1,5 @@
+import type { KeyedAttributeSelection } from './decode-options.ts';
+
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
@@ -17,6 +19,35 @@ export function keyMatcherFor(keys: ReadonlySet<string>): KeyMatcher {
   return matcher;
 }
 
+/** Groups of the eager matcher of a `KeyedAttributeSelection`, as `KeyMatcher.find` reports them. */
+export const KEY_GROUP = { ALWAYS: 0, KEY: 1 } as const;
+
+/**
+ * A keyed selection's matchers, built once per selection: `eager` for `keys` (group KEY) and
+ * `always` (group ALWAYS), matched on every span; `deferred` for the keys kept only on keyed
+ * spans, which a span not yet known to be keyed only pre-checks (`mayMatch`).
+ */
+export interface SelectionMatchers {
+  readonly eager: KeyMatcher;
+  readonly deferred: KeyMatcher;
+}
+
+const selectionMatchers = new WeakMap<KeyedAttributeSelection, SelectionMatchers>();
+
+export function selectionMatchersFor(selection: KeyedAttributeSelection): SelectionMatchers {
+  let matchers = selectionMatchers.get(selection);
+  if (matchers === undefined) {
+    const eager = new Set([...selection.keys, ...selection.always]);
+    const deferred = new Set([...selection.whenKeyed].filter((key) => !eager.has(key)));
+    matchers = {
+      eager: new KeyMatcher(eager, (key) => (selection.keys.has(key) ? KEY_GROUP.KEY : KEY_GROUP.ALWAYS)),
+      deferred: new KeyMatcher(deferred),
+    };
+    selectionMatchers.set(selection, matchers);
+  }
+  return matchers;
+}
+
 /**
  * Matches attribute keys against a caller's key set on their UTF-8 bytes, so an unwanted
  * attribute costs a length check and at most a byte comparison: no string is built for its key,
@@ -26,7 +57,8 @@ export class KeyMatcher {
   /** Candidates by UTF-8 byte length; most unwanted keys fail on length alone. */
   private readonly byLength: (readonly Candidate[] | undefined)[] = [];
 
-  constructor(keys: ReadonlySet<string>) {
+  /** `groupOf` numbers each key for `find` (default: every key is group 0). */
+  constructor(keys: ReadonlySet<string>, groupOf: (key: string) => number = () => 0) {
     for (const key of keys) {
       const bytes = encoder.encode(key);
       // A key with a lone surrogate has no UTF-8 form: its encoding (U+FFFD) would match the bytes
@@ -36,6 +68,7 @@ export class KeyMatcher {
       candidates.push({
         bytes,
         key,
+        group: groupOf(key),
         last: bytes[bytes.length - 1] ?? 0,
         middle: bytes[bytes.length >>> 1] ?? 0,
       });
@@ -44,10 +77,33 @@ export class KeyMatcher {
 
   /** The key in the set whose UTF-8 form is `bytes[start, end)`, or undefined. */
   match(bytes: Uint8Array, start: number, end: number): string | undefined {
+    return this.find(bytes, start, end)?.key;
+  }
+
+  /**
+   * false when `bytes[start, end)` is surely no key of the set (its length, last or middle byte
+   * rules it out); true when it may be one. What `find` checks first, without the comparison.
+   */
+  mayMatch(bytes: Uint8Array, start: number, end: number): boolean {
+    const length = end - start;
+    const candidates = length < this.byLength.length ? this.byLength[length] : undefined;
+    if (candidates === undefined) return false;
+    if (length === 0) return true;
+    const last = bytes[end - 1]!;
+    const middle = bytes[start + (length >>> 1)]!;
+    for (let c = 0; c < candidates.length; c++) {
+      const candidate = candidates[c]!;
+      if (candidate.last === last && candidate.middle === middle) return true;
+    }
+    return false;
+  }
+
+  /** Like `match`, with the key's group. */
+  find(bytes: Uint8Array, start: number, end: number): MatchedKey | undefined {
     const length = end - start;
     const candidates = length < this.byLength.length ? this.byLength[length] : undefined;
     if (candidates === undefined) return undefined;
-    if (length === 0) return candidates[0]!.key;
+    if (length === 0) return candidates[0];
     // Keys of one length often share a prefix (`http.request.…`, `http.response.…`): the last and
     // middle bytes reject most of them at once, and the comparison runs from the end.
     const last = bytes[end - 1]!;
@@ -58,15 +114,19 @@ export class KeyMatcher {
       const expected = candidate.bytes;
       let i = length - 2;
       while (i >= 0 && expected[i] === bytes[start + i]) i--;
-      if (i < 0) return candidate.key;
+      if (i < 0) return candidate;
     }
     return undefined;
   }
 }
 
-interface Candidate {
-  readonly bytes: Uint8Array;
+export interface MatchedKey {
   readonly key: string;
+  readonly group: number;
+}
+
+interface Candidate extends MatchedKey {
+  readonly bytes: Uint8Array;
   readonly last: number;
   readonly middle: number;
 }

@@ -1,7 +1,9 @@
 import { isKeyscopeError } from '@keyscope/errors';
 import { ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer';
 import { describe, expect, it } from 'vitest';
+import { decodeTracesJson } from '../src/decode-json.ts';
 import { decodeTraces } from '../src/decode-protobuf.ts';
+import { encodeTracesJson } from '../src/encode-json.ts';
 import { OTLP_NESTING } from '../src/errors.ts';
 import { officialEncode, referenceDecode } from './support/reference-decoder.ts';
 import { sdkSpans } from './support/sdk-spans.ts';
@@ -357,6 +359,79 @@ describe('decodeTraces', () => {
         error = caught;
       }
       expect(isKeyscopeError(error) && error.code).toBe(OTLP_NESTING.code);
+    });
+
+    describe('a keyed selection', () => {
+      const selection = {
+        keys: new Set(['idempotency.key']),
+        always: new Set(['http.response.status_code']),
+        whenKeyed: new Set(['http.route', 'server.address']),
+      };
+      const text = (stringValue: string) => ({ stringValue });
+      const route = (value: string) => ({ key: 'http.route', value: text(value) });
+      const status = { key: 'http.response.status_code', value: { intValue: 503 } };
+      const key = { key: 'idempotency.key', value: text('k-1') };
+      const other = { key: 'url.path', value: text('/pay') };
+      const span = (n: number, attributes: object[]) => ({
+        traceId: traceId(1),
+        spanId: spanId(n),
+        name: `span ${n}`,
+        kind: 2,
+        startTimeUnixNano: nanos(1_700_000_000_000_000_000n),
+        endTimeUnixNano: nanos(1_700_000_001_000_000_000n),
+        attributes,
+      });
+      const resourceSpans = (resourceAttributes: object[], spans: object[]) => ({
+        resource: { attributes: [{ key: 'service.name', value: text('payments') }, ...resourceAttributes] },
+        scopeSpans: [{ scope: { name: 'scope', version: '1' }, spans }],
+      });
+      const bytes = officialEncode({
+        resourceSpans: [
+          resourceSpans(
+            [],
+            [
+              span(1, [route('/pay'), status, other, key]),
+              span(2, [route('/pay'), status, other]),
+              span(3, [route('/first'), key, route('/last'), { key: 'server.address', value: text('db') }]),
+            ],
+          ),
+          resourceSpans([key], [span(4, [route('/refund')])]),
+        ],
+      });
+      const options = { spanAttributes: selection, resourceAttributes: new Set(['idempotency.key']) };
+
+      it('keeps whenKeyed attributes only on spans that carry a key, wherever the key comes', () => {
+        const spans = decodeTraces(bytes, options);
+        expect(spans.map((decoded) => decoded.attributes)).toEqual([
+          { 'http.route': '/pay', 'http.response.status_code': 503, 'idempotency.key': 'k-1' },
+          { 'http.response.status_code': 503 },
+          { 'http.route': '/last', 'idempotency.key': 'k-1', 'server.address': 'db' },
+          { 'http.route': '/refund' },
+        ]);
+      });
+
+      it('does not decode whenKeyed values on spans without a key', () => {
+        const nested = (depth: number): object =>
+          depth === 0 ? { stringValue: 'leaf' } : { arrayValue: { values: [nested(depth - 1)] } };
+        const deep = officialEncode(
+          requestWithAttributes([{ key: 'http.route', value: nested(40) }, status]),
+        );
+        expect(decodeTraces(deep, options)[0]!.attributes).toEqual({ 'http.response.status_code': 503 });
+        const keyed = officialEncode(requestWithAttributes([{ key: 'http.route', value: nested(40) }, key]));
+        expect(() => decodeTraces(keyed, options)).toThrowError(
+          expect.objectContaining({ code: OTLP_NESTING.code }),
+        );
+      });
+
+      it('decodes from OTLP JSON exactly as from protobuf', () => {
+        const json = JSON.stringify(encodeTracesJson(decodeTraces(bytes)));
+        expect(decodeTracesJson(json, options)).toEqual(decodeTraces(bytes, options));
+      });
+
+      it('refuses a selection whose parts are not sets', () => {
+        const broken = { ...selection, whenKeyed: ['http.route'] } as unknown as typeof selection;
+        expect(() => decodeTraces(bytes, { spanAttributes: broken })).toThrow(TypeError);
+      });
     });
 
     it('refuses options that are programming errors', () => {

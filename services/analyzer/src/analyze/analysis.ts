@@ -2,7 +2,7 @@ import {
   createSpanDeduplicator,
   extractAttempts,
   type Mapping,
-  mappingAttributeNames,
+  mappingDecodeOptions,
 } from '@keyscope/attempts';
 import {
   createDetector,
@@ -68,9 +68,8 @@ export class Analysis {
   constructor(mapping: Mapping, detectorConfig: DetectorConfig) {
     this.#mapping = mapping;
     this.#detector = createDetector(detectorConfig);
-    const names = mappingAttributeNames(mapping);
     // As in serve: materialize only the attributes the mapping reads.
-    this.decodeOptions = { spanAttributes: names.span, resourceAttributes: names.resource, events: false };
+    this.decodeOptions = mappingDecodeOptions(mapping);
   }
 
   /** Spans of one request. */

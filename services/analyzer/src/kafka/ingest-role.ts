@@ -1,5 +1,4 @@
-import { type Attempt, extractAttempts, mappingAttributeNames } from '@keyscope/attempts';
-import type { DecodeOptions } from '@keyscope/otlp';
+import { type Attempt, extractAttempts, mappingDecodeOptions } from '@keyscope/attempts';
 import type { Consumer, EachBatchPayload, Producer } from 'kafkajs';
 import type { ServeConfig } from '../config.ts';
 import type { Logger } from '../logger.ts';
@@ -51,13 +50,8 @@ export async function startIngestRole(
   const { logger, counters } = dependencies;
   const kafkaConfig = config.kafka;
   const mapping = await readMappingFile(config.mapping.file);
-  const names = mappingAttributeNames(mapping);
   // Only the attributes the mapping reads are materialized, as in the embedded pipeline.
-  const decodeOptions: DecodeOptions = {
-    spanAttributes: names.span,
-    resourceAttributes: names.resource,
-    events: false,
-  };
+  const decodeOptions = mappingDecodeOptions(mapping);
   const kafka = createKafkaClient(kafkaConfig, 'ingest', logger);
   const specs: TopicSpec[] = [attemptsTopicSpec(config)];
   if (kafkaConfig.traces.topic !== '') {

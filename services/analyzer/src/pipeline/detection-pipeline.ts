@@ -3,7 +3,7 @@ import {
   type ExtractedAttempts,
   extractAttempts,
   type Mapping,
-  mappingAttributeNames,
+  mappingDecodeOptions,
 } from '@keyscope/attempts';
 import {
   type Detector,
@@ -83,10 +83,9 @@ export class DetectionPipeline implements SpanConsumer {
 
   constructor(options: DetectionPipelineOptions) {
     this.#options = options;
-    const names = mappingAttributeNames(options.mapping);
     // The decoder materializes only what the mapping reads: most spans carry no key and must
     // cost almost nothing.
-    this.decodeOptions = { spanAttributes: names.span, resourceAttributes: names.resource, events: false };
+    this.decodeOptions = mappingDecodeOptions(options.mapping);
     this.#detector = this.#restoredDetector();
   }
 
