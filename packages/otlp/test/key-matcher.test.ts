@@ -31,6 +31,19 @@ describe('KeyMatcher', () => {
     expect(match(matcher, Uint8Array.from([0xff]))).toBeUndefined();
   });
 
+  it('pre-checks keys without comparing them: never false for a key in the set', () => {
+    const mayMatch = (key: string) => {
+      const bytes = new TextEncoder().encode(key);
+      return matcher.mayMatch(bytes, 0, bytes.length);
+    };
+    for (const key of keys) expect(mayMatch(key)).toBe(true);
+    expect(mayMatch('idempotency.kez')).toBe(false);
+    expect(mayMatch('idempotency')).toBe(false);
+    // Same length, last and middle byte: only the full comparison of `match` tells them apart.
+    expect(mayMatch('Idempotency.key')).toBe(true);
+    expect(match(matcher, 'Idempotency.key')).toBeUndefined();
+  });
+
   it('builds one matcher per key set, however many payloads use it', () => {
     const set = new Set(['a.key']);
     expect(keyMatcherFor(set)).toBe(keyMatcherFor(set));
