@@ -333,7 +333,7 @@ class TraceDecoder {
           const fieldEnd = r.lengthEnd(end);
           const at = r.pos;
           checkId('span id', at, fieldEnd, 8);
-          if (isZero(bytes, at, 8)) throw zeroId('span id', at);
+          if (isZero(r.view, at, 8)) throw zeroId('span id', at);
           spanId = hexOf8(bytes, at);
           r.pos = fieldEnd;
           break;
@@ -344,7 +344,7 @@ class TraceDecoder {
           if (fieldEnd === at) parentSpanId = '';
           else {
             checkId('parent span id', at, fieldEnd, 8);
-            parentSpanId = isZero(bytes, at, 8) ? '' : hexOf8(bytes, at);
+            parentSpanId = isZero(r.view, at, 8) ? '' : hexOf8(bytes, at);
           }
           r.pos = fieldEnd;
           break;
@@ -416,11 +416,17 @@ class TraceDecoder {
     const bytes = this.bytes;
     const last = this.lastTraceIdAt;
     if (last >= 0) {
-      let i = 0;
-      while (i < 16 && bytes[at + i] === bytes[last + i]) i++;
-      if (i === 16) return this.lastTraceId;
+      const view = this.r.view;
+      if (
+        view.getInt32(at) === view.getInt32(last) &&
+        view.getInt32(at + 4) === view.getInt32(last + 4) &&
+        view.getInt32(at + 8) === view.getInt32(last + 8) &&
+        view.getInt32(at + 12) === view.getInt32(last + 12)
+      ) {
+        return this.lastTraceId;
+      }
     }
-    if (isZero(bytes, at, 16)) throw zeroId('trace id', at);
+    if (isZero(this.r.view, at, 16)) throw zeroId('trace id', at);
     const id = hexOf16(bytes, at);
     this.lastTraceIdAt = at;
     this.lastTraceId = id;
@@ -496,7 +502,7 @@ class TraceDecoder {
       if (keyLength < 0x80 && keyEnd < end && bytes[keyEnd] === 0x12) {
         const valueLength = bytes[keyEnd + 1]!;
         if (valueLength < 0x80 && keyEnd + 2 + valueLength === end) {
-          const found = keys.find(bytes, keyStart, keyEnd);
+          const found = keys.find(bytes, r.view, keyStart, keyEnd);
           if (found !== undefined) target = this.selected(target, found, keyEnd + 2, end);
           else if (whenKeyed !== null)
             target = this.whenKeyed(target, whenKeyed, keyStart, keyEnd, keyEnd + 2, end);
@@ -521,7 +527,7 @@ class TraceDecoder {
         r.pos = valueEnd;
       } else r.skip(tag, end, KEY_VALUE);
     }
-    const found = keys.find(this.bytes, keyStart, keyEnd);
+    const found = keys.find(this.bytes, r.view, keyStart, keyEnd);
     if (found !== undefined) target = this.selected(target, found, valueStart, valueEnd);
     else if (whenKeyed !== null)
       target = this.whenKeyed(target, whenKeyed, keyStart, keyEnd, valueStart, valueEnd);
@@ -541,7 +547,7 @@ class TraceDecoder {
       this.keyed = true;
       const pending = this.pending;
       for (let i = 0; i < this.pendingCount; i += 4) {
-        const key = this.whenKeyedKeys!.match(this.bytes, pending[i]!, pending[i + 1]!);
+        const key = this.whenKeyedKeys!.match(this.bytes, pending[i]!, pending[i + 1]!, this.r.view);
         if (key !== undefined) this.value(target, key, pending[i + 2]!, pending[i + 3]!, 0);
       }
       this.pendingCount = 0;
@@ -563,7 +569,7 @@ class TraceDecoder {
     valueEnd: number,
   ): Attributes | null {
     if (this.keyed) {
-      const key = keys.match(this.bytes, keyStart, keyEnd);
+      const key = keys.match(this.bytes, keyStart, keyEnd, this.r.view);
       if (key === undefined) return target;
       target ??= createAttributes();
       this.value(target, key, valueStart, valueEnd, 0);
@@ -695,8 +701,8 @@ function tooDeep(depth: number, maxDepth: number, at: number): KeyscopeError {
   );
 }
 
-function isZero(bytes: Uint8Array, at: number, size: number): boolean {
-  let any = 0;
-  for (let i = 0; i < size; i++) any |= bytes[at + i]!;
-  return any === 0;
+/** Whether the `size` bytes at `at` (a multiple of four) are all zero; read a word at a time. */
+function isZero(view: DataView, at: number, size: number): boolean {
+  for (let i = 0; i < size; i += 4) if (view.getInt32(at + i) !== 0) return false;
+  return true;
 }
