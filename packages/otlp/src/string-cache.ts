@@ -34,15 +34,13 @@ export class StringCache {
   get(bytes: Uint8Array, view: DataView, start: number, end: number): string {
     const length = end - start;
     if (length > this.maxBytes || length === 0) return decodeUtf8(bytes, start, end);
-    // Sampling five bytes keeps the hash O(1); keys such as `http.request.method` and
-    // `http.response.status_code` already differ in length or in one of them.
+    // O(1) whatever the length: the first and last four bytes (two reads through the DataView) and
+    // the length; names such as `http.request.method` and `http.response.status_code` already
+    // differ in length or in them. Shorter strings mix their first and last byte.
     const hash =
-      Math.imul(length, 0x9e3779b1) ^
-      Math.imul(bytes[start]!, 0x85ebca6b) ^
-      Math.imul(bytes[end - 1]!, 0xc2b2ae35) ^
-      Math.imul(bytes[start + (length >>> 1)]!, 0x27d4eb2f) ^
-      Math.imul(bytes[start + (length >>> 2)]!, 0x165667b1) ^
-      Math.imul(bytes[end - 1 - (length >>> 2)]!, 0x61c88647);
+      length >= 4
+        ? Math.imul(length ^ view.getInt32(start), 0x9e3779b1) ^ Math.imul(view.getInt32(end - 4), 0x85ebca6b)
+        : Math.imul(length, 0x9e3779b1) ^ Math.imul(bytes[start]! | (bytes[end - 1]! << 8), 0x85ebca6b);
     const slot = (hash ^ (hash >>> 15)) & this.slotMask;
     const stored = this.stored;
     const base = slot * this.maxBytes;
