@@ -190,11 +190,8 @@ export class WireReader {
   fixed64Millis(end: number): number {
     const pos = this.pos;
     if (end - pos < 8) throw truncatedFixed(pos, 8, end);
-    const b = this.bytes;
-    const low = (b[pos]! | (b[pos + 1]! << 8) | (b[pos + 2]! << 16) | (b[pos + 3]! << 24)) >>> 0;
-    const high = (b[pos + 4]! | (b[pos + 5]! << 8) | (b[pos + 6]! << 16) | (b[pos + 7]! << 24)) >>> 0;
     this.pos = pos + 8;
-    return millisFromNanoHalves(low, high);
+    return millisFromNanoHalves(this.view.getUint32(pos, true), this.view.getUint32(pos + 4, true));
   }
 
   double(end: number): number {
