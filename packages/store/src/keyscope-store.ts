@@ -3,6 +3,7 @@ import type { AttemptLog, DetectorChanges, Finding, FindingClass, Incident } fro
 import { KeyscopeError } from '@keyscope/errors';
 import BetterSqlite3, { type Database, type Statement } from 'better-sqlite3';
 import { AttemptTable } from './attempt-table.ts';
+import { type BackgroundCheckpoints, checkpointInBackground } from './background-checkpoints.ts';
 import { decodeCursor, encodeCursor } from './cursor.ts';
 import { STORE_NEWER_SCHEMA, STORE_UNAVAILABLE } from './errors.ts';
 import { migrate } from './migrations.ts';
@@ -12,7 +13,16 @@ export interface StoreOptions {
   path: string;
   /** Attempts appended before their key index is brought up to date (attempt-table.ts); default 20,000. */
   attemptIndexBatchRows?: number;
+  /**
+   * Checkpoint the WAL on a worker thread instead of inside the commit that crosses the limit
+   * (background-checkpoints.ts); for a file database written under load. Default false.
+   */
+  backgroundCheckpoints?: boolean;
 }
+
+/** Pages of WAL after which a commit checkpoints: ~40 MB, or ~256 MB as a bound behind a checkpoint thread. */
+const WAL_AUTOCHECKPOINT_PAGES = 10_000;
+const WAL_AUTOCHECKPOINT_PAGES_BEHIND_THREAD = 65_536;
 
 export interface FindingFilter {
   class?: FindingClass;
@@ -71,6 +81,7 @@ export class KeyscopeStore {
   readonly db: Database;
   readonly attemptLog: AttemptLog;
   readonly #attempts: AttemptTable;
+  readonly #checkpoints: BackgroundCheckpoints | undefined;
   private readonly statements = new Map<string, Statement>();
 
   constructor(options: StoreOptions) {
@@ -84,7 +95,10 @@ export class KeyscopeStore {
       // every 4 MB writes each page back once instead of many times (measured: commits ~2x
       // cheaper). journal_size_limit trims the WAL file after a checkpoint.
       this.db.pragma('cache_size = -65536');
-      this.db.pragma('wal_autocheckpoint = 10000');
+      const background = options.backgroundCheckpoints === true && options.path !== ':memory:';
+      this.db.pragma(
+        `wal_autocheckpoint = ${background ? WAL_AUTOCHECKPOINT_PAGES_BEHIND_THREAD : WAL_AUTOCHECKPOINT_PAGES}`,
+      );
       this.db.pragma('journal_size_limit = 67108864');
     } catch (error) {
       throw new KeyscopeError(
@@ -105,6 +119,10 @@ export class KeyscopeStore {
     }
     this.#attempts = new AttemptTable(this.db, { indexBatchRows: options.attemptIndexBatchRows ?? 20_000 });
     this.attemptLog = this.#attempts;
+    this.#checkpoints =
+      options.backgroundCheckpoints === true && options.path !== ':memory:'
+        ? checkpointInBackground(options.path)
+        : undefined;
   }
 
   /**
@@ -480,7 +498,9 @@ export class KeyscopeStore {
     };
   }
 
+  /** Closes the database; the checkpoint thread lets go of it first, so this close is the last. */
   close(): void {
+    this.#checkpoints?.unregister();
     if (this.db.open) this.db.close();
   }
 

@@ -57,7 +57,8 @@ export async function startServe(
     const telemetry = await startSelfTelemetry(config, logger);
     stops.push(() => telemetry.stop());
 
-    const store = new KeyscopeStore({ path: config.db.path });
+    // The pipeline commits under load: WAL checkpoints go to a worker thread, off the event loop.
+    const store = new KeyscopeStore({ path: config.db.path, backgroundCheckpoints: true });
     stops.push(() => store.close());
 
     let alerter: Alerter | undefined;

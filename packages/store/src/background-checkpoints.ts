@@ -1,0 +1,124 @@
+import { createRequire } from 'node:module';
+import { Worker } from 'node:worker_threads';
+
+/**
+ * WAL checkpoints on a second thread.
+ *
+ * In WAL mode a commit appends pages to the `-wal` file, and a checkpoint later copies them into
+ * the database file and syncs it. SQLite runs that checkpoint inside whichever commit crosses
+ * `wal_autocheckpoint`, so one commit in every few hundred stalls the event loop while ~40 MB
+ * are written back and synced: about a tenth of the embedded service's time under load. Here a
+ * worker thread holds its own connection to each registered database and runs a PASSIVE
+ * checkpoint every `INTERVAL_MILLIS`: PASSIVE never waits for the writer (it copies what is
+ * committed and leaves the rest), and the writer's next transaction restarts the WAL from its
+ * start once everything in it is copied.
+ *
+ * One worker serves every store of the process (the Kafka detect role opens one per partition);
+ * it starts with the first registered database, ends with the last, and never keeps the process
+ * alive. Stores keep a much larger `wal_autocheckpoint` as a bound in case the worker falls behind.
+ *
+ * The worker is plain JavaScript evaluated from a string: it must run wherever the store runs,
+ * including under loaders for TypeScript that a worker thread would not inherit.
+ */
+const INTERVAL_MILLIS = 1000;
+/** How long `unregister` waits for the worker to close its connection (it may be mid-checkpoint). */
+const CLOSE_WAIT_MILLIS = 5000;
+
+const WORKER_SOURCE = `
+const { parentPort, workerData } = require('node:worker_threads');
+const Database = require(workerData.driver);
+const connections = new Map();
+const replies = new Int32Array(workerData.replies);
+function checkpointAll() {
+  for (const db of connections.values()) {
+    try {
+      db.pragma('wal_checkpoint(PASSIVE)');
+    } catch {
+      // A failed checkpoint loses nothing: the pages stay in the WAL for the next one, and the
+      // writer's own wal_autocheckpoint bounds how far behind this thread may fall.
+    }
+  }
+}
+setInterval(checkpointAll, workerData.intervalMillis);
+parentPort.on('message', (message) => {
+  if (message.type === 'add') {
+    try {
+      connections.set(message.id, new Database(message.path, { fileMustExist: true }));
+    } catch {
+      // The store goes on without background checkpoints; its own wal_autocheckpoint still runs.
+    }
+  } else if (message.type === 'remove') {
+    const db = connections.get(message.id);
+    connections.delete(message.id);
+    try {
+      db?.close();
+    } finally {
+      Atomics.store(replies, message.slot, 1);
+      Atomics.notify(replies, message.slot);
+    }
+  }
+});
+`;
+
+const SLOTS = 64;
+
+class CheckpointThread {
+  readonly #worker: Worker;
+  readonly #replies = new Int32Array(new SharedArrayBuffer(SLOTS * 4));
+  #nextSlot = 0;
+
+  constructor() {
+    const driver = createRequire(import.meta.url).resolve('better-sqlite3');
+    this.#worker = new Worker(WORKER_SOURCE, {
+      eval: true,
+      workerData: { driver, intervalMillis: INTERVAL_MILLIS, replies: this.#replies.buffer },
+    });
+    this.#worker.unref();
+  }
+
+  add(id: number, path: string): void {
+    this.#worker.postMessage({ type: 'add', id, path });
+  }
+
+  /** Closes the worker's connection to `id`, waiting (bounded) until it is closed. */
+  remove(id: number): void {
+    const slot = this.#nextSlot;
+    this.#nextSlot = (slot + 1) % SLOTS;
+    Atomics.store(this.#replies, slot, 0);
+    this.#worker.postMessage({ type: 'remove', id, slot });
+    Atomics.wait(this.#replies, slot, 0, CLOSE_WAIT_MILLIS);
+  }
+
+  terminate(): void {
+    void this.#worker.terminate();
+  }
+}
+
+let thread: CheckpointThread | undefined;
+let registered = 0;
+let nextId = 1;
+
+/** A database's registration with the checkpoint thread; `unregister` before closing the store. */
+export interface BackgroundCheckpoints {
+  unregister(): void;
+}
+
+/** Starts checkpointing the WAL database at `path` on the shared worker thread. */
+export function checkpointInBackground(path: string): BackgroundCheckpoints {
+  thread ??= new CheckpointThread();
+  const id = nextId++;
+  registered++;
+  thread.add(id, path);
+  let done = false;
+  return {
+    unregister() {
+      if (done || thread === undefined) return;
+      done = true;
+      thread.remove(id);
+      if (--registered === 0) {
+        thread.terminate();
+        thread = undefined;
+      }
+    },
+  };
+}
