@@ -2,13 +2,6 @@ import type { Attempt } from '@keyscope/attempts';
 import type { AttemptLog } from '@keyscope/detector';
 import type { Database, Statement } from 'better-sqlite3';
 
-/** Attempts appended since the last indexing, of one partition key. */
-interface TailEntry {
-  readonly id: number;
-  readonly traceId: string;
-  readonly spanId: string;
-}
-
 /** What a read needs of an attempt's row (`a`): the body, and the fields it leaves to columns. */
 const ROW = 'a.key, a.trace_id, a.span_id, a.body';
 
@@ -60,12 +53,16 @@ export interface AttemptTableOptions {
 export class AttemptTable implements AttemptLog {
   readonly #db: Database;
   readonly #options: AttemptTableOptions;
-  readonly #tail = new Map<string, TailEntry[]>();
+  /**
+   * Attempts appended since the last indexing, by partition key, kept whole: a key met for the
+   * first time looks up its history (`attemptsOf`) right after appending to it, and reading that
+   * back from the table cost a query and a JSON parse per new key.
+   */
+  readonly #tail = new Map<string, Attempt[]>();
   #tailSize = 0;
   readonly #insert: Statement;
   readonly #indexed: Statement;
   readonly #byKey: Statement;
-  readonly #byId: Statement;
 
   constructor(db: Database, options: AttemptTableOptions) {
     this.#db = db;
@@ -79,30 +76,26 @@ export class AttemptTable implements AttemptLog {
     this.#byKey = db.prepare(
       `SELECT ${ROW} FROM attempt_keys k JOIN attempts a ON a.id = k.attempt_id WHERE k.partition_key = ?`,
     );
-    this.#byId = db.prepare(`SELECT ${ROW} FROM attempts a WHERE a.id = ?`);
     this.indexPending();
   }
 
   append(partitionKey: string, attempt: Attempt): boolean {
     const { traceId, spanId } = attempt;
     const waiting = this.#tail.get(partitionKey);
-    if (waiting?.some((entry) => entry.spanId === spanId && entry.traceId === traceId)) return false;
+    if (waiting?.some((tailed) => tailed.spanId === spanId && tailed.traceId === traceId)) return false;
     if (this.#indexed.get(partitionKey, traceId, spanId) !== undefined) return false;
-    const id = Number(
-      this.#insert.run(partitionKey, traceId, spanId, attempt.key, attempt.endUnixMillis, bodyOf(attempt))
-        .lastInsertRowid,
-    );
-    const entry: TailEntry = { id, traceId, spanId };
-    if (waiting === undefined) this.#tail.set(partitionKey, [entry]);
-    else waiting.push(entry);
+    this.#insert.run(partitionKey, traceId, spanId, attempt.key, attempt.endUnixMillis, bodyOf(attempt));
+    if (waiting === undefined) this.#tail.set(partitionKey, [attempt]);
+    else waiting.push(attempt);
     this.#tailSize++;
     return true;
   }
 
   attemptsOf(partitionKey: string): Attempt[] {
     const rows = this.#byKey.all(partitionKey) as AttemptRow[];
-    for (const entry of this.#tail.get(partitionKey) ?? []) rows.push(this.#byId.get(entry.id) as AttemptRow);
-    return rows.map(attemptOf);
+    const attempts = rows.map(attemptOf);
+    for (const tailed of this.#tail.get(partitionKey) ?? []) attempts.push(tailed);
+    return attempts;
   }
 
   /** Retention runs in chunks (`KeyscopeStore.purge`), off the ingest path: nothing to do here. */
@@ -120,11 +113,12 @@ export class AttemptTable implements AttemptLog {
     const rows = this.#db
       .prepare(`SELECT ${ROW} FROM attempt_keys k JOIN attempts a ON a.id = k.attempt_id WHERE ${indexedSql}`)
       .all(parameters) as AttemptRow[];
+    const attempts = rows.map(attemptOf);
     for (const [partitionKey, entries] of this.#tail) {
       if (!matches(partitionKey)) continue;
-      for (const entry of entries) rows.push(this.#byId.get(entry.id) as AttemptRow);
+      attempts.push(...entries);
     }
-    return rows.map(attemptOf);
+    return attempts;
   }
 
   /**
@@ -135,15 +129,10 @@ export class AttemptTable implements AttemptLog {
     this.#tail.clear();
     this.#tailSize = 0;
     const rows = this.#db
-      .prepare('SELECT id, partition_key, trace_id, span_id FROM attempts WHERE id > ? ORDER BY id')
-      .all(this.#indexedThrough()) as {
-      id: number;
-      partition_key: string;
-      trace_id: string;
-      span_id: string;
-    }[];
+      .prepare(`SELECT a.partition_key, ${ROW} FROM attempts a WHERE a.id > ? ORDER BY a.id`)
+      .all(this.#indexedThrough()) as (AttemptRow & { partition_key: string })[];
     for (const row of rows) {
-      const entry: TailEntry = { id: row.id, traceId: row.trace_id, spanId: row.span_id };
+      const entry = attemptOf(row);
       const waiting = this.#tail.get(row.partition_key);
       if (waiting === undefined) this.#tail.set(row.partition_key, [entry]);
       else waiting.push(entry);
