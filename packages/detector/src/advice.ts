@@ -98,7 +98,8 @@ export interface AdviceFacts {
   longestGapMillis: number;
 }
 
-const SPREAD_ORDER: readonly SpreadLevel[] = ['node', 'cluster', 'region', 'global'];
+/** Spread levels from narrowest to widest. */
+export const SPREAD_ORDER: readonly SpreadLevel[] = ['node', 'cluster', 'region', 'global'];
 
 export function factsOf(finding: Finding): FindingFacts {
   const declared: Partial<Record<ScopeLevel, number>> = {};
@@ -116,39 +117,6 @@ export function factsOf(finding: Finding): FindingFacts {
     proxy: finding.retriedBy === 'proxy',
     cause: finding.cause,
     gapMillis: finding.gapMillis ?? 0,
-  };
-}
-
-export function combineFacts(all: Iterable<FindingFacts>): AdviceFacts {
-  const stores = new Set<string>();
-  const declared: Partial<Record<ScopeLevel, number>> = {};
-  let widest = 0;
-  let proxies = 0;
-  let race = false;
-  let ttl = false;
-  let crossTenantReplay = false;
-  let longestGapMillis = 0;
-  for (const facts of all) {
-    for (const store of facts.stores) stores.add(store);
-    for (const [scope, count] of Object.entries(facts.declared) as [ScopeLevel, number][]) {
-      declared[scope] = (declared[scope] ?? 0) + count;
-    }
-    widest = Math.max(widest, SPREAD_ORDER.indexOf(facts.spread));
-    if (facts.proxy) proxies++;
-    race ||= facts.cause === 'race';
-    ttl ||= facts.cause === 'ttl_expired';
-    crossTenantReplay ||= facts.cause === 'cross_tenant_replay';
-    longestGapMillis = Math.max(longestGapMillis, facts.gapMillis);
-  }
-  return {
-    stores: stores.size,
-    declared,
-    spread: SPREAD_ORDER[widest]!,
-    proxies,
-    race,
-    ttl,
-    crossTenantReplay,
-    longestGapMillis,
   };
 }
 

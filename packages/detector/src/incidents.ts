@@ -1,7 +1,8 @@
-import { adviceFor, combineFacts, type FindingFacts, factsOf } from './advice.ts';
+import { adviceFor, type FindingFacts, factsOf } from './advice.ts';
 import type { DetectorConfig } from './config.ts';
 import { type Finding, type FindingClass, SEVERITY, type Severity } from './finding.ts';
 import { stableId } from './ids.ts';
+import { IncidentTally } from './incident-tally.ts';
 import type { RoutingEvent } from './routing-event.ts';
 
 export type IncidentStatus = 'open' | 'resolved';
@@ -37,6 +38,8 @@ interface IncidentEntry {
   members: Map<string, Finding>;
   /** Each member's contribution to the advice, computed once when it is placed. */
   facts: Map<string, FindingFacts>;
+  /** The members' totals behind the summary. */
+  tally: IncidentTally;
 }
 
 /** Groups findings into incidents and resolves incidents after a quiet period. */
@@ -96,12 +99,17 @@ export class IncidentBook {
         },
         members: new Map(),
         facts: new Map(),
+        tally: new IncidentTally(),
       };
       this.incidents.set(incidentId, entry);
       retracted.delete(incidentId);
     }
+    const replaced = entry.members.get(finding.id);
+    if (replaced !== undefined) entry.tally.remove(replaced, entry.facts.get(finding.id)!);
+    const facts = factsOf(placed);
     entry.members.set(finding.id, placed);
-    entry.facts.set(finding.id, factsOf(placed));
+    entry.facts.set(finding.id, facts);
+    entry.tally.add(placed, facts);
     this.membership.set(finding.id, incidentId);
     if (event !== null) entry.incident.routingEvent = event;
     this.#dirty.add(entry);
@@ -116,6 +124,8 @@ export class IncidentBook {
     this.membership.delete(findingId);
     const entry = this.incidents.get(incidentId);
     if (entry === undefined) return;
+    const member = entry.members.get(findingId);
+    if (member !== undefined) entry.tally.remove(member, entry.facts.get(findingId)!);
     entry.members.delete(findingId);
     entry.facts.delete(findingId);
     if (entry.members.size === 0) {
@@ -182,20 +192,12 @@ export class IncidentBook {
 
   private summarize(entry: IncidentEntry): void {
     const incident = entry.incident;
-    const stores = new Set<string>();
-    const nodes = new Set<string>();
-    let opened = Number.POSITIVE_INFINITY;
-    let last = Number.NEGATIVE_INFINITY;
-    for (const finding of entry.members.values()) {
-      for (const store of finding.stores) stores.add(store);
-      for (const node of finding.nodes) nodes.add(node);
-      if (finding.firstSeenUnixMillis < opened) opened = finding.firstSeenUnixMillis;
-      if (finding.lastSeenUnixMillis > last) last = finding.lastSeenUnixMillis;
-    }
+    const summary = entry.tally.summary(() => membersOf(entry));
+    const last = summary.lastFindingUnixMillis;
     incident.keys = entry.members.size;
-    incident.stores = [...stores].sort();
-    incident.nodes = [...nodes].sort();
-    incident.openedUnixMillis = opened;
+    incident.stores = summary.stores;
+    incident.nodes = summary.nodes;
+    incident.openedUnixMillis = summary.openedUnixMillis;
     if (last > incident.lastFindingUnixMillis || incident.status === 'open')
       incident.lastFindingUnixMillis = last;
     if (incident.status === 'resolved' && last > (incident.resolvedUnixMillis ?? last)) {
@@ -203,8 +205,12 @@ export class IncidentBook {
       incident.resolvedUnixMillis = null;
     }
     incident.title = titleOf(incident);
-    incident.advice = adviceFor(incident.class, combineFacts(entry.facts.values()));
+    incident.advice = adviceFor(incident.class, summary.facts);
   }
+}
+
+function* membersOf(entry: IncidentEntry): Generator<[Finding, FindingFacts]> {
+  for (const [id, finding] of entry.members) yield [finding, entry.facts.get(id)!];
 }
 
 const CLASS_TITLE: Record<FindingClass, string> = {

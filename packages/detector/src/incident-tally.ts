@@ -1,0 +1,112 @@
+import { SCOPE_LEVELS, type ScopeLevel } from '@keyscope/attempts';
+import { type AdviceFacts, type FindingFacts, SPREAD_ORDER } from './advice.ts';
+import type { Finding } from './finding.ts';
+
+/**
+ * Running totals over an incident's findings: what its summary (stores, nodes, times) and its
+ * advice (`AdviceFacts`) are made of, kept as counts that a finding adds to when it is placed and
+ * takes back when it leaves or is replaced. Summarizing an incident used to walk all of its
+ * findings once per detector call that touched it — quadratic over a failover that doubles
+ * thousands of keys — and now costs the size of its store and node lists.
+ *
+ * Minimums and maximums cannot be taken back: when a finding that held one leaves or changes,
+ * they are recomputed from the members at the next `summary` (removals are rare: regrouping).
+ */
+export class IncidentTally {
+  readonly #stores = new Map<string, number>();
+  readonly #nodes = new Map<string, number>();
+  readonly #declared = new Map<ScopeLevel, number>();
+  readonly #spreads = new Array<number>(SPREAD_ORDER.length).fill(0);
+  #proxies = 0;
+  #races = 0;
+  #ttls = 0;
+  #crossTenantReplays = 0;
+  #opened = Number.POSITIVE_INFINITY;
+  #last = Number.NEGATIVE_INFINITY;
+  #longestGapMillis = 0;
+  #extremesStale = false;
+
+  add(finding: Finding, facts: FindingFacts): void {
+    this.#count(finding, facts, 1);
+    if (finding.firstSeenUnixMillis < this.#opened) this.#opened = finding.firstSeenUnixMillis;
+    if (finding.lastSeenUnixMillis > this.#last) this.#last = finding.lastSeenUnixMillis;
+    if (facts.gapMillis > this.#longestGapMillis) this.#longestGapMillis = facts.gapMillis;
+  }
+
+  remove(finding: Finding, facts: FindingFacts): void {
+    this.#count(finding, facts, -1);
+    if (
+      finding.firstSeenUnixMillis === this.#opened ||
+      finding.lastSeenUnixMillis === this.#last ||
+      facts.gapMillis === this.#longestGapMillis
+    ) {
+      this.#extremesStale = true;
+    }
+  }
+
+  /** The totals; `members` (the incident's findings and their facts) when an extreme must be recomputed. */
+  summary(members: () => Iterable<[Finding, FindingFacts]>): IncidentSummary {
+    if (this.#extremesStale) {
+      this.#opened = Number.POSITIVE_INFINITY;
+      this.#last = Number.NEGATIVE_INFINITY;
+      this.#longestGapMillis = 0;
+      for (const [finding, facts] of members()) {
+        if (finding.firstSeenUnixMillis < this.#opened) this.#opened = finding.firstSeenUnixMillis;
+        if (finding.lastSeenUnixMillis > this.#last) this.#last = finding.lastSeenUnixMillis;
+        if (facts.gapMillis > this.#longestGapMillis) this.#longestGapMillis = facts.gapMillis;
+      }
+      this.#extremesStale = false;
+    }
+    const declared: Partial<Record<ScopeLevel, number>> = {};
+    for (const scope of SCOPE_LEVELS) {
+      const count = this.#declared.get(scope) ?? 0;
+      if (count > 0) declared[scope] = count;
+    }
+    let widest = 0;
+    for (let i = 0; i < this.#spreads.length; i++) if (this.#spreads[i]! > 0) widest = i;
+    return {
+      stores: [...this.#stores.keys()].sort(),
+      nodes: [...this.#nodes.keys()].sort(),
+      openedUnixMillis: this.#opened,
+      lastFindingUnixMillis: this.#last,
+      facts: {
+        stores: this.#stores.size,
+        declared,
+        spread: SPREAD_ORDER[widest]!,
+        proxies: this.#proxies,
+        race: this.#races > 0,
+        ttl: this.#ttls > 0,
+        crossTenantReplay: this.#crossTenantReplays > 0,
+        longestGapMillis: this.#longestGapMillis,
+      },
+    };
+  }
+
+  #count(finding: Finding, facts: FindingFacts, sign: 1 | -1): void {
+    for (const store of finding.stores) adjust(this.#stores, store, sign);
+    for (const node of finding.nodes) adjust(this.#nodes, node, sign);
+    for (const scope of SCOPE_LEVELS) {
+      const count = facts.declared[scope];
+      if (count !== undefined) adjust(this.#declared, scope, sign * count);
+    }
+    this.#spreads[SPREAD_ORDER.indexOf(facts.spread)]! += sign;
+    if (facts.proxy) this.#proxies += sign;
+    if (facts.cause === 'race') this.#races += sign;
+    if (facts.cause === 'ttl_expired') this.#ttls += sign;
+    if (facts.cause === 'cross_tenant_replay') this.#crossTenantReplays += sign;
+  }
+}
+
+export interface IncidentSummary {
+  stores: string[];
+  nodes: string[];
+  openedUnixMillis: number;
+  lastFindingUnixMillis: number;
+  facts: AdviceFacts;
+}
+
+function adjust<K>(counts: Map<K, number>, key: K, by: number): void {
+  const count = (counts.get(key) ?? 0) + by;
+  if (count === 0) counts.delete(key);
+  else counts.set(key, count);
+}

@@ -1,0 +1,140 @@
+import { SCOPE_LEVELS, type ScopeLevel } from '@keyscope/attempts';
+import { describe, expect, it } from 'vitest';
+import { type AdviceFacts, type FindingFacts, SPREAD_ORDER } from '../src/advice.ts';
+import type { Finding } from '../src/finding.ts';
+import { type IncidentSummary, IncidentTally } from '../src/incident-tally.ts';
+
+/** A seeded generator, so a failure names the sequence that caused it. */
+function random(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (Math.imul(state, 1664525) + 1013904223) >>> 0;
+    return state / 2 ** 32;
+  };
+}
+
+const CAUSES: readonly Finding['cause'][] = [
+  'race',
+  'ttl_expired',
+  'cross_tenant_replay',
+  'shared_key',
+  null,
+];
+
+function member(next: () => number, id: number): [Finding, FindingFacts] {
+  const pick = <T>(items: readonly T[]) => items[Math.floor(next() * items.length)]!;
+  const stores = [...new Set([pick(['A', 'B', 'C', 'D']), pick(['A', 'B', 'C', 'D'])])];
+  const first = 1_000 + Math.floor(next() * 500);
+  const declared: Partial<Record<ScopeLevel, number>> = {};
+  if (next() < 0.7) declared[pick(SCOPE_LEVELS)] = 1 + Math.floor(next() * 3);
+  const finding = {
+    id: `f${id}`,
+    stores,
+    nodes: stores.map((store) => `node-${store}`),
+    firstSeenUnixMillis: first,
+    lastSeenUnixMillis: first + Math.floor(next() * 300),
+  } as unknown as Finding;
+  const facts: FindingFacts = {
+    stores,
+    declared,
+    spread: pick(SPREAD_ORDER),
+    proxy: next() < 0.3,
+    cause: pick(CAUSES),
+    gapMillis: Math.floor(next() * 10_000),
+  };
+  return [finding, facts];
+}
+
+/** What the summary is by definition: every member walked. */
+function recomputed(members: Iterable<[Finding, FindingFacts]>): IncidentSummary {
+  const stores = new Set<string>();
+  const nodes = new Set<string>();
+  const declared: Partial<Record<ScopeLevel, number>> = {};
+  let opened = Number.POSITIVE_INFINITY;
+  let last = Number.NEGATIVE_INFINITY;
+  let widest = 0;
+  let proxies = 0;
+  const causes = new Set<Finding['cause']>();
+  let longestGapMillis = 0;
+  for (const [finding, facts] of members) {
+    for (const store of finding.stores) stores.add(store);
+    for (const node of finding.nodes) nodes.add(node);
+    opened = Math.min(opened, finding.firstSeenUnixMillis);
+    last = Math.max(last, finding.lastSeenUnixMillis);
+    for (const scope of SCOPE_LEVELS) {
+      if (facts.declared[scope] !== undefined)
+        declared[scope] = (declared[scope] ?? 0) + facts.declared[scope];
+    }
+    widest = Math.max(widest, SPREAD_ORDER.indexOf(facts.spread));
+    if (facts.proxy) proxies++;
+    causes.add(facts.cause);
+    longestGapMillis = Math.max(longestGapMillis, facts.gapMillis);
+  }
+  const adviceFacts: AdviceFacts = {
+    stores: stores.size,
+    declared: Object.fromEntries(
+      SCOPE_LEVELS.filter((s) => declared[s] !== undefined).map((s) => [s, declared[s]]),
+    ),
+    spread: SPREAD_ORDER[widest]!,
+    proxies,
+    race: causes.has('race'),
+    ttl: causes.has('ttl_expired'),
+    crossTenantReplay: causes.has('cross_tenant_replay'),
+    longestGapMillis,
+  };
+  return {
+    stores: [...stores].sort(),
+    nodes: [...nodes].sort(),
+    openedUnixMillis: opened,
+    lastFindingUnixMillis: last,
+    facts: adviceFacts,
+  };
+}
+
+describe('IncidentTally', () => {
+  it('summarizes like a walk over every member, through adds, replacements and removals', () => {
+    for (let seed = 1; seed <= 20; seed++) {
+      const next = random(seed);
+      const tally = new IncidentTally();
+      const members = new Map<string, [Finding, FindingFacts]>();
+      for (let step = 0; step < 300; step++) {
+        const id = Math.floor(next() * 40);
+        const present = members.get(`f${id}`);
+        if (present !== undefined && next() < 0.4) {
+          tally.remove(...present);
+          members.delete(`f${id}`);
+        } else {
+          if (present !== undefined) tally.remove(...present);
+          const placed = member(next, id);
+          tally.add(...placed);
+          members.set(`f${id}`, placed);
+        }
+        if (members.size > 0 && step % 7 === 0) {
+          expect(
+            tally.summary(() => members.values()),
+            `seed ${seed}, step ${step}`,
+          ).toEqual(recomputed(members.values()));
+        }
+      }
+    }
+  });
+
+  it('recomputes the times only after the member holding one leaves', () => {
+    const tally = new IncidentTally();
+    const next = random(99);
+    const members = [member(next, 1), member(next, 2)];
+    for (const m of members) tally.add(...m);
+    let walked = 0;
+    const walk = () => {
+      walked++;
+      return members;
+    };
+    tally.summary(walk);
+    expect(walked).toBe(0);
+    const earliest = members.reduce((a, b) => (a[0].firstSeenUnixMillis <= b[0].firstSeenUnixMillis ? a : b));
+    tally.remove(...earliest);
+    members.splice(members.indexOf(earliest), 1);
+    expect(tally.summary(walk).openedUnixMillis).toBe(members[0]![0].firstSeenUnixMillis);
+    expect(walked).toBe(1);
+  });
+});
