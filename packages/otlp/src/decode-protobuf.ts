@@ -7,7 +7,7 @@ import {
   resolveDecodeOptions,
 } from './decode-options.ts';
 import { OTLP_ID_LENGTH, OTLP_ID_ZERO, OTLP_NESTING } from './errors.ts';
-import { hexOf8, hexOf16 } from './hex.ts';
+import { hexOf8 } from './hex.ts';
 import {
   KEY_GROUP,
   type KeyMatcher,
@@ -28,6 +28,7 @@ import type {
   StatusCode,
 } from './span.ts';
 import { StringCache } from './string-cache.ts';
+import { TraceIdCache } from './trace-id-cache.ts';
 import { decodeUtf8 } from './utf8.ts';
 import { messageFields, WireReader, WireType } from './wire-reader.ts';
 
@@ -111,6 +112,8 @@ const STATUS_WITHOUT_MESSAGE: readonly SpanStatus[] = [0, 1, 2].map((code) =>
 const keyCache = new StringCache(2048, 64);
 /** Short values repeat too (methods, routes, service and host names, status strings). */
 const valueCache = new StringCache(1024, 32);
+/** A trace's spans are spread over a payload; see trace-id-cache.ts. */
+const traceIdCache = new TraceIdCache(4096);
 
 /**
  * Decoded resources, one cache per resource key set and depth limit (a resource decoded under
@@ -171,9 +174,6 @@ class TraceDecoder {
   private readonly events: boolean;
   private readonly maxDepth: number;
   private readonly spans: Span[] = [];
-  /** Spans of one trace often sit together in a batch: reuse the previous trace id's string. */
-  private lastTraceIdAt = -1;
-  private lastTraceId = '';
   /** Under a keyed selection: whether the current ResourceSpans' resource carries a key. */
   private resourceKeyed = false;
   /** Whether the span being decoded is keyed (see KeyedAttributeSelection). */
@@ -413,24 +413,9 @@ class TraceDecoder {
 
   private traceId(at: number, end: number): string {
     checkId('trace id', at, end, 16);
-    const bytes = this.bytes;
-    const last = this.lastTraceIdAt;
-    if (last >= 0) {
-      const view = this.r.view;
-      if (
-        view.getInt32(at) === view.getInt32(last) &&
-        view.getInt32(at + 4) === view.getInt32(last + 4) &&
-        view.getInt32(at + 8) === view.getInt32(last + 8) &&
-        view.getInt32(at + 12) === view.getInt32(last + 12)
-      ) {
-        return this.lastTraceId;
-      }
-    }
-    if (isZero(this.r.view, at, 16)) throw zeroId('trace id', at);
-    const id = hexOf16(bytes, at);
-    this.lastTraceIdAt = at;
-    this.lastTraceId = id;
-    return id;
+    const view = this.r.view;
+    if (isZero(view, at, 16)) throw zeroId('trace id', at);
+    return traceIdCache.get(this.bytes, view, at);
   }
 
   private event(end: number): SpanEvent {
