@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { server, TEST_EPOCH_UNIX_MILLIS } from '@keyscope/testkit';
+import { arrival, client, server, TEST_EPOCH_UNIX_MILLIS } from '@keyscope/testkit';
 import BetterSqlite3 from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { KeyscopeStore } from '../src/index.ts';
@@ -149,12 +149,39 @@ describe('the attempt log in SQLite', () => {
     store.transaction(() => expect(store.attemptLog.append('k1', { ...first })).toBe(false));
   });
 
-  it("keeps an attempt's key and ids in their columns only, and reads back the whole attempt", () => {
-    const first = attempt('k1', 'a');
-    store.transaction(() => store.attemptLog.append('k1', first));
-    const body = JSON.parse(store.db.prepare('SELECT body FROM attempts').pluck().get() as string);
-    expect([body.key, body.traceId, body.spanId]).toEqual(['', '', '']);
-    expect(store.attemptLog.attemptsOf('k1')).toEqual([first]);
-    expect(Object.keys(store.attemptLog.attemptsOf('k1')[0]!)).toEqual(Object.keys(first));
+  it('stores an attempt as a positional row without its key and ids, and reads every kind back whole', () => {
+    store.close();
+    store = open(1); // indexed at the end of each transaction, so reads come from the rows
+    const attempts = [
+      server({ key: 'k1', node: 'a', store: 'A', tenant: 't1', parentSpanId: '00f067aa0ba902b7' }),
+      client({ key: 'k1', resendCount: 2, statusCode: 503, error: 'timeout' }),
+      arrival({ key: 'k1', node: 'b', zone: 'eu-west-1b' }),
+    ];
+    store.transaction(() => {
+      for (const a of attempts) store.attemptLog.append('k1', a);
+    });
+    const bodies = store.db.prepare('SELECT body FROM attempts ORDER BY id').pluck().all() as string[];
+    expect(bodies.map((body) => JSON.parse(body)[0])).toEqual(['server', 'client', 'arrival']);
+    for (const [i, a] of attempts.entries()) {
+      expect(bodies[i]).not.toContain(a.traceId);
+      expect(bodies[i]).not.toContain(a.spanId);
+    }
+    const read = store.attemptLog.attemptsOf('k1');
+    expect(read).toEqual(attempts);
+    expect(read.map((a) => Object.keys(a))).toEqual(attempts.map((a) => Object.keys(a)));
+  });
+
+  it('reads rows written in the object form, with or without the key and ids in the body', () => {
+    const full = attempt('k1', 'a');
+    const emptied = attempt('k1', 'b');
+    const insert = store.db.prepare(
+      'INSERT INTO attempts (partition_key, trace_id, span_id, key, end_ms, body) VALUES (?, ?, ?, ?, ?, ?)',
+    );
+    insert.run('k1', full.traceId, full.spanId, 'k1', full.endUnixMillis, JSON.stringify(full));
+    const body = JSON.stringify({ ...emptied, key: '', traceId: '', spanId: '' });
+    insert.run('k1', emptied.traceId, emptied.spanId, 'k1', emptied.endUnixMillis, body);
+    store.close();
+    store = open(1000);
+    expect(store.attemptLog.attemptsOf('k1')).toEqual([full, emptied]);
   });
 });
