@@ -58,6 +58,10 @@ afterAll(async () => {
 });
 
 describe('the embedded service fed a node failover by the real OTLP exporter', () => {
+  it('checkpoints its SQLite WAL on the background thread, off the event loop', () => {
+    expect(service.store.checkpointsInBackground).toBe(true);
+  });
+
   it('reports every truth duplicate and nothing else', async () => {
     const body = await get('/api/v1/findings?limit=500');
     const found = body.items.map((f: { key: string; class: string }) => `${f.key} ${f.class}`).sort();

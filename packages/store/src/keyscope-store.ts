@@ -82,6 +82,8 @@ export class KeyscopeStore {
   readonly attemptLog: AttemptLog;
   readonly #attempts: AttemptTable;
   readonly #checkpoints: BackgroundCheckpoints | undefined;
+  /** Whether a worker thread checkpoints this database's WAL (`StoreOptions.backgroundCheckpoints`, file databases). */
+  readonly checkpointsInBackground: boolean;
   private readonly statements = new Map<string, Statement>();
 
   constructor(options: StoreOptions) {
@@ -123,6 +125,7 @@ export class KeyscopeStore {
       options.backgroundCheckpoints === true && options.path !== ':memory:'
         ? checkpointInBackground(options.path)
         : undefined;
+    this.checkpointsInBackground = this.#checkpoints !== undefined;
   }
 
   /**

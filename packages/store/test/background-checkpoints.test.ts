@@ -49,6 +49,14 @@ describe('background checkpoints', () => {
     }
   });
 
+  it('are off unless asked for, and never for an in-memory database', () => {
+    const plain = new KeyscopeStore({ path: join(dir, 'plain.db') });
+    const memory = new KeyscopeStore({ path: ':memory:', backgroundCheckpoints: true });
+    expect([plain.checkpointsInBackground, memory.checkpointsInBackground]).toEqual([false, false]);
+    plain.close();
+    memory.close();
+  });
+
   it('let go of the database before the store closes it, so that close removes the WAL', async () => {
     const path = join(dir, 'keyscope.db');
     const store = new KeyscopeStore({ path, backgroundCheckpoints: true });
