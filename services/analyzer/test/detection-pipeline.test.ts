@@ -1,4 +1,4 @@
-import { defaultMapping } from '@keyscope/attempts';
+import { defaultMapping, mappingDecodeOptions } from '@keyscope/attempts';
 import { defaultDetectorConfig } from '@keyscope/detector';
 import { isKeyscopeError } from '@keyscope/errors';
 import { type Span, SpanKind, StatusCode } from '@keyscope/otlp';
@@ -46,6 +46,11 @@ beforeEach(() => {
 afterEach(() => store.close());
 
 describe('the detection pipeline', () => {
+  it('asks the receivers to decode only what extraction reads, most attributes on keyed spans only', () => {
+    expect(pipeline.decodeOptions).toEqual(mappingDecodeOptions(defaultMapping()));
+    expect(pipeline.decodeOptions.spanAttributes).toHaveProperty('whenKeyed');
+  });
+
   it('commits concurrent payloads in one transaction and acknowledges each after it', async () => {
     pipeline.counts();
     const results = await Promise.all([
