@@ -63,23 +63,9 @@ export const decodeSection: Section = {
           samples: rates.protobufjs,
           note: `${shape}. protobufjs: ExportTraceServiceRequest.decode into message objects (ids as bytes, times as Long)`,
         },
+        keyscopeRow('keyscope decodeTraces, all attributes', rates.full, rates.protobufjs),
         {
-          section: 'decode',
-          measurement: 'keyscope decodeTraces, all attributes',
-          value: median(rates.full),
-          unit: 'spans/s',
-          target: { comparison: '>=', bound: DECODE_TARGET_RATIO, on: 'ratio' },
-          ratio: { value: pairedRatio(rates.full, rates.protobufjs), against: 'protobufjs' },
-          samples: rates.full,
-        },
-        {
-          section: 'decode',
-          measurement: 'keyscope decodeTraces, service attribute filter',
-          value: median(rates.filtered),
-          unit: 'spans/s',
-          target: { comparison: '>=', bound: DECODE_TARGET_RATIO, on: 'ratio' },
-          ratio: { value: pairedRatio(rates.filtered, rates.protobufjs), against: 'protobufjs' },
-          samples: rates.filtered,
+          ...keyscopeRow('keyscope decodeTraces, service attribute filter', rates.filtered, rates.protobufjs),
           note: `the embedded service's decodeOptions (its pipeline's): ${filtered.filter}`,
         },
       ];
@@ -90,6 +76,19 @@ export const decodeSection: Section = {
     }
   },
 };
+
+/** A keyscope decoder's row: its rate, and its ratio to protobufjs against the target. */
+function keyscopeRow(measurement: string, rates: number[], protobufjs: number[]): Row {
+  return {
+    section: 'decode',
+    measurement,
+    value: median(rates),
+    unit: 'spans/s',
+    target: { comparison: '>=', bound: DECODE_TARGET_RATIO, on: 'ratio' },
+    ratio: { value: pairedRatio(rates, protobufjs), against: 'protobufjs' },
+    samples: rates,
+  };
+}
 
 /** A child process running one decode configuration over the workload's payload file. */
 class DecodeProcess {
