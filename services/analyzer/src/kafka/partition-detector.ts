@@ -53,7 +53,9 @@ export class PartitionDetector {
   constructor(options: PartitionDetectorOptions) {
     this.#options = options;
     this.partition = options.partition;
-    this.#store = new KeyscopeStore({ path: options.path });
+    // One checkpoint thread serves every partition's file (background-checkpoints.ts), so a
+    // commit never stalls while the WAL is copied into the database.
+    this.#store = new KeyscopeStore({ path: options.path, backgroundCheckpoints: true });
     this.#applied = { offset: -1, atUnixMillis: 0 };
     this.#sources = new Map();
     this.#outbox = [];
@@ -66,6 +68,11 @@ export class PartitionDetector {
   }
 
   /** The last offset whose effect is in the state; -1 for a state built from nothing. */
+  /** Whether the partition's WAL is checkpointed off the event loop. */
+  get checkpointsInBackground(): boolean {
+    return this.#store.checkpointsInBackground;
+  }
+
   get appliedOffset(): number {
     return this.#applied.offset;
   }

@@ -42,6 +42,10 @@ const twice = [
 ];
 
 describe('one attempts partition', () => {
+  it("checkpoints its file's WAL on the background thread, not inside its commits", () => {
+    expect(partitionDetector().checkpointsInBackground).toBe(true);
+  });
+
   it('commits a duplicate with the offset it covers and the records that publish it', () => {
     const detector = partitionDetector();
     expect(detector.apply(twice, 1)).toBe(2);
