@@ -54,13 +54,14 @@ export function decodeTracesJson(input: string | Uint8Array, options?: DecodeOpt
 // A BOM at the start of a JSON body is an encoding marker (strip it, as HTTP clients may send one).
 const jsonTextDecoder = new TextDecoder('utf-8', { fatal: true });
 
-/** A span's attributes without those its keyed selection keeps on keyed spans only. */
+/** A span's attributes without those its keyed selection keeps on keyed spans only (itself when it has none). */
 function withoutWhenKeyed(attributes: Attributes, selection: KeyedAttributeSelection): Attributes {
+  const onlyWhenKeyed = (key: string) =>
+    selection.whenKeyed.has(key) && !selection.always.has(key) && !selection.keys.has(key);
+  const keys = Object.keys(attributes);
+  if (!keys.some(onlyWhenKeyed)) return attributes;
   const kept = createAttributes();
-  for (const key of Object.keys(attributes)) {
-    if (selection.whenKeyed.has(key) && !selection.always.has(key) && !selection.keys.has(key)) continue;
-    kept[key] = attributes[key]!;
-  }
+  for (const key of keys) if (!onlyWhenKeyed(key)) kept[key] = attributes[key]!;
   return kept;
 }
 

@@ -66,12 +66,20 @@ class CheckpointThread {
   readonly #worker: Worker;
   readonly #replies = new Int32Array(new SharedArrayBuffer(SLOTS * 4));
   #nextSlot = 0;
+  /** The worker failed or exited: nobody is left to answer, and stores checkpoint on their own. */
+  #gone = false;
 
   constructor() {
     const driver = createRequire(import.meta.url).resolve('better-sqlite3');
     this.#worker = new Worker(WORKER_SOURCE, {
       eval: true,
       workerData: { driver, intervalMillis: INTERVAL_MILLIS, replies: this.#replies.buffer },
+    });
+    this.#worker.on('error', () => {
+      this.#gone = true;
+    });
+    this.#worker.on('exit', () => {
+      this.#gone = true;
     });
     this.#worker.unref();
   }
@@ -82,6 +90,7 @@ class CheckpointThread {
 
   /** Closes the worker's connection to `id`, waiting (bounded) until it is closed. */
   remove(id: number): void {
+    if (this.#gone) return;
     const slot = this.#nextSlot;
     this.#nextSlot = (slot + 1) % SLOTS;
     Atomics.store(this.#replies, slot, 0);
