@@ -87,6 +87,7 @@ export class KeyscopeStore {
   private readonly statements = new Map<string, Statement>();
 
   constructor(options: StoreOptions) {
+    this.checkpointsInBackground = options.backgroundCheckpoints === true && options.path !== ':memory:';
     try {
       this.db = new BetterSqlite3(options.path);
       this.db.pragma('journal_mode = WAL');
@@ -97,9 +98,8 @@ export class KeyscopeStore {
       // every 4 MB writes each page back once instead of many times (measured: commits ~2x
       // cheaper). journal_size_limit trims the WAL file after a checkpoint.
       this.db.pragma('cache_size = -65536');
-      const background = options.backgroundCheckpoints === true && options.path !== ':memory:';
       this.db.pragma(
-        `wal_autocheckpoint = ${background ? WAL_AUTOCHECKPOINT_PAGES_BEHIND_THREAD : WAL_AUTOCHECKPOINT_PAGES}`,
+        `wal_autocheckpoint = ${this.checkpointsInBackground ? WAL_AUTOCHECKPOINT_PAGES_BEHIND_THREAD : WAL_AUTOCHECKPOINT_PAGES}`,
       );
       this.db.pragma('journal_size_limit = 67108864');
     } catch (error) {
@@ -121,11 +121,7 @@ export class KeyscopeStore {
     }
     this.#attempts = new AttemptTable(this.db, { indexBatchRows: options.attemptIndexBatchRows ?? 20_000 });
     this.attemptLog = this.#attempts;
-    this.#checkpoints =
-      options.backgroundCheckpoints === true && options.path !== ':memory:'
-        ? checkpointInBackground(options.path)
-        : undefined;
-    this.checkpointsInBackground = this.#checkpoints !== undefined;
+    this.#checkpoints = this.checkpointsInBackground ? checkpointInBackground(options.path) : undefined;
   }
 
   /**
