@@ -3,6 +3,7 @@ import { carriesKey, createAttributes } from './attributes.ts';
 import {
   type DecodeOptions,
   type KeyedAttributeSelection,
+  keyedOnlyKeys,
   type ResolvedDecodeOptions,
   resolveDecodeOptions,
 } from './decode-options.ts';
@@ -56,8 +57,8 @@ const jsonTextDecoder = new TextDecoder('utf-8', { fatal: true });
 
 /** A span's attributes without those its keyed selection keeps on keyed spans only (itself when it has none). */
 function withoutWhenKeyed(attributes: Attributes, selection: KeyedAttributeSelection): Attributes {
-  const onlyWhenKeyed = (key: string) =>
-    selection.whenKeyed.has(key) && !selection.always.has(key) && !selection.keys.has(key);
+  const dropped = keyedOnlyKeys(selection);
+  const onlyWhenKeyed = (key: string) => dropped.has(key);
   const keys = Object.keys(attributes);
   if (!keys.some(onlyWhenKeyed)) return attributes;
   const kept = createAttributes();

@@ -111,6 +111,23 @@ function unionOf(selection: KeyedAttributeSelection): ReadonlySet<string> {
   return union;
 }
 
+const keyedOnly = new WeakMap<KeyedAttributeSelection, ReadonlySet<string>>();
+
+/**
+ * The keys a selection keeps on keyed spans only: `whenKeyed` without those also in `keys` or
+ * `always` (a key counts in the first set that names it). One set per selection.
+ */
+export function keyedOnlyKeys(selection: KeyedAttributeSelection): ReadonlySet<string> {
+  let keys = keyedOnly.get(selection);
+  if (keys === undefined) {
+    keys = new Set(
+      [...selection.whenKeyed].filter((key) => !selection.keys.has(key) && !selection.always.has(key)),
+    );
+    keyedOnly.set(selection, keys);
+  }
+  return keys;
+}
+
 function keySet(name: string, value: 'all' | ReadonlySet<string> | undefined): ReadonlySet<string> | null {
   if (value === undefined || value === 'all') return null;
   if (typeof value !== 'object' || value === null || typeof value.has !== 'function') {

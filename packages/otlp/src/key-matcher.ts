@@ -1,4 +1,4 @@
-import type { KeyedAttributeSelection } from './decode-options.ts';
+import { type KeyedAttributeSelection, keyedOnlyKeys } from './decode-options.ts';
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -38,10 +38,9 @@ export function selectionMatchersFor(selection: KeyedAttributeSelection): Select
   let matchers = selectionMatchers.get(selection);
   if (matchers === undefined) {
     const eager = new Set([...selection.keys, ...selection.always]);
-    const deferred = new Set([...selection.whenKeyed].filter((key) => !eager.has(key)));
     matchers = {
       eager: new KeyMatcher(eager, (key) => (selection.keys.has(key) ? KEY_GROUP.KEY : KEY_GROUP.ALWAYS)),
-      deferred: new KeyMatcher(deferred),
+      deferred: new KeyMatcher(keyedOnlyKeys(selection)),
     };
     selectionMatchers.set(selection, matchers);
   }
