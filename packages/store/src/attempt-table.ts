@@ -1,79 +1,97 @@
 import type { Attempt, Outcome, ScopeLevel } from '@keyscope/attempts';
 import type { AttemptLog } from '@keyscope/detector';
 import type { Database, Statement } from 'better-sqlite3';
+import { KeyFilter } from './key-filter.ts';
 
-/** What a read needs of an attempt's row (`a`): the body, and the fields it leaves to columns. */
-const ROW = 'a.key, a.trace_id, a.span_id, a.body';
+/** What a read needs of a group's row (`g`). */
+const ROW = 'g.key, g.body';
 
-interface AttemptRow {
+interface GroupRow {
   key: string;
-  trace_id: string;
-  span_id: string;
   body: string;
 }
 
 /**
- * The attempt as stored: a JSON array of its fields in a fixed order, without the key and ids
- * (columns already) — about half the bytes of the object form rows were first written in, and
- * cheaper to write and to parse. `attemptOf` reads both forms.
+ * An attempt as a group's body holds it: a JSON array of its fields in a fixed order, without the
+ * key (a column of the group already).
  *
- *   [kind, tenant, parentSpanId, startUnixMillis, endUnixMillis,
+ *   [traceId, spanId, kind, tenant, parentSpanId, startUnixMillis, endUnixMillis,
  *    service, node, cluster, region, zone, operation, ...kind's own fields]
  *   server: outcome, store, scope · client: resendCount, target, statusCode, error · arrival: none
+ *
+ * Attempts migrated from the one-row-per-attempt table keep that row's body after the ids: the
+ * same fields from `kind` on, or an object (the first form rows were written in).
  */
-function bodyOf(a: Attempt): string {
+function entryOf(a: Attempt): unknown[] {
   const p = a.placement;
-  const fields: unknown[] = [a.kind, a.tenant, a.parentSpanId, a.startUnixMillis, a.endUnixMillis];
-  fields.push(p.service, p.node, p.cluster, p.region, p.zone, a.operation);
+  const fields: unknown[] = [a.traceId, a.spanId, a.kind, a.tenant, a.parentSpanId];
+  fields.push(a.startUnixMillis, a.endUnixMillis, p.service, p.node, p.cluster, p.region, p.zone);
+  fields.push(a.operation);
   if (a.kind === 'server') fields.push(a.outcome, a.store, a.scope);
   else if (a.kind === 'client') fields.push(a.resendCount, a.target, a.statusCode, a.error);
-  return JSON.stringify(fields);
+  return fields;
 }
 
-/** The attempt of a row, in either body form; properties in the order the extractor creates them. */
-function attemptOf(row: AttemptRow): Attempt {
-  if (row.body.charCodeAt(0) !== 0x5b /* [ */) {
+/** The attempt of a group entry, in either form; properties in the order the extractor creates them. */
+function attemptOf(key: string, f: unknown[]): Attempt {
+  const traceId = f[0] as string;
+  const spanId = f[1] as string;
+  if (typeof f[2] === 'object') {
     // The object form. Rows written before the key and ids left the body hold them in both.
-    const attempt = JSON.parse(row.body) as Attempt;
-    attempt.key = row.key;
-    attempt.traceId = row.trace_id;
-    attempt.spanId = row.span_id;
+    const attempt = f[2] as Attempt;
+    attempt.key = key;
+    attempt.traceId = traceId;
+    attempt.spanId = spanId;
     return attempt;
   }
-  const f = JSON.parse(row.body) as (string | number)[];
   const text = (i: number) => f[i] as string;
   const number = (i: number) => f[i] as number;
   const base = {
-    key: row.key,
-    tenant: text(1),
-    traceId: row.trace_id,
-    spanId: row.span_id,
-    parentSpanId: text(2),
-    startUnixMillis: number(3),
-    endUnixMillis: number(4),
-    placement: { service: text(5), node: text(6), cluster: text(7), region: text(8), zone: text(9) },
-    operation: text(10),
+    key,
+    tenant: text(3),
+    traceId,
+    spanId,
+    parentSpanId: text(4),
+    startUnixMillis: number(5),
+    endUnixMillis: number(6),
+    placement: { service: text(7), node: text(8), cluster: text(9), region: text(10), zone: text(11) },
+    operation: text(12),
   };
-  if (f[0] === 'server') {
+  if (f[2] === 'server') {
     return {
       kind: 'server',
       ...base,
-      outcome: text(11) as Outcome,
-      store: text(12),
-      scope: text(13) as ScopeLevel | '',
+      outcome: text(13) as Outcome,
+      store: text(14),
+      scope: text(15) as ScopeLevel | '',
     };
   }
-  if (f[0] === 'client') {
+  if (f[2] === 'client') {
     return {
       kind: 'client',
       ...base,
-      resendCount: number(11),
-      target: text(12),
-      statusCode: number(13),
-      error: text(14),
+      resendCount: number(13),
+      target: text(14),
+      statusCode: number(15),
+      error: text(16),
     };
   }
   return { kind: 'arrival', ...base };
+}
+
+function attemptsOfRows(rows: readonly GroupRow[], into: Attempt[]): Attempt[] {
+  for (const row of rows) {
+    for (const entry of JSON.parse(row.body) as unknown[][]) into.push(attemptOf(row.key, entry));
+  }
+  return into;
+}
+
+/** Whether `attempts` holds `attempt`'s span. */
+function holds(attempts: readonly Attempt[], attempt: Attempt): boolean {
+  for (const known of attempts) {
+    if (known.spanId === attempt.spanId && known.traceId === attempt.traceId) return true;
+  }
+  return false;
 }
 
 export interface AttemptTableOptions {
@@ -81,67 +99,87 @@ export interface AttemptTableOptions {
   indexBatchRows: number;
 }
 
+/** A partition key's attempts appended since the last indexing; the first `written` are in a row. */
+interface Tailed {
+  attempts: Attempt[];
+  written: number;
+}
+
+/** The key filter's capacity when the index holds few keys. */
+const MIN_FILTER_KEYS = 65_536;
+
 /**
- * The attempt log in SQLite, with its key index maintained in batches behind the ingest path.
+ * The attempt log in SQLite: one row per partition key and transaction (`attempt_groups`), with a
+ * key index (`attempt_group_keys`) maintained in batches behind the ingest path.
+ *
+ * What it costs is rows, not bytes: an INSERT through better-sqlite3 takes a few microseconds
+ * whatever the row holds, and a key's attempts mostly arrive together — the client attempt and
+ * the server spans it caused, in one payload (3.4 attempts per key and transaction in the bench's
+ * workload). So `append` only keeps the attempt in an in-memory tail, and `flush`, at the end of
+ * the transaction (`KeyscopeStore.transaction`), writes one row per partition key it touched.
  *
  * Attempts arrive in idempotency-key order, which is random: a B-tree keyed by partition key made
- * every attempt dirty its own index page, and each commit wrote every dirty page to the WAL — four
- * KiB per attempt, most of the cost of persisting one (measured: ~34k attempts/s with the index
- * maintained per insert, ~120k/s appending alone). So `append` only appends the row (the table is
- * in insertion order) and remembers the attempt in an in-memory tail; once `indexBatchRows`
- * attempts are waiting, the transaction that appended them also inserts their index entries,
- * sorted, into `attempt_keys`, where a batch lands on each index page many entries at a time.
+ * every insert dirty its own index page, and each commit wrote every dirty page to the WAL. So the
+ * rows append (the table is in insertion order), and once `indexBatchRows` attempts are waiting,
+ * the transaction that wrote them also inserts their groups' index entries, sorted, where a batch
+ * lands on each index page many entries at a time.
  *
- * Redelivery is still refused exactly: an attempt is new unless the tail or the index holds its
- * (partition key, trace id, span id). A crash loses nothing: unindexed rows are the ones past
+ * Redelivery is refused exactly: an attempt is new unless the tail or an indexed group holds its
+ * (partition key, trace id, span id). A Bloom filter of the partition keys in the index (built at
+ * open, added to as batches are indexed) spares the attempts of keys it never held — most of them —
+ * the index lookups. A crash loses nothing committed: unindexed groups are the ones past
  * `attempt_index.indexed_through`, indexed when the store opens. After a failed transaction the
  * tail is read back from the database (`afterRollback`), since SQLite rolled its rows back.
  */
 export class AttemptTable implements AttemptLog {
   readonly #db: Database;
   readonly #options: AttemptTableOptions;
-  /**
-   * Attempts appended since the last indexing, by partition key, kept whole: a key met for the
-   * first time looks up its history (`attemptsOf`) right after appending to it, and reading that
-   * back from the table cost a query and a JSON parse per new key.
-   */
-  readonly #tail = new Map<string, Attempt[]>();
+  /** Attempts appended since the last indexing, by partition key, kept whole. */
+  readonly #tail = new Map<string, Tailed>();
   #tailSize = 0;
+  /** Partition keys with attempts appended since the last `flush`, in the order first appended. */
+  readonly #unwritten: string[] = [];
+  #indexedKeys: KeyFilter;
   readonly #insert: Statement;
-  readonly #indexed: Statement;
   readonly #byKey: Statement;
 
   constructor(db: Database, options: AttemptTableOptions) {
     this.#db = db;
     this.#options = options;
     this.#insert = db.prepare(
-      'INSERT INTO attempts (partition_key, trace_id, span_id, key, end_ms, body) VALUES (?, ?, ?, ?, ?, ?)',
+      'INSERT INTO attempt_groups (partition_key, key, end_ms, body) VALUES (?, ?, ?, ?)',
     );
-    this.#indexed = db
-      .prepare('SELECT 1 FROM attempt_keys WHERE partition_key = ? AND trace_id = ? AND span_id = ?')
-      .pluck();
     this.#byKey = db.prepare(
-      `SELECT ${ROW} FROM attempt_keys k JOIN attempts a ON a.id = k.attempt_id WHERE k.partition_key = ?`,
+      `SELECT ${ROW} FROM attempt_group_keys k JOIN attempt_groups g ON g.id = k.group_id WHERE k.partition_key = ?`,
     );
+    this.#indexedKeys = new KeyFilter(MIN_FILTER_KEYS);
     this.indexPending();
+    this.#rebuildKeyFilter();
   }
 
+  /** Must run inside a transaction (`KeyscopeStore.transaction`), whose end writes the attempt. */
   append(partitionKey: string, attempt: Attempt): boolean {
-    const { traceId, spanId } = attempt;
-    const waiting = this.#tail.get(partitionKey);
-    if (waiting?.some((tailed) => tailed.spanId === spanId && tailed.traceId === traceId)) return false;
-    if (this.#indexed.get(partitionKey, traceId, spanId) !== undefined) return false;
-    this.#insert.run(partitionKey, traceId, spanId, attempt.key, attempt.endUnixMillis, bodyOf(attempt));
-    if (waiting === undefined) this.#tail.set(partitionKey, [attempt]);
-    else waiting.push(attempt);
+    if (!this.#db.inTransaction) throw new Error('attempts are appended inside KeyscopeStore.transaction');
+    const tailed = this.#tail.get(partitionKey);
+    if (tailed !== undefined && holds(tailed.attempts, attempt)) return false;
+    if (this.#indexedKeys.mayContain(partitionKey) && holds(this.#indexed(partitionKey, []), attempt)) {
+      return false;
+    }
+    if (tailed === undefined) {
+      this.#tail.set(partitionKey, { attempts: [attempt], written: 0 });
+      this.#unwritten.push(partitionKey);
+    } else {
+      if (tailed.written === tailed.attempts.length) this.#unwritten.push(partitionKey);
+      tailed.attempts.push(attempt);
+    }
     this.#tailSize++;
     return true;
   }
 
   attemptsOf(partitionKey: string): Attempt[] {
-    const rows = this.#byKey.all(partitionKey) as AttemptRow[];
-    const attempts = rows.map(attemptOf);
-    for (const tailed of this.#tail.get(partitionKey) ?? []) attempts.push(tailed);
+    const attempts = this.#indexedKeys.mayContain(partitionKey) ? this.#indexed(partitionKey, []) : [];
+    const tailed = this.#tail.get(partitionKey);
+    if (tailed !== undefined) for (const attempt of tailed.attempts) attempts.push(attempt);
     return attempts;
   }
 
@@ -150,7 +188,7 @@ export class AttemptTable implements AttemptLog {
 
   /**
    * Attempts of every partition key `matches` accepts among those `indexedSql` selects from
-   * `attempt_keys` (as `k`) with `parameters`, plus the tail's. For the API's key lookup.
+   * `attempt_group_keys` (as `k`) with `parameters`, plus the tail's. For the API's key lookup.
    */
   attemptsWhere(
     indexedSql: string,
@@ -158,14 +196,33 @@ export class AttemptTable implements AttemptLog {
     matches: (partitionKey: string) => boolean,
   ): Attempt[] {
     const rows = this.#db
-      .prepare(`SELECT ${ROW} FROM attempt_keys k JOIN attempts a ON a.id = k.attempt_id WHERE ${indexedSql}`)
-      .all(parameters) as AttemptRow[];
-    const attempts = rows.map(attemptOf);
-    for (const [partitionKey, entries] of this.#tail) {
-      if (!matches(partitionKey)) continue;
-      attempts.push(...entries);
+      .prepare(
+        `SELECT ${ROW} FROM attempt_group_keys k JOIN attempt_groups g ON g.id = k.group_id WHERE ${indexedSql}`,
+      )
+      .all(parameters) as GroupRow[];
+    const attempts = attemptsOfRows(rows, []);
+    for (const [partitionKey, tailed] of this.#tail) {
+      if (matches(partitionKey)) attempts.push(...tailed.attempts);
     }
     return attempts;
+  }
+
+  /** Writes one row per partition key appended to since the last flush; inside the caller's transaction. */
+  flush(): void {
+    for (const partitionKey of this.#unwritten) {
+      const tailed = this.#tail.get(partitionKey)!;
+      const { attempts } = tailed;
+      const entries: unknown[][] = [];
+      let end = Number.NEGATIVE_INFINITY;
+      for (let i = tailed.written; i < attempts.length; i++) {
+        const attempt = attempts[i]!;
+        entries.push(entryOf(attempt));
+        if (attempt.endUnixMillis > end) end = attempt.endUnixMillis;
+      }
+      this.#insert.run(partitionKey, attempts[tailed.written]!.key, end, JSON.stringify(entries));
+      tailed.written = attempts.length;
+    }
+    this.#unwritten.length = 0;
   }
 
   /**
@@ -175,15 +232,19 @@ export class AttemptTable implements AttemptLog {
   afterRollback(): void {
     this.#tail.clear();
     this.#tailSize = 0;
+    this.#unwritten.length = 0;
     const rows = this.#db
-      .prepare(`SELECT a.partition_key, ${ROW} FROM attempts a WHERE a.id > ? ORDER BY a.id`)
-      .all(this.#indexedThrough()) as (AttemptRow & { partition_key: string })[];
+      .prepare(`SELECT g.partition_key, ${ROW} FROM attempt_groups g WHERE g.id > ? ORDER BY g.id`)
+      .all(this.#indexedThrough()) as (GroupRow & { partition_key: string })[];
     for (const row of rows) {
-      const entry = attemptOf(row);
-      const waiting = this.#tail.get(row.partition_key);
-      if (waiting === undefined) this.#tail.set(row.partition_key, [entry]);
-      else waiting.push(entry);
-      this.#tailSize++;
+      const attempts = attemptsOfRows([row], []);
+      const tailed = this.#tail.get(row.partition_key);
+      if (tailed === undefined) this.#tail.set(row.partition_key, { attempts, written: attempts.length });
+      else {
+        tailed.attempts.push(...attempts);
+        tailed.written = tailed.attempts.length;
+      }
+      this.#tailSize += attempts.length;
     }
   }
 
@@ -192,25 +253,29 @@ export class AttemptTable implements AttemptLog {
     if (this.#tailSize >= this.#options.indexBatchRows) this.indexPending();
   }
 
-  /** Moves every appended attempt into the key index, sorted so each index page is written once. */
+  /** Writes what waits, then moves every group past the index into it, sorted so each index page is written once. */
   indexPending(): void {
     const through = this.#indexedThrough();
     this.#db.transaction(() => {
+      this.flush();
       this.#db
         .prepare(
-          `INSERT OR IGNORE INTO attempt_keys (partition_key, trace_id, span_id, attempt_id)
-           SELECT partition_key, trace_id, span_id, id FROM attempts WHERE id > ?
-           ORDER BY partition_key, trace_id, span_id`,
+          `INSERT OR IGNORE INTO attempt_group_keys (partition_key, group_id)
+           SELECT partition_key, id FROM attempt_groups WHERE id > ? ORDER BY partition_key, id`,
         )
         .run(through);
       this.#db
         .prepare(
-          'UPDATE attempt_index SET indexed_through = (SELECT max(?, coalesce(max(id), 0)) FROM attempts)',
+          'UPDATE attempt_index SET indexed_through = (SELECT max(?, coalesce(max(id), 0)) FROM attempt_groups)',
         )
         .run(through);
     })();
+    // Added before the outer transaction commits: if it rolls back, the filter holds keys the
+    // index does not, which costs a lookup that finds nothing, never a wrong answer.
+    for (const partitionKey of this.#tail.keys()) this.#indexedKeys.add(partitionKey);
     this.#tail.clear();
     this.#tailSize = 0;
+    if (this.#indexedKeys.size > this.#indexedKeys.capacity) this.#rebuildKeyFilter();
   }
 
   /** Attempts waiting in the tail. */
@@ -219,32 +284,62 @@ export class AttemptTable implements AttemptLog {
   }
 
   /**
-   * Deletes up to `maxRows` attempts that ended before `beforeUnixMillis`, with their index
-   * entries. The tail is indexed first (purges run every few seconds, so under little traffic that
-   * is what bounds how long an attempt waits for the index); the largest id, which the next
-   * insert's id follows, is never deleted.
+   * Deletes up to `maxRows` groups whose attempts all ended before `beforeUnixMillis`, with their
+   * index entries, and returns how many attempts went. The tail is indexed first (purges run every few seconds, so under little traffic
+   * that is what bounds how long an attempt waits for the index); the largest id, which the next
+   * insert's id follows, is never deleted. The key filter keeps purged keys until it is rebuilt.
    */
   purge(beforeUnixMillis: number, maxRows: number): number {
     if (this.#tailSize > 0) this.indexPending();
     const rows = this.#db
       .prepare(
-        'SELECT id, partition_key, trace_id, span_id FROM attempts WHERE end_ms < ? AND id < ? LIMIT ?',
+        'SELECT id, partition_key, json_array_length(body) AS attempts FROM attempt_groups WHERE end_ms < ? AND id < ? LIMIT ?',
       )
       .all(beforeUnixMillis, this.#indexedThrough(), maxRows) as {
       id: number;
       partition_key: string;
-      trace_id: string;
-      span_id: string;
+      attempts: number;
     }[];
     const deleteKey = this.#db.prepare(
-      'DELETE FROM attempt_keys WHERE partition_key = ? AND trace_id = ? AND span_id = ? AND attempt_id = ?',
+      'DELETE FROM attempt_group_keys WHERE partition_key = ? AND group_id = ?',
     );
-    const deleteRow = this.#db.prepare('DELETE FROM attempts WHERE id = ?');
+    const deleteRow = this.#db.prepare('DELETE FROM attempt_groups WHERE id = ?');
+    let removed = 0;
     for (const row of rows) {
-      deleteKey.run(row.partition_key, row.trace_id, row.span_id, row.id);
+      deleteKey.run(row.partition_key, row.id);
       deleteRow.run(row.id);
+      removed += row.attempts;
     }
-    return rows.length;
+    return removed;
+  }
+
+  /** Attempts stored, written or waiting. */
+  count(): number {
+    const stored = this.#db
+      .prepare('SELECT coalesce(sum(json_array_length(body)), 0) FROM attempt_groups')
+      .pluck()
+      .get() as number;
+    let unwritten = 0;
+    for (const partitionKey of this.#unwritten) {
+      const tailed = this.#tail.get(partitionKey)!;
+      unwritten += tailed.attempts.length - tailed.written;
+    }
+    return stored + unwritten;
+  }
+
+  #indexed(partitionKey: string, into: Attempt[]): Attempt[] {
+    return attemptsOfRows(this.#byKey.all(partitionKey) as GroupRow[], into);
+  }
+
+  /** A filter of the keys the index holds now, with room for as many again. */
+  #rebuildKeyFilter(): void {
+    const keys = this.#db
+      .prepare('SELECT DISTINCT partition_key FROM attempt_group_keys')
+      .pluck()
+      .all() as string[];
+    const filter = new KeyFilter(Math.max(MIN_FILTER_KEYS, 2 * keys.length));
+    for (const partitionKey of keys) filter.add(partitionKey);
+    this.#indexedKeys = filter;
   }
 
   #indexedThrough(): number {

@@ -11,7 +11,7 @@ import { migrate } from './migrations.ts';
 export interface StoreOptions {
   /** A file path, or ':memory:' for tests. */
   path: string;
-  /** Attempts appended before their key index is brought up to date (attempt-table.ts); default 20,000. */
+  /** Attempts appended before their groups' key index is brought up to date (attempt-table.ts); default 20,000. */
   attemptIndexBatchRows?: number;
   /**
    * Checkpoint the WAL on a worker thread instead of inside the commit that crosses the limit
@@ -125,15 +125,21 @@ export class KeyscopeStore {
   }
 
   /**
-   * Runs `work` in one transaction (nested calls become savepoints). The outermost one also
-   * brings the attempts' key index up to date when enough attempts wait for it.
+   * Runs `work` in one transaction (nested calls become savepoints). The outermost one writes the
+   * attempts appended meanwhile, a row per partition key, and brings their key index up to date
+   * when enough attempts wait for it. A nested one first writes what the outer one appended, so
+   * that if it fails, rolling it back takes only its own attempts with it.
    */
   transaction<T>(work: () => T): T {
     const outermost = !this.db.inTransaction;
+    if (!outermost) this.#attempts.flush();
     try {
       return this.db.transaction(() => {
         const result = work();
-        if (outermost) this.#attempts.indexIfDue();
+        if (outermost) {
+          this.#attempts.flush();
+          this.#attempts.indexIfDue();
+        }
         return result;
       })();
     } catch (error) {
@@ -487,14 +493,19 @@ export class KeyscopeStore {
     });
   }
 
+  /** Every row counted: for tests and tools, not for a scrape (`openIncidents` is what metrics read). */
   counts(): { attempts: number; findings: number; incidents: number; openIncidents: number } {
     const count = (sql: string) => this.statement(sql).pluck().get() as number;
     return {
-      attempts: count('SELECT count(*) FROM attempts'),
+      attempts: this.#attempts.count(),
       findings: count('SELECT count(*) FROM findings'),
       incidents: count('SELECT count(*) FROM incidents'),
-      openIncidents: count("SELECT count(*) FROM incidents WHERE status = 'open'"),
+      openIncidents: this.openIncidents(),
     };
+  }
+
+  openIncidents(): number {
+    return this.statement("SELECT count(*) FROM incidents WHERE status = 'open'").pluck().get() as number;
   }
 
   /** Closes the database; the checkpoint thread lets go of it first, so this close is the last. */

@@ -16,7 +16,9 @@ function open(batch: number): KeyscopeStore {
   return new KeyscopeStore({ path, attemptIndexBatchRows: batch });
 }
 
-const indexedRows = () => store.db.prepare('SELECT count(*) FROM attempt_keys').pluck().get() as number;
+const indexedRows = () => store.db.prepare('SELECT count(*) FROM attempt_group_keys').pluck().get() as number;
+const groupBodies = () =>
+  store.db.prepare('SELECT body FROM attempt_groups ORDER BY id').pluck().all() as string[];
 const attempt = (key: string, node: string, at = 0) => server({ key, node, store: node, at });
 
 beforeEach(() => {
@@ -131,7 +133,112 @@ describe('the attempt log in SQLite', () => {
     expect(store.attemptsOfKey('new')).toHaveLength(1);
   });
 
-  it('moves the key index of a database written before it into attempt_keys', () => {
+  it('writes one row per partition key and transaction, however many of its attempts arrive', () => {
+    store.close();
+    store = open(1000);
+    store.transaction(() => {
+      store.attemptLog.append('k1', attempt('k1', 'a', 0));
+      store.attemptLog.append('k2', attempt('k2', 'a', 1));
+      store.attemptLog.append('k1', attempt('k1', 'b', 2));
+    });
+    store.transaction(() => store.attemptLog.append('k1', attempt('k1', 'c', 3)));
+    const rows = store.db
+      .prepare('SELECT partition_key, end_ms, json_array_length(body) AS n FROM attempt_groups ORDER BY id')
+      .all();
+    expect(rows).toEqual([
+      { partition_key: 'k1', end_ms: TEST_EPOCH_UNIX_MILLIS + 2_100, n: 2 },
+      { partition_key: 'k2', end_ms: TEST_EPOCH_UNIX_MILLIS + 1_100, n: 1 },
+      { partition_key: 'k1', end_ms: TEST_EPOCH_UNIX_MILLIS + 3_100, n: 1 },
+    ]);
+    expect(store.attemptLog.attemptsOf('k1').map((a) => a.placement.node)).toEqual(['a', 'b', 'c']);
+    expect(store.counts().attempts).toBe(4);
+  });
+
+  it('stores attempts positionally without their key, and reads every kind back whole', () => {
+    store.close();
+    store = open(1); // indexed at the end of each transaction, so reads come from the rows
+    const attempts = [
+      server({ key: 'k1', node: 'a', store: 'A', tenant: 't1', parentSpanId: '00f067aa0ba902b7' }),
+      client({ key: 'k1', resendCount: 2, statusCode: 503, error: 'timeout' }),
+      arrival({ key: 'k1', node: 'b', zone: 'eu-west-1b' }),
+    ];
+    store.transaction(() => {
+      for (const a of attempts) store.attemptLog.append('k1', a);
+    });
+    const bodies = groupBodies();
+    expect(bodies).toHaveLength(1);
+    const entries = JSON.parse(bodies[0]!) as unknown[][];
+    expect(entries.map((entry) => entry.slice(0, 3))).toEqual(
+      attempts.map((a) => [a.traceId, a.spanId, a.kind]),
+    );
+    expect(bodies[0]).not.toContain('"k1"');
+    const read = store.attemptLog.attemptsOf('k1');
+    expect(read).toEqual(attempts);
+    expect(read.map((a) => Object.keys(a))).toEqual(attempts.map((a) => Object.keys(a)));
+  });
+
+  it('refuses a redelivery after a restart: the key filter is built from the index at open', () => {
+    const first = attempt('k1', 'a');
+    store.transaction(() => {
+      store.attemptLog.append('k1', first);
+      store.attemptLog.append('k2', attempt('k2', 'a'));
+      store.attemptLog.append('k3', attempt('k3', 'a'));
+    });
+    expect(indexedRows()).toBe(3);
+    store.close();
+    store = open(1000);
+    store.transaction(() => expect(store.attemptLog.append('k1', { ...first })).toBe(false));
+    expect(store.attemptLog.attemptsOf('k1').map((a) => a.spanId)).toEqual([first.spanId]);
+  });
+
+  it('keeps finding indexed keys once more keys are indexed than its filter was sized for', () => {
+    store.close();
+    store = open(10_000);
+    const keys = 70_000; // past the filter's first capacity (65,536), so it is rebuilt larger
+    const firsts: ReturnType<typeof attempt>[] = [];
+    for (let from = 0; from < keys; from += 10_000) {
+      store.transaction(() => {
+        for (let i = from; i < from + 10_000; i++) {
+          const a = attempt(`key-${i}`, 'a');
+          if (i % 997 === 0) firsts.push(a);
+          store.attemptLog.append(a.key, a);
+        }
+      });
+    }
+    expect(indexedRows()).toBe(keys);
+    store.transaction(() => {
+      for (const a of firsts) expect(store.attemptLog.append(a.key, { ...a })).toBe(false);
+    });
+    for (const a of firsts) expect(store.attemptLog.attemptsOf(a.key)).toEqual([a]);
+  });
+
+  it('takes only its own attempts with it when a nested transaction fails', () => {
+    const outer = attempt('k1', 'a');
+    const inner = attempt('k2', 'a');
+    store.close();
+    store = open(1000);
+    store.transaction(() => {
+      store.attemptLog.append('k1', outer);
+      expect(() =>
+        store.transaction(() => {
+          store.attemptLog.append('k2', inner);
+          throw new Error('constraint');
+        }),
+      ).toThrow('constraint');
+    });
+    expect(store.attemptLog.attemptsOf('k1')).toEqual([outer]);
+    expect(store.attemptLog.attemptsOf('k2')).toEqual([]);
+    store.transaction(() => expect(store.attemptLog.append('k2', { ...inner })).toBe(true));
+    expect(store.counts().attempts).toBe(2);
+  });
+
+  it('refuses an append outside a transaction, which would never be written', () => {
+    expect(() => store.attemptLog.append('k1', attempt('k1', 'a'))).toThrow(
+      'inside KeyscopeStore.transaction',
+    );
+  });
+
+  it('migrates a one-row-per-attempt database: each attempt becomes an indexed group', () => {
     store.close();
     rmSync(path);
     const old = new BetterSqlite3(path);
@@ -149,39 +256,46 @@ describe('the attempt log in SQLite', () => {
     store.transaction(() => expect(store.attemptLog.append('k1', { ...first })).toBe(false));
   });
 
-  it('stores an attempt as a positional row without its key and ids, and reads every kind back whole', () => {
+  it('reads attempts migrated from every row form, indexed or not when the database was left', () => {
     store.close();
-    store = open(1); // indexed at the end of each transaction, so reads come from the rows
-    const attempts = [
-      server({ key: 'k1', node: 'a', store: 'A', tenant: 't1', parentSpanId: '00f067aa0ba902b7' }),
-      client({ key: 'k1', resendCount: 2, statusCode: 503, error: 'timeout' }),
-      arrival({ key: 'k1', node: 'b', zone: 'eu-west-1b' }),
-    ];
-    store.transaction(() => {
-      for (const a of attempts) store.attemptLog.append('k1', a);
-    });
-    const bodies = store.db.prepare('SELECT body FROM attempts ORDER BY id').pluck().all() as string[];
-    expect(bodies.map((body) => JSON.parse(body)[0])).toEqual(['server', 'client', 'arrival']);
-    for (const [i, a] of attempts.entries()) {
-      expect(bodies[i]).not.toContain(a.traceId);
-      expect(bodies[i]).not.toContain(a.spanId);
-    }
-    const read = store.attemptLog.attemptsOf('k1');
-    expect(read).toEqual(attempts);
-    expect(read.map((a) => Object.keys(a))).toEqual(attempts.map((a) => Object.keys(a)));
-  });
-
-  it('reads rows written in the object form, with or without the key and ids in the body', () => {
+    rmSync(path);
+    const old = new BetterSqlite3(path);
+    migrate(old, 4);
     const full = attempt('k1', 'a');
     const emptied = attempt('k1', 'b');
-    const insert = store.db.prepare(
+    const positional = client({ key: 'k1', resendCount: 1, statusCode: 502, error: 'reset' });
+    const insert = old.prepare(
       'INSERT INTO attempts (partition_key, trace_id, span_id, key, end_ms, body) VALUES (?, ?, ?, ?, ?, ?)',
     );
     insert.run('k1', full.traceId, full.spanId, 'k1', full.endUnixMillis, JSON.stringify(full));
     const body = JSON.stringify({ ...emptied, key: '', traceId: '', spanId: '' });
     insert.run('k1', emptied.traceId, emptied.spanId, 'k1', emptied.endUnixMillis, body);
-    store.close();
+    // The last form: positional, past indexed_through (appended, never indexed).
+    const p = positional.placement;
+    const fields = ['client', positional.tenant, positional.parentSpanId, positional.startUnixMillis];
+    fields.push(
+      positional.endUnixMillis,
+      p.service,
+      p.node,
+      p.cluster,
+      p.region,
+      p.zone,
+      positional.operation,
+    );
+    fields.push(positional.resendCount, positional.target, positional.statusCode, positional.error);
+    insert.run(
+      'k1',
+      positional.traceId,
+      positional.spanId,
+      'k1',
+      positional.endUnixMillis,
+      JSON.stringify(fields),
+    );
+    old.prepare('UPDATE attempt_index SET indexed_through = 2').run();
+    old.close();
     store = open(1000);
-    expect(store.attemptLog.attemptsOf('k1')).toEqual([full, emptied]);
+    expect(indexedRows()).toBe(3);
+    expect(store.attemptLog.attemptsOf('k1')).toEqual([full, emptied, positional]);
+    expect(store.counts().attempts).toBe(3);
   });
 });

@@ -66,8 +66,10 @@ describe('schema', () => {
 describe('attempt log', () => {
   it('refuses a redelivered attempt and returns a key’s attempts', () => {
     const attempt = server({ key: 'k1' });
-    expect(store.attemptLog.append('k1', attempt)).toBe(true);
-    expect(store.attemptLog.append('k1', { ...attempt })).toBe(false);
+    store.transaction(() => {
+      expect(store.attemptLog.append('k1', attempt)).toBe(true);
+      expect(store.attemptLog.append('k1', { ...attempt })).toBe(false);
+    });
     expect(store.attemptLog.attemptsOf('k1')).toEqual([attempt]);
     expect(store.attemptsOfKey('k1')).toEqual([attempt]);
   });
@@ -75,9 +77,11 @@ describe('attempt log', () => {
   it('finds a key’s attempts under every tenant it was used by, and no other key’s', () => {
     const acme = server({ key: 'k1', tenant: 'acme' });
     const globex = server({ key: 'k1', tenant: 'globex' });
-    store.attemptLog.append('k1\u0000acme', acme);
-    store.attemptLog.append('k1\u0000globex', globex);
-    store.attemptLog.append('k10', server({ key: 'k10' }));
+    store.transaction(() => {
+      store.attemptLog.append('k1\u0000acme', acme);
+      store.attemptLog.append('k1\u0000globex', globex);
+      store.attemptLog.append('k10', server({ key: 'k10' }));
+    });
     expect(
       store
         .attemptsOfKey('k1')

@@ -81,7 +81,7 @@ export async function startServe(
       queue: () => receivers?.inFlight() ?? { requests: 0, spans: 0 },
       pipeline: () => pipeline.counts(),
       detector: () => pipeline.detector.stats(),
-      openIncidents: () => store.counts().openIncidents,
+      openIncidents: () => store.openIncidents(),
       alerts: () => alerter?.snapshot() ?? {},
       pendingAlerts: () => store.pendingAlerts(),
     });

@@ -80,7 +80,7 @@ export async function startServeRole(
     let ready = false;
     const metrics = createMetrics({
       ...dependencies.metricSources,
-      openIncidents: () => store.counts().openIncidents,
+      openIncidents: () => store.openIncidents(),
       alerts: () => alerter?.snapshot() ?? {},
       pendingAlerts: () => store.pendingAlerts(),
     });

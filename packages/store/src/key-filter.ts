@@ -1,0 +1,66 @@
+/**
+ * A Bloom filter of strings: `mayContain` is false only for a string never added, and true for an
+ * absent one with a probability of about 1% while the filter holds no more than its capacity
+ * (10 bits and 7 probes per string). Sized in powers of two; strings cannot be removed.
+ *
+ * The attempt table keeps the partition keys its key index holds in one, so the attempts of a key
+ * met for the first time skip the index lookups that would find nothing (most attempts are their
+ * key's first or arrive with it in one payload).
+ */
+export class KeyFilter {
+  readonly capacity: number;
+  readonly #bits: Int32Array;
+  readonly #mask: number;
+  #size = 0;
+
+  constructor(capacity: number) {
+    this.capacity = Math.max(1024, capacity);
+    let bits = 1 << 15;
+    while (bits < this.capacity * BITS_PER_KEY) bits *= 2;
+    this.#bits = new Int32Array(bits >>> 5);
+    this.#mask = bits - 1;
+  }
+
+  /** Strings added (with repeats): past `capacity` the false-positive rate climbs. */
+  get size(): number {
+    return this.#size;
+  }
+
+  add(value: string): void {
+    const h1 = hashOf(value, SEED_1);
+    const h2 = hashOf(value, SEED_2) | 1;
+    const bits = this.#bits;
+    for (let i = 0, at = h1; i < PROBES; i++, at = (at + h2) | 0) {
+      const bit = at & this.#mask;
+      bits[bit >>> 5]! |= 1 << (bit & 31);
+    }
+    this.#size++;
+  }
+
+  mayContain(value: string): boolean {
+    const h1 = hashOf(value, SEED_1);
+    const h2 = hashOf(value, SEED_2) | 1;
+    const bits = this.#bits;
+    for (let i = 0, at = h1; i < PROBES; i++, at = (at + h2) | 0) {
+      const bit = at & this.#mask;
+      if ((bits[bit >>> 5]! & (1 << (bit & 31))) === 0) return false;
+    }
+    return true;
+  }
+}
+
+const BITS_PER_KEY = 10;
+const PROBES = 7;
+const SEED_1 = 0x811c9dc5;
+const SEED_2 = 0x9747b28c;
+
+/** FNV-1a over UTF-16 code units, with a final avalanche so that nearby strings spread. */
+function hashOf(value: string, seed: number): number {
+  let h = seed;
+  for (let i = 0; i < value.length; i++) h = Math.imul(h ^ value.charCodeAt(i), 0x01000193);
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  return h ^ (h >>> 16);
+}
