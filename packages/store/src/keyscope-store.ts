@@ -334,8 +334,8 @@ export class KeyscopeStore {
    */
   recordActivity(samples: readonly NodeActivity[]): void {
     const upsert = this.statement(
-      `INSERT INTO activity (service, node, bucket_start_ms, bucket_ms, placement, spans, errors) VALUES (?, ?, ?, ?, ?, ?, ?)
-       ON CONFLICT (service, node, bucket_start_ms) DO UPDATE SET spans = spans + excluded.spans, errors = errors + excluded.errors`,
+      `INSERT INTO activity (bucket_start_ms, service, node, bucket_ms, placement, spans, errors) VALUES (?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (bucket_start_ms, service, node) DO UPDATE SET spans = spans + excluded.spans, errors = errors + excluded.errors`,
     );
     const merged = new Map<string, { sample: NodeActivity; spans: number; errors: number }>();
     for (const sample of samples) {
@@ -350,9 +350,9 @@ export class KeyscopeStore {
     for (const { sample, spans, errors } of merged.values()) {
       const p = sample.placement;
       upsert.run(
+        sample.bucketStartUnixMillis,
         p.service,
         p.node,
-        sample.bucketStartUnixMillis,
         sample.bucketMillis,
         JSON.stringify(p),
         spans,
@@ -484,7 +484,7 @@ export class KeyscopeStore {
         "DELETE FROM incidents WHERE seq IN (SELECT seq FROM incidents WHERE last_finding_ms < ? AND status = 'resolved' LIMIT ?)",
       ).run(options.recordsBeforeUnixMillis, options.maxRows).changes;
       removed += this.statement(
-        'DELETE FROM activity WHERE (service, node, bucket_start_ms) IN (SELECT service, node, bucket_start_ms FROM activity WHERE bucket_start_ms < ? LIMIT ?)',
+        'DELETE FROM activity WHERE (bucket_start_ms, service, node) IN (SELECT bucket_start_ms, service, node FROM activity WHERE bucket_start_ms < ? LIMIT ?)',
       ).run(options.attemptsBeforeUnixMillis, options.maxRows).changes;
       removed += this.statement(
         'DELETE FROM outbox WHERE id IN (SELECT id FROM outbox WHERE delivered_ms < ? LIMIT ?)',

@@ -8,6 +8,7 @@ import { activity, server, TEST_EPOCH_UNIX_MILLIS } from '@keyscope/testkit';
 import BetterSqlite3 from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { KeyscopeStore } from '../src/index.ts';
+import { migrate } from '../src/migrations.ts';
 
 function batch(attempts: Attempt[]): ExtractedAttempts {
   return { attempts, activity: [], duplicateSpans: 0, invalid: { outcome: 0, hit: 0, scope: 0 } };
@@ -232,6 +233,38 @@ describe('retention', () => {
 });
 
 describe('node activity', () => {
+  it('keeps the activity a database held before its table was keyed by time, and reads it in time order', () => {
+    const path = join(dir, 'activity-v5.db');
+    const old = new BetterSqlite3(path);
+    migrate(old, 5);
+    const insert = old.prepare(
+      'INSERT INTO activity (service, node, bucket_start_ms, bucket_ms, placement, spans, errors) VALUES (?, ?, ?, ?, ?, ?, ?)',
+    );
+    for (const [node, second, spans] of [
+      ['b', 1, 4],
+      ['a', 2, 3],
+      ['a', 1, 2],
+    ] as const) {
+      const placement = JSON.stringify({ service: 'payments', node, cluster: 'c1', region: 'r1', zone: '' });
+      insert.run('payments', node, TEST_EPOCH_UNIX_MILLIS + second * 1000, 1000, placement, spans, 0);
+    }
+    old.close();
+    const reopened = new KeyscopeStore({ path });
+    try {
+      reopened.recordActivity(activity({ node: 'a', fromSecond: 2, toSecond: 3, spans: 5 }));
+      const rows = reopened
+        .recentActivity(60_000)
+        .map((a) => [a.bucketStartUnixMillis - TEST_EPOCH_UNIX_MILLIS, a.placement.node, a.spans]);
+      expect(rows).toEqual([
+        [1000, 'a', 2],
+        [1000, 'b', 4],
+        [2000, 'a', 8],
+      ]);
+    } finally {
+      reopened.close();
+    }
+  });
+
   it('adds up the activity of batches and returns the recent window', () => {
     store.recordActivity(activity({ node: 'a', fromSecond: 0, toSecond: 10, spans: 3, errors: 1 }));
     store.recordActivity(activity({ node: 'a', fromSecond: 5, toSecond: 10, spans: 2 }));
