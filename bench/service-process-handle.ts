@@ -1,0 +1,45 @@
+import type { ChildProcess } from 'node:child_process';
+import { forkTypeScript, nextMessage } from './fork-typescript.ts';
+import type { ServiceCommand, ServiceReply } from './service-process.ts';
+
+/** The parent's handle on the embedded service's process (service-process.ts). */
+export class ServiceProcess {
+  readonly #child: ChildProcess;
+
+  private constructor(child: ChildProcess) {
+    this.#child = child;
+  }
+
+  static start(): ServiceProcess {
+    return new ServiceProcess(forkTypeScript(new URL('./service-process.ts', import.meta.url)));
+  }
+
+  /** Starts the service on `dbPath` with its clock at `nowUnixMillis`; its OTLP/HTTP traces URL. */
+  async startService(dbPath: string, nowUnixMillis: number): Promise<string> {
+    const reply = await this.#send({ type: 'start', dbPath, nowUnixMillis });
+    if (reply.type !== 'started') throw new Error(`service process: ${describe(reply)}`);
+    return reply.tracesUrl;
+  }
+
+  /** Stops the service (it closes its database); the spans it consumed and the CPU time it used. */
+  async stopService(): Promise<{ spans: number; cpuSeconds: number }> {
+    const reply = await this.#send({ type: 'stop' });
+    if (reply.type !== 'stopped') throw new Error(`service process: ${describe(reply)}`);
+    return { spans: reply.spans, cpuSeconds: reply.cpuSeconds };
+  }
+
+  /** Ends the process; safe to call more than once. */
+  stop(): void {
+    if (this.#child.connected) this.#child.disconnect();
+  }
+
+  #send(command: ServiceCommand): Promise<ServiceReply> {
+    const reply = nextMessage<ServiceReply>(this.#child);
+    this.#child.send(command);
+    return reply;
+  }
+}
+
+function describe(reply: ServiceReply): string {
+  return reply.type === 'failed' ? reply.message : `unexpected reply ${reply.type}`;
+}

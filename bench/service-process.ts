@@ -1,0 +1,43 @@
+import { type EmbeddedService, startEmbeddedService } from './in-process-service.ts';
+
+/**
+ * The embedded service (`keyscope serve`: receivers → detection pipeline → SQLite, API, alerts,
+ * timers) in a process of its own, as it runs in production: a process that also decodes with
+ * another configuration, or runs the in-memory paths it is compared with, runs JIT code
+ * specialised for neither. Driven over IPC by ServiceProcess, one command at a time; the service
+ * is started fresh per run, on the database file it is given.
+ */
+export type ServiceCommand = { type: 'start'; dbPath: string; nowUnixMillis: number } | { type: 'stop' };
+
+export type ServiceReply =
+  | { type: 'started'; tracesUrl: string }
+  | { type: 'stopped'; spans: number; cpuSeconds: number }
+  | { type: 'failed'; message: string };
+
+let running: { embedded: EmbeddedService; cpu: NodeJS.CpuUsage } | undefined;
+
+async function handle(command: ServiceCommand): Promise<ServiceReply> {
+  if (command.type === 'start') {
+    if (running !== undefined) throw new Error('the service is already running');
+    // Simulated traffic carries simulated times: the service's clock is the workload's.
+    const embedded = await startEmbeddedService(command.dbPath, () => command.nowUnixMillis);
+    running = { embedded, cpu: process.cpuUsage() };
+    return { type: 'started', tracesUrl: embedded.tracesUrl };
+  }
+  if (running === undefined) throw new Error('the service is not running');
+  const { embedded, cpu } = running;
+  running = undefined;
+  // CPU time of every thread of this process since the start (the checkpoint thread included).
+  const used = process.cpuUsage(cpu);
+  const spans = embedded.service.pipeline.counts().spans;
+  await embedded.stop();
+  return { type: 'stopped', spans, cpuSeconds: (used.user + used.system) / 1e6 };
+}
+
+process.on('message', (command: ServiceCommand) => {
+  handle(command).then(
+    (reply) => process.send!(reply),
+    (error: unknown) => process.send!({ type: 'failed', message: String((error as Error)?.stack ?? error) }),
+  );
+});
+process.on('disconnect', () => process.exit(0));

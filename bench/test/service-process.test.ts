@@ -1,0 +1,53 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { KeyscopeStore } from '@keyscope/store';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ServiceProcess } from '../service-process-handle.ts';
+import { simulatedPayloads } from '../workloads/simulated-payloads.ts';
+
+describe('the embedded service in a process of its own', () => {
+  let dir: string;
+  let service: ServiceProcess;
+
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'keyscope-bench-service-'));
+    service = ServiceProcess.start();
+  });
+
+  afterAll(() => {
+    service.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('commits what it is sent, then reports the spans it consumed and the CPU it used', async () => {
+    const workload = simulatedPayloads(2_000, 1);
+    for (const run of [1, 2]) {
+      const dbPath = join(dir, `run-${run}.db`);
+      const tracesUrl = await service.startService(dbPath, workload.endUnixMillis);
+      expect(tracesUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/v1\/traces$/);
+      for (const body of workload.bodies) {
+        const response = await fetch(tracesUrl, {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-protobuf' },
+          body,
+        });
+        expect(response.status).toBe(200);
+      }
+      const stopped = await service.stopService();
+      expect(stopped.spans).toBe(workload.spans);
+      expect(stopped.cpuSeconds).toBeGreaterThan(0);
+      // Stopped means closed: the database is whole and holds the attempts.
+      const store = new KeyscopeStore({ path: dbPath });
+      try {
+        expect(store.counts().attempts).toBeGreaterThan(0);
+      } finally {
+        store.close();
+      }
+    }
+  });
+
+  it('refuses to stop a service it is not running', async () => {
+    await expect(service.stopService()).rejects.toThrow('the service is not running');
+  });
+});
