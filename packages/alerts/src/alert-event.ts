@@ -10,11 +10,20 @@ export type AlertAction = 'trigger' | 'resolve';
 export interface AlertEvent {
   action: AlertAction;
   incident: Incident;
+  /**
+   * Which time the incident is paged: 1 (absent in entries written before reopenings were paged)
+   * until it resolves and then reopens — it gained a finding later than its resolution, or keys
+   * after a manual resolve — which pages it again as 2, and so on.
+   */
+  page?: number;
 }
 
-/** One outbox entry per (sink, dedup key): one trigger and one resolve per incident and sink. */
-export function dedupKeyOf(incidentId: string, action: AlertAction): string {
-  return `${incidentId}:${action}`;
+/**
+ * One outbox entry per (sink, dedup key): one trigger and one resolve per incident, sink and page.
+ * The first page's keys carry no number (`inc_…:trigger`), later ones do (`inc_…:trigger:2`).
+ */
+export function dedupKeyOf(incidentId: string, action: AlertAction, page = 1): string {
+  return page === 1 ? `${incidentId}:${action}` : `${incidentId}:${action}:${page}`;
 }
 
 /** The incident's page in keyscope's web UI; every sink's message links to it. */
@@ -25,8 +34,9 @@ export function incidentUrl(publicUrl: string, incidentId: string): string {
 /** Reads an outbox payload back; undefined when it is not an event this package wrote. */
 export function readAlertEvent(payload: unknown): AlertEvent | undefined {
   if (typeof payload !== 'object' || payload === null) return undefined;
-  const { action, incident } = payload as Partial<AlertEvent>;
+  const { action, incident, page } = payload as Partial<AlertEvent>;
   if (action !== 'trigger' && action !== 'resolve') return undefined;
   if (typeof incident !== 'object' || incident === null || typeof incident.id !== 'string') return undefined;
-  return { action, incident };
+  if (page !== undefined && !(Number.isSafeInteger(page) && page >= 1)) return undefined;
+  return page === undefined ? { action, incident } : { action, incident, page };
 }

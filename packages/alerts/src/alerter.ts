@@ -34,10 +34,13 @@ export interface DeliveryPassResult {
 export interface Alerter {
   /**
    * Enqueues, for every sink whose `minSeverity` the incident meets, a trigger (once per incident
-   * and sink) and, when the incident is resolved, a resolve (once). Synchronous, so the pipeline
-   * calls it inside the SQLite transaction that stores the incidents: the page is enqueued if and
-   * only if the incident is committed. Upserting an incident again enqueues nothing new. Returns
-   * the number of entries enqueued.
+   * and sink) and, when the incident is resolved, a resolve (once). An incident that reopens after
+   * its resolve was enqueued is paged again: a trigger of its next page, later resolved in turn.
+   * Whether it is open again is read from the store (a manual resolve holds until the incident
+   * gains keys, whatever the detector says), so call it after `store.applyChanges`. Synchronous,
+   * so the pipeline calls it inside the SQLite transaction that stores the incidents: the page is
+   * enqueued if and only if the incident is committed. Upserting an incident again enqueues nothing
+   * new. Returns the number of entries enqueued.
    */
   incidentsChanged(incidents: readonly Incident[]): number;
   /**
@@ -105,22 +108,39 @@ export function createAlerter(options: AlerterOptions): Alerter {
   function enqueue(sink: SinkConfig, event: AlertEvent): boolean {
     return store.enqueueAlert({
       sink: sink.name,
-      dedupKey: dedupKeyOf(event.incident.id, event.action),
+      dedupKey: dedupKeyOf(event.incident.id, event.action, event.page),
       incidentId: event.incident.id,
       payload: event,
       dueUnixMillis: clock(),
     });
   }
 
+  /** The incident's latest page to the sink (1 for the first), 0 when it was never paged there. */
+  function latestPage(sink: SinkConfig, incidentId: string): number {
+    let page = 0;
+    while (store.hasAlert(sink.name, dedupKeyOf(incidentId, 'trigger', page + 1))) page++;
+    return page;
+  }
+
   function incidentsChanged(incidents: readonly Incident[]): number {
     let enqueued = 0;
     for (const incident of incidents) {
+      let stored: Incident['status'] | undefined;
       for (const sink of config.sinks) {
         if (!meetsSeverity(incident.severity, sink.minSeverity)) continue;
-        // Always the trigger first, even for an incident first seen already resolved (late spans):
-        // the duplicates did happen, and the trigger's lower outbox id keeps it ahead of the resolve.
-        if (enqueue(sink, { action: 'trigger', incident })) enqueued++;
-        if (incident.status === 'resolved' && enqueue(sink, { action: 'resolve', incident })) enqueued++;
+        let page = latestPage(sink, incident.id);
+        if (page === 0) {
+          // Always the trigger first, even for an incident first seen already resolved (late
+          // spans): the duplicates did happen, and the trigger's lower outbox id keeps it ahead.
+          page = 1;
+          if (enqueue(sink, { action: 'trigger', incident })) enqueued++;
+        } else if (store.hasAlert(sink.name, dedupKeyOf(incident.id, 'resolve', page))) {
+          stored ??= store.getIncident(incident.id)?.status ?? incident.status;
+          if (stored !== 'open') continue;
+          page++;
+          if (enqueue(sink, { action: 'trigger', incident, page })) enqueued++;
+        }
+        if (incident.status === 'resolved' && enqueue(sink, pageEvent('resolve', incident, page))) enqueued++;
       }
     }
     return enqueued;
@@ -132,10 +152,9 @@ export function createAlerter(options: AlerterOptions): Alerter {
       const stored = store.getIncident(id);
       if (stored === undefined) continue;
       const incident: Incident = { ...stored, status: 'resolved', resolvedUnixMillis: clock() };
-      for (const row of store.alertsOfIncident(id)) {
-        const sink = sinks.get(row.sink);
-        if (sink === undefined || row.dedupKey !== dedupKeyOf(id, 'trigger')) continue;
-        if (enqueue(sink, { action: 'resolve', incident })) enqueued++;
+      for (const sink of config.sinks) {
+        const page = latestPage(sink, id);
+        if (page > 0 && enqueue(sink, pageEvent('resolve', incident, page))) enqueued++;
       }
     }
     return enqueued;
@@ -173,9 +192,10 @@ export function createAlerter(options: AlerterOptions): Alerter {
       return abandon(entry, 'the incident was retracted or purged before its trigger was delivered');
     }
     if (event.action === 'resolve') {
+      const triggerKey = dedupKeyOf(entry.incidentId, 'trigger', event.page);
       const trigger = store
         .alertsOfIncident(entry.incidentId)
-        .find((row) => row.sink === entry.sink && row.dedupKey === dedupKeyOf(entry.incidentId, 'trigger'));
+        .find((row) => row.sink === entry.sink && row.dedupKey === triggerKey);
       if (trigger !== undefined && !trigger.delivered) {
         // The trigger's next attempt is at most one backoff ceiling after its last failure, which
         // was before now; waiting that long puts the resolve behind it without knowing its time.
@@ -191,11 +211,7 @@ export function createAlerter(options: AlerterOptions): Alerter {
     // The stored incident is the freshest (more keys since the trigger was enqueued); a resolve of
     // a retracted incident has only the snapshot it was enqueued with.
     const incident = stored ?? event.incident;
-    const request = buildRequest(
-      sink,
-      { action: event.action, incident },
-      { publicUrl, nowUnixMillis: clock() },
-    );
+    const request = buildRequest(sink, { ...event, incident }, { publicUrl, nowUnixMillis: clock() });
     const sent = await send(request);
     if (sent.outcome === 'delivered') {
       store.alertDelivered(entry.id, clock());
@@ -232,20 +248,19 @@ export function createAlerter(options: AlerterOptions): Alerter {
     incidents: readonly Incident[],
   ): Promise<number> {
     const accepted = new Map<string, Set<string>>();
-    /** Sinks that accepted the incident's trigger (delivered and not abandoned). */
+    /** Sinks that accepted the trigger of the incident's latest page (delivered and not abandoned). */
     const acceptedBy = (id: string): Set<string> => {
       let names = accepted.get(id);
       if (names === undefined) {
+        const rows = store.alertsOfIncident(id);
         names = new Set(
-          store
-            .alertsOfIncident(id)
-            .filter(
-              (row) =>
-                row.dedupKey === dedupKeyOf(id, 'trigger') &&
-                row.delivered &&
-                row.lastError?.startsWith('abandoned') !== true,
-            )
-            .map((row) => row.sink),
+          targets
+            .filter((sink) => {
+              const key = dedupKeyOf(id, 'trigger', latestPage(sink, id));
+              const row = rows.find((r) => r.sink === sink.name && r.dedupKey === key);
+              return row?.delivered === true && row.lastError?.startsWith('abandoned') !== true;
+            })
+            .map((sink) => sink.name),
         );
         accepted.set(id, names);
       }
@@ -332,6 +347,11 @@ export function createAlerter(options: AlerterOptions): Alerter {
     },
     snapshot: () => counters.snapshot(),
   };
+}
+
+/** The event of `action` for the incident's `page` (the first page's events carry no number). */
+function pageEvent(action: AlertEvent['action'], incident: Incident, page: number): AlertEvent {
+  return page === 1 ? { action, incident } : { action, incident, page };
 }
 
 /** Runs `work` over `items` with at most `limit` in flight; rethrows the first failure after all settle. */

@@ -18,6 +18,6 @@ export function buildRequest(sink: SinkConfig, event: AlertEvent, context: Paylo
     case 'slack':
       return slackRequest(sink, event.action, event.incident, context);
     case 'webhook':
-      return webhookRequest(sink, event.action, event.incident, context);
+      return webhookRequest(sink, event.action, event.incident, context, event.page);
   }
 }

@@ -14,13 +14,15 @@ export interface WebhookBody {
 
 /**
  * Delivery is at least once (a timeout after the receiver acted is retried), so every request
- * carries an `idempotency-key` header, stable across retries, for the receiver to deduplicate by.
+ * carries an `idempotency-key` header, stable across retries, for the receiver to deduplicate by
+ * (the outbox's dedup key: a reopened incident's new page has a key of its own).
  */
 export function webhookRequest(
   sink: WebhookSinkConfig,
   action: AlertAction,
   incident: Incident,
   context: PayloadContext,
+  page = 1,
 ): SinkRequest {
   const body: WebhookBody = {
     event: action === 'trigger' ? 'incident.opened' : 'incident.resolved',
@@ -29,7 +31,7 @@ export function webhookRequest(
   };
   return {
     url: sink.url,
-    headers: { ...sink.headers, ...JSON_HEADERS, 'idempotency-key': dedupKeyOf(incident.id, action) },
+    headers: { ...sink.headers, ...JSON_HEADERS, 'idempotency-key': dedupKeyOf(incident.id, action, page) },
     body,
   };
 }

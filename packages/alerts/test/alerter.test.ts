@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Incident } from '@keyscope/detector';
 import { KeyscopeStore } from '@keyscope/store';
+import { server } from '@keyscope/testkit';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type Alerter, createAlerter, parseAlertsConfig } from '../src/index.ts';
 import { failingFirst, type HttpReceiver, startReceiver } from './support/http-receiver.ts';
@@ -305,6 +306,76 @@ describe('trigger and resolve', () => {
       ['incident.opened', `${first.id}:trigger`],
       ['incident.resolved', `${first.id}:resolve`],
       ['incident.opened', `${second.id}:trigger`],
+    ]);
+  });
+
+  it('pages an incident again when it reopens after its resolve, and resolves that page too', async () => {
+    const hook = await receiver();
+    const pager = await receiver();
+    const alerts = alerter(
+      [
+        { type: 'webhook', url: hook.url },
+        { type: 'pagerduty', url: pager.url, routingKey: ROUTING_KEY },
+      ],
+      { concurrency: 1 },
+    );
+    const pipeline = createPipeline(store, alerts);
+    const opened = onlyIncident(pipeline.ingest(duplicate('k1', 0)).incidents);
+    await alerts.deliverDue();
+    // Quiet for 30 minutes: resolved at 00:30.
+    expect(onlyIncident(pipeline.tick(40 * 60).incidents)).toMatchObject({ status: 'resolved' });
+    await alerts.deliverDue();
+    // A key of the same hour executes twice at 00:50, after the resolution: the incident reopens.
+    const reopened = onlyIncident(pipeline.ingest(duplicate('k2', 50 * 60)).incidents);
+    expect(reopened).toMatchObject({ id: opened.id, status: 'open', keys: 2 });
+    pipeline.ingest(duplicate('k3', 51 * 60)); // more keys while open again: no new page
+    await alerts.deliverDue();
+    expect(onlyIncident(pipeline.tick(90 * 60).incidents)).toMatchObject({ status: 'resolved' });
+    await alerts.deliverDue();
+
+    expect(
+      hook.accepted().map((r) => [(r.body as { event: string }).event, r.headers['idempotency-key']]),
+    ).toEqual([
+      ['incident.opened', `${opened.id}:trigger`],
+      ['incident.resolved', `${opened.id}:resolve`],
+      ['incident.opened', `${opened.id}:trigger:2`],
+      ['incident.resolved', `${opened.id}:resolve:2`],
+    ]);
+    // PagerDuty keeps one dedup key per incident: a trigger after a resolve opens a new alert.
+    expect(pager.accepted().map((r) => r.body)).toMatchObject([
+      { event_action: 'trigger', dedup_key: opened.id },
+      { event_action: 'resolve', dedup_key: opened.id },
+      { event_action: 'trigger', dedup_key: opened.id },
+      { event_action: 'resolve', dedup_key: opened.id },
+    ]);
+  });
+
+  it('does not page again while a manual resolve holds, and does once the incident gains keys', async () => {
+    const hook = await receiver();
+    const alerts = alerter([{ type: 'webhook', url: hook.url }], { concurrency: 1 });
+    const pipeline = createPipeline(store, alerts);
+    const opened = onlyIncident(pipeline.ingest(duplicate('k1', 0)).incidents);
+    await alerts.deliverDue();
+    // Resolved by hand, paged the way the API pages it.
+    store.resolve(opened.id, 'alice', now);
+    store.transaction(() => alerts.incidentsChanged([store.getIncident(opened.id)!]));
+    await alerts.deliverDue();
+
+    // The same key runs a third time: the detector reports its incident (still open to it), changed.
+    const changed = pipeline.ingest([server({ key: 'k1', node: 'c', store: 'C', at: 4 })]).incidents;
+    expect(changed.map((incident) => [incident.id, incident.status, incident.keys])).toEqual([
+      [opened.id, 'open', 1],
+    ]);
+    expect(store.getIncident(opened.id)).toMatchObject({ status: 'resolved', resolvedBy: 'alice' });
+    expect(store.pendingAlerts()).toBe(0);
+
+    pipeline.ingest(duplicate('k2', 60));
+    expect(store.getIncident(opened.id)).toMatchObject({ status: 'open', keys: 2 });
+    await alerts.deliverDue();
+    expect(hook.accepted().map((r) => r.headers['idempotency-key'])).toEqual([
+      `${opened.id}:trigger`,
+      `${opened.id}:resolve`,
+      `${opened.id}:trigger:2`,
     ]);
   });
 

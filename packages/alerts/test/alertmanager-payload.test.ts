@@ -107,6 +107,24 @@ describe('a real Alertmanager', () => {
     expect(await alertsOf(other.id)).toHaveLength(1);
   });
 
+  it('shows a resolved incident active again when it reopens', async () => {
+    const pipeline = createPipeline(store, alerter);
+    const [incident] = pipeline.ingest(duplicate('k1', 0)).incidents as [Incident];
+    await alerter.deliverDue();
+    pipeline.tick(40 * 60); // quiet for 30 minutes: resolved
+    await alerter.deliverDue();
+    expect(await alertsOf(incident.id)).toEqual([]);
+
+    // Another key of the same hour executes twice after the resolution: the incident reopens.
+    const [reopened] = pipeline.ingest(duplicate('k2', 50 * 60)).incidents as [Incident];
+    expect(reopened).toMatchObject({ id: incident.id, status: 'open' });
+    expect(await alerter.deliverDue()).toMatchObject({ delivered: 1 });
+    const [alert, ...rest] = await alertsOf(incident.id);
+    expect(rest).toEqual([]);
+    expect(alert!.status.state).toBe('active');
+    expect(Date.parse(alert!.endsAt)).toBeGreaterThan(Date.now());
+  });
+
   it('re-sends open incidents so they do not expire, and only after their trigger went out', async () => {
     const pipeline = createPipeline(store, alerter);
     const [incident] = pipeline.ingest(scopeViolation('k1')).incidents as [Incident];

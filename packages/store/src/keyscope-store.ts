@@ -412,6 +412,14 @@ export class KeyscopeStore {
     );
   }
 
+  /** Whether a delivery with this (sink, dedup key) was ever enqueued (and not purged). */
+  hasAlert(sink: string, dedupKey: string): boolean {
+    return (
+      this.statement('SELECT 1 FROM outbox WHERE sink = ? AND dedup_key = ?').pluck().get(sink, dedupKey) !==
+      undefined
+    );
+  }
+
   dueAlerts(nowUnixMillis: number, limit: number): OutboxEntry[] {
     const rows = this.statement(
       `SELECT id, sink, dedup_key AS dedupKey, incident_id AS incidentId, payload, attempts FROM outbox
