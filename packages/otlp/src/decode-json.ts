@@ -149,9 +149,10 @@ class JsonTraceDecoder {
   }
 
   private span(message: JsonObject, resource: Resource, scope: InstrumentationScope): Span {
-    const traceId = id(message, 'traceId', 'trace_id', 'trace id', 16);
-    const spanId = id(message, 'spanId', 'span_id', 'span id', 8);
-    const parentSpanId = parentId(message);
+    let traceId = id(message, 'traceId', 'trace_id', 'trace id', 16);
+    let spanId = id(message, 'spanId', 'span_id', 'span id', 8);
+    let parentSpanId = parentId(message);
+    let name = string(message, 'name', 'name');
     let attributes: Attributes = createAttributes();
     this.attributes(message, attributes, this.options.spanKeys);
     const selection = this.options.spanSelection;
@@ -160,7 +161,12 @@ class JsonTraceDecoder {
       !carriesKey(attributes, selection.keys) &&
       !carriesKey(resource.attributes, selection.keys)
     ) {
+      // Checked above, but not kept: a keyed selection's spans without a key go without them.
       attributes = withoutWhenKeyed(attributes, selection);
+      traceId = '';
+      spanId = '';
+      parentSpanId = '';
+      name = '';
     }
     const events: SpanEvent[] = [];
     if (this.options.events) {
@@ -185,7 +191,7 @@ class JsonTraceDecoder {
       traceId,
       spanId,
       parentSpanId,
-      name: string(message, 'name', 'name'),
+      name,
       kind: enumValue(message, 'kind', 'kind', SPAN_KINDS, 5),
       startTimeUnixMillis: time(message, 'startTimeUnixNano', 'start_time_unix_nano'),
       endTimeUnixMillis: time(message, 'endTimeUnixNano', 'end_time_unix_nano'),

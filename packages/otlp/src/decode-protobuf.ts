@@ -305,10 +305,11 @@ class TraceDecoder {
     const r = this.r;
     const bytes = this.bytes;
     const spanStart = r.pos;
-    let traceId = '';
-    let spanId = '';
-    let parentSpanId = '';
-    let name = '';
+    let traceAt = -1;
+    let spanAt = -1;
+    let parentAt = -1;
+    let nameAt = -1;
+    let nameEnd = -1;
     let kind = 0;
     let startTimeUnixMillis = 0;
     let endTimeUnixMillis = 0;
@@ -323,9 +324,11 @@ class TraceDecoder {
     while (r.pos < end) {
       const tag = r.tag(end);
       switch (tag) {
+        // Ids and name are checked where they lie and built at the end, once it is known whether
+        // the span is keyed: under a keyed selection, a span without a key goes without them.
         case 0x0a: {
           const fieldEnd = r.lengthEnd(end);
-          traceId = this.traceId(r.pos, fieldEnd);
+          traceAt = this.checkedTraceId(r.pos, fieldEnd);
           r.pos = fieldEnd;
           break;
         }
@@ -334,28 +337,26 @@ class TraceDecoder {
           const at = r.pos;
           checkId('span id', at, fieldEnd, 8);
           if (isZero(r.view, at, 8)) throw zeroId('span id', at);
-          spanId = hexOf8(bytes, at);
+          spanAt = at;
           r.pos = fieldEnd;
           break;
         }
         case 0x22: {
           const fieldEnd = r.lengthEnd(end);
           const at = r.pos;
-          if (fieldEnd === at) parentSpanId = '';
+          if (fieldEnd === at) parentAt = -1;
           else {
             checkId('parent span id', at, fieldEnd, 8);
-            parentSpanId = isZero(r.view, at, 8) ? '' : hexOf8(bytes, at);
+            parentAt = isZero(r.view, at, 8) ? -1 : at;
           }
           r.pos = fieldEnd;
           break;
         }
-        case 0x2a: {
-          // Span names repeat (routes, operations): cached like short attribute values.
-          const nameEnd = r.lengthEnd(end);
-          name = valueCache.get(bytes, r.view, r.pos, nameEnd);
+        case 0x2a:
+          nameEnd = r.lengthEnd(end);
+          nameAt = r.pos;
           r.pos = nameEnd;
           break;
-        }
         case 0x30:
           kind = r.varint32(end);
           break;
@@ -389,8 +390,19 @@ class TraceDecoder {
     }
     // Attributes kept only on keyed spans, met on a span that turned out to carry no key.
     this.pendingCount = 0;
-    if (traceId === '') throw missingId('trace id', 16, spanStart);
-    if (spanId === '') throw missingId('span id', 8, spanStart);
+    if (traceAt === -1) throw missingId('trace id', 16, spanStart);
+    if (spanAt === -1) throw missingId('span id', 8, spanStart);
+    let traceId = '';
+    let spanId = '';
+    let parentSpanId = '';
+    let name = '';
+    if (this.keyed || this.selection === null) {
+      traceId = traceIdCache.get(bytes, r.view, traceAt);
+      spanId = hexOf8(bytes, spanAt);
+      if (parentAt !== -1) parentSpanId = hexOf8(bytes, parentAt);
+      // Span names repeat (routes, operations): cached like short attribute values.
+      if (nameAt !== -1) name = valueCache.get(bytes, r.view, nameAt, nameEnd);
+    }
     const status: SpanStatus =
       statusMessage === '' && statusCode <= 2
         ? STATUS_WITHOUT_MESSAGE[statusCode]!
@@ -411,11 +423,11 @@ class TraceDecoder {
     };
   }
 
-  private traceId(at: number, end: number): string {
+  /** Where a trace id field's 16 bytes start, once they are checked to be a valid id. */
+  private checkedTraceId(at: number, end: number): number {
     checkId('trace id', at, end, 16);
-    const view = this.r.view;
-    if (isZero(view, at, 16)) throw zeroId('trace id', at);
-    return traceIdCache.get(this.bytes, view, at);
+    if (isZero(this.r.view, at, 16)) throw zeroId('trace id', at);
+    return at;
   }
 
   private event(end: number): SpanEvent {

@@ -72,6 +72,10 @@ export interface SpanEvent {
   attributes: Attributes;
 }
 
+/**
+ * One decoded span. Under a `KeyedAttributeSelection` (decode-options.ts), a span that carries no
+ * key has '' for its trace id, span id, parent span id and name.
+ */
 export interface Span {
   /** 32 lowercase hex characters. */
   traceId: string;

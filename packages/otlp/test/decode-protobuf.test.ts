@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { decodeTracesJson } from '../src/decode-json.ts';
 import { decodeTraces } from '../src/decode-protobuf.ts';
 import { encodeTracesJson } from '../src/encode-json.ts';
-import { OTLP_NESTING } from '../src/errors.ts';
+import { OTLP_ID_ZERO, OTLP_NESTING } from '../src/errors.ts';
 import { officialEncode, referenceDecode } from './support/reference-decoder.ts';
 import { sdkSpans } from './support/sdk-spans.ts';
 
@@ -420,6 +420,40 @@ describe('decodeTraces', () => {
         const keyed = officialEncode(requestWithAttributes([{ key: 'http.route', value: nested(40) }, key]));
         expect(() => decodeTraces(keyed, options)).toThrowError(
           expect.objectContaining({ code: OTLP_NESTING.code }),
+        );
+      });
+
+      it('gives spans without a key no ids and no name, and still refuses their invalid ids', () => {
+        const hex = (n: number, width: number) => n.toString(16).padStart(width, '0');
+        const identities = (spans: ReturnType<typeof decodeTraces>) =>
+          spans.map((decoded) => [decoded.traceId, decoded.spanId, decoded.name]);
+        const expected = [
+          [hex(1, 32), hex(1, 16), 'span 1'],
+          ['', '', ''],
+          [hex(1, 32), hex(3, 16), 'span 3'],
+          [hex(1, 32), hex(4, 16), 'span 4'], // keyed by its resource
+        ];
+        expect(identities(decodeTraces(bytes, options))).toEqual(expected);
+        const json = JSON.stringify(encodeTracesJson(decodeTraces(bytes)));
+        expect(identities(decodeTracesJson(json, options))).toEqual(expected);
+
+        const child = (attributes: object[]) =>
+          officialEncode({
+            resourceSpans: [resourceSpans([], [{ ...span(5, attributes), parentSpanId: spanId(9) }])],
+          });
+        expect(decodeTraces(child([status]), options)[0]).toMatchObject({
+          parentSpanId: '',
+          kind: 2,
+          startTimeUnixMillis: 1_700_000_000_000,
+          endTimeUnixMillis: 1_700_000_001_000,
+          attributes: { 'http.response.status_code': 503 },
+        });
+        expect(decodeTraces(child([key]), options)[0]!.parentSpanId).toBe(hex(9, 16));
+        const zeroSpanId = officialEncode({
+          resourceSpans: [resourceSpans([], [{ ...span(6, [status]), spanId: new Uint8Array(8) }])],
+        });
+        expect(() => decodeTraces(zeroSpanId, options)).toThrowError(
+          expect.objectContaining({ code: OTLP_ID_ZERO.code }),
         );
       });
 
