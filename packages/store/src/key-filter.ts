@@ -27,25 +27,29 @@ export class KeyFilter {
   }
 
   add(value: string): void {
-    const h1 = hashOf(value, SEED_1);
-    const h2 = hashOf(value, SEED_2) | 1;
-    const bits = this.#bits;
-    for (let i = 0, at = h1; i < PROBES; i++, at = (at + h2) | 0) {
-      const bit = at & this.#mask;
-      bits[bit >>> 5]! |= 1 << (bit & 31);
-    }
+    this.#probe(value, true);
     this.#size++;
   }
 
   mayContain(value: string): boolean {
+    return this.#probe(value, false);
+  }
+
+  /** Visits the value's bits, setting them when `set`; whether all were set before. */
+  #probe(value: string, set: boolean): boolean {
     const h1 = hashOf(value, SEED_1);
     const h2 = hashOf(value, SEED_2) | 1;
     const bits = this.#bits;
+    let all = true;
     for (let i = 0, at = h1; i < PROBES; i++, at = (at + h2) | 0) {
       const bit = at & this.#mask;
-      if ((bits[bit >>> 5]! & (1 << (bit & 31))) === 0) return false;
+      const mask = 1 << (bit & 31);
+      if ((bits[bit >>> 5]! & mask) !== 0) continue;
+      if (!set) return false;
+      all = false;
+      bits[bit >>> 5]! |= mask;
     }
-    return true;
+    return all;
   }
 }
 

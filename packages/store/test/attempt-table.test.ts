@@ -21,6 +21,18 @@ const groupBodies = () =>
   store.db.prepare('SELECT body FROM attempt_groups ORDER BY id').pluck().all() as string[];
 const attempt = (key: string, node: string, at = 0) => server({ key, node, store: node, at });
 
+/** In place of the test's store: a database an older keyscope left, at schema `version`, one row per attempt. */
+function olderDatabase(version: number) {
+  store.close();
+  rmSync(path);
+  const old = new BetterSqlite3(path);
+  migrate(old, version);
+  const insert = old.prepare(
+    'INSERT INTO attempts (partition_key, trace_id, span_id, key, end_ms, body) VALUES (?, ?, ?, ?, ?, ?)',
+  );
+  return { old, insert };
+}
+
 beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), 'keyscope-attempt-table-'));
   path = join(dir, 'keyscope.db');
@@ -239,16 +251,9 @@ describe('the attempt log in SQLite', () => {
   });
 
   it('migrates a one-row-per-attempt database: each attempt becomes an indexed group', () => {
-    store.close();
-    rmSync(path);
-    const old = new BetterSqlite3(path);
-    migrate(old, 3);
+    const { old, insert } = olderDatabase(3);
     const first = attempt('k1', 'a');
-    old
-      .prepare(
-        'INSERT INTO attempts (partition_key, trace_id, span_id, key, end_ms, body) VALUES (?, ?, ?, ?, ?, ?)',
-      )
-      .run('k1', first.traceId, first.spanId, 'k1', first.endUnixMillis, JSON.stringify(first));
+    insert.run('k1', first.traceId, first.spanId, 'k1', first.endUnixMillis, JSON.stringify(first));
     old.close();
     store = open(1000);
     expect(indexedRows()).toBe(1);
@@ -257,16 +262,10 @@ describe('the attempt log in SQLite', () => {
   });
 
   it('reads attempts migrated from every row form, indexed or not when the database was left', () => {
-    store.close();
-    rmSync(path);
-    const old = new BetterSqlite3(path);
-    migrate(old, 4);
+    const { old, insert } = olderDatabase(4);
     const full = attempt('k1', 'a');
     const emptied = attempt('k1', 'b');
     const positional = client({ key: 'k1', resendCount: 1, statusCode: 502, error: 'reset' });
-    const insert = old.prepare(
-      'INSERT INTO attempts (partition_key, trace_id, span_id, key, end_ms, body) VALUES (?, ?, ?, ?, ?, ?)',
-    );
     insert.run('k1', full.traceId, full.spanId, 'k1', full.endUnixMillis, JSON.stringify(full));
     const body = JSON.stringify({ ...emptied, key: '', traceId: '', spanId: '' });
     insert.run('k1', emptied.traceId, emptied.spanId, 'k1', emptied.endUnixMillis, body);
