@@ -79,11 +79,13 @@ function attemptOf(key: string, f: unknown[]): Attempt {
   return { kind: 'arrival', ...base };
 }
 
-function attemptsOfRows(rows: readonly GroupRow[], into: Attempt[]): Attempt[] {
+/** The attempts of groups, in order. */
+function attemptsOfRows(rows: readonly GroupRow[]): Attempt[] {
+  const attempts: Attempt[] = [];
   for (const row of rows) {
-    for (const entry of JSON.parse(row.body) as unknown[][]) into.push(attemptOf(row.key, entry));
+    for (const entry of JSON.parse(row.body) as unknown[][]) attempts.push(attemptOf(row.key, entry));
   }
-  return into;
+  return attempts;
 }
 
 /** Whether `attempts` holds `attempt`'s span. */
@@ -114,8 +116,8 @@ const MIN_FILTER_KEYS = 65_536;
  *
  * What it costs is rows, not bytes: an INSERT through better-sqlite3 takes a few microseconds
  * whatever the row holds, and a key's attempts mostly arrive together — the client attempt and
- * the server spans it caused, in one payload (3.4 attempts per key and transaction in the bench's
- * workload). So `append` only keeps the attempt in an in-memory tail, and `flush`, at the end of
+ * the server spans it caused, in one payload (3 to 3.4 attempts per key and transaction in the
+ * bench's workload, for one to four payloads per transaction). So `append` only keeps the attempt in an in-memory tail, and `flush`, at the end of
  * the transaction (`KeyscopeStore.transaction`), writes one row per partition key it touched.
  *
  * Attempts arrive in idempotency-key order, which is random: a B-tree keyed by partition key made
@@ -162,7 +164,7 @@ export class AttemptTable implements AttemptLog {
     if (!this.#db.inTransaction) throw new Error('attempts are appended inside KeyscopeStore.transaction');
     const tailed = this.#tail.get(partitionKey);
     if (tailed !== undefined && holds(tailed.attempts, attempt)) return false;
-    if (this.#indexedKeys.mayContain(partitionKey) && holds(this.#indexed(partitionKey, []), attempt)) {
+    if (this.#indexedKeys.mayContain(partitionKey) && holds(this.#indexed(partitionKey), attempt)) {
       return false;
     }
     if (tailed === undefined) {
@@ -177,7 +179,7 @@ export class AttemptTable implements AttemptLog {
   }
 
   attemptsOf(partitionKey: string): Attempt[] {
-    const attempts = this.#indexedKeys.mayContain(partitionKey) ? this.#indexed(partitionKey, []) : [];
+    const attempts = this.#indexedKeys.mayContain(partitionKey) ? this.#indexed(partitionKey) : [];
     const tailed = this.#tail.get(partitionKey);
     if (tailed !== undefined) for (const attempt of tailed.attempts) attempts.push(attempt);
     return attempts;
@@ -200,7 +202,7 @@ export class AttemptTable implements AttemptLog {
         `SELECT ${ROW} FROM attempt_group_keys k JOIN attempt_groups g ON g.id = k.group_id WHERE ${indexedSql}`,
       )
       .all(parameters) as GroupRow[];
-    const attempts = attemptsOfRows(rows, []);
+    const attempts = attemptsOfRows(rows);
     for (const [partitionKey, tailed] of this.#tail) {
       if (matches(partitionKey)) attempts.push(...tailed.attempts);
     }
@@ -237,7 +239,7 @@ export class AttemptTable implements AttemptLog {
       .prepare(`SELECT g.partition_key, ${ROW} FROM attempt_groups g WHERE g.id > ? ORDER BY g.id`)
       .all(this.#indexedThrough()) as (GroupRow & { partition_key: string })[];
     for (const row of rows) {
-      const attempts = attemptsOfRows([row], []);
+      const attempts = attemptsOfRows([row]);
       const tailed = this.#tail.get(row.partition_key);
       if (tailed === undefined) this.#tail.set(row.partition_key, { attempts, written: attempts.length });
       else {
@@ -285,9 +287,10 @@ export class AttemptTable implements AttemptLog {
 
   /**
    * Deletes up to `maxRows` groups whose attempts all ended before `beforeUnixMillis`, with their
-   * index entries, and returns how many attempts went. The tail is indexed first (purges run every few seconds, so under little traffic
-   * that is what bounds how long an attempt waits for the index); the largest id, which the next
-   * insert's id follows, is never deleted. The key filter keeps purged keys until it is rebuilt.
+   * index entries, and returns how many attempts went. The tail is indexed first (purges run
+   * every few seconds, so under little traffic that is what bounds how long an attempt waits for
+   * the index); the largest id, which the next insert's id follows, is never deleted. The key
+   * filter keeps purged keys until it is rebuilt.
    */
   purge(beforeUnixMillis: number, maxRows: number): number {
     if (this.#tailSize > 0) this.indexPending();
@@ -327,8 +330,9 @@ export class AttemptTable implements AttemptLog {
     return stored + unwritten;
   }
 
-  #indexed(partitionKey: string, into: Attempt[]): Attempt[] {
-    return attemptsOfRows(this.#byKey.all(partitionKey) as GroupRow[], into);
+  /** The attempts of the partition key's indexed groups. */
+  #indexed(partitionKey: string): Attempt[] {
+    return attemptsOfRows(this.#byKey.all(partitionKey) as GroupRow[]);
   }
 
   /** A filter of the keys the index holds now, with room for as many again. */
