@@ -117,8 +117,9 @@ const MIN_FILTER_KEYS = 65_536;
  * What it costs is rows, not bytes: an INSERT through better-sqlite3 takes a few microseconds
  * whatever the row holds, and a key's attempts mostly arrive together — the client attempt and
  * the server spans it caused, in one payload (3 to 3.4 attempts per key and transaction in the
- * bench's workload, for one to four payloads per transaction). So `append` only keeps the attempt in an in-memory tail, and `flush`, at the end of
- * the transaction (`KeyscopeStore.transaction`), writes one row per partition key it touched.
+ * bench's workload, for one to four payloads per transaction). So `append` only keeps the attempt
+ * in an in-memory tail, and `flush`, at the end of the transaction (`KeyscopeStore.transaction`),
+ * writes one row per partition key it touched.
  *
  * Attempts arrive in idempotency-key order, which is random: a B-tree keyed by partition key made
  * every insert dirty its own index page, and each commit wrote every dirty page to the WAL. So the
