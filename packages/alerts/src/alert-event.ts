@@ -26,6 +26,15 @@ export function dedupKeyOf(incidentId: string, action: AlertAction, page = 1): s
   return page === 1 ? `${incidentId}:${action}` : `${incidentId}:${action}:${page}`;
 }
 
+/** The page a dedup key of the incident and action names; 0 when it names another incident or action. */
+export function pageOfDedupKey(dedupKey: string, incidentId: string, action: AlertAction): number {
+  const first = dedupKeyOf(incidentId, action);
+  if (dedupKey === first) return 1;
+  if (!dedupKey.startsWith(`${first}:`)) return 0;
+  const page = Number(dedupKey.slice(first.length + 1));
+  return Number.isSafeInteger(page) && page >= 2 ? page : 0;
+}
+
 /** The incident's page in keyscope's web UI; every sink's message links to it. */
 export function incidentUrl(publicUrl: string, incidentId: string): string {
   return `${publicUrl.replace(/\/+$/, '')}/incidents/${encodeURIComponent(incidentId)}`;

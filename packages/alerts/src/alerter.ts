@@ -1,6 +1,6 @@
 import type { Incident } from '@keyscope/detector';
 import type { KeyscopeStore, OutboxEntry } from '@keyscope/store';
-import { type AlertEvent, dedupKeyOf, readAlertEvent } from './alert-event.ts';
+import { type AlertEvent, dedupKeyOf, pageOfDedupKey, readAlertEvent } from './alert-event.ts';
 import { alertmanagerRequest, postableAlert } from './alertmanager-payload.ts';
 import type { AlertmanagerSinkConfig, AlertsConfig, SinkConfig } from './alerts-config.ts';
 import { buildRequest } from './build-request.ts';
@@ -115,11 +115,17 @@ export function createAlerter(options: AlerterOptions): Alerter {
     });
   }
 
-  /** The incident's latest page to the sink (1 for the first), 0 when it was never paged there. */
+  /**
+   * The incident's latest page to the sink (1 for the first), 0 when it was never paged there.
+   * The highest page among the triggers stored, not the count: a long-lived incident's first
+   * pages may have been purged past retention while later ones remain.
+   */
   function latestPage(sink: SinkConfig, incidentId: string): number {
-    let page = 0;
-    while (store.hasAlert(sink.name, dedupKeyOf(incidentId, 'trigger', page + 1))) page++;
-    return page;
+    let latest = 0;
+    for (const key of store.alertKeysStartingWith(sink.name, dedupKeyOf(incidentId, 'trigger'))) {
+      latest = Math.max(latest, pageOfDedupKey(key, incidentId, 'trigger'));
+    }
+    return latest;
   }
 
   function incidentsChanged(incidents: readonly Incident[]): number {

@@ -13,6 +13,7 @@ const PUBLIC_URL = 'http://127.0.0.1:8080';
 const ROUTING_KEY = '0123456789abcdef0123456789abcdef';
 const BASE_MILLIS = 1_000;
 const T0 = Date.UTC(2026, 5, 1);
+const DAY_MILLIS = 24 * 60 * 60 * 1000;
 
 let dir: string;
 let store: KeyscopeStore;
@@ -347,6 +348,33 @@ describe('trigger and resolve', () => {
       { event_action: 'resolve', dedup_key: opened.id },
       { event_action: 'trigger', dedup_key: opened.id },
       { event_action: 'resolve', dedup_key: opened.id },
+    ]);
+  });
+
+  it('pages a reopened incident once, also after its first page was purged past retention', async () => {
+    const hook = await receiver();
+    const alerts = alerter([{ type: 'webhook', url: hook.url }], { concurrency: 1 });
+    const pipeline = createPipeline(store, alerts);
+    const opened = onlyIncident(pipeline.ingest(duplicate('k1', 0)).incidents);
+    await alerts.deliverDue();
+    pipeline.tick(40 * 60);
+    await alerts.deliverDue();
+    now += 10 * DAY_MILLIS;
+    pipeline.ingest(duplicate('k2', 50 * 60)); // reopens: page 2
+    await alerts.deliverDue();
+    // Retention takes the first page's delivered rows; the incident, open, stays.
+    store.purge({ attemptsBeforeUnixMillis: 0, recordsBeforeUnixMillis: T0 + DAY_MILLIS, maxRows: 100 });
+    expect(store.alertsOfIncident(opened.id).map((row) => row.dedupKey)).toEqual([`${opened.id}:trigger:2`]);
+
+    pipeline.ingest(duplicate('k3', 52 * 60)); // the open incident gains a key: no new page
+    expect(store.pendingAlerts()).toBe(0);
+    pipeline.tick(120 * 60);
+    await alerts.deliverDue();
+    expect(hook.accepted().map((r) => r.headers['idempotency-key'])).toEqual([
+      `${opened.id}:trigger`,
+      `${opened.id}:resolve`,
+      `${opened.id}:trigger:2`,
+      `${opened.id}:resolve:2`,
     ]);
   });
 

@@ -420,6 +420,13 @@ export class KeyscopeStore {
     );
   }
 
+  /** The dedup keys of a sink's deliveries that start with `prefix` (ASCII), from its unique index. */
+  alertKeysStartingWith(sink: string, prefix: string): string[] {
+    return this.statement('SELECT dedup_key FROM outbox WHERE sink = ? AND dedup_key >= ? AND dedup_key < ?')
+      .pluck()
+      .all(sink, prefix, `${prefix}\uffff`) as string[];
+  }
+
   dueAlerts(nowUnixMillis: number, limit: number): OutboxEntry[] {
     const rows = this.statement(
       `SELECT id, sink, dedup_key AS dedupKey, incident_id AS incidentId, payload, attempts FROM outbox
