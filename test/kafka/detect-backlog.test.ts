@@ -41,6 +41,8 @@ function cleanAttempt(n: number, startUnixMillis: number): ServerAttempt {
 let cluster: KafkaCluster;
 let keyscope: RunningRoles | undefined;
 let lateKeyscope: RunningRoles | undefined;
+/** The first test's detect role, which the restart test starts again on the same state files. */
+let detectConfig: ReturnType<typeof resolveServeConfig> | undefined;
 const dir = mkdtempSync(join(tmpdir(), 'keyscope-detect-backlog-'));
 
 beforeAll(async () => {
@@ -95,6 +97,18 @@ describe('the detect role reading a backlog', () => {
     expect(await counterReaches(() => counters.attemptsDetected, ATTEMPTS)).toBe(ATTEMPTS);
     // One transaction per fetched batch would be dozens; a rebalance may add a replay per partition.
     expect(counters.detectTransactions).toBeLessThanOrEqual(4 * PARTITIONS);
+    detectConfig = config;
+  }, 120_000);
+
+  it('takes its partitions up again from its own state files after a restart, applying nothing twice', async () => {
+    await keyscope!.stop();
+    keyscope = await startRoles(detectConfig!, { logger: silentLogger });
+    const counters = keyscope.counters!;
+    expect(await counterReaches(() => counters.resumes, PARTITIONS)).toBeGreaterThanOrEqual(PARTITIONS);
+    expect(counters.rebuilds).toBe(0);
+    // Positioned after what its files hold: a second to fetch finds nothing to apply again.
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect(counters.attemptsDetected).toBe(0);
   }, 120_000);
 
   it('skips a run of records past the horizon without taking it for a gap', async () => {

@@ -172,6 +172,7 @@ export async function startDetectRole(
       if (slot.detector !== undefined) {
         await flush(slot.detector);
         from = slot.detector.appliedOffset + 1;
+        counters.resumes++;
         logger.info(`detect: ${topic}[${partition}] resumes from its state at offset ${from}`);
       } else {
         slot.detector = new PartitionDetector({ path, partition, detectorConfig, retentionMillis, now });

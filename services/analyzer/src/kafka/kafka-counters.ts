@@ -24,6 +24,8 @@ export class KafkaCounters {
   backoffs = 0;
   /** Partitions whose detector state was rebuilt from the attempts topic. */
   rebuilds = 0;
+  /** Partitions taken up from the state file this instance kept, still current. */
+  resumes = 0;
   /** Records read again while rebuilding, skipped because older than the retry horizon. */
   rebuildSkipped = 0;
   /** Partitions this instance owns right now. */
@@ -52,6 +54,7 @@ export class KafkaCounters {
       detectTransactions: this.detectTransactions,
       backoffs: this.backoffs,
       rebuilds: this.rebuilds,
+      resumes: this.resumes,
       rebuildSkipped: this.rebuildSkipped,
       partitionsOwned: this.partitionsOwned,
     };
@@ -144,6 +147,11 @@ export function createKafkaMetrics(counters: KafkaCounters): { render: () => Pro
     'keyscope_kafka_partition_rebuilds_total',
     'Attempts partitions whose state was rebuilt from the topic.',
     () => counters.rebuilds,
+  );
+  plain(
+    'keyscope_kafka_partition_resumes_total',
+    'Attempts partitions taken up from the state file this instance kept (still current).',
+    () => counters.resumes,
   );
   new Gauge({
     name: 'keyscope_kafka_partitions_owned',
