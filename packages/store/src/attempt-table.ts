@@ -109,6 +109,15 @@ interface Tailed {
 
 /** The key filter's capacity when the index holds few keys. */
 const MIN_FILTER_KEYS = 65_536;
+/** Keys read from the index per step of a key filter rebuild: tens of milliseconds of work. */
+const REBUILD_STEP_KEYS = 50_000;
+
+/** A key filter being filled from the index a step at a time, while the current one answers. */
+interface FilterRebuild {
+  readonly filter: KeyFilter;
+  /** The last partition key read; the next step starts there ('' before the first). */
+  from: string;
+}
 
 /**
  * The attempt log in SQLite: one row per partition key and transaction (`attempt_groups`), with a
@@ -130,7 +139,9 @@ const MIN_FILTER_KEYS = 65_536;
  * Redelivery is refused exactly: an attempt is new unless the tail or an indexed group holds its
  * (partition key, trace id, span id). A Bloom filter of the partition keys in the index (built at
  * open, added to as batches are indexed) spares the attempts of keys it never held — most of them —
- * the index lookups. A crash loses nothing committed: unindexed groups are the ones past
+ * the index lookups. Once it holds more keys than it was sized for, a new one, sized for twice the
+ * index's entries, is filled from the index 50,000 keys per indexing and then takes over: no
+ * transaction on the ingest path reads the whole index. A crash loses nothing committed: unindexed groups are the ones past
  * `attempt_index.indexed_through`, indexed when the store opens. After a failed transaction the
  * tail is read back from the database (`afterRollback`), since SQLite rolled its rows back.
  */
@@ -142,7 +153,13 @@ export class AttemptTable implements AttemptLog {
   #tailSize = 0;
   /** Partition keys with attempts appended since the last `flush`, in the order first appended. */
   readonly #unwritten: string[] = [];
+  /** The partition keys the index holds (and, until the next rebuild, some it held). */
   #indexedKeys: KeyFilter;
+  /** A larger or fresher filter being filled, a step per indexing, to replace `#indexedKeys`. */
+  #rebuild: FilterRebuild | undefined;
+  /** Entries in `attempt_group_keys`: counted at open, then kept up to date; sizes the filter. */
+  #indexEntries: number;
+  readonly #keysFrom: Statement;
   readonly #insert: Statement;
   readonly #byKey: Statement;
 
@@ -155,9 +172,18 @@ export class AttemptTable implements AttemptLog {
     this.#byKey = db.prepare(
       `SELECT ${ROW} FROM attempt_group_keys k JOIN attempt_groups g ON g.id = k.group_id WHERE k.partition_key = ?`,
     );
+    this.#keysFrom = db
+      .prepare(
+        'SELECT DISTINCT partition_key FROM attempt_group_keys WHERE partition_key >= ? ORDER BY partition_key LIMIT ?',
+      )
+      .pluck();
+    this.#indexEntries = db.prepare('SELECT count(*) FROM attempt_group_keys').pluck().get() as number;
     this.#indexedKeys = new KeyFilter(MIN_FILTER_KEYS);
     this.indexPending();
-    this.#rebuildKeyFilter();
+    // At open, all at once: nothing is waiting on the store yet.
+    const opening = this.#startRebuild();
+    while (!this.#stepRebuild(opening));
+    this.#indexedKeys = opening.filter;
   }
 
   /** Must run inside a transaction (`KeyscopeStore.transaction`), whose end writes the attempt. */
@@ -261,12 +287,12 @@ export class AttemptTable implements AttemptLog {
     const through = this.#indexedThrough();
     this.#db.transaction(() => {
       this.flush();
-      this.#db
+      this.#indexEntries += this.#db
         .prepare(
           `INSERT OR IGNORE INTO attempt_group_keys (partition_key, group_id)
            SELECT partition_key, id FROM attempt_groups WHERE id > ? ORDER BY partition_key, id`,
         )
-        .run(through);
+        .run(through).changes;
       this.#db
         .prepare(
           'UPDATE attempt_index SET indexed_through = (SELECT max(?, coalesce(max(id), 0)) FROM attempt_groups)',
@@ -275,10 +301,27 @@ export class AttemptTable implements AttemptLog {
     })();
     // Added before the outer transaction commits: if it rolls back, the filter holds keys the
     // index does not, which costs a lookup that finds nothing, never a wrong answer.
-    for (const partitionKey of this.#tail.keys()) this.#indexedKeys.add(partitionKey);
+    for (const partitionKey of this.#tail.keys()) {
+      this.#indexedKeys.add(partitionKey);
+      this.#rebuild?.filter.add(partitionKey);
+    }
     this.#tail.clear();
     this.#tailSize = 0;
-    if (this.#indexedKeys.size > this.#indexedKeys.capacity) this.#rebuildKeyFilter();
+    // A filter past its capacity answers "maybe" more and more often (purged keys stay in it too):
+    // a new one is filled from the index a step per indexing, so no single transaction reads all
+    // of it (seconds for tens of millions of keys), and swapped in when full.
+    if (this.#rebuild === undefined && this.#indexedKeys.size > this.#indexedKeys.capacity) {
+      this.#rebuild = this.#startRebuild();
+    }
+    if (this.#rebuild !== undefined && this.#stepRebuild(this.#rebuild)) {
+      this.#indexedKeys = this.#rebuild.filter;
+      this.#rebuild = undefined;
+    }
+  }
+
+  /** Whether the key filter is being rebuilt, and the capacity of the one answering; for tests. */
+  get keyFilter(): { capacity: number; rebuilding: boolean } {
+    return { capacity: this.#indexedKeys.capacity, rebuilding: this.#rebuild !== undefined };
   }
 
   /** Attempts waiting in the tail. */
@@ -310,7 +353,7 @@ export class AttemptTable implements AttemptLog {
     const deleteRow = this.#db.prepare('DELETE FROM attempt_groups WHERE id = ?');
     let removed = 0;
     for (const row of rows) {
-      deleteKey.run(row.partition_key, row.id);
+      this.#indexEntries -= deleteKey.run(row.partition_key, row.id).changes;
       deleteRow.run(row.id);
       removed += row.attempts;
     }
@@ -336,15 +379,19 @@ export class AttemptTable implements AttemptLog {
     return attemptsOfRows(this.#byKey.all(partitionKey) as GroupRow[]);
   }
 
-  /** A filter of the keys the index holds now, with room for as many again. */
-  #rebuildKeyFilter(): void {
-    const keys = this.#db
-      .prepare('SELECT DISTINCT partition_key FROM attempt_group_keys')
-      .pluck()
-      .all() as string[];
-    const filter = new KeyFilter(Math.max(MIN_FILTER_KEYS, 2 * keys.length));
-    for (const partitionKey of keys) filter.add(partitionKey);
-    this.#indexedKeys = filter;
+  /** An empty filter with room for twice the keys the index holds (entries bound the keys). */
+  #startRebuild(): FilterRebuild {
+    return { filter: new KeyFilter(Math.max(MIN_FILTER_KEYS, 2 * this.#indexEntries)), from: '' };
+  }
+
+  /** Adds the index's next keys to the rebuilt filter; true once it holds them all. */
+  #stepRebuild(rebuild: FilterRebuild): boolean {
+    // From the last key read, inclusive: the step reads it again, which costs one add.
+    const keys = this.#keysFrom.all(rebuild.from, REBUILD_STEP_KEYS) as string[];
+    for (const key of keys) rebuild.filter.add(key);
+    if (keys.length < REBUILD_STEP_KEYS) return true;
+    rebuild.from = keys[keys.length - 1]!;
+    return false;
   }
 
   #indexedThrough(): number {

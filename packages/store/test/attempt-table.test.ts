@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { arrival, client, server, TEST_EPOCH_UNIX_MILLIS } from '@keyscope/testkit';
 import BetterSqlite3 from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { AttemptTable } from '../src/attempt-table.ts';
 import { KeyscopeStore } from '../src/index.ts';
 import { migrate } from '../src/migrations.ts';
 
@@ -203,10 +204,11 @@ describe('the attempt log in SQLite', () => {
     expect(store.attemptLog.attemptsOf('k1').map((a) => a.spanId)).toEqual([first.spanId]);
   });
 
-  it('keeps finding indexed keys once more keys are indexed than its filter was sized for', () => {
+  it('rebuilds its key filter a step per indexing once it is full, answering rightly all along', () => {
     store.close();
     store = open(10_000);
-    const keys = 70_000; // past the filter's first capacity (65,536), so it is rebuilt larger
+    const table = store.attemptLog as AttemptTable;
+    const keys = 70_000; // past the filter's first capacity (65,536)
     const firsts: ReturnType<typeof attempt>[] = [];
     for (let from = 0; from < keys; from += 10_000) {
       store.transaction(() => {
@@ -218,10 +220,22 @@ describe('the attempt log in SQLite', () => {
       });
     }
     expect(indexedRows()).toBe(keys);
-    store.transaction(() => {
-      for (const a of firsts) expect(store.attemptLog.append(a.key, { ...a })).toBe(false);
-    });
-    for (const a of firsts) expect(store.attemptLog.attemptsOf(a.key)).toEqual([a]);
+    const answersRightly = () => {
+      store.transaction(() => {
+        for (const a of firsts) expect(store.attemptLog.append(a.key, { ...a })).toBe(false);
+      });
+      for (const a of firsts) expect(store.attemptLog.attemptsOf(a.key)).toEqual([a]);
+    };
+    // The last indexing found the filter full and read the first 50,000 keys into a new one.
+    expect(table.keyFilter).toEqual({ capacity: 65_536, rebuilding: true });
+    answersRightly();
+    // The next indexing (a purge indexes what waits) reads the rest and swaps the filters.
+    const late = attempt('key-late', 'a');
+    store.transaction(() => store.attemptLog.append(late.key, late));
+    store.purge({ attemptsBeforeUnixMillis: 0, recordsBeforeUnixMillis: 0, maxRows: 1 });
+    expect(table.keyFilter).toEqual({ capacity: 2 * keys, rebuilding: false });
+    answersRightly();
+    store.transaction(() => expect(store.attemptLog.append(late.key, { ...late })).toBe(false));
   });
 
   it('takes only its own attempts with it when a nested transaction fails', () => {
