@@ -61,6 +61,16 @@ function alerter(sinks: unknown[], extra: Record<string, unknown> = {}, random =
   return created;
 }
 
+/** The webhook events a receiver accepted, with the idempotency key each carried, in order. */
+function webhookEvents(hook: HttpReceiver): [string, string | string[] | undefined][] {
+  return hook.accepted().map((r) => [(r.body as { event: string }).event, r.headers['idempotency-key']]);
+}
+
+/** The idempotency keys of the webhook requests a receiver accepted, in order. */
+function idempotencyKeys(hook: HttpReceiver): (string | string[] | undefined)[] {
+  return hook.accepted().map((r) => r.headers['idempotency-key']);
+}
+
 function onlyIncident(incidents: Incident[]): Incident {
   expect(incidents).toHaveLength(1);
   return incidents[0]!;
@@ -301,9 +311,7 @@ describe('trigger and resolve', () => {
     expect(second.routingEvent?.type).toBe('node_down');
     await alerts.deliverDue();
 
-    expect(
-      hook.accepted().map((r) => [(r.body as { event: string }).event, r.headers['idempotency-key']]),
-    ).toEqual([
+    expect(webhookEvents(hook)).toEqual([
       ['incident.opened', `${first.id}:trigger`],
       ['incident.resolved', `${first.id}:resolve`],
       ['incident.opened', `${second.id}:trigger`],
@@ -334,9 +342,7 @@ describe('trigger and resolve', () => {
     expect(onlyIncident(pipeline.tick(90 * 60).incidents)).toMatchObject({ status: 'resolved' });
     await alerts.deliverDue();
 
-    expect(
-      hook.accepted().map((r) => [(r.body as { event: string }).event, r.headers['idempotency-key']]),
-    ).toEqual([
+    expect(webhookEvents(hook)).toEqual([
       ['incident.opened', `${opened.id}:trigger`],
       ['incident.resolved', `${opened.id}:resolve`],
       ['incident.opened', `${opened.id}:trigger:2`],
@@ -370,7 +376,7 @@ describe('trigger and resolve', () => {
     expect(store.pendingAlerts()).toBe(0);
     pipeline.tick(120 * 60);
     await alerts.deliverDue();
-    expect(hook.accepted().map((r) => r.headers['idempotency-key'])).toEqual([
+    expect(idempotencyKeys(hook)).toEqual([
       `${opened.id}:trigger`,
       `${opened.id}:resolve`,
       `${opened.id}:trigger:2`,
@@ -400,7 +406,7 @@ describe('trigger and resolve', () => {
     pipeline.ingest(duplicate('k2', 60));
     expect(store.getIncident(opened.id)).toMatchObject({ status: 'open', keys: 2 });
     await alerts.deliverDue();
-    expect(hook.accepted().map((r) => r.headers['idempotency-key'])).toEqual([
+    expect(idempotencyKeys(hook)).toEqual([
       `${opened.id}:trigger`,
       `${opened.id}:resolve`,
       `${opened.id}:trigger:2`,
@@ -415,7 +421,7 @@ describe('trigger and resolve', () => {
     pipeline.ingest([], nodeADown());
     const second = onlyIncident(pipeline.tick(60).incidents);
     expect(await alerts.deliverDue()).toEqual({ delivered: 1, retried: 0, abandoned: 2, deferred: 0 });
-    expect(hook.accepted().map((r) => r.headers['idempotency-key'])).toEqual([`${second.id}:trigger`]);
+    expect(idempotencyKeys(hook)).toEqual([`${second.id}:trigger`]);
   });
 });
 
