@@ -116,16 +116,16 @@ export function createAlerter(options: AlerterOptions): Alerter {
   }
 
   /**
-   * The incident's latest page to the sink (1 for the first), 0 when it was never paged there.
-   * The highest page among the triggers stored, not the count: a long-lived incident's first
-   * pages may have been purged past retention while later ones remain.
+   * The incident's latest page to the sink (1 for the first, 0 when it was never paged there) and
+   * whether that page's resolve was enqueued: one read of the sink's dedup keys for the incident.
+   * The highest page stored, not a count: a long-lived incident's first pages may have been purged
+   * past retention while later ones remain.
    */
-  function latestPage(sink: SinkConfig, incidentId: string): number {
-    let latest = 0;
-    for (const key of store.alertKeysStartingWith(sink.name, dedupKeyOf(incidentId, 'trigger'))) {
-      latest = Math.max(latest, pageOfDedupKey(key, incidentId, 'trigger'));
-    }
-    return latest;
+  function latestPage(sink: SinkConfig, incidentId: string): { page: number; resolved: boolean } {
+    const keys = store.alertKeysStartingWith(sink.name, `${incidentId}:`);
+    let page = 0;
+    for (const key of keys) page = Math.max(page, pageOfDedupKey(key, incidentId, 'trigger'));
+    return { page, resolved: page > 0 && keys.includes(dedupKeyOf(incidentId, 'resolve', page)) };
   }
 
   function incidentsChanged(incidents: readonly Incident[]): number {
@@ -134,13 +134,13 @@ export function createAlerter(options: AlerterOptions): Alerter {
       let stored: Incident['status'] | undefined;
       for (const sink of config.sinks) {
         if (!meetsSeverity(incident.severity, sink.minSeverity)) continue;
-        let page = latestPage(sink, incident.id);
+        let { page, resolved } = latestPage(sink, incident.id);
         if (page === 0) {
           // Always the trigger first, even for an incident first seen already resolved (late
           // spans): the duplicates did happen, and the trigger's lower outbox id keeps it ahead.
           page = 1;
           if (enqueue(sink, { action: 'trigger', incident })) enqueued++;
-        } else if (store.hasAlert(sink.name, dedupKeyOf(incident.id, 'resolve', page))) {
+        } else if (resolved) {
           stored ??= store.getIncident(incident.id)?.status ?? incident.status;
           if (stored !== 'open') continue;
           page++;
@@ -159,7 +159,7 @@ export function createAlerter(options: AlerterOptions): Alerter {
       if (stored === undefined) continue;
       const incident: Incident = { ...stored, status: 'resolved', resolvedUnixMillis: clock() };
       for (const sink of config.sinks) {
-        const page = latestPage(sink, id);
+        const { page } = latestPage(sink, id);
         if (page > 0 && enqueue(sink, pageEvent('resolve', incident, page))) enqueued++;
       }
     }
@@ -262,7 +262,7 @@ export function createAlerter(options: AlerterOptions): Alerter {
         names = new Set(
           targets
             .filter((sink) => {
-              const key = dedupKeyOf(id, 'trigger', latestPage(sink, id));
+              const key = dedupKeyOf(id, 'trigger', latestPage(sink, id).page);
               const row = rows.find((r) => r.sink === sink.name && r.dedupKey === key);
               return row?.delivered === true && row.lastError?.startsWith('abandoned') !== true;
             })

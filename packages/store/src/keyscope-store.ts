@@ -412,14 +412,6 @@ export class KeyscopeStore {
     );
   }
 
-  /** Whether a delivery with this (sink, dedup key) was ever enqueued (and not purged). */
-  hasAlert(sink: string, dedupKey: string): boolean {
-    return (
-      this.statement('SELECT 1 FROM outbox WHERE sink = ? AND dedup_key = ?').pluck().get(sink, dedupKey) !==
-      undefined
-    );
-  }
-
   /** The dedup keys of a sink's deliveries that start with `prefix` (ASCII), from its unique index. */
   alertKeysStartingWith(sink: string, prefix: string): string[] {
     return this.statement('SELECT dedup_key FROM outbox WHERE sink = ? AND dedup_key >= ? AND dedup_key < ?')
