@@ -328,7 +328,8 @@ class TraceDecoder {
         // the span is keyed: under a keyed selection, a span without a key goes without them.
         case 0x0a: {
           const fieldEnd = r.lengthEnd(end);
-          traceAt = this.checkedTraceId(r.pos, fieldEnd);
+          this.checkTraceId(r.pos, fieldEnd);
+          traceAt = r.pos;
           r.pos = fieldEnd;
           break;
         }
@@ -423,11 +424,10 @@ class TraceDecoder {
     };
   }
 
-  /** Where a trace id field's 16 bytes start, once they are checked to be a valid id. */
-  private checkedTraceId(at: number, end: number): number {
+  /** Refuses a trace id field that is not 16 bytes, or all zeros. */
+  private checkTraceId(at: number, end: number): void {
     checkId('trace id', at, end, 16);
     if (isZero(this.r.view, at, 16)) throw zeroId('trace id', at);
-    return at;
   }
 
   private event(end: number): SpanEvent {
