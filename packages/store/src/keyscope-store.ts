@@ -1,7 +1,8 @@
-import type { Attempt, NodeActivity, Placement } from '@keyscope/attempts';
+import type { Attempt, NodeActivity } from '@keyscope/attempts';
 import type { AttemptLog, DetectorChanges, Finding, FindingClass, Incident } from '@keyscope/detector';
 import { KeyscopeError } from '@keyscope/errors';
 import BetterSqlite3, { type Database, type Statement } from 'better-sqlite3';
+import { ActivityTable } from './activity-table.ts';
 import { AttemptTable } from './attempt-table.ts';
 import { type BackgroundCheckpoints, checkpointInBackground } from './background-checkpoints.ts';
 import { decodeCursor, encodeCursor } from './cursor.ts';
@@ -81,6 +82,7 @@ export class KeyscopeStore {
   readonly db: Database;
   readonly attemptLog: AttemptLog;
   readonly #attempts: AttemptTable;
+  readonly #activity: ActivityTable;
   readonly #checkpoints: BackgroundCheckpoints | undefined;
   /** Whether a worker thread checkpoints this database's WAL (`StoreOptions.backgroundCheckpoints`, file databases). */
   readonly checkpointsInBackground: boolean;
@@ -121,14 +123,16 @@ export class KeyscopeStore {
     }
     this.#attempts = new AttemptTable(this.db, { indexBatchRows: options.attemptIndexBatchRows ?? 20_000 });
     this.attemptLog = this.#attempts;
+    this.#activity = new ActivityTable(this.db);
     this.#checkpoints = this.checkpointsInBackground ? checkpointInBackground(options.path) : undefined;
   }
 
   /**
    * Runs `work` in one transaction (nested calls become savepoints). The outermost one writes the
    * attempts appended meanwhile, a row per partition key, and brings their key index up to date
-   * when enough attempts wait for it. A nested one first writes what the outer one appended, so
-   * that if it fails, rolling it back takes only its own attempts with it.
+   * when enough attempts wait for it; it also folds the node activity log into its table when that
+   * is due. A nested one first writes what the outer one appended, so that if it fails, rolling it
+   * back takes only its own attempts with it.
    */
   transaction<T>(work: () => T): T {
     const outermost = !this.db.inTransaction;
@@ -139,12 +143,14 @@ export class KeyscopeStore {
         if (outermost) {
           this.#attempts.flush();
           this.#attempts.indexIfDue();
+          this.#activity.foldIfDue();
         }
         return result;
       })();
     } catch (error) {
       // Rows appended by what failed are gone; so must be their tail entries (also for a savepoint).
       this.#attempts.afterRollback();
+      this.#activity.afterRollback();
       if (error instanceof KeyscopeError || !isSqliteError(error)) throw error;
       throw new KeyscopeError(STORE_UNAVAILABLE, `database write failed: ${(error as Error).message}`, {
         cause: error,
@@ -328,59 +334,22 @@ export class KeyscopeStore {
   }
 
   /**
-   * Adds node activity to the stored counts (counts add up; order does not matter). Samples of one
-   * node and bucket are summed first, so a group of payloads (or a Kafka batch, which repeats every
-   * node's activity per record) costs one upsert per node and bucket.
+   * Adds node activity to the stored counts (counts add up; order does not matter): one row of the
+   * activity log per call, whatever the samples (activity-table.ts).
    */
   recordActivity(samples: readonly NodeActivity[]): void {
-    const upsert = this.statement(
-      `INSERT INTO activity (bucket_start_ms, service, node, bucket_ms, placement, spans, errors) VALUES (?, ?, ?, ?, ?, ?, ?)
-       ON CONFLICT (bucket_start_ms, service, node) DO UPDATE SET spans = spans + excluded.spans, errors = errors + excluded.errors`,
-    );
-    const merged = new Map<string, { sample: NodeActivity; spans: number; errors: number }>();
-    for (const sample of samples) {
-      const id = `${sample.placement.service}\u0000${sample.placement.node}\u0000${sample.bucketStartUnixMillis}`;
-      const entry = merged.get(id);
-      if (entry === undefined) merged.set(id, { sample, spans: sample.spans, errors: sample.errors });
-      else {
-        entry.spans += sample.spans;
-        entry.errors += sample.errors;
-      }
-    }
-    for (const { sample, spans, errors } of merged.values()) {
-      const p = sample.placement;
-      upsert.run(
-        sample.bucketStartUnixMillis,
-        p.service,
-        p.node,
-        sample.bucketMillis,
-        JSON.stringify(p),
-        spans,
-        errors,
-      );
-    }
+    if (this.db.inTransaction) this.#activity.record(samples);
+    else this.transaction(() => this.#activity.record(samples));
   }
 
   /** Node activity from the latest stored bucket back `windowMillis`, for a restarted detector. */
   recentActivity(windowMillis: number): NodeActivity[] {
-    const latest = this.statement('SELECT max(bucket_start_ms) FROM activity').pluck().get() as number | null;
-    if (latest === null) return [];
-    const rows = this.statement(
-      'SELECT placement, bucket_start_ms, bucket_ms, spans, errors FROM activity WHERE bucket_start_ms >= ?',
-    ).all(latest - windowMillis) as {
-      placement: string;
-      bucket_start_ms: number;
-      bucket_ms: number;
-      spans: number;
-      errors: number;
-    }[];
-    return rows.map((row) => ({
-      placement: JSON.parse(row.placement) as Placement,
-      bucketStartUnixMillis: row.bucket_start_ms,
-      bucketMillis: row.bucket_ms,
-      spans: row.spans,
-      errors: row.errors,
-    }));
+    return this.#activity.recent(windowMillis);
+  }
+
+  /** Node activity logged and not yet folded into its table; for tests. */
+  get activityLogRows(): number {
+    return this.#activity.loggedRows;
   }
 
   saveState(name: string, value: unknown): void {
@@ -484,6 +453,8 @@ export class KeyscopeStore {
   }): number {
     return this.transaction(() => {
       let removed = this.#attempts.purge(options.attemptsBeforeUnixMillis, options.maxRows);
+      // Under little traffic the log is folded here rather than by the transactions that fill it.
+      this.#activity.fold();
       removed += this.statement(
         'DELETE FROM findings WHERE seq IN (SELECT seq FROM findings WHERE last_seen_ms < ? LIMIT ?)',
       ).run(options.recordsBeforeUnixMillis, options.maxRows).changes;

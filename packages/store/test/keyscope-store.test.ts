@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Attempt, ExtractedAttempts } from '@keyscope/attempts';
+import type { Attempt, ExtractedAttempts, NodeActivity } from '@keyscope/attempts';
 import { createDetector, type Detector } from '@keyscope/detector';
 import { isKeyscopeError } from '@keyscope/errors';
 import { activity, server, TEST_EPOCH_UNIX_MILLIS } from '@keyscope/testkit';
@@ -232,6 +232,18 @@ describe('retention', () => {
   });
 });
 
+/** Activity as [node, second's offset in ms, spans, errors], by node then time. */
+function byNode(samples: NodeActivity[]): [string, number, number, number][] {
+  return samples
+    .map((a): [string, number, number, number] => [
+      a.placement.node,
+      a.bucketStartUnixMillis - TEST_EPOCH_UNIX_MILLIS,
+      a.spans,
+      a.errors,
+    ])
+    .sort((x, y) => x[0].localeCompare(y[0]) || x[1] - y[1]);
+}
+
 describe('node activity', () => {
   it('keeps the activity a database held before its table was keyed by time, and reads it in time order', () => {
     const path = join(dir, 'activity-v5.db');
@@ -279,7 +291,7 @@ describe('node activity', () => {
     expect(recent[0]!.placement).toMatchObject({ service: 'payments', node: 'a' });
   });
 
-  it('sums the samples of one node and bucket in one call before writing them', () => {
+  it('writes a call’s samples as one log row, summed per node and bucket, and reads them before they are folded', () => {
     const changes = () => store.db.prepare('SELECT total_changes()').pluck().get() as number;
     const before = changes();
     store.recordActivity([
@@ -287,25 +299,85 @@ describe('node activity', () => {
       ...activity({ node: 'a', fromSecond: 0, toSecond: 2, spans: 4 }),
       ...activity({ node: 'b', fromSecond: 0, toSecond: 1, spans: 1 }),
     ]);
-    expect(changes() - before).toBe(3);
-    const recent = store
-      .recentActivity(4000)
-      .sort(
-        (x, y) =>
-          x.placement.node.localeCompare(y.placement.node) ||
-          x.bucketStartUnixMillis - y.bucketStartUnixMillis,
-      );
+    expect(changes() - before).toBe(1);
     expect(
-      recent.map((a) => [
-        a.placement.node,
-        a.bucketStartUnixMillis - TEST_EPOCH_UNIX_MILLIS,
-        a.spans,
-        a.errors,
-      ]),
-    ).toEqual([
+      JSON.parse(store.db.prepare('SELECT body FROM activity_log').pluck().get() as string),
+    ).toHaveLength(3);
+    expect(store.db.prepare('SELECT count(*) FROM activity').pluck().get()).toBe(0);
+    expect(byNode(store.recentActivity(4000))).toEqual([
       ['a', 0, 7, 1],
       ['a', 1000, 7, 1],
       ['b', 0, 1, 0],
+    ]);
+  });
+
+  it('folds the log into the table every 64 transactions, one upsert per node and bucket', () => {
+    for (let i = 0; i < 63; i++) {
+      store.transaction(() =>
+        store.recordActivity(activity({ node: 'a', fromSecond: 0, toSecond: 2, spans: 1 })),
+      );
+    }
+    expect(store.activityLogRows).toBe(63);
+    expect(store.db.prepare('SELECT count(*) FROM activity').pluck().get()).toBe(0);
+    const changes = () => store.db.prepare('SELECT total_changes()').pluck().get() as number;
+    const before = changes();
+    store.transaction(() =>
+      store.recordActivity(activity({ node: 'a', fromSecond: 0, toSecond: 2, spans: 1 })),
+    );
+    // One log row, two upserts, the log's 64 rows deleted.
+    expect(changes() - before).toBe(1 + 2 + 64);
+    expect(store.activityLogRows).toBe(0);
+    expect(store.db.prepare('SELECT count(*) FROM activity_log').pluck().get()).toBe(0);
+    expect(byNode(store.recentActivity(4000))).toEqual([
+      ['a', 0, 64, 0],
+      ['a', 1000, 64, 0],
+    ]);
+    store.recordActivity(activity({ node: 'a', fromSecond: 1, toSecond: 2, spans: 5 }));
+    expect(byNode(store.recentActivity(4000))).toEqual([
+      ['a', 0, 64, 0],
+      ['a', 1000, 69, 0],
+    ]);
+  });
+
+  it('folds at open what an earlier process logged, and loses none of it', () => {
+    const path = join(dir, 'keyscope.db');
+    store.recordActivity(activity({ node: 'a', fromSecond: 0, toSecond: 2, spans: 3 }));
+    store.recordActivity(activity({ node: 'b', fromSecond: 1, toSecond: 2, spans: 2, errors: 2 }));
+    store.close();
+    const raw = new BetterSqlite3(path);
+    expect(raw.prepare('SELECT count(*) FROM activity_log').pluck().get()).toBe(2);
+    raw.close();
+    store = new KeyscopeStore({ path });
+    expect(store.activityLogRows).toBe(0);
+    expect(store.db.prepare('SELECT count(*) FROM activity_log').pluck().get()).toBe(0);
+    expect(byNode(store.recentActivity(4000))).toEqual([
+      ['a', 0, 3, 0],
+      ['a', 1000, 3, 0],
+      ['b', 1000, 2, 2],
+    ]);
+  });
+
+  it('forgets the activity of a transaction that failed, and of a savepoint rolled back', () => {
+    store.recordActivity(activity({ node: 'a', fromSecond: 0, toSecond: 1, spans: 1 }));
+    expect(() =>
+      store.transaction(() => {
+        store.recordActivity(activity({ node: 'a', fromSecond: 0, toSecond: 1, spans: 10 }));
+        throw new Error('the detector failed');
+      }),
+    ).toThrow('the detector failed');
+    store.transaction(() => {
+      store.recordActivity(activity({ node: 'b', fromSecond: 0, toSecond: 1, spans: 2 }));
+      expect(() =>
+        store.transaction(() => {
+          store.recordActivity(activity({ node: 'b', fromSecond: 0, toSecond: 1, spans: 20 }));
+          throw new Error('a nested write failed');
+        }),
+      ).toThrow('a nested write failed');
+    });
+    expect(store.activityLogRows).toBe(2);
+    expect(byNode(store.recentActivity(4000))).toEqual([
+      ['a', 0, 1, 0],
+      ['b', 0, 2, 0],
     ]);
   });
 });
