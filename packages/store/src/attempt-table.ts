@@ -3,17 +3,17 @@ import type { AttemptLog } from '@keyscope/detector';
 import type { Database, Statement } from 'better-sqlite3';
 import { KeyFilter } from './key-filter.ts';
 
-/** What a read needs of a group's row (`g`). */
-const ROW = 'g.key, g.body';
-
-interface GroupRow {
-  key: string;
-  body: string;
-}
-
 /**
- * An attempt as a group's body holds it: a JSON array of its fields in a fixed order, without the
- * key (a column of the group already).
+ * What a read needs of a partition key's index entry (`k`) and its batch (`b`): the bytes of the
+ * key's array in the batch's body.
+ */
+const SLICE = 'substr(b.body, k.start, k.length)';
+
+/** A partition key's entry in a batch's `keys`: [partitionKey, start (1-based), length] in bytes of `body`. */
+type Located = [string, number, number];
+/**
+ * An attempt as a batch's body holds it: a JSON array of its fields in a fixed order, without the
+ * key (first in its partition key's array already).
  *
  *   [traceId, spanId, kind, tenant, parentSpanId, startUnixMillis, endUnixMillis,
  *    service, node, cluster, region, zone, operation, ...kind's own fields]
@@ -32,7 +32,7 @@ function entryOf(a: Attempt): unknown[] {
   return fields;
 }
 
-/** The attempt of a group entry, in either form; properties in the order the extractor creates them. */
+/** The attempt of a batch entry, in either form; properties in the order the extractor creates them. */
 function attemptOf(key: string, f: unknown[]): Attempt {
   const traceId = f[0] as string;
   const spanId = f[1] as string;
@@ -79,12 +79,18 @@ function attemptOf(key: string, f: unknown[]): Attempt {
   return { kind: 'arrival', ...base };
 }
 
-/** The attempts of groups, in order. */
-function attemptsOfRows(rows: readonly GroupRow[]): Attempt[] {
+/** The attempts of one partition key's array, `[key, ...entries]`, as JSON. */
+function attemptsOfSegment(json: string, into: Attempt[] = []): Attempt[] {
+  const segment = JSON.parse(json) as unknown[];
+  const key = segment[0] as string;
+  for (let i = 1; i < segment.length; i++) into.push(attemptOf(key, segment[i] as unknown[]));
+  return into;
+}
+
+/** The attempts of slices read through the key index, in order. */
+function attemptsOfSlices(slices: readonly Buffer[]): Attempt[] {
   const attempts: Attempt[] = [];
-  for (const row of rows) {
-    for (const entry of JSON.parse(row.body) as unknown[][]) attempts.push(attemptOf(row.key, entry));
-  }
+  for (const slice of slices) attemptsOfSegment(slice.toString('utf8'), attempts);
   return attempts;
 }
 
@@ -120,30 +126,32 @@ interface FilterRebuild {
 }
 
 /**
- * The attempt log in SQLite: one row per partition key and transaction (`attempt_groups`), with a
- * key index (`attempt_group_keys`) maintained in batches behind the ingest path.
+ * The attempt log in SQLite: one row per transaction (`attempt_batches`), with a key index
+ * (`attempt_batch_keys`) maintained in batches behind the ingest path.
  *
  * What it costs is rows, not bytes: an INSERT through better-sqlite3 takes a few microseconds
- * whatever the row holds, and a key's attempts mostly arrive together — the client attempt and
- * the server spans it caused, in one payload (3 to 3.4 attempts per key and transaction in the
- * bench's workload, for one to four payloads per transaction). So `append` only keeps the attempt
- * in an in-memory tail, and `flush`, at the end of the transaction (`KeyscopeStore.transaction`),
- * writes one row per partition key it touched.
+ * whatever the row holds, and a transaction on the ingest path appends the attempts of dozens to
+ * thousands of keys. So `append` only keeps the attempt in an in-memory tail, and `flush`, at the
+ * end of the transaction (`KeyscopeStore.transaction`), writes one row: per partition key it
+ * touched, a JSON array `[key, ...entries]`, the arrays concatenated as the row's body, and the
+ * byte range of each (`keys`). The index copies those ranges, so a lookup reads one key's bytes of
+ * the batch, not all of it.
  *
  * Attempts arrive in idempotency-key order, which is random: a B-tree keyed by partition key made
  * every insert dirty its own index page, and each commit wrote every dirty page to the WAL. So the
  * rows append (the table is in insertion order), and once `indexBatchRows` attempts are waiting,
- * the transaction that wrote them also inserts their groups' index entries, sorted, where a batch
+ * the transaction that wrote them also inserts their keys' index entries, sorted, where a batch
  * lands on each index page many entries at a time.
  *
- * Redelivery is refused exactly: an attempt is new unless the tail or an indexed group holds its
+ * Redelivery is refused exactly: an attempt is new unless the tail or an indexed batch holds its
  * (partition key, trace id, span id). A Bloom filter of the partition keys in the index (built at
  * open, added to as batches are indexed) spares the attempts of keys it never held — most of them —
  * the index lookups. Once it holds more keys than it was sized for, a new one, sized for twice the
  * index's entries, is filled from the index 50,000 keys per indexing and then takes over: no
- * transaction on the ingest path reads the whole index. A crash loses nothing committed: unindexed groups are the ones past
- * `attempt_index.indexed_through`, indexed when the store opens. After a failed transaction the
- * tail is read back from the database (`afterRollback`), since SQLite rolled its rows back.
+ * transaction on the ingest path reads the whole index. A crash loses nothing committed: unindexed
+ * batches are the ones past `attempt_index.indexed_through`, indexed when the store opens. After a
+ * failed transaction the tail is read back from the database (`afterRollback`), since SQLite
+ * rolled its rows back.
  */
 export class AttemptTable implements AttemptLog {
   readonly #db: Database;
@@ -157,7 +165,7 @@ export class AttemptTable implements AttemptLog {
   #indexedKeys: KeyFilter;
   /** A larger or fresher filter being filled, a step per indexing, to replace `#indexedKeys`. */
   #rebuild: FilterRebuild | undefined;
-  /** Entries in `attempt_group_keys`: counted at open, then kept up to date; sizes the filter. */
+  /** Entries in `attempt_batch_keys`: counted at open, then kept up to date; sizes the filter. */
   #indexEntries: number;
   readonly #keysFrom: Statement;
   readonly #insert: Statement;
@@ -167,17 +175,19 @@ export class AttemptTable implements AttemptLog {
     this.#db = db;
     this.#options = options;
     this.#insert = db.prepare(
-      'INSERT INTO attempt_groups (partition_key, key, end_ms, body) VALUES (?, ?, ?, ?)',
+      'INSERT INTO attempt_batches (end_ms, attempts, keys, body) VALUES (?, ?, ?, ?)',
     );
-    this.#byKey = db.prepare(
-      `SELECT ${ROW} FROM attempt_group_keys k JOIN attempt_groups g ON g.id = k.group_id WHERE k.partition_key = ?`,
-    );
-    this.#keysFrom = db
+    this.#byKey = db
       .prepare(
-        'SELECT DISTINCT partition_key FROM attempt_group_keys WHERE partition_key >= ? ORDER BY partition_key LIMIT ?',
+        `SELECT ${SLICE} FROM attempt_batch_keys k JOIN attempt_batches b ON b.id = k.batch_id WHERE k.partition_key = ?`,
       )
       .pluck();
-    this.#indexEntries = db.prepare('SELECT count(*) FROM attempt_group_keys').pluck().get() as number;
+    this.#keysFrom = db
+      .prepare(
+        'SELECT DISTINCT partition_key FROM attempt_batch_keys WHERE partition_key >= ? ORDER BY partition_key LIMIT ?',
+      )
+      .pluck();
+    this.#indexEntries = db.prepare('SELECT count(*) FROM attempt_batch_keys').pluck().get() as number;
     this.#indexedKeys = new KeyFilter(MIN_FILTER_KEYS);
     this.indexPending();
     // At open, all at once: nothing is waiting on the store yet.
@@ -217,40 +227,52 @@ export class AttemptTable implements AttemptLog {
 
   /**
    * Attempts of every partition key `matches` accepts among those `indexedSql` selects from
-   * `attempt_group_keys` (as `k`) with `parameters`, plus the tail's. For the API's key lookup.
+   * `attempt_batch_keys` (as `k`) with `parameters`, plus the tail's. For the API's key lookup.
    */
   attemptsWhere(
     indexedSql: string,
     parameters: object,
     matches: (partitionKey: string) => boolean,
   ): Attempt[] {
-    const rows = this.#db
+    const slices = this.#db
       .prepare(
-        `SELECT ${ROW} FROM attempt_group_keys k JOIN attempt_groups g ON g.id = k.group_id WHERE ${indexedSql}`,
+        `SELECT ${SLICE} FROM attempt_batch_keys k JOIN attempt_batches b ON b.id = k.batch_id WHERE ${indexedSql}`,
       )
-      .all(parameters) as GroupRow[];
-    const attempts = attemptsOfRows(rows);
+      .pluck()
+      .all(parameters) as Buffer[];
+    const attempts = attemptsOfSlices(slices);
     for (const [partitionKey, tailed] of this.#tail) {
       if (matches(partitionKey)) attempts.push(...tailed.attempts);
     }
     return attempts;
   }
 
-  /** Writes one row per partition key appended to since the last flush; inside the caller's transaction. */
+  /** Writes the attempts appended since the last flush as one row; inside the caller's transaction. */
   flush(): void {
+    if (this.#unwritten.length === 0) return;
+    const segments: string[] = [];
+    const located: Located[] = [];
+    let start = 1;
+    let attemptCount = 0;
+    let end = Number.NEGATIVE_INFINITY;
     for (const partitionKey of this.#unwritten) {
       const tailed = this.#tail.get(partitionKey)!;
       const { attempts } = tailed;
-      const entries: unknown[][] = [];
-      let end = Number.NEGATIVE_INFINITY;
+      const segment: unknown[] = [attempts[tailed.written]!.key];
       for (let i = tailed.written; i < attempts.length; i++) {
         const attempt = attempts[i]!;
-        entries.push(entryOf(attempt));
+        segment.push(entryOf(attempt));
         if (attempt.endUnixMillis > end) end = attempt.endUnixMillis;
       }
-      this.#insert.run(partitionKey, attempts[tailed.written]!.key, end, JSON.stringify(entries));
+      attemptCount += attempts.length - tailed.written;
       tailed.written = attempts.length;
+      const json = JSON.stringify(segment);
+      const length = Buffer.byteLength(json);
+      segments.push(json);
+      located.push([partitionKey, start, length]);
+      start += length;
     }
+    this.#insert.run(end, attemptCount, JSON.stringify(located), Buffer.from(segments.join('')));
     this.#unwritten.length = 0;
   }
 
@@ -263,17 +285,19 @@ export class AttemptTable implements AttemptLog {
     this.#tailSize = 0;
     this.#unwritten.length = 0;
     const rows = this.#db
-      .prepare(`SELECT g.partition_key, ${ROW} FROM attempt_groups g WHERE g.id > ? ORDER BY g.id`)
-      .all(this.#indexedThrough()) as (GroupRow & { partition_key: string })[];
+      .prepare('SELECT keys, body FROM attempt_batches WHERE id > ? ORDER BY id')
+      .all(this.#indexedThrough()) as { keys: string; body: Buffer }[];
     for (const row of rows) {
-      const attempts = attemptsOfRows([row]);
-      const tailed = this.#tail.get(row.partition_key);
-      if (tailed === undefined) this.#tail.set(row.partition_key, { attempts, written: attempts.length });
-      else {
-        tailed.attempts.push(...attempts);
-        tailed.written = tailed.attempts.length;
+      for (const [partitionKey, start, length] of JSON.parse(row.keys) as Located[]) {
+        const attempts = attemptsOfSegment(row.body.toString('utf8', start - 1, start - 1 + length));
+        const tailed = this.#tail.get(partitionKey);
+        if (tailed === undefined) this.#tail.set(partitionKey, { attempts, written: attempts.length });
+        else {
+          tailed.attempts.push(...attempts);
+          tailed.written = tailed.attempts.length;
+        }
+        this.#tailSize += attempts.length;
       }
-      this.#tailSize += attempts.length;
     }
   }
 
@@ -282,20 +306,21 @@ export class AttemptTable implements AttemptLog {
     if (this.#tailSize >= this.#options.indexBatchRows) this.indexPending();
   }
 
-  /** Writes what waits, then moves every group past the index into it, sorted so each index page is written once. */
+  /** Writes what waits, then moves every batch past the index into it, sorted so each index page is written once. */
   indexPending(): void {
     const through = this.#indexedThrough();
     this.#db.transaction(() => {
       this.flush();
       this.#indexEntries += this.#db
         .prepare(
-          `INSERT OR IGNORE INTO attempt_group_keys (partition_key, group_id)
-           SELECT partition_key, id FROM attempt_groups WHERE id > ? ORDER BY partition_key, id`,
+          `INSERT OR IGNORE INTO attempt_batch_keys (partition_key, batch_id, start, length)
+           SELECT j.value ->> 0, b.id, j.value ->> 1, j.value ->> 2
+           FROM attempt_batches b, json_each(b.keys) j WHERE b.id > ? ORDER BY 1, 2`,
         )
         .run(through).changes;
       this.#db
         .prepare(
-          'UPDATE attempt_index SET indexed_through = (SELECT max(?, coalesce(max(id), 0)) FROM attempt_groups)',
+          'UPDATE attempt_index SET indexed_through = (SELECT max(?, coalesce(max(id), 0)) FROM attempt_batches)',
         )
         .run(through);
     })();
@@ -330,32 +355,36 @@ export class AttemptTable implements AttemptLog {
   }
 
   /**
-   * Deletes up to `maxRows` groups whose attempts all ended before `beforeUnixMillis`, with their
-   * index entries, and returns how many attempts went. The tail is indexed first (purges run
-   * every few seconds, so under little traffic that is what bounds how long an attempt waits for
-   * the index); the largest id, which the next insert's id follows, is never deleted. The key
-   * filter keeps purged keys until it is rebuilt.
+   * Deletes batches whose attempts all ended before `beforeUnixMillis`, with their index entries,
+   * until about `maxRows` index entries went (at least one batch), and returns how many attempts
+   * went. The tail is indexed first (purges run every few seconds, so under little traffic that is
+   * what bounds how long an attempt waits for the index); the largest id, which the next insert's
+   * id follows, is never deleted. The key filter keeps purged keys until it is rebuilt.
    */
   purge(beforeUnixMillis: number, maxRows: number): number {
     if (this.#tailSize > 0) this.indexPending();
     const rows = this.#db
-      .prepare(
-        'SELECT id, partition_key, json_array_length(body) AS attempts FROM attempt_groups WHERE end_ms < ? AND id < ? LIMIT ?',
-      )
+      .prepare('SELECT id, keys, attempts FROM attempt_batches WHERE end_ms < ? AND id < ? LIMIT ?')
       .all(beforeUnixMillis, this.#indexedThrough(), maxRows) as {
       id: number;
-      partition_key: string;
+      keys: string;
       attempts: number;
     }[];
     const deleteKey = this.#db.prepare(
-      'DELETE FROM attempt_group_keys WHERE partition_key = ? AND group_id = ?',
+      'DELETE FROM attempt_batch_keys WHERE partition_key = ? AND batch_id = ?',
     );
-    const deleteRow = this.#db.prepare('DELETE FROM attempt_groups WHERE id = ?');
+    const deleteRow = this.#db.prepare('DELETE FROM attempt_batches WHERE id = ?');
     let removed = 0;
+    let entries = 0;
     for (const row of rows) {
-      this.#indexEntries -= deleteKey.run(row.partition_key, row.id).changes;
+      for (const [partitionKey] of JSON.parse(row.keys) as Located[]) {
+        const deleted = deleteKey.run(partitionKey, row.id).changes;
+        this.#indexEntries -= deleted;
+        entries += deleted;
+      }
       deleteRow.run(row.id);
       removed += row.attempts;
+      if (entries >= maxRows) break;
     }
     return removed;
   }
@@ -363,7 +392,7 @@ export class AttemptTable implements AttemptLog {
   /** Attempts stored, written or waiting. */
   count(): number {
     const stored = this.#db
-      .prepare('SELECT coalesce(sum(json_array_length(body)), 0) FROM attempt_groups')
+      .prepare('SELECT coalesce(sum(attempts), 0) FROM attempt_batches')
       .pluck()
       .get() as number;
     let unwritten = 0;
@@ -374,9 +403,9 @@ export class AttemptTable implements AttemptLog {
     return stored + unwritten;
   }
 
-  /** The attempts of the partition key's indexed groups. */
+  /** The attempts of the partition key's indexed batches. */
   #indexed(partitionKey: string): Attempt[] {
-    return attemptsOfRows(this.#byKey.all(partitionKey) as GroupRow[]);
+    return attemptsOfSlices(this.#byKey.all(partitionKey) as Buffer[]);
   }
 
   /** An empty filter with room for twice the keys the index holds (entries bound the keys). */

@@ -12,7 +12,7 @@ import { migrate } from './migrations.ts';
 export interface StoreOptions {
   /** A file path, or ':memory:' for tests. */
   path: string;
-  /** Attempts appended before their groups' key index is brought up to date (attempt-table.ts); default 20,000. */
+  /** Attempts appended before their keys' index entries are written is brought up to date (attempt-table.ts); default 20,000. */
   attemptIndexBatchRows?: number;
   /**
    * Checkpoint the WAL on a worker thread instead of inside the commit that crosses the limit
@@ -129,7 +129,7 @@ export class KeyscopeStore {
 
   /**
    * Runs `work` in one transaction (nested calls become savepoints). The outermost one writes the
-   * attempts appended meanwhile, a row per partition key, and brings their key index up to date
+   * attempts appended meanwhile as one row, and brings their key index up to date
    * when enough attempts wait for it; it also folds the node activity log into its table when that
    * is due. A nested one first writes what the outer one appended, so that if it fails, rolling it
    * back takes only its own attempts with it.

@@ -198,6 +198,43 @@ const MIGRATIONS: readonly string[] = [
     body TEXT NOT NULL
   );
   `,
+  `
+  -- Attempts as one row per transaction instead of one per partition key and transaction
+  -- (attempt-table.ts): an INSERT costs a few microseconds whatever the row holds, and a
+  -- transaction on the ingest path wrote about sixty groups. body holds, per partition key, a JSON
+  -- array [key, ...entries] (an entry as attempt_groups held it), the arrays concatenated; keys
+  -- lists [partition_key, start, length] of each array's bytes in body (start 1-based, as substr
+  -- counts), which the key index copies, so a lookup reads one key's bytes, not the batch's.
+  CREATE TABLE attempt_batches (
+    id INTEGER PRIMARY KEY,
+    end_ms REAL NOT NULL,
+    attempts INTEGER NOT NULL,
+    keys TEXT NOT NULL,
+    body BLOB NOT NULL
+  );
+  INSERT INTO attempt_batches (id, end_ms, attempts, keys, body)
+    SELECT id, end_ms, attempts, json_array(json_array(partition_key, 1, length(segment))), segment
+    FROM (
+      SELECT id, partition_key, end_ms, json_array_length(body) AS attempts,
+        CAST('[' || json_quote(key) || ',' || substr(body, 2) AS BLOB) AS segment
+      FROM attempt_groups
+    )
+    ORDER BY id;
+  CREATE INDEX attempt_batches_by_end ON attempt_batches (end_ms);
+  CREATE TABLE attempt_batch_keys (
+    partition_key TEXT NOT NULL,
+    batch_id INTEGER NOT NULL,
+    start INTEGER NOT NULL,
+    length INTEGER NOT NULL,
+    PRIMARY KEY (partition_key, batch_id)
+  ) WITHOUT ROWID;
+  INSERT INTO attempt_batch_keys (partition_key, batch_id, start, length)
+    SELECT k.partition_key, k.group_id, 1, length(b.body)
+    FROM attempt_group_keys k JOIN attempt_batches b ON b.id = k.group_id
+    ORDER BY k.partition_key, k.group_id;
+  DROP TABLE attempt_group_keys;
+  DROP TABLE attempt_groups;
+  `,
 ];
 
 /** Applies the migrations the database lacks, up to `targetVersion` (tests stop earlier); returns the latest. */

@@ -17,9 +17,31 @@ function open(batch: number): KeyscopeStore {
   return new KeyscopeStore({ path, attemptIndexBatchRows: batch });
 }
 
-const indexedRows = () => store.db.prepare('SELECT count(*) FROM attempt_group_keys').pluck().get() as number;
-const groupBodies = () =>
-  store.db.prepare('SELECT body FROM attempt_groups ORDER BY id').pluck().all() as string[];
+const indexedRows = () => store.db.prepare('SELECT count(*) FROM attempt_batch_keys').pluck().get() as number;
+/** Each batch row: its body as text, and where each partition key's array lies in it. */
+const batches = () =>
+  (
+    store.db.prepare('SELECT end_ms, attempts, keys, body FROM attempt_batches ORDER BY id').all() as {
+      end_ms: number;
+      attempts: number;
+      keys: string;
+      body: Buffer;
+    }[]
+  ).map((row) => ({
+    endUnixMillis: row.end_ms,
+    attempts: row.attempts,
+    keys: JSON.parse(row.keys) as [string, number, number][],
+    body: row.body.toString('utf8'),
+  }));
+/** The JSON array a batch holds for `partitionKey`, cut from its bytes as the index reads it. */
+const arrayOf = (batch: ReturnType<typeof batches>[number], partitionKey: string) => {
+  const [, start, length] = batch.keys.find(([key]) => key === partitionKey)!;
+  return JSON.parse(
+    Buffer.from(batch.body)
+      .subarray(start - 1, start - 1 + length)
+      .toString('utf8'),
+  ) as unknown[];
+};
 const attempt = (key: string, node: string, at = 0) => server({ key, node, store: node, at });
 
 /** In place of the test's store: a database an older keyscope left, at schema `version`, one row per attempt. */
@@ -131,10 +153,8 @@ describe('the attempt log in SQLite', () => {
   });
 
   it('purges expired attempts with their index entries, indexing waiting ones first', () => {
-    store.transaction(() => {
-      store.attemptLog.append('old', attempt('old', 'a', 0));
-      store.attemptLog.append('new', attempt('new', 'a', 100_000));
-    });
+    store.transaction(() => store.attemptLog.append('old', attempt('old', 'a', 0)));
+    store.transaction(() => store.attemptLog.append('new', attempt('new', 'a', 100_000)));
     const removed = store.purge({
       attemptsBeforeUnixMillis: TEST_EPOCH_UNIX_MILLIS + 50_000,
       recordsBeforeUnixMillis: 0,
@@ -142,11 +162,32 @@ describe('the attempt log in SQLite', () => {
     });
     expect(removed).toBe(1);
     expect(indexedRows()).toBe(1);
+    expect(batches().map((batch) => batch.keys.map(([key]) => key))).toEqual([['new']]);
     expect(store.attemptsOfKey('old')).toEqual([]);
     expect(store.attemptsOfKey('new')).toHaveLength(1);
   });
 
-  it('writes one row per partition key and transaction, however many of its attempts arrive', () => {
+  it('keeps a batch until every attempt in it is past the horizon', () => {
+    store.transaction(() => {
+      store.attemptLog.append('old', attempt('old', 'a', 0));
+      store.attemptLog.append('late', attempt('late', 'a', 100));
+    });
+    store.transaction(() => store.attemptLog.append('next', attempt('next', 'a', 200)));
+    const purge = (beforeSecond: number) =>
+      store.purge({
+        attemptsBeforeUnixMillis: TEST_EPOCH_UNIX_MILLIS + beforeSecond * 1000,
+        recordsBeforeUnixMillis: 0,
+        maxRows: 10,
+      });
+    expect(purge(50)).toBe(0);
+    expect(store.attemptsOfKey('old')).toHaveLength(1);
+    expect(purge(150)).toBe(2);
+    expect(store.attemptsOfKey('old')).toEqual([]);
+    expect(store.attemptsOfKey('late')).toEqual([]);
+    expect(indexedRows()).toBe(1);
+  });
+
+  it('writes one row per transaction, however many keys and attempts it appends', () => {
     store.close();
     store = open(1000);
     store.transaction(() => {
@@ -155,19 +196,18 @@ describe('the attempt log in SQLite', () => {
       store.attemptLog.append('k1', attempt('k1', 'b', 2));
     });
     store.transaction(() => store.attemptLog.append('k1', attempt('k1', 'c', 3)));
-    const rows = store.db
-      .prepare('SELECT partition_key, end_ms, json_array_length(body) AS n FROM attempt_groups ORDER BY id')
-      .all();
-    expect(rows).toEqual([
-      { partition_key: 'k1', end_ms: TEST_EPOCH_UNIX_MILLIS + 2_100, n: 2 },
-      { partition_key: 'k2', end_ms: TEST_EPOCH_UNIX_MILLIS + 1_100, n: 1 },
-      { partition_key: 'k1', end_ms: TEST_EPOCH_UNIX_MILLIS + 3_100, n: 1 },
+    const rows = batches();
+    expect(rows.map((row) => [row.endUnixMillis, row.attempts, row.keys.map(([key]) => key)])).toEqual([
+      [TEST_EPOCH_UNIX_MILLIS + 2_100, 3, ['k1', 'k2']],
+      [TEST_EPOCH_UNIX_MILLIS + 3_100, 1, ['k1']],
     ]);
+    expect(arrayOf(rows[0]!, 'k1')).toHaveLength(3);
+    expect(arrayOf(rows[0]!, 'k2')).toHaveLength(2);
     expect(store.attemptLog.attemptsOf('k1').map((a) => a.placement.node)).toEqual(['a', 'b', 'c']);
     expect(store.counts().attempts).toBe(4);
   });
 
-  it('stores attempts positionally without their key, and reads every kind back whole', () => {
+  it('stores a key once per batch and attempts positionally, and reads every kind back whole', () => {
     store.close();
     store = open(1); // indexed at the end of each transaction, so reads come from the rows
     const attempts = [
@@ -178,16 +218,34 @@ describe('the attempt log in SQLite', () => {
     store.transaction(() => {
       for (const a of attempts) store.attemptLog.append('k1', a);
     });
-    const bodies = groupBodies();
-    expect(bodies).toHaveLength(1);
-    const entries = JSON.parse(bodies[0]!) as unknown[][];
+    const rows = batches();
+    expect(rows).toHaveLength(1);
+    const [key, ...entries] = arrayOf(rows[0]!, 'k1') as [string, ...unknown[][]];
+    expect(key).toBe('k1');
     expect(entries.map((entry) => entry.slice(0, 3))).toEqual(
       attempts.map((a) => [a.traceId, a.spanId, a.kind]),
     );
-    expect(bodies[0]).not.toContain('"k1"');
+    expect(rows[0]!.body.match(/"k1"/g)).toHaveLength(1);
     const read = store.attemptLog.attemptsOf('k1');
     expect(read).toEqual(attempts);
     expect(read.map((a) => Object.keys(a))).toEqual(attempts.map((a) => Object.keys(a)));
+  });
+
+  it('reads one key’s bytes of a batch whatever the other keys hold, multi-byte text included', () => {
+    store.close();
+    store = open(1);
+    const accented = server({ key: 'clé-1', node: 'nœud-α', store: 'A', tenant: 'société' });
+    const emoji = server({ key: 'k-🚀', node: 'b', store: 'B' });
+    const plain = server({ key: 'k3', node: 'c', store: 'C' });
+    store.transaction(() => {
+      store.attemptLog.append(accented.key, accented);
+      store.attemptLog.append(emoji.key, emoji);
+      store.attemptLog.append(plain.key, plain);
+    });
+    expect(batches()).toHaveLength(1);
+    expect(store.attemptLog.attemptsOf('k-🚀')).toEqual([emoji]);
+    expect(store.attemptLog.attemptsOf('k3')).toEqual([plain]);
+    expect(store.attemptsOfKey('clé-1')).toEqual([accented]);
   });
 
   it('refuses a redelivery after a restart: the key filter is built from the index at open', () => {

@@ -67,7 +67,7 @@ describe('the detection pipeline', () => {
 
   it('refuses every payload of a group whose transaction failed, retryably, and recovers', async () => {
     store.db.exec(
-      "CREATE TRIGGER refuse BEFORE INSERT ON attempt_groups BEGIN SELECT RAISE(ABORT, 'disk says no'); END;",
+      "CREATE TRIGGER refuse BEFORE INSERT ON attempt_batches BEGIN SELECT RAISE(ABORT, 'disk says no'); END;",
     );
     const outcomes = await Promise.allSettled([
       pipeline.consumeSpans([execution('k1', 'a', 1)]),
