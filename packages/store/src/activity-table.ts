@@ -44,7 +44,7 @@ export class ActivityTable {
   readonly #db: Database;
   readonly #foldEveryRows: number;
   /** Counts logged since the last fold, by bucket, service and node. */
-  readonly #unfolded = new Map<string, Counted>();
+  readonly #unfolded = new NodeBucketCounts();
   #loggedRows = 0;
   readonly #log: Statement;
   readonly #upsert: Statement;
@@ -68,8 +68,8 @@ export class ActivityTable {
    */
   record(samples: readonly NodeActivity[]): void {
     if (samples.length === 0) return;
-    const merged = new Map<string, Counted>();
-    for (const sample of samples) addTo(merged, sample, sample.spans, sample.errors);
+    const merged = new NodeBucketCounts();
+    for (const sample of samples) merged.add(sample, sample.spans, sample.errors);
     const logged: LoggedSample[] = [];
     for (const counted of merged.values()) {
       const p = counted.placement;
@@ -84,7 +84,7 @@ export class ActivityTable {
         counted.spans,
         counted.errors,
       ]);
-      addTo(this.#unfolded, counted, counted.spans, counted.errors);
+      this.#unfolded.add(counted, counted.spans, counted.errors);
     }
     this.#log.run(JSON.stringify(logged));
     this.#loggedRows++;
@@ -139,7 +139,7 @@ export class ActivityTable {
       spans: number;
       errors: number;
     }[];
-    const recent = new Map<string, Counted>();
+    const recent = new NodeBucketCounts();
     for (const row of rows) {
       const counted: Counted = {
         placement: JSON.parse(row.placement) as Placement,
@@ -148,10 +148,10 @@ export class ActivityTable {
         spans: row.spans,
         errors: row.errors,
       };
-      recent.set(idOf(counted), counted);
+      recent.add(counted, counted.spans, counted.errors);
     }
     for (const counted of this.#unfolded.values()) {
-      if (counted.bucketStartUnixMillis >= from) addTo(recent, counted, counted.spans, counted.errors);
+      if (counted.bucketStartUnixMillis >= from) recent.add(counted, counted.spans, counted.errors);
     }
     return [...recent.values()]
       .sort(
@@ -188,37 +188,59 @@ export class ActivityTable {
           bucketStartUnixMillis: bucketStart,
           bucketMillis,
         };
-        addTo(this.#unfolded, sample, spans, errors);
+        this.#unfolded.add(sample, spans, errors);
       }
     }
     this.#loggedRows = bodies.length;
   }
 }
 
-/** One node's bucket: what a row of `activity` is keyed by. */
-function idOf(sample: Pick<NodeActivity, 'placement' | 'bucketStartUnixMillis'>): string {
-  return `${sample.bucketStartUnixMillis}\u0000${sample.placement.service}\u0000${sample.placement.node}`;
-}
+/**
+ * Counts by service, node and bucket (what a row of `activity` is keyed by), in nested maps so
+ * that adding a sample builds no key.
+ */
+class NodeBucketCounts {
+  readonly #byService = new Map<string, Map<string, Map<number, Counted>>>();
 
-function addTo(
-  counts: Map<string, Counted>,
-  sample: Pick<NodeActivity, 'placement' | 'bucketStartUnixMillis' | 'bucketMillis'>,
-  spans: number,
-  errors: number,
-): void {
-  const id = idOf(sample);
-  const counted = counts.get(id);
-  if (counted === undefined) {
-    counts.set(id, {
-      placement: sample.placement,
-      bucketStartUnixMillis: sample.bucketStartUnixMillis,
-      bucketMillis: sample.bucketMillis,
-      spans,
-      errors,
-    });
-  } else {
-    counted.spans += spans;
-    counted.errors += errors;
+  add(
+    sample: Pick<NodeActivity, 'placement' | 'bucketStartUnixMillis' | 'bucketMillis'>,
+    spans: number,
+    errors: number,
+  ): void {
+    const { service, node } = sample.placement;
+    let byNode = this.#byService.get(service);
+    if (byNode === undefined) {
+      byNode = new Map();
+      this.#byService.set(service, byNode);
+    }
+    let byBucket = byNode.get(node);
+    if (byBucket === undefined) {
+      byBucket = new Map();
+      byNode.set(node, byBucket);
+    }
+    const counted = byBucket.get(sample.bucketStartUnixMillis);
+    if (counted === undefined) {
+      byBucket.set(sample.bucketStartUnixMillis, {
+        placement: sample.placement,
+        bucketStartUnixMillis: sample.bucketStartUnixMillis,
+        bucketMillis: sample.bucketMillis,
+        spans,
+        errors,
+      });
+    } else {
+      counted.spans += spans;
+      counted.errors += errors;
+    }
+  }
+
+  *values(): IterableIterator<Counted> {
+    for (const byNode of this.#byService.values()) {
+      for (const byBucket of byNode.values()) yield* byBucket.values();
+    }
+  }
+
+  clear(): void {
+    this.#byService.clear();
   }
 }
 

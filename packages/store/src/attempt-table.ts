@@ -113,6 +113,9 @@ interface Tailed {
   written: number;
 }
 
+/** A UTF-16 code unit is at most 3 bytes of UTF-8 (a surrogate pair, two units, is 4). */
+const MAX_UTF8_BYTES_PER_UNIT = 3;
+
 /** The key filter's capacity when the index holds few keys. */
 const MIN_FILTER_KEYS = 65_536;
 /** Keys read from the index per step of a key filter rebuild: tens of milliseconds of work. */
@@ -169,6 +172,8 @@ export class AttemptTable implements AttemptLog {
   #indexEntries: number;
   readonly #keysFrom: Statement;
   readonly #insert: Statement;
+  /** Where `flush` writes a batch's body; reused, grown when a batch needs more. */
+  #body = Buffer.allocUnsafe(64 * 1024);
   readonly #byKey: Statement;
 
   constructor(db: Database, options: AttemptTableOptions) {
@@ -250,9 +255,8 @@ export class AttemptTable implements AttemptLog {
   /** Writes the attempts appended since the last flush as one row; inside the caller's transaction. */
   flush(): void {
     if (this.#unwritten.length === 0) return;
-    const segments: string[] = [];
     const located: Located[] = [];
-    let start = 1;
+    let used = 0;
     let attemptCount = 0;
     let end = Number.NEGATIVE_INFINITY;
     for (const partitionKey of this.#unwritten) {
@@ -266,14 +270,25 @@ export class AttemptTable implements AttemptLog {
       }
       attemptCount += attempts.length - tailed.written;
       tailed.written = attempts.length;
+      // Straight into the body's bytes: the write says how many there are, which the index needs.
       const json = JSON.stringify(segment);
-      const length = Buffer.byteLength(json);
-      segments.push(json);
-      located.push([partitionKey, start, length]);
-      start += length;
+      const length = this.#bodyWithRoom(used, json.length * MAX_UTF8_BYTES_PER_UNIT).write(json, used);
+      located.push([partitionKey, used + 1, length]);
+      used += length;
     }
-    this.#insert.run(end, attemptCount, JSON.stringify(located), Buffer.from(segments.join('')));
+    // better-sqlite3 copies a bound buffer, so the scratch is free again once the insert returns.
+    this.#insert.run(end, attemptCount, JSON.stringify(located), this.#body.subarray(0, used));
     this.#unwritten.length = 0;
+  }
+
+  /** The body scratch, grown (keeping its first `used` bytes) to hold `more` bytes past them. */
+  #bodyWithRoom(used: number, more: number): Buffer {
+    if (used + more > this.#body.length) {
+      const grown = Buffer.allocUnsafe(Math.max(2 * this.#body.length, used + more));
+      this.#body.copy(grown, 0, 0, used);
+      this.#body = grown;
+    }
+    return this.#body;
   }
 
   /**

@@ -231,6 +231,20 @@ describe('the attempt log in SQLite', () => {
     expect(read.map((a) => Object.keys(a))).toEqual(attempts.map((a) => Object.keys(a)));
   });
 
+  it('writes a batch far larger than its first buffer, every key readable from its bytes', () => {
+    store.close();
+    store = open(1);
+    const appended = Array.from({ length: 2_000 }, (_, i) =>
+      server({ key: i % 3 === 0 ? `clé-${i}-🚀` : `k-${i}`, node: `nœud-${i % 7}`, store: 'A' }),
+    );
+    store.transaction(() => {
+      for (const a of appended) store.attemptLog.append(a.key, a);
+    });
+    const [batch] = batches();
+    expect(Buffer.byteLength(batch!.body)).toBeGreaterThan(4 * 64 * 1024);
+    for (const a of appended) expect(store.attemptLog.attemptsOf(a.key)).toEqual([a]);
+  });
+
   it('reads one key’s bytes of a batch whatever the other keys hold, multi-byte text included', () => {
     store.close();
     store = open(1);
