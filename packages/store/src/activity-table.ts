@@ -1,7 +1,10 @@
 import type { NodeActivity, Placement } from '@keyscope/attempts';
 import type { Database, Statement } from 'better-sqlite3';
+import type { PlacementTable } from './placement-table.ts';
 
 export interface ActivityTableOptions {
+  /** Where logged samples' placements get their ids, shared with the attempt log. */
+  placements: PlacementTable;
   /** Transactions whose activity is logged before it is folded into the table; default 64. */
   foldEveryRows?: number;
 }
@@ -10,9 +13,9 @@ const DEFAULT_FOLD_EVERY_ROWS = 64;
 
 /**
  * A logged sample, as a row of `activity_log` holds it (a JSON array of these):
- *   [bucketStartUnixMillis, bucketMillis, service, node, cluster, region, zone, spans, errors]
+ *   [bucketStartUnixMillis, bucketMillis, placementId, spans, errors]
  */
-type LoggedSample = [number, number, string, string, string, string, string, number, number];
+type LoggedSample = [number, number, number, number, number];
 
 /** Counts of one node and bucket. */
 interface Counted {
@@ -43,14 +46,16 @@ interface Counted {
 export class ActivityTable {
   readonly #db: Database;
   readonly #foldEveryRows: number;
+  readonly #placements: PlacementTable;
   /** Counts logged since the last fold, by bucket, service and node. */
   readonly #unfolded = new NodeBucketCounts();
   #loggedRows = 0;
   readonly #log: Statement;
   readonly #upsert: Statement;
 
-  constructor(db: Database, options: ActivityTableOptions = {}) {
+  constructor(db: Database, options: ActivityTableOptions) {
     this.#db = db;
+    this.#placements = options.placements;
     this.#foldEveryRows = options.foldEveryRows ?? DEFAULT_FOLD_EVERY_ROWS;
     this.#log = db.prepare('INSERT INTO activity_log (body) VALUES (?)');
     this.#upsert = db.prepare(
@@ -72,15 +77,10 @@ export class ActivityTable {
     for (const sample of samples) merged.add(sample, sample.spans, sample.errors);
     const logged: LoggedSample[] = [];
     for (const counted of merged.values()) {
-      const p = counted.placement;
       logged.push([
         counted.bucketStartUnixMillis,
         counted.bucketMillis,
-        p.service,
-        p.node,
-        p.cluster,
-        p.region,
-        p.zone,
+        this.#placements.idOf(counted.placement),
         counted.spans,
         counted.errors,
       ]);
@@ -172,19 +172,11 @@ export class ActivityTable {
     this.#unfolded.clear();
     const bodies = this.#db.prepare('SELECT body FROM activity_log ORDER BY id').pluck().all() as string[];
     for (const body of bodies) {
-      for (const [
-        bucketStart,
-        bucketMillis,
-        service,
-        node,
-        cluster,
-        region,
-        zone,
-        spans,
-        errors,
-      ] of JSON.parse(body) as LoggedSample[]) {
+      for (const [bucketStart, bucketMillis, placementId, spans, errors] of JSON.parse(
+        body,
+      ) as LoggedSample[]) {
         const sample = {
-          placement: { service, node, cluster, region, zone },
+          placement: this.#placements.placement(placementId),
           bucketStartUnixMillis: bucketStart,
           bucketMillis,
         };

@@ -2,6 +2,7 @@ import type { Attempt, Outcome, ScopeLevel } from '@keyscope/attempts';
 import type { AttemptLog } from '@keyscope/detector';
 import type { Database, Statement } from 'better-sqlite3';
 import { KeyFilter } from './key-filter.ts';
+import type { PlacementTable } from './placement-table.ts';
 
 /**
  * What a read needs of a partition key's index entry (`k`) and its batch (`b`): the bytes of the
@@ -13,27 +14,27 @@ const SLICE = 'substr(b.body, k.start, k.length)';
 type Located = [string, number, number];
 /**
  * An attempt as a batch's body holds it: a JSON array of its fields in a fixed order, without the
- * key (first in its partition key's array already).
+ * key (first in its partition key's array already), its placement as an id (placement-table.ts).
  *
- *   [traceId, spanId, kind, tenant, parentSpanId, startUnixMillis, endUnixMillis,
- *    service, node, cluster, region, zone, operation, ...kind's own fields]
+ *   [traceId, spanId, kind, tenant, parentSpanId, startUnixMillis, endUnixMillis, placementId,
+ *    operation, ...kind's own fields]
  *   server: outcome, store, scope · client: resendCount, target, statusCode, error · arrival: none
  *
- * Attempts migrated from the one-row-per-attempt table keep that row's body after the ids: the
- * same fields from `kind` on, or an object (the first form rows were written in).
+ * Entries written before placements had ids hold the placement's five strings in its place
+ * (service, node, cluster, region, zone). Attempts migrated from the one-row-per-attempt table keep
+ * that row's body after the ids: those same fields from `kind` on, or an object (the first form
+ * rows were written in).
  */
-function entryOf(a: Attempt): unknown[] {
-  const p = a.placement;
+function entryOf(a: Attempt, placements: PlacementTable): unknown[] {
   const fields: unknown[] = [a.traceId, a.spanId, a.kind, a.tenant, a.parentSpanId];
-  fields.push(a.startUnixMillis, a.endUnixMillis, p.service, p.node, p.cluster, p.region, p.zone);
-  fields.push(a.operation);
+  fields.push(a.startUnixMillis, a.endUnixMillis, placements.idOf(a.placement), a.operation);
   if (a.kind === 'server') fields.push(a.outcome, a.store, a.scope);
   else if (a.kind === 'client') fields.push(a.resendCount, a.target, a.statusCode, a.error);
   return fields;
 }
 
-/** The attempt of a batch entry, in either form; properties in the order the extractor creates them. */
-function attemptOf(key: string, f: unknown[]): Attempt {
+/** The attempt of a batch entry, in any form; properties in the order the extractor creates them. */
+function attemptOf(key: string, f: unknown[], placements: PlacementTable): Attempt {
   const traceId = f[0] as string;
   const spanId = f[1] as string;
   if (typeof f[2] === 'object') {
@@ -46,6 +47,9 @@ function attemptOf(key: string, f: unknown[]): Attempt {
   }
   const text = (i: number) => f[i] as string;
   const number = (i: number) => f[i] as number;
+  // Where the fields after the placement start: its id, or its five strings.
+  const byId = typeof f[7] === 'number';
+  const next = byId ? 8 : 12;
   const base = {
     key,
     tenant: text(3),
@@ -54,43 +58,45 @@ function attemptOf(key: string, f: unknown[]): Attempt {
     parentSpanId: text(4),
     startUnixMillis: number(5),
     endUnixMillis: number(6),
-    placement: { service: text(7), node: text(8), cluster: text(9), region: text(10), zone: text(11) },
-    operation: text(12),
+    placement: byId
+      ? placements.placement(number(7))
+      : { service: text(7), node: text(8), cluster: text(9), region: text(10), zone: text(11) },
+    operation: text(next),
   };
   if (f[2] === 'server') {
     return {
       kind: 'server',
       ...base,
-      outcome: text(13) as Outcome,
-      store: text(14),
-      scope: text(15) as ScopeLevel | '',
+      outcome: text(next + 1) as Outcome,
+      store: text(next + 2),
+      scope: text(next + 3) as ScopeLevel | '',
     };
   }
   if (f[2] === 'client') {
     return {
       kind: 'client',
       ...base,
-      resendCount: number(13),
-      target: text(14),
-      statusCode: number(15),
-      error: text(16),
+      resendCount: number(next + 1),
+      target: text(next + 2),
+      statusCode: number(next + 3),
+      error: text(next + 4),
     };
   }
   return { kind: 'arrival', ...base };
 }
 
 /** The attempts of one partition key's array, `[key, ...entries]`, as JSON. */
-function attemptsOfSegment(json: string, into: Attempt[] = []): Attempt[] {
+function attemptsOfSegment(json: string, placements: PlacementTable, into: Attempt[] = []): Attempt[] {
   const segment = JSON.parse(json) as unknown[];
   const key = segment[0] as string;
-  for (let i = 1; i < segment.length; i++) into.push(attemptOf(key, segment[i] as unknown[]));
+  for (let i = 1; i < segment.length; i++) into.push(attemptOf(key, segment[i] as unknown[], placements));
   return into;
 }
 
 /** The attempts of slices read through the key index, in order. */
-function attemptsOfSlices(slices: readonly Buffer[]): Attempt[] {
+function attemptsOfSlices(slices: readonly Buffer[], placements: PlacementTable): Attempt[] {
   const attempts: Attempt[] = [];
-  for (const slice of slices) attemptsOfSegment(slice.toString('utf8'), attempts);
+  for (const slice of slices) attemptsOfSegment(slice.toString('utf8'), placements, attempts);
   return attempts;
 }
 
@@ -105,6 +111,8 @@ function holds(attempts: readonly Attempt[], attempt: Attempt): boolean {
 export interface AttemptTableOptions {
   /** Appended attempts that trigger indexing at the end of a transaction. */
   indexBatchRows: number;
+  /** Where entries' placements get their ids, shared with the activity log. */
+  placements: PlacementTable;
 }
 
 /** A partition key's attempts appended since the last indexing; the first `written` are in a row. */
@@ -159,6 +167,7 @@ interface FilterRebuild {
 export class AttemptTable implements AttemptLog {
   readonly #db: Database;
   readonly #options: AttemptTableOptions;
+  readonly #placements: PlacementTable;
   /** Attempts appended since the last indexing, by partition key, kept whole. */
   readonly #tail = new Map<string, Tailed>();
   #tailSize = 0;
@@ -179,6 +188,7 @@ export class AttemptTable implements AttemptLog {
   constructor(db: Database, options: AttemptTableOptions) {
     this.#db = db;
     this.#options = options;
+    this.#placements = options.placements;
     this.#insert = db.prepare(
       'INSERT INTO attempt_batches (end_ms, attempts, keys, body) VALUES (?, ?, ?, ?)',
     );
@@ -245,7 +255,7 @@ export class AttemptTable implements AttemptLog {
       )
       .pluck()
       .all(parameters) as Buffer[];
-    const attempts = attemptsOfSlices(slices);
+    const attempts = attemptsOfSlices(slices, this.#placements);
     for (const [partitionKey, tailed] of this.#tail) {
       if (matches(partitionKey)) attempts.push(...tailed.attempts);
     }
@@ -265,7 +275,7 @@ export class AttemptTable implements AttemptLog {
       const segment: unknown[] = [attempts[tailed.written]!.key];
       for (let i = tailed.written; i < attempts.length; i++) {
         const attempt = attempts[i]!;
-        segment.push(entryOf(attempt));
+        segment.push(entryOf(attempt, this.#placements));
         if (attempt.endUnixMillis > end) end = attempt.endUnixMillis;
       }
       attemptCount += attempts.length - tailed.written;
@@ -304,7 +314,10 @@ export class AttemptTable implements AttemptLog {
       .all(this.#indexedThrough()) as { keys: string; body: Buffer }[];
     for (const row of rows) {
       for (const [partitionKey, start, length] of JSON.parse(row.keys) as Located[]) {
-        const attempts = attemptsOfSegment(row.body.toString('utf8', start - 1, start - 1 + length));
+        const attempts = attemptsOfSegment(
+          row.body.toString('utf8', start - 1, start - 1 + length),
+          this.#placements,
+        );
         const tailed = this.#tail.get(partitionKey);
         if (tailed === undefined) this.#tail.set(partitionKey, { attempts, written: attempts.length });
         else {
@@ -420,7 +433,7 @@ export class AttemptTable implements AttemptLog {
 
   /** The attempts of the partition key's indexed batches. */
   #indexed(partitionKey: string): Attempt[] {
-    return attemptsOfSlices(this.#byKey.all(partitionKey) as Buffer[]);
+    return attemptsOfSlices(this.#byKey.all(partitionKey) as Buffer[], this.#placements);
   }
 
   /** An empty filter with room for twice the keys the index holds (entries bound the keys). */

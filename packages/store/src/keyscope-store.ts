@@ -8,6 +8,7 @@ import { type BackgroundCheckpoints, checkpointInBackground } from './background
 import { decodeCursor, encodeCursor } from './cursor.ts';
 import { STORE_NEWER_SCHEMA, STORE_UNAVAILABLE } from './errors.ts';
 import { migrate } from './migrations.ts';
+import { PlacementTable } from './placement-table.ts';
 
 export interface StoreOptions {
   /** A file path, or ':memory:' for tests. */
@@ -83,6 +84,7 @@ export class KeyscopeStore {
   readonly attemptLog: AttemptLog;
   readonly #attempts: AttemptTable;
   readonly #activity: ActivityTable;
+  readonly #placements: PlacementTable;
   readonly #checkpoints: BackgroundCheckpoints | undefined;
   /** Whether a worker thread checkpoints this database's WAL (`StoreOptions.backgroundCheckpoints`, file databases). */
   readonly checkpointsInBackground: boolean;
@@ -121,9 +123,13 @@ export class KeyscopeStore {
         `database ${options.path} has schema version ${version}, this keyscope knows up to ${known}`,
       );
     }
-    this.#attempts = new AttemptTable(this.db, { indexBatchRows: options.attemptIndexBatchRows ?? 20_000 });
+    this.#placements = new PlacementTable(this.db);
+    this.#attempts = new AttemptTable(this.db, {
+      indexBatchRows: options.attemptIndexBatchRows ?? 20_000,
+      placements: this.#placements,
+    });
     this.attemptLog = this.#attempts;
-    this.#activity = new ActivityTable(this.db);
+    this.#activity = new ActivityTable(this.db, { placements: this.#placements });
     this.#checkpoints = this.checkpointsInBackground ? checkpointInBackground(options.path) : undefined;
   }
 
@@ -149,6 +155,8 @@ export class KeyscopeStore {
       })();
     } catch (error) {
       // Rows appended by what failed are gone; so must be their tail entries (also for a savepoint).
+      // Placements first: the other two read what the database kept through them.
+      this.#placements.afterRollback();
       this.#attempts.afterRollback();
       this.#activity.afterRollback();
       if (error instanceof KeyscopeError || !isSqliteError(error)) throw error;

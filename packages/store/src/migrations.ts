@@ -235,6 +235,20 @@ const MIGRATIONS: readonly string[] = [
   DROP TABLE attempt_group_keys;
   DROP TABLE attempt_groups;
   `,
+  `
+  -- The nodes attempts and activity ran on, referred to by id from attempt_batches entries and
+  -- activity_log samples written from now on (placement-table.ts); rows written before keep their
+  -- five strings.
+  CREATE TABLE placements (
+    id INTEGER PRIMARY KEY,
+    service TEXT NOT NULL,
+    node TEXT NOT NULL,
+    cluster TEXT NOT NULL,
+    region TEXT NOT NULL,
+    zone TEXT NOT NULL,
+    UNIQUE (service, node, cluster, region, zone)
+  );
+  `,
 ];
 
 /** Applies the migrations the database lacks, up to `targetVersion` (tests stop earlier); returns the latest. */

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { arrival, client, server, TEST_EPOCH_UNIX_MILLIS } from '@keyscope/testkit';
+import { activity, arrival, client, server, TEST_EPOCH_UNIX_MILLIS } from '@keyscope/testkit';
 import BetterSqlite3 from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { AttemptTable } from '../src/attempt-table.ts';
@@ -243,6 +243,41 @@ describe('the attempt log in SQLite', () => {
     const [batch] = batches();
     expect(Buffer.byteLength(batch!.body)).toBeGreaterThan(4 * 64 * 1024);
     for (const a of appended) expect(store.attemptLog.attemptsOf(a.key)).toEqual([a]);
+  });
+
+  it('stores each placement once and refers to it by id from every entry', () => {
+    store.transaction(() => {
+      store.attemptLog.append('k1', attempt('k1', 'a'));
+      store.attemptLog.append('k2', attempt('k2', 'b'));
+    });
+    store.transaction(() => store.attemptLog.append('k3', attempt('k3', 'a')));
+    expect(store.db.prepare('SELECT node FROM placements ORDER BY id').pluck().all()).toEqual(['a', 'b']);
+    const [first, second] = batches();
+    expect((arrayOf(first!, 'k2')[1] as unknown[])[7]).toBe(2);
+    expect((arrayOf(second!, 'k3')[1] as unknown[])[7]).toBe(1);
+    expect(first!.body).not.toContain('"payments"');
+    expect(store.attemptLog.attemptsOf('k3')[0]!.placement).toMatchObject({ service: 'payments', node: 'a' });
+  });
+
+  it('gives up the ids of placements inserted by a failed transaction', () => {
+    store.close();
+    store = open(1000);
+    const onX = activity({ node: 'x', fromSecond: 0, toSecond: 1, spans: 1 });
+    expect(() =>
+      store.transaction(() => {
+        store.recordActivity(onX); // inserts x's placement
+        throw new Error('the detector failed');
+      }),
+    ).toThrow('the detector failed');
+    // y now takes the id x had; x, seen again, must get another.
+    const onY = attempt('k2', 'y');
+    store.transaction(() => store.attemptLog.append('k2', onY));
+    const alsoOnX = { ...attempt('k1', 'x'), placement: onX[0]!.placement };
+    store.transaction(() => store.attemptLog.append('k1', alsoOnX));
+    store.close();
+    store = open(1000);
+    expect(store.attemptLog.attemptsOf('k1')).toEqual([alsoOnX]);
+    expect(store.attemptLog.attemptsOf('k2')).toEqual([onY]);
   });
 
   it('reads one key’s bytes of a batch whatever the other keys hold, multi-byte text included', () => {

@@ -301,7 +301,8 @@ describe('node activity', () => {
       ...activity({ node: 'a', fromSecond: 0, toSecond: 2, spans: 4 }),
       ...activity({ node: 'b', fromSecond: 0, toSecond: 1, spans: 1 }),
     ]);
-    expect(changes() - before).toBe(1);
+    // One log row, and the placements of the two nodes, seen for the first time.
+    expect(changes() - before).toBe(1 + 2);
     expect(
       JSON.parse(store.db.prepare('SELECT body FROM activity_log').pluck().get() as string),
     ).toHaveLength(3);
