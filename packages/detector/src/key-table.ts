@@ -14,8 +14,13 @@
  * `maxKeys`, or lost in a restart, is rebuilt by replaying its attempts.
  */
 export class KeyTable {
-  /** Key → slot, in least-recently-touched order (touching re-inserts). */
+  /**
+   * Key → slot, in least-recently-touched order give or take RETOUCH_MILLIS: touching re-inserts a
+   * key, unless its last attempt is that recent (see `find`).
+   */
   readonly #slots = new Map<string, number>();
+  /** The latest attempt end any key has seen: the event-time clock `find` compares with. */
+  #latestSeen = Number.NEGATIVE_INFINITY;
   readonly #free: number[] = [];
   #capacity = 0;
   #used = 0;
@@ -32,10 +37,17 @@ export class KeyTable {
     return this.#slots.size;
   }
 
-  /** The key's slot, touched; undefined when the key is not in memory. */
+  /**
+   * The key's slot, touched; undefined when the key is not in memory. A key's attempts mostly come
+   * in a burst (the client's, then each tier's, within a second): moving it to the back of the
+   * order on each of them cost two more map operations per attempt (a delete and an insert), for
+   * an order that is already by event time only roughly. So a key whose last attempt ended within
+   * RETOUCH_MILLIS of the latest one seen keeps its place; the expiry sweep and the eviction of
+   * the oldest keys are then off by at most that much of a 24-hour horizon.
+   */
   find(key: string): number | undefined {
     const slot = this.#slots.get(key);
-    if (slot !== undefined) {
+    if (slot !== undefined && this.#lastSeen[slot]! < this.#latestSeen - RETOUCH_MILLIS) {
       this.#slots.delete(key);
       this.#slots.set(key, slot);
     }
@@ -90,6 +102,7 @@ export class KeyTable {
     firstAtTier: () => void,
   ): boolean {
     if (endUnixMillis > this.#lastSeen[slot]!) this.#lastSeen[slot] = endUnixMillis;
+    if (endUnixMillis > this.#latestSeen) this.#latestSeen = endUnixMillis;
     let flags = this.#flags[slot]!;
     if (tenant !== -1) {
       const known = this.#tenant[slot]!;
@@ -151,3 +164,5 @@ export class KeyTable {
 }
 
 const SUSPECT = 16;
+/** How recent a key's last attempt may be for touching it to leave its place in the order. */
+export const RETOUCH_MILLIS = 60_000;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { KeyTable } from '../src/key-table.ts';
+import { KeyTable, RETOUCH_MILLIS } from '../src/key-table.ts';
 
 const noop = () => {};
 
@@ -31,7 +31,8 @@ describe('KeyTable', () => {
 
   it('keeps keys in least-recently-touched order and reuses freed slots', () => {
     const table = new KeyTable();
-    for (let i = 0; i < 3000; i++) table.add(`k${i}`);
+    for (let i = 0; i < 3000; i++) table.observe(table.add(`k${i}`), i, -1, -1, -1, false, noop);
+    table.observe(table.add('later'), 2 * RETOUCH_MILLIS, -1, -1, -1, false, noop);
     table.find('k0');
     expect([...table.keys()].slice(0, 2)).toEqual(['k1', 'k2']);
     expect([...table.keys()].at(-1)).toBe('k0');
@@ -39,6 +40,17 @@ describe('KeyTable', () => {
     const reused = table.add('fresh');
     expect(reused).toBe(1);
     expect(table.observe(reused, 5, -1, 1, 1, true, noop)).toBe(false);
-    expect(table.size).toBe(3000);
+    expect(table.size).toBe(3001);
+  });
+
+  it('leaves a key touched within a minute of its last attempt where it is', () => {
+    const table = new KeyTable();
+    table.observe(table.add('burst'), 0, -1, -1, -1, false, noop);
+    table.observe(table.add('other'), RETOUCH_MILLIS - 1, -1, -1, -1, false, noop);
+    table.find('burst');
+    expect([...table.keys()]).toEqual(['burst', 'other']);
+    table.observe(table.add('much later'), RETOUCH_MILLIS + 1, -1, -1, -1, false, noop);
+    table.find('burst');
+    expect([...table.keys()]).toEqual(['other', 'much later', 'burst']);
   });
 });
