@@ -28,7 +28,14 @@ export interface BenchSizes {
   persistence: {
     /** Spans per repetition; every repetition starts from an empty database. */
     spans: number;
+    /**
+     * Concurrent requests (keep-alive connections) the load generator keeps open: the
+     * OpenTelemetry Collector's exporters send with `sending_queue.num_consumers` of them (10 by
+     * default). The target is checked at this figure.
+     */
     connections: number;
+    /** Also measured, taking turns with `connections`: what this section used before session 5. */
+    fewerConnections: number;
   };
   analyze: {
     /** Spans of the workload `keyscope analyze` and the batch baselines read, once per repetition. */
@@ -51,7 +58,7 @@ export const FULL_SIZES: BenchSizes = Object.freeze({
   ingest: { requestsPerRepetition: 1000, warmupRequests: 300, connections: 4 },
   detector: { streamSpans: 200_000, memoryKeys: 500_000 },
   // 5 repetitions × 200,000 = 1,000,000 spans through the persisted path.
-  persistence: { spans: 200_000, connections: 4 },
+  persistence: { spans: 200_000, connections: 10, fewerConnections: 4 },
   analyze: { spans: 1_000_000 },
   kafka: { spans: 120_000 },
 });
@@ -62,7 +69,7 @@ export const QUICK_SIZES: BenchSizes = Object.freeze({
   decode: { payloads: 8, warmupPasses: 1 },
   ingest: { requestsPerRepetition: 20, warmupRequests: 10, connections: 4 },
   detector: { streamSpans: 10_000, memoryKeys: 10_000 },
-  persistence: { spans: 10_000, connections: 4 },
+  persistence: { spans: 10_000, connections: 10, fewerConnections: 4 },
   analyze: { spans: 10_000 },
   kafka: { spans: 30_000 },
 });

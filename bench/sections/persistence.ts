@@ -30,8 +30,11 @@ const WARMUP_PASSES = 4;
  * - persisted: the load generator posts every payload over OTLP/HTTP to the embedded service
  *   (`keyscope serve`'s receivers, detection pipeline, API, alerts and timers) in a process of its
  *   own (service-process.ts), on a fresh SQLite file; each request is answered after its
- *   transaction committed.
- * The persisted run must end with the same finding ids in SQLite as the in-memory detector holds.
+ *   transaction committed. Twice, taking turns: with `connections` concurrent requests (a
+ *   Collector's exporter sends with 10 by default) and with `fewerConnections` (4, as this section
+ *   ran before). A request waits for the group commit it joined, so how many are in flight sets how
+ *   many payloads share a commit and whether the service ever waits for the next request.
+ * The persisted runs must end with the same finding ids in SQLite as the in-memory detector holds.
  */
 export const persistenceSection: Section = {
   name: 'persisted ingest',
@@ -60,7 +63,8 @@ async function measure(
   for (let pass = 0; pass < WARMUP_PASSES; pass++) {
     detectInMemory(workload, workload.bodies.length, undefined);
     detectInMemory(workload, workload.bodies.length, filter);
-    const warming = await persistedPass(context, workload, workload.bodies.length, service);
+    const connections = pass % 2 === 0 ? persistence.connections : persistence.fewerConnections;
+    const warming = await persistedPass(context, workload, service, connections);
     if (pass === 0) coldRate = workload.spans / warming.seconds;
   }
 
@@ -69,28 +73,43 @@ async function measure(
   const persisted: number[] = [];
   const cpuShares: number[] = [];
   const senderCpuShares: number[] = [];
+  const fewer: number[] = [];
+  const fewerCpuShares: number[] = [];
   let expectedIds: string[] | undefined;
   let sameFindings = true;
   let everySpanCommitted = true;
   for (let i = 0; i < repetitions; i++) {
     const inMemory = detectInMemory(workload, workload.bodies.length, undefined);
     const inMemoryFiltered = detectInMemory(workload, workload.bodies.length, filter);
-    const stored = await persistedPass(context, workload, workload.bodies.length, service);
+    // Which concurrency goes first alternates, so neither always follows the other.
+    const first = i % 2 === 0 ? persistence.connections : persistence.fewerConnections;
+    const second = i % 2 === 0 ? persistence.fewerConnections : persistence.connections;
+    const runs = new Map<number, PersistedPass>();
+    runs.set(first, await persistedPass(context, workload, service, first));
+    runs.set(second, await persistedPass(context, workload, service, second));
+    const stored = runs.get(persistence.connections)!;
+    const storedFewer = runs.get(persistence.fewerConnections)!;
     expectedIds ??= idsOf(inMemory.findings);
     sameFindings &&=
       sameIds(expectedIds, idsOf(inMemory.findings)) &&
       sameIds(expectedIds, idsOf(inMemoryFiltered.findings)) &&
-      sameIds(expectedIds, stored.findingIds);
-    everySpanCommitted &&= stored.spansConsumed === workload.spans && stored.allAnswered200;
+      sameIds(expectedIds, stored.findingIds) &&
+      sameIds(expectedIds, storedFewer.findingIds);
+    for (const run of runs.values()) {
+      everySpanCommitted &&= run.spansConsumed === workload.spans && run.allAnswered200;
+    }
     full.push(workload.spans / inMemory.seconds);
     filtered.push(workload.spans / inMemoryFiltered.seconds);
     persisted.push(workload.spans / stored.seconds);
     cpuShares.push(stored.cpuSeconds / stored.seconds);
     senderCpuShares.push(stored.senderCpuSeconds / stored.seconds);
+    fewer.push(workload.spans / storedFewer.seconds);
+    fewerCpuShares.push(storedFewer.cpuSeconds / storedFewer.seconds);
   }
 
   const findings = expectedIds?.length ?? 0;
   const perCpuSecond = median(persisted.map((rate, i) => rate / cpuShares[i]!));
+  const fewerPerCpuSecond = median(fewer.map((rate, i) => rate / fewerCpuShares[i]!));
   const rows: Row[] = [
     {
       section: 'persisted ingest',
@@ -125,13 +144,26 @@ async function measure(
       },
       samples: persisted,
       note:
-        `${persistence.connections} keep-alive connections from the load generator's process to startServe() ` +
+        `${persistence.connections} keep-alive connections (the OpenTelemetry Collector's exporters send with ` +
+        "sending_queue.num_consumers = 10 by default) from the load generator's process to startServe() " +
         "in the service's own process, a fresh SQLite file (WAL) per repetition under the OS temp directory, its clock " +
         "at the workload's last span; spans / time from first request to last answer. That process used " +
         `${median(cpuShares).toFixed(2)} cores meanwhile (median): ` +
         `${Math.round(perCpuSecond).toLocaleString('en-US')} spans per CPU-second; the load generator's ` +
         `process used ${median(senderCpuShares).toFixed(2)} cores. After ${WARMUP_PASSES} untimed passes: the first, ` +
         `in a fresh process, ran at ${Math.round(coldRate).toLocaleString('en-US')} spans/s`,
+    },
+    {
+      section: 'persisted ingest',
+      measurement: `same, ${persistence.fewerConnections} connections`,
+      value: median(fewer),
+      unit: 'spans/s',
+      ratio: { value: pairedRatio(fewer, persisted), against: `${persistence.connections} connections` },
+      samples: fewer,
+      note:
+        `taking turns with the row above, on the same service process; this section's only concurrency ` +
+        `until session 5. That process used ${median(fewerCpuShares).toFixed(2)} cores meanwhile (median): ` +
+        `${Math.round(fewerPerCpuSecond).toLocaleString('en-US')} spans per CPU-second`,
     },
   ];
   return rows;
@@ -149,8 +181,8 @@ interface PersistedPass {
 async function persistedPass(
   context: BenchContext,
   workload: EncodedPayloads,
-  payloads: number,
   service: ServiceProcess,
+  connections: number,
 ): Promise<PersistedPass> {
   const dir = context.freshDir('sqlite');
   const dbPath = join(dir, 'keyscope.db');
@@ -159,7 +191,7 @@ async function persistedPass(
     let result: LoadResult;
     let stopped: { spans: number; cpuSeconds: number } | undefined;
     try {
-      result = await context.loadGenerator().run(tracesUrl, payloads, context.sizes.persistence.connections);
+      result = await context.loadGenerator().run(tracesUrl, workload.bodies.length, connections);
     } finally {
       stopped = await service.stopService();
     }

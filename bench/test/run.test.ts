@@ -34,6 +34,7 @@ const EXPECTED_ROWS: Record<string, string[]> = {
     'in memory: decode (all attributes) + attempts + detector',
     'in memory: decode (service filter) + attempts + detector',
     'OTLP/HTTP → embedded service → SQLite, committed',
+    'same, 4 connections',
   ],
   'archive analysis': [
     'keyscope analyze, .pb files → JSON report',
