@@ -6,8 +6,11 @@ import { fileURLToPath } from 'node:url';
  * `pnpm bench` itself runs (tsx as an import hook). tsx is located from here, so the child does
  * not depend on the working directory it was started from.
  */
-export function forkTypeScript(moduleUrl: URL, options: { exposeGc?: boolean } = {}): ChildProcess {
-  const execArgv = ['--import', import.meta.resolve('tsx')];
+export function forkTypeScript(
+  moduleUrl: URL,
+  options: { exposeGc?: boolean; nodeFlags?: readonly string[] } = {},
+): ChildProcess {
+  const execArgv = [...(options.nodeFlags ?? []), '--import', import.meta.resolve('tsx')];
   if (options.exposeGc) execArgv.unshift('--expose-gc');
   return fork(fileURLToPath(moduleUrl), [], { execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
 }

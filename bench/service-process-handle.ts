@@ -1,4 +1,5 @@
 import type { ChildProcess } from 'node:child_process';
+import { KEYSCOPE_NODE_FLAGS } from '@keyscope/analyzer';
 import { forkTypeScript, nextMessage } from './fork-typescript.ts';
 import type { ServiceCommand, ServiceReply } from './service-process.ts';
 
@@ -10,15 +11,26 @@ export class ServiceProcess {
     this.#child = child;
   }
 
+  /** With the Node.js flags `keyscope serve` runs with (services/analyzer/src/node-flags.ts). */
   static start(): ServiceProcess {
-    return new ServiceProcess(forkTypeScript(new URL('./service-process.ts', import.meta.url)));
+    return new ServiceProcess(
+      forkTypeScript(new URL('./service-process.ts', import.meta.url), { nodeFlags: KEYSCOPE_NODE_FLAGS }),
+    );
   }
 
   /** Starts the service on `dbPath` with its clock at `nowUnixMillis`; its OTLP/HTTP traces URL. */
   async startService(dbPath: string, nowUnixMillis: number): Promise<string> {
+    return (await this.startServiceWithFlags(dbPath, nowUnixMillis)).tracesUrl;
+  }
+
+  /** As `startService`, also saying which Node.js flags the service's process runs with. */
+  async startServiceWithFlags(
+    dbPath: string,
+    nowUnixMillis: number,
+  ): Promise<{ tracesUrl: string; execArgv: string[] }> {
     const reply = await this.#send({ type: 'start', dbPath, nowUnixMillis });
     if (reply.type !== 'started') throw new Error(`service process: ${describe(reply)}`);
-    return reply.tracesUrl;
+    return { tracesUrl: reply.tracesUrl, execArgv: reply.execArgv };
   }
 
   /** Stops the service (it closes its database); the spans it consumed and the CPU time it used. */

@@ -10,7 +10,7 @@ import { type EmbeddedService, startEmbeddedService } from './in-process-service
 export type ServiceCommand = { type: 'start'; dbPath: string; nowUnixMillis: number } | { type: 'stop' };
 
 export type ServiceReply =
-  | { type: 'started'; tracesUrl: string }
+  | { type: 'started'; tracesUrl: string; execArgv: string[] }
   | { type: 'stopped'; spans: number; cpuSeconds: number }
   | { type: 'failed'; message: string };
 
@@ -22,7 +22,7 @@ async function handle(command: ServiceCommand): Promise<ServiceReply> {
     // Simulated traffic carries simulated times: the service's clock is the workload's.
     const embedded = await startEmbeddedService(command.dbPath, () => command.nowUnixMillis);
     running = { embedded, cpu: process.cpuUsage() };
-    return { type: 'started', tracesUrl: embedded.tracesUrl };
+    return { type: 'started', tracesUrl: embedded.tracesUrl, execArgv: process.execArgv };
   }
   if (running === undefined) throw new Error('the service is not running');
   const { embedded, cpu } = running;

@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { KEYSCOPE_NODE_FLAGS } from '@keyscope/analyzer';
 import { KeyscopeStore } from '@keyscope/store';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ServiceProcess } from '../service-process-handle.ts';
@@ -24,8 +25,10 @@ describe('the embedded service in a process of its own', () => {
     const workload = simulatedPayloads(2_000, 1);
     for (const run of [1, 2]) {
       const dbPath = join(dir, `run-${run}.db`);
-      const tracesUrl = await service.startService(dbPath, workload.endUnixMillis);
+      const { tracesUrl, execArgv } = await service.startServiceWithFlags(dbPath, workload.endUnixMillis);
       expect(tracesUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/v1\/traces$/);
+      // Measured as `keyscope serve` runs: with its Node.js flags.
+      expect(execArgv).toEqual(expect.arrayContaining([...KEYSCOPE_NODE_FLAGS]));
       for (const body of workload.bodies) {
         const response = await fetch(tracesUrl, {
           method: 'POST',

@@ -7,6 +7,7 @@ export {
 } from './config.ts';
 export { ANALYZER_ERRORS } from './errors.ts';
 export { consoleLogger, type Logger, silentLogger } from './logger.ts';
+export { KEYSCOPE_NODE_FLAGS } from './node-flags.ts';
 export { CountingConsumer } from './pipeline/counting-consumer.ts';
 export {
   type IngestCountersSnapshot,
