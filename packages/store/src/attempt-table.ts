@@ -121,6 +121,11 @@ interface Tailed {
   written: number;
 }
 
+/**
+ * Body bytes past which a transaction's attempts go on in another row: the ingest path's
+ * transactions write ~40 KB (one row), a Kafka detect batch or a replay may write megabytes.
+ */
+const BATCH_ROW_BYTES = 64 * 1024;
 /** A UTF-16 code unit is at most 3 bytes of UTF-8 (a surrogate pair, two units, is 4). */
 const MAX_UTF8_BYTES_PER_UNIT = 3;
 
@@ -262,10 +267,14 @@ export class AttemptTable implements AttemptLog {
     return attempts;
   }
 
-  /** Writes the attempts appended since the last flush as one row; inside the caller's transaction. */
+  /**
+   * Writes the attempts appended since the last flush as one row, or a row per BATCH_ROW_BYTES of
+   * body when they are more (a lookup reads its batch's whole body to cut a key's bytes out of
+   * it); inside the caller's transaction.
+   */
   flush(): void {
     if (this.#unwritten.length === 0) return;
-    const located: Located[] = [];
+    let located: Located[] = [];
     let used = 0;
     let attemptCount = 0;
     let end = Number.NEGATIVE_INFINITY;
@@ -285,10 +294,21 @@ export class AttemptTable implements AttemptLog {
       const length = this.#bodyWithRoom(used, json.length * MAX_UTF8_BYTES_PER_UNIT).write(json, used);
       located.push([partitionKey, used + 1, length]);
       used += length;
+      if (used >= BATCH_ROW_BYTES) {
+        this.#insertBatch(end, attemptCount, located, used);
+        located = [];
+        used = 0;
+        attemptCount = 0;
+        end = Number.NEGATIVE_INFINITY;
+      }
     }
+    if (used > 0) this.#insertBatch(end, attemptCount, located, used);
+    this.#unwritten.length = 0;
+  }
+
+  #insertBatch(end: number, attemptCount: number, located: Located[], used: number): void {
     // better-sqlite3 copies a bound buffer, so the scratch is free again once the insert returns.
     this.#insert.run(end, attemptCount, JSON.stringify(located), this.#body.subarray(0, used));
-    this.#unwritten.length = 0;
   }
 
   /** The body scratch, grown (keeping its first `used` bytes) to hold `more` bytes past them. */
