@@ -35,8 +35,8 @@ interface Counted {
  * better-sqlite3 about 4 µs whatever it holds. So a transaction writes its counts as one row of
  * `activity_log`, and the counts also go into an in-memory sum; every `foldEveryRows` rows (at the
  * end of the transaction that reaches it) the sum is upserted into `activity` and the log emptied.
- * Consecutive transactions mostly count the same nodes and seconds, so a fold upserts about as many
- * rows as one transaction used to.
+ * Consecutive transactions mostly count the same nodes and seconds: in the bench's workload a fold
+ * of 64 transactions upserts ~1,050 rows, where those transactions upserted ~3,300 one by one.
  *
  * Nothing committed is lost: the log is durable with the transaction that wrote it, and whatever it
  * holds at open is folded then. After a failed transaction (or savepoint) SQLite rolled back its
@@ -47,7 +47,7 @@ export class ActivityTable {
   readonly #db: Database;
   readonly #foldEveryRows: number;
   readonly #placements: PlacementTable;
-  /** Counts logged since the last fold, by bucket, service and node. */
+  /** Counts logged since the last fold, by service, node and bucket. */
   readonly #unfolded = new NodeBucketCounts();
   #loggedRows = 0;
   readonly #log: Statement;
