@@ -3,10 +3,10 @@ import type { Database, Statement } from 'better-sqlite3';
 
 /**
  * The placements (service, node, cluster, region, zone) the attempt batches and the activity log
- * refer to by a small integer instead of repeating five strings per attempt and sample: those
- * strings were about a quarter of a batch's bytes, and writing them out a fifth of its
- * serialization. A placement is a node of the fleet, so the table grows with the nodes ever seen
- * (pods that come and go add rows; a few bytes each).
+ * refer to by a small integer instead of repeating five strings per attempt and sample: in the
+ * bench's workload a batch went from 56.8 to 37.8 KB with them gone, an activity log row from
+ * ~10–13 to 2.3 KB. A placement is a node of the fleet, so the table grows with the nodes ever
+ * seen (pods that come and go add rows, a hundred bytes or so each; nothing purges them).
  *
  * All of it is held in memory, read at open. A placement first seen in a transaction is inserted
  * in it; if the transaction fails, `afterRollback` reads the table again, so no id handed out by
