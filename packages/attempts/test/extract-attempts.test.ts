@@ -172,6 +172,19 @@ describe('server attempts', () => {
     expect(result.attempts).toEqual([]);
   });
 
+  it('makes no attempt of a span without ids, however keyed its attributes, and still counts its activity', () => {
+    // Under the mapping's keyed selection the decoder gives a span without a key no ids.
+    const idless = {
+      ...serverSpan({ key: 'k1', outcome: 'miss' }),
+      traceId: '',
+      spanId: '',
+      parentSpanId: '',
+    };
+    const result = extractAttempts([idless], mapping);
+    expect(result.attempts).toEqual([]);
+    expect(result.activity.map((a) => a.spans)).toEqual([1]);
+  });
+
   it('shares one frozen placement object among all spans of one resource', () => {
     const shared = resource({ instance: 'payments-b-2' });
     const { attempts } = extractAttempts(
