@@ -31,17 +31,19 @@ interface Counted {
  * detector reloads to re-infer a failover.
  *
  * Every transaction on the ingest path adds the latest second's counts of every node that served
- * spans — about fifty nodes per commit in the bench's workload — and an upsert costs SQLite and
+ * spans — about fifty nodes per commit in the bench's workload — and a row costs SQLite and
  * better-sqlite3 about 4 µs whatever it holds. So a transaction writes its counts as one row of
  * `activity_log`, and the counts also go into an in-memory sum; every `foldEveryRows` rows (at the
- * end of the transaction that reaches it) the sum is upserted into `activity` and the log emptied.
- * Consecutive transactions mostly count the same nodes and seconds: in the bench's workload a fold
- * of 64 transactions upserts ~1,050 rows, where those transactions upserted ~3,300 one by one.
+ * end of the transaction that reaches it) the sum is written as one row of `activity_chunks` and
+ * the log emptied. (Upserting the sum into `activity`, a row per node and second, took ~1,050
+ * upserts per fold in the bench's workload; that table now only keeps what older versions wrote.)
+ * Reads merge the chunks, old rows and the sum; purges drop a chunk once all its buckets are past
+ * the window.
  *
  * Nothing committed is lost: the log is durable with the transaction that wrote it, and whatever it
  * holds at open is folded then. After a failed transaction (or savepoint) SQLite rolled back its
  * log rows, and the sum is read again from the log (`afterRollback`). Reads add the sum to the
- * table's rows, so they see every committed count whether folded or not.
+ * chunks and rows, so they see every committed count whether folded or not.
  */
 export class ActivityTable {
   readonly #db: Database;
@@ -51,16 +53,15 @@ export class ActivityTable {
   readonly #unfolded = new NodeBucketCounts();
   #loggedRows = 0;
   readonly #log: Statement;
-  readonly #upsert: Statement;
+  readonly #chunk: Statement;
 
   constructor(db: Database, options: ActivityTableOptions) {
     this.#db = db;
     this.#placements = options.placements;
     this.#foldEveryRows = options.foldEveryRows ?? DEFAULT_FOLD_EVERY_ROWS;
     this.#log = db.prepare('INSERT INTO activity_log (body) VALUES (?)');
-    this.#upsert = db.prepare(
-      `INSERT INTO activity (bucket_start_ms, service, node, bucket_ms, placement, spans, errors) VALUES (?, ?, ?, ?, ?, ?, ?)
-       ON CONFLICT (bucket_start_ms, service, node) DO UPDATE SET spans = spans + excluded.spans, errors = errors + excluded.errors`,
+    this.#chunk = db.prepare(
+      'INSERT INTO activity_chunks (first_bucket_ms, last_bucket_ms, body) VALUES (?, ?, ?)',
     );
     this.#readLog();
     // At open, whatever an earlier process logged and did not fold.
@@ -77,13 +78,7 @@ export class ActivityTable {
     for (const sample of samples) merged.add(sample, sample.spans, sample.errors);
     const logged: LoggedSample[] = [];
     for (const counted of merged.values()) {
-      logged.push([
-        counted.bucketStartUnixMillis,
-        counted.bucketMillis,
-        this.#placements.idOf(counted.placement),
-        counted.spans,
-        counted.errors,
-      ]);
+      logged.push(this.#logged(counted));
       this.#unfolded.add(counted, counted.spans, counted.errors);
     }
     this.#log.run(JSON.stringify(logged));
@@ -95,24 +90,37 @@ export class ActivityTable {
     if (this.#loggedRows >= this.#foldEveryRows) this.fold();
   }
 
-  /** Upserts the counts logged since the last fold and empties the log; inside the caller's transaction. */
+  /** Writes the counts logged since the last fold as one chunk and empties the log; inside the caller's transaction. */
   fold(): void {
     if (this.#loggedRows === 0) return;
+    const samples: LoggedSample[] = [];
+    let first = Number.POSITIVE_INFINITY;
+    let last = Number.NEGATIVE_INFINITY;
     for (const counted of this.#unfolded.values()) {
-      const p = counted.placement;
-      this.#upsert.run(
-        counted.bucketStartUnixMillis,
-        p.service,
-        p.node,
-        counted.bucketMillis,
-        JSON.stringify(p),
-        counted.spans,
-        counted.errors,
-      );
+      samples.push(this.#logged(counted));
+      if (counted.bucketStartUnixMillis < first) first = counted.bucketStartUnixMillis;
+      if (counted.bucketStartUnixMillis > last) last = counted.bucketStartUnixMillis;
     }
+    this.#chunk.run(first, last, JSON.stringify(samples));
     this.#db.prepare('DELETE FROM activity_log').run();
     this.#unfolded.clear();
     this.#loggedRows = 0;
+  }
+
+  /** Deletes up to `maxRows` chunks and rows whose buckets all start before `beforeUnixMillis`; how many went. */
+  purge(beforeUnixMillis: number, maxRows: number): number {
+    return (
+      this.#db
+        .prepare(
+          'DELETE FROM activity_chunks WHERE id IN (SELECT id FROM activity_chunks WHERE last_bucket_ms < ? LIMIT ?)',
+        )
+        .run(beforeUnixMillis, maxRows).changes +
+      this.#db
+        .prepare(
+          'DELETE FROM activity WHERE (bucket_start_ms, service, node) IN (SELECT bucket_start_ms, service, node FROM activity WHERE bucket_start_ms < ? LIMIT ?)',
+        )
+        .run(beforeUnixMillis, maxRows).changes
+    );
   }
 
   /** After a failed transaction: the sum is read again from the log rows SQLite kept. */
@@ -122,12 +130,20 @@ export class ActivityTable {
 
   /** Node activity from the latest bucket back `windowMillis`, in (bucket, service, node) order. */
   recent(windowMillis: number): NodeActivity[] {
-    let latest = this.#db.prepare('SELECT max(bucket_start_ms) FROM activity').pluck().get() as number | null;
+    // max() of several values is NULL if any is: one aggregate over both instead.
+    let latest = this.#db
+      .prepare(
+        'SELECT max(bucket) FROM (SELECT max(bucket_start_ms) AS bucket FROM activity UNION ALL SELECT max(last_bucket_ms) FROM activity_chunks)',
+      )
+      .pluck()
+      .get() as number | null;
     for (const counted of this.#unfolded.values()) {
       if (latest === null || counted.bucketStartUnixMillis > latest) latest = counted.bucketStartUnixMillis;
     }
     if (latest === null) return [];
     const from = latest - windowMillis;
+    const recent = new NodeBucketCounts();
+    // Rows written before chunks (schema 9 and earlier).
     const rows = this.#db
       .prepare(
         'SELECT placement, bucket_start_ms, bucket_ms, spans, errors FROM activity WHERE bucket_start_ms >= ?',
@@ -139,17 +155,19 @@ export class ActivityTable {
       spans: number;
       errors: number;
     }[];
-    const recent = new NodeBucketCounts();
     for (const row of rows) {
-      const counted: Counted = {
+      const sample = {
         placement: JSON.parse(row.placement) as Placement,
         bucketStartUnixMillis: row.bucket_start_ms,
         bucketMillis: row.bucket_ms,
-        spans: row.spans,
-        errors: row.errors,
       };
-      recent.add(counted, counted.spans, counted.errors);
+      recent.add(sample, row.spans, row.errors);
     }
+    const chunks = this.#db
+      .prepare('SELECT body FROM activity_chunks WHERE last_bucket_ms >= ?')
+      .pluck()
+      .all(from) as string[];
+    for (const body of chunks) this.#addLogged(recent, body, from);
     for (const counted of this.#unfolded.values()) {
       if (counted.bucketStartUnixMillis >= from) recent.add(counted, counted.spans, counted.errors);
     }
@@ -171,19 +189,29 @@ export class ActivityTable {
   #readLog(): void {
     this.#unfolded.clear();
     const bodies = this.#db.prepare('SELECT body FROM activity_log ORDER BY id').pluck().all() as string[];
-    for (const body of bodies) {
-      for (const [bucketStart, bucketMillis, placementId, spans, errors] of JSON.parse(
-        body,
-      ) as LoggedSample[]) {
-        const sample = {
-          placement: this.#placements.placement(placementId),
-          bucketStartUnixMillis: bucketStart,
-          bucketMillis,
-        };
-        this.#unfolded.add(sample, spans, errors);
-      }
-    }
+    for (const body of bodies) this.#addLogged(this.#unfolded, body, Number.NEGATIVE_INFINITY);
     this.#loggedRows = bodies.length;
+  }
+
+  /** A sample as the log and the chunks hold it. */
+  #logged(counted: Counted): LoggedSample {
+    const placementId = this.#placements.idOf(counted.placement);
+    return [counted.bucketStartUnixMillis, counted.bucketMillis, placementId, counted.spans, counted.errors];
+  }
+
+  /** Adds the samples of a log row or chunk (JSON) whose buckets start at `from` or later to `counts`. */
+  #addLogged(counts: NodeBucketCounts, body: string, from: number): void {
+    for (const [bucketStart, bucketMillis, placementId, spans, errors] of JSON.parse(
+      body,
+    ) as LoggedSample[]) {
+      if (bucketStart < from) continue;
+      const sample = {
+        placement: this.#placements.placement(placementId),
+        bucketStartUnixMillis: bucketStart,
+        bucketMillis,
+      };
+      counts.add(sample, spans, errors);
+    }
   }
 }
 

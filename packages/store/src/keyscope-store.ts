@@ -469,9 +469,7 @@ export class KeyscopeStore {
       removed += this.statement(
         "DELETE FROM incidents WHERE seq IN (SELECT seq FROM incidents WHERE last_finding_ms < ? AND status = 'resolved' LIMIT ?)",
       ).run(options.recordsBeforeUnixMillis, options.maxRows).changes;
-      removed += this.statement(
-        'DELETE FROM activity WHERE (bucket_start_ms, service, node) IN (SELECT bucket_start_ms, service, node FROM activity WHERE bucket_start_ms < ? LIMIT ?)',
-      ).run(options.attemptsBeforeUnixMillis, options.maxRows).changes;
+      removed += this.#activity.purge(options.attemptsBeforeUnixMillis, options.maxRows);
       removed += this.statement(
         'DELETE FROM outbox WHERE id IN (SELECT id FROM outbox WHERE delivered_ms < ? LIMIT ?)',
       ).run(options.recordsBeforeUnixMillis, options.maxRows).changes;

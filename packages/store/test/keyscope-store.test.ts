@@ -306,7 +306,7 @@ describe('node activity', () => {
     expect(
       JSON.parse(store.db.prepare('SELECT body FROM activity_log').pluck().get() as string),
     ).toHaveLength(3);
-    expect(store.db.prepare('SELECT count(*) FROM activity').pluck().get()).toBe(0);
+    expect(store.db.prepare('SELECT count(*) FROM activity_chunks').pluck().get()).toBe(0);
     expect(byNode(store.recentActivity(4000))).toEqual([
       ['a', 0, 7, 1],
       ['a', 1000, 7, 1],
@@ -314,32 +314,74 @@ describe('node activity', () => {
     ]);
   });
 
-  it('folds the log into the table every 64 transactions, one upsert per node and bucket', () => {
+  it('folds the log into one chunk every 64 transactions, and reads chunks, log and older rows together', () => {
     for (let i = 0; i < 63; i++) {
       store.transaction(() =>
         store.recordActivity(activity({ node: 'a', fromSecond: 0, toSecond: 2, spans: 1 })),
       );
     }
     expect(store.activityLogRows).toBe(63);
-    expect(store.db.prepare('SELECT count(*) FROM activity').pluck().get()).toBe(0);
+    expect(store.db.prepare('SELECT count(*) FROM activity_chunks').pluck().get()).toBe(0);
     const changes = () => store.db.prepare('SELECT total_changes()').pluck().get() as number;
     const before = changes();
     store.transaction(() =>
       store.recordActivity(activity({ node: 'a', fromSecond: 0, toSecond: 2, spans: 1 })),
     );
-    // One log row, two upserts, the log's 64 rows deleted.
-    expect(changes() - before).toBe(1 + 2 + 64);
+    // One log row, one chunk, the log's 64 rows deleted.
+    expect(changes() - before).toBe(1 + 1 + 64);
     expect(store.activityLogRows).toBe(0);
     expect(store.db.prepare('SELECT count(*) FROM activity_log').pluck().get()).toBe(0);
+    expect(store.db.prepare('SELECT first_bucket_ms, last_bucket_ms FROM activity_chunks').get()).toEqual({
+      first_bucket_ms: TEST_EPOCH_UNIX_MILLIS,
+      last_bucket_ms: TEST_EPOCH_UNIX_MILLIS + 1000,
+    });
     expect(byNode(store.recentActivity(4000))).toEqual([
       ['a', 0, 64, 0],
       ['a', 1000, 64, 0],
     ]);
+    // A row as an older version wrote it, and a sample still in the log.
+    store.db
+      .prepare(
+        'INSERT INTO activity (bucket_start_ms, service, node, bucket_ms, placement, spans, errors) VALUES (?, ?, ?, ?, ?, ?, ?)',
+      )
+      .run(
+        TEST_EPOCH_UNIX_MILLIS + 1000,
+        'payments',
+        'b',
+        1000,
+        JSON.stringify({ service: 'payments', node: 'b', cluster: '', region: '', zone: '' }),
+        2,
+        1,
+      );
     store.recordActivity(activity({ node: 'a', fromSecond: 1, toSecond: 2, spans: 5 }));
     expect(byNode(store.recentActivity(4000))).toEqual([
       ['a', 0, 64, 0],
       ['a', 1000, 69, 0],
+      ['b', 1000, 2, 1],
     ]);
+  });
+
+  it('purges a chunk once all its buckets are past the window', () => {
+    store.transaction(() =>
+      store.recordActivity(activity({ node: 'a', fromSecond: 0, toSecond: 3, spans: 1 })),
+    );
+    store.transaction(() =>
+      store.recordActivity(activity({ node: 'a', fromSecond: 10, toSecond: 11, spans: 1 })),
+    );
+    const purge = (beforeSecond: number) =>
+      store.purge({
+        attemptsBeforeUnixMillis: TEST_EPOCH_UNIX_MILLIS + beforeSecond * 1000,
+        recordsBeforeUnixMillis: 0,
+        maxRows: 100,
+      });
+    // The purge folds the log first: one chunk of seconds 0-2 and 10.
+    expect(purge(2)).toBe(0);
+    expect(store.db.prepare('SELECT count(*) FROM activity_chunks').pluck().get()).toBe(1);
+    store.transaction(() =>
+      store.recordActivity(activity({ node: 'a', fromSecond: 20, toSecond: 21, spans: 1 })),
+    );
+    expect(purge(15)).toBe(1);
+    expect(byNode(store.recentActivity(60_000))).toEqual([['a', 20_000, 1, 0]]);
   });
 
   it('folds at open what an earlier process logged, and loses none of it', () => {
