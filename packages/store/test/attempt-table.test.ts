@@ -7,6 +7,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { AttemptTable } from '../src/attempt-table.ts';
 import { KeyscopeStore } from '../src/index.ts';
 import { migrate } from '../src/migrations.ts';
+import { purgeBefore } from './purge-before.ts';
 
 let dir: string;
 let path: string;
@@ -173,12 +174,7 @@ describe('the attempt log in SQLite', () => {
       store.attemptLog.append('late', attempt('late', 'a', 100));
     });
     store.transaction(() => store.attemptLog.append('next', attempt('next', 'a', 200)));
-    const purge = (beforeSecond: number) =>
-      store.purge({
-        attemptsBeforeUnixMillis: TEST_EPOCH_UNIX_MILLIS + beforeSecond * 1000,
-        recordsBeforeUnixMillis: 0,
-        maxRows: 10,
-      });
+    const purge = (beforeSecond: number) => purgeBefore(store, beforeSecond);
     expect(purge(50)).toBe(0);
     expect(store.attemptsOfKey('old')).toHaveLength(1);
     expect(purge(150)).toBe(2);

@@ -9,6 +9,7 @@ import BetterSqlite3 from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { KeyscopeStore } from '../src/index.ts';
 import { migrate } from '../src/migrations.ts';
+import { purgeBefore } from './purge-before.ts';
 
 function batch(attempts: Attempt[]): ExtractedAttempts {
   return { attempts, activity: [], duplicateSpans: 0, invalid: { outcome: 0, hit: 0, scope: 0 } };
@@ -368,12 +369,7 @@ describe('node activity', () => {
     store.transaction(() =>
       store.recordActivity(activity({ node: 'a', fromSecond: 10, toSecond: 11, spans: 1 })),
     );
-    const purge = (beforeSecond: number) =>
-      store.purge({
-        attemptsBeforeUnixMillis: TEST_EPOCH_UNIX_MILLIS + beforeSecond * 1000,
-        recordsBeforeUnixMillis: 0,
-        maxRows: 100,
-      });
+    const purge = (beforeSecond: number) => purgeBefore(store, beforeSecond);
     // The purge folds the log first: one chunk of seconds 0-2 and 10.
     expect(purge(2)).toBe(0);
     expect(store.db.prepare('SELECT count(*) FROM activity_chunks').pluck().get()).toBe(1);
