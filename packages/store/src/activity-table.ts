@@ -5,11 +5,10 @@ import type { PlacementTable } from './placement-table.ts';
 export interface ActivityTableOptions {
   /** Where logged samples' placements get their ids, shared with the attempt log. */
   placements: PlacementTable;
-  /** Transactions whose activity is logged before it is folded into the table; default 64. */
-  foldEveryRows?: number;
 }
 
-const DEFAULT_FOLD_EVERY_ROWS = 64;
+/** Log rows (transactions) whose activity is folded into one chunk. */
+const FOLD_EVERY_ROWS = 64;
 
 /**
  * A logged sample, as a row of `activity_log` holds it (a JSON array of these):
@@ -33,7 +32,7 @@ interface Counted {
  * Every transaction on the ingest path adds the latest second's counts of every node that served
  * spans — about fifty nodes per commit in the bench's workload — and a row costs SQLite and
  * better-sqlite3 about 4 µs whatever it holds. So a transaction writes its counts as one row of
- * `activity_log`, and the counts also go into an in-memory sum; every `foldEveryRows` rows (at the
+ * `activity_log`, and the counts also go into an in-memory sum; every FOLD_EVERY_ROWS rows (at the
  * end of the transaction that reaches it) the sum is written as one row of `activity_chunks` and
  * the log emptied. (Upserting the sum into `activity`, a row per node and second, took ~1,050
  * upserts per fold in the bench's workload; that table now only keeps what older versions wrote.)
@@ -47,7 +46,6 @@ interface Counted {
  */
 export class ActivityTable {
   readonly #db: Database;
-  readonly #foldEveryRows: number;
   readonly #placements: PlacementTable;
   /** Counts logged since the last fold, by service, node and bucket. */
   readonly #unfolded = new NodeBucketCounts();
@@ -58,7 +56,6 @@ export class ActivityTable {
   constructor(db: Database, options: ActivityTableOptions) {
     this.#db = db;
     this.#placements = options.placements;
-    this.#foldEveryRows = options.foldEveryRows ?? DEFAULT_FOLD_EVERY_ROWS;
     this.#log = db.prepare('INSERT INTO activity_log (body) VALUES (?)');
     this.#chunk = db.prepare(
       'INSERT INTO activity_chunks (first_bucket_ms, last_bucket_ms, body) VALUES (?, ?, ?)',
@@ -85,9 +82,9 @@ export class ActivityTable {
     this.#loggedRows++;
   }
 
-  /** Folds the log into the table once it holds `foldEveryRows` rows; inside the caller's transaction. */
+  /** Folds the log into a chunk once it holds FOLD_EVERY_ROWS rows; inside the caller's transaction. */
   foldIfDue(): void {
-    if (this.#loggedRows >= this.#foldEveryRows) this.fold();
+    if (this.#loggedRows >= FOLD_EVERY_ROWS) this.fold();
   }
 
   /** Writes the counts logged since the last fold as one chunk and empties the log; inside the caller's transaction. */

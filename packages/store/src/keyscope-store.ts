@@ -13,7 +13,7 @@ import { PlacementTable } from './placement-table.ts';
 export interface StoreOptions {
   /** A file path, or ':memory:' for tests. */
   path: string;
-  /** Attempts appended before their keys' index entries are written is brought up to date (attempt-table.ts); default 20,000. */
+  /** Attempts appended before their keys' index entries are written (attempt-table.ts); default 20,000. */
   attemptIndexBatchRows?: number;
   /**
    * Checkpoint the WAL on a worker thread instead of inside the commit that crosses the limit
@@ -135,10 +135,10 @@ export class KeyscopeStore {
 
   /**
    * Runs `work` in one transaction (nested calls become savepoints). The outermost one writes the
-   * attempts appended meanwhile as one row, and brings their key index up to date
-   * when enough attempts wait for it; it also folds the node activity log into its table when that
-   * is due. A nested one first writes what the outer one appended, so that if it fails, rolling it
-   * back takes only its own attempts with it.
+   * attempts appended meanwhile as one row, brings their key index up to date when enough attempts
+   * wait for it, and folds the node activity log into a chunk when that is due. A nested one first
+   * writes what the outer one appended, so that if it fails, rolling it back takes only its own
+   * attempts with it.
    */
   transaction<T>(work: () => T): T {
     const outermost = !this.db.inTransaction;
@@ -355,7 +355,7 @@ export class KeyscopeStore {
     return this.#activity.recent(windowMillis);
   }
 
-  /** Node activity logged and not yet folded into its table; for tests. */
+  /** Rows of node activity logged and not yet folded into a chunk; for tests. */
   get activityLogRows(): number {
     return this.#activity.loggedRows;
   }
