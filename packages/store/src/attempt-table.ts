@@ -12,28 +12,128 @@ const SLICE = 'substr(b.body, k.start, k.length)';
 
 /** A partition key's entry in a batch's `keys`: [partitionKey, start (1-based), length] in bytes of `body`. */
 type Located = [string, number, number];
+
 /**
- * An attempt as a batch's body holds it: a JSON array of its fields in a fixed order, without the
- * key (first in its partition key's array already), its placement as an id (placement-table.ts).
+ * A partition key's array in a batch's body. Since session 6 (the compact form):
  *
- *   [traceId, spanId, kind, tenant, parentSpanId, startUnixMillis, endUnixMillis, placementId,
- *    operation, ...kind's own fields]
- *   server: outcome, store, scope · client: resendCount, target, statusCode, error · arrival: none
+ *   [key, 2, baseStartUnixMillis, ...entries]
+ *   entry: [traceId or 0, spanId, kind, tenant, parentSpanId, start, duration, placementId,
+ *           operation, ...kind's own fields]
+ *   kind: 0 server (outcome, store, scope) · 1 client (resendCount, target, statusCode, error) ·
+ *         2 arrival (none)
  *
+ * A key's attempts mostly share their trace and start within a second of each other, and a batch's
+ * bytes are what its commit writes (twice, counting the checkpoint): the trace id is 0 when it is
+ * the previous entry's, the start is milliseconds after `baseStartUnixMillis` (the key's first
+ * attempt in the batch), the end is milliseconds after the start. Timestamps near each other
+ * subtract exactly; one that would not round-trip (a start of 0 next to today's) is written as
+ * `[absoluteMillis]` instead. The placement is an id (placement-table.ts). 134 bytes an attempt in
+ * the bench's workload, against 181 in the first form.
+ *
+ * The first form, `[key, ...entries]` (its second element an array):
+ *   entry: [traceId, spanId, kind, tenant, parentSpanId, startUnixMillis, endUnixMillis,
+ *           placementId, operation, ...kind's own fields], kind as a string.
  * Entries written before placements had ids hold the placement's five strings in its place
  * (service, node, cluster, region, zone). Attempts migrated from the one-row-per-attempt table keep
  * that row's body after the ids: those same fields from `kind` on, or an object (the first form
  * rows were written in).
  */
-function entryOf(a: Attempt, placements: PlacementTable): unknown[] {
-  const fields: unknown[] = [a.traceId, a.spanId, a.kind, a.tenant, a.parentSpanId];
-  fields.push(a.startUnixMillis, a.endUnixMillis, placements.idOf(a.placement), a.operation);
-  if (a.kind === 'server') fields.push(a.outcome, a.store, a.scope);
-  else if (a.kind === 'client') fields.push(a.resendCount, a.target, a.statusCode, a.error);
-  return fields;
+const COMPACT = 2;
+const KIND_CODES = { server: 0, client: 1, arrival: 2 } as const;
+const KINDS = ['server', 'client', 'arrival'] as const;
+
+/** The compact array of one partition key's `attempts`. */
+function compactSegment(attempts: readonly Attempt[], placements: PlacementTable): unknown[] {
+  const first = attempts[0]!;
+  const base = first.startUnixMillis;
+  const segment: unknown[] = [first.key, COMPACT, base];
+  let previousTrace = '';
+  for (const a of attempts) {
+    const start = a.startUnixMillis;
+    const fields: unknown[] = [
+      a.traceId === previousTrace ? 0 : a.traceId,
+      a.spanId,
+      KIND_CODES[a.kind],
+      a.tenant,
+      a.parentSpanId,
+      after(base, start),
+      after(start, a.endUnixMillis),
+      placements.idOf(a.placement),
+      a.operation,
+    ];
+    if (a.kind === 'server') fields.push(a.outcome, a.store, a.scope);
+    else if (a.kind === 'client') fields.push(a.resendCount, a.target, a.statusCode, a.error);
+    segment.push(fields);
+    previousTrace = a.traceId;
+  }
+  return segment;
 }
 
-/** The attempt of a batch entry, in any form; properties in the order the extractor creates them. */
+/**
+ * Decimal places tried for an offset, fewest first. Timestamps arrive as nanoseconds and are kept
+ * as fractional milliseconds: the exact difference of two of them has a long binary expansion
+ * (635.100830078125), while a rounded one (635.101) usually adds back to the same double.
+ */
+const OFFSET_SCALES = [1e3, 1e4, 1e6];
+
+/** `at` as milliseconds after `origin`, the shortest offset that reads back exactly; else `[at]`. */
+function after(origin: number, at: number): number | [number] {
+  const delta = at - origin;
+  for (const scale of OFFSET_SCALES) {
+    const rounded = Math.round(delta * scale) / scale;
+    if (origin + rounded === at) return rounded;
+  }
+  return origin + delta === at ? delta : [at];
+}
+
+/** The inverse of `after`. */
+function at(origin: number, field: unknown): number {
+  return typeof field === 'number' ? origin + field : (field as [number])[0];
+}
+
+/** The attempts of a compact array (see COMPACT); properties in the order the extractor creates them. */
+function attemptsOfCompact(segment: unknown[], placements: PlacementTable, into: Attempt[]): void {
+  const key = segment[0] as string;
+  const base = segment[2] as number;
+  let traceId = '';
+  for (let i = 3; i < segment.length; i++) {
+    const f = segment[i] as unknown[];
+    if (f[0] !== 0) traceId = f[0] as string;
+    const startUnixMillis = at(base, f[5]);
+    const common = {
+      key,
+      tenant: f[3] as string,
+      traceId,
+      spanId: f[1] as string,
+      parentSpanId: f[4] as string,
+      startUnixMillis,
+      endUnixMillis: at(startUnixMillis, f[6]),
+      placement: placements.placement(f[7] as number),
+      operation: f[8] as string,
+    };
+    const kind = KINDS[f[2] as number];
+    if (kind === 'server') {
+      into.push({
+        kind,
+        ...common,
+        outcome: f[9] as Outcome,
+        store: f[10] as string,
+        scope: f[11] as ScopeLevel | '',
+      });
+    } else if (kind === 'client') {
+      into.push({
+        kind,
+        ...common,
+        resendCount: f[9] as number,
+        target: f[10] as string,
+        statusCode: f[11] as number,
+        error: f[12] as string,
+      });
+    } else into.push({ kind: 'arrival', ...common });
+  }
+}
+
+/** The attempt of a first-form entry, in any of its forms; properties in the order the extractor creates them. */
 function attemptOf(key: string, f: unknown[], placements: PlacementTable): Attempt {
   const traceId = f[0] as string;
   const spanId = f[1] as string;
@@ -85,9 +185,13 @@ function attemptOf(key: string, f: unknown[], placements: PlacementTable): Attem
   return { kind: 'arrival', ...base };
 }
 
-/** The attempts of one partition key's array, `[key, ...entries]`, as JSON. */
+/** The attempts of one partition key's array, in either form, as JSON. */
 function attemptsOfSegment(json: string, placements: PlacementTable, into: Attempt[] = []): Attempt[] {
   const segment = JSON.parse(json) as unknown[];
+  if (segment[1] === COMPACT) {
+    attemptsOfCompact(segment, placements, into);
+    return into;
+  }
   const key = segment[0] as string;
   for (let i = 1; i < segment.length; i++) into.push(attemptOf(key, segment[i] as unknown[], placements));
   return into;
@@ -115,10 +219,44 @@ export interface AttemptTableOptions {
   placements: PlacementTable;
 }
 
-/** A partition key's attempts appended since the last indexing; the first `written` are in a row. */
+/**
+ * A partition key's attempts appended since the last indexing. Those of the transaction under way
+ * are kept whole until `flush` writes them; of those written since, only where their bytes are and
+ * their span ids: an attempt object kept until the next indexing (20,000 attempts, a second or more
+ * under load) outlived the young generation, so every scavenge copied the tail's newest attempts
+ * and promoted them to die in the old one, and a key's written attempts are read back only when
+ * the detector judges it (about 300 keys in 200,000 spans in the bench's workload).
+ */
 interface Tailed {
-  attempts: Attempt[];
-  written: number;
+  /** Appended in the transaction under way; written by `flush`. */
+  pending: Attempt[];
+  /** Its arrays in rows not yet indexed: (row id, start, length) after one another. */
+  segments: number[];
+  /** The span id and trace id of each attempt written in those arrays, after one another. */
+  ids: string[];
+}
+
+const NOTHING_PENDING: Attempt[] = [];
+
+/** `ids` with the span and trace ids of `attempts` after them; a new array sized to hold them all. */
+function withIds(ids: string[], attempts: readonly Attempt[]): string[] {
+  const grown = new Array<string>(ids.length + 2 * attempts.length);
+  for (let i = 0; i < ids.length; i++) grown[i] = ids[i]!;
+  for (let i = 0, at = ids.length; i < attempts.length; i++, at += 2) {
+    grown[at] = attempts[i]!.spanId;
+    grown[at + 1] = attempts[i]!.traceId;
+  }
+  return grown;
+}
+
+/** Whether the tail holds `attempt`'s span. */
+function tailHolds(tailed: Tailed, attempt: Attempt): boolean {
+  if (holds(tailed.pending, attempt)) return true;
+  const { ids } = tailed;
+  for (let i = 0; i < ids.length; i += 2) {
+    if (ids[i] === attempt.spanId && ids[i + 1] === attempt.traceId) return true;
+  }
+  return false;
 }
 
 /**
@@ -149,9 +287,10 @@ interface FilterRebuild {
  * whatever the row holds, and a transaction on the ingest path appends the attempts of dozens to
  * thousands of keys. So `append` only keeps the attempt in an in-memory tail, and `flush`, at the
  * end of the transaction (`KeyscopeStore.transaction`), writes one row: per partition key it
- * touched, a JSON array `[key, ...entries]`, the arrays concatenated as the row's body, and the
- * byte range of each (`keys`). The index copies those ranges, so a lookup reads one key's bytes of
- * the batch, not all of it.
+ * touched, a JSON array of its attempts (see COMPACT), the arrays concatenated as the row's body,
+ * and the byte range of each (`keys`). The index copies those ranges, so a lookup reads one key's
+ * bytes of the batch, not all of it. Until the index holds them, the tail remembers where a key's
+ * arrays are and the ids of the spans in them, not the attempts (see Tailed).
  *
  * Attempts arrive in idempotency-key order, which is random: a B-tree keyed by partition key made
  * every insert dirty its own index page, and each commit wrote every dirty page to the WAL. So the
@@ -173,7 +312,7 @@ export class AttemptTable implements AttemptLog {
   readonly #db: Database;
   readonly #options: AttemptTableOptions;
   readonly #placements: PlacementTable;
-  /** Attempts appended since the last indexing, by partition key, kept whole. */
+  /** Attempts appended since the last indexing, by partition key. */
   readonly #tail = new Map<string, Tailed>();
   #tailSize = 0;
   /** Partition keys with attempts appended since the last `flush`, in the order first appended. */
@@ -189,6 +328,7 @@ export class AttemptTable implements AttemptLog {
   /** Where `flush` writes a batch's body; reused, grown when a batch needs more. */
   #body = Buffer.allocUnsafe(64 * 1024);
   readonly #byKey: Statement;
+  readonly #slice: Statement;
 
   constructor(db: Database, options: AttemptTableOptions) {
     this.#db = db;
@@ -202,6 +342,7 @@ export class AttemptTable implements AttemptLog {
         `SELECT ${SLICE} FROM attempt_batch_keys k JOIN attempt_batches b ON b.id = k.batch_id WHERE k.partition_key = ?`,
       )
       .pluck();
+    this.#slice = db.prepare('SELECT substr(body, ?, ?) FROM attempt_batches WHERE id = ?').pluck();
     this.#keysFrom = db
       .prepare(
         'SELECT DISTINCT partition_key FROM attempt_batch_keys WHERE partition_key >= ? ORDER BY partition_key LIMIT ?',
@@ -220,17 +361,17 @@ export class AttemptTable implements AttemptLog {
   append(partitionKey: string, attempt: Attempt): boolean {
     if (!this.#db.inTransaction) throw new Error('attempts are appended inside KeyscopeStore.transaction');
     const tailed = this.#tail.get(partitionKey);
-    if (tailed !== undefined && holds(tailed.attempts, attempt)) return false;
+    if (tailed !== undefined && tailHolds(tailed, attempt)) return false;
     if (this.#indexedKeys.mayContain(partitionKey) && holds(this.#indexed(partitionKey), attempt)) {
       return false;
     }
     if (tailed === undefined) {
-      this.#tail.set(partitionKey, { attempts: [attempt], written: 0 });
+      this.#tail.set(partitionKey, { pending: [attempt], segments: [], ids: [] });
       this.#unwritten.push(partitionKey);
-    } else {
-      if (tailed.written === tailed.attempts.length) this.#unwritten.push(partitionKey);
-      tailed.attempts.push(attempt);
-    }
+    } else if (tailed.pending.length === 0) {
+      tailed.pending = [attempt];
+      this.#unwritten.push(partitionKey);
+    } else tailed.pending.push(attempt);
     this.#tailSize++;
     return true;
   }
@@ -238,7 +379,7 @@ export class AttemptTable implements AttemptLog {
   attemptsOf(partitionKey: string): Attempt[] {
     const attempts = this.#indexedKeys.mayContain(partitionKey) ? this.#indexed(partitionKey) : [];
     const tailed = this.#tail.get(partitionKey);
-    if (tailed !== undefined) for (const attempt of tailed.attempts) attempts.push(attempt);
+    if (tailed !== undefined) this.#tailed(tailed, attempts);
     return attempts;
   }
 
@@ -262,7 +403,7 @@ export class AttemptTable implements AttemptLog {
       .all(parameters) as Buffer[];
     const attempts = attemptsOfSlices(slices, this.#placements);
     for (const [partitionKey, tailed] of this.#tail) {
-      if (matches(partitionKey)) attempts.push(...tailed.attempts);
+      if (matches(partitionKey)) this.#tailed(tailed, attempts);
     }
     return attempts;
   }
@@ -275,40 +416,67 @@ export class AttemptTable implements AttemptLog {
   flush(): void {
     if (this.#unwritten.length === 0) return;
     let located: Located[] = [];
+    let inRow: Tailed[] = [];
     let used = 0;
     let attemptCount = 0;
     let end = Number.NEGATIVE_INFINITY;
     for (const partitionKey of this.#unwritten) {
       const tailed = this.#tail.get(partitionKey)!;
-      const { attempts } = tailed;
-      const segment: unknown[] = [attempts[tailed.written]!.key];
-      for (let i = tailed.written; i < attempts.length; i++) {
-        const attempt = attempts[i]!;
-        segment.push(entryOf(attempt, this.#placements));
+      const { pending } = tailed;
+      const segment = compactSegment(pending, this.#placements);
+      for (const attempt of pending) {
         if (attempt.endUnixMillis > end) end = attempt.endUnixMillis;
       }
-      attemptCount += attempts.length - tailed.written;
-      tailed.written = attempts.length;
+      tailed.ids = withIds(tailed.ids, pending);
+      attemptCount += pending.length;
+      tailed.pending = NOTHING_PENDING;
       // Straight into the body's bytes: the write says how many there are, which the index needs.
       const json = JSON.stringify(segment);
       const length = this.#bodyWithRoom(used, json.length * MAX_UTF8_BYTES_PER_UNIT).write(json, used);
       located.push([partitionKey, used + 1, length]);
+      inRow.push(tailed);
       used += length;
       if (used >= BATCH_ROW_BYTES) {
-        this.#insertBatch(end, attemptCount, located, used);
+        this.#insertBatch(end, attemptCount, located, inRow, used);
         located = [];
+        inRow = [];
         used = 0;
         attemptCount = 0;
         end = Number.NEGATIVE_INFINITY;
       }
     }
-    if (used > 0) this.#insertBatch(end, attemptCount, located, used);
+    if (used > 0) this.#insertBatch(end, attemptCount, located, inRow, used);
     this.#unwritten.length = 0;
   }
 
-  #insertBatch(end: number, attemptCount: number, located: Located[], used: number): void {
+  /** Inserts a row of `located` arrays, the `inRow` tail entries' in order, and notes where each went. */
+  #insertBatch(end: number, attemptCount: number, located: Located[], inRow: Tailed[], used: number): void {
     // better-sqlite3 copies a bound buffer, so the scratch is free again once the insert returns.
-    this.#insert.run(end, attemptCount, JSON.stringify(located), this.#body.subarray(0, used));
+    const { lastInsertRowid } = this.#insert.run(
+      end,
+      attemptCount,
+      JSON.stringify(located),
+      this.#body.subarray(0, used),
+    );
+    const id = Number(lastInsertRowid);
+    for (let i = 0; i < located.length; i++) {
+      const tailed = inRow[i]!;
+      const [, start, length] = located[i]!;
+      // Most keys have one array in the tail: an array literal is allocated at its size, while
+      // `push` onto an empty array allocates room for 17.
+      if (tailed.segments.length === 0) tailed.segments = [id, start, length];
+      else tailed.segments.push(id, start, length);
+    }
+  }
+
+  /** Appends the tail entry's attempts to `into`: those written, read back from their rows, then those pending. */
+  #tailed(tailed: Tailed, into: Attempt[]): void {
+    const { segments } = tailed;
+    for (let i = 0; i < segments.length; i += 3) {
+      const slice = this.#slice.get(segments[i + 1], segments[i + 2], segments[i]) as Buffer;
+      attemptsOfSegment(slice.toString('utf8'), this.#placements, into);
+    }
+    for (const attempt of tailed.pending) into.push(attempt);
   }
 
   /** The body scratch, grown (keeping its first `used` bytes) to hold `more` bytes past them. */
@@ -330,20 +498,21 @@ export class AttemptTable implements AttemptLog {
     this.#tailSize = 0;
     this.#unwritten.length = 0;
     const rows = this.#db
-      .prepare('SELECT keys, body FROM attempt_batches WHERE id > ? ORDER BY id')
-      .all(this.#indexedThrough()) as { keys: string; body: Buffer }[];
+      .prepare('SELECT id, keys, body FROM attempt_batches WHERE id > ? ORDER BY id')
+      .all(this.#indexedThrough()) as { id: number; keys: string; body: Buffer }[];
     for (const row of rows) {
       for (const [partitionKey, start, length] of JSON.parse(row.keys) as Located[]) {
         const attempts = attemptsOfSegment(
           row.body.toString('utf8', start - 1, start - 1 + length),
           this.#placements,
         );
-        const tailed = this.#tail.get(partitionKey);
-        if (tailed === undefined) this.#tail.set(partitionKey, { attempts, written: attempts.length });
-        else {
-          tailed.attempts.push(...attempts);
-          tailed.written = tailed.attempts.length;
+        let tailed = this.#tail.get(partitionKey);
+        if (tailed === undefined) {
+          tailed = { pending: NOTHING_PENDING, segments: [], ids: [] };
+          this.#tail.set(partitionKey, tailed);
         }
+        tailed.segments.push(row.id, start, length);
+        tailed.ids = withIds(tailed.ids, attempts);
         this.#tailSize += attempts.length;
       }
     }
@@ -444,10 +613,7 @@ export class AttemptTable implements AttemptLog {
       .pluck()
       .get() as number;
     let unwritten = 0;
-    for (const partitionKey of this.#unwritten) {
-      const tailed = this.#tail.get(partitionKey)!;
-      unwritten += tailed.attempts.length - tailed.written;
-    }
+    for (const partitionKey of this.#unwritten) unwritten += this.#tail.get(partitionKey)!.pending.length;
     return stored + unwritten;
   }
 

@@ -43,6 +43,12 @@ const arrayOf = (batch: ReturnType<typeof batches>[number], partitionKey: string
       .toString('utf8'),
   ) as unknown[];
 };
+/** The entries of a partition key's array in a batch (the compact form: `[key, 2, baseStart, ...entries]`). */
+const entriesOf = (batch: ReturnType<typeof batches>[number], partitionKey: string) => {
+  const array = arrayOf(batch, partitionKey);
+  expect(array.slice(0, 2)).toEqual([partitionKey, 2]);
+  return array.slice(3) as unknown[][];
+};
 const attempt = (key: string, node: string, at = 0) => server({ key, node, store: node, at });
 
 /** In place of the test's store: a database an older keyscope left, at schema `version`, one row per attempt. */
@@ -104,6 +110,30 @@ describe('the attempt log in SQLite', () => {
       waiting.spanId,
     ]);
     expect(store.attemptsOfKey('k1').map((a) => a.spanId)).toEqual([indexed[0]!.spanId, waiting.spanId]);
+  });
+
+  it("keeps where a key's unindexed attempts were written, not the objects, and reads them back", () => {
+    store.close();
+    store = open(1000);
+    const first = attempt('k1', 'a');
+    const second = attempt('k1', 'b', 1);
+    store.transaction(() => store.attemptLog.append('k1', first));
+    store.transaction(() => store.attemptLog.append('k1', second));
+    const written = [structuredClone(first), structuredClone(second)];
+    // The appended objects are the extractor's; the tail must not be what keeps them alive.
+    first.placement = { ...first.placement, node: 'changed' };
+    second.operation = 'changed';
+    expect(indexedRows()).toBe(0);
+    expect(store.attemptLog.attemptsOf('k1')).toEqual(written);
+    expect(store.attemptsOfKey('k1')).toEqual(written);
+    // Redeliveries are still refused by span and trace id; the same span id in another trace is not one.
+    store.transaction(() => {
+      expect(store.attemptLog.append('k1', { ...written[1]! })).toBe(false);
+      expect(
+        store.attemptLog.append('k1', { ...written[1]!, traceId: 'ffffffffffffffffffffffffffffffff' }),
+      ).toBe(true);
+    });
+    expect(store.counts().attempts).toBe(3);
   });
 
   it('finds tenant-qualified partitions of a key in the tail too', () => {
@@ -197,8 +227,8 @@ describe('the attempt log in SQLite', () => {
       [TEST_EPOCH_UNIX_MILLIS + 2_100, 3, ['k1', 'k2']],
       [TEST_EPOCH_UNIX_MILLIS + 3_100, 1, ['k1']],
     ]);
-    expect(arrayOf(rows[0]!, 'k1')).toHaveLength(3);
-    expect(arrayOf(rows[0]!, 'k2')).toHaveLength(2);
+    expect(entriesOf(rows[0]!, 'k1')).toHaveLength(2);
+    expect(entriesOf(rows[0]!, 'k2')).toHaveLength(1);
     expect(store.attemptLog.attemptsOf('k1').map((a) => a.placement.node)).toEqual(['a', 'b', 'c']);
     expect(store.counts().attempts).toBe(4);
   });
@@ -216,10 +246,9 @@ describe('the attempt log in SQLite', () => {
     });
     const rows = batches();
     expect(rows).toHaveLength(1);
-    const [key, ...entries] = arrayOf(rows[0]!, 'k1') as [string, ...unknown[][]];
-    expect(key).toBe('k1');
-    expect(entries.map((entry) => entry.slice(0, 3))).toEqual(
-      attempts.map((a) => [a.traceId, a.spanId, a.kind]),
+    // Kinds as codes: 0 server, 1 client, 2 arrival.
+    expect(entriesOf(rows[0]!, 'k1').map((entry) => entry.slice(0, 3))).toEqual(
+      attempts.map((a, i) => [a.traceId, a.spanId, i]),
     );
     expect(rows[0]!.body.match(/"k1"/g)).toHaveLength(1);
     const read = store.attemptLog.attemptsOf('k1');
@@ -227,10 +256,100 @@ describe('the attempt log in SQLite', () => {
     expect(read.map((a) => Object.keys(a))).toEqual(attempts.map((a) => Object.keys(a)));
   });
 
+  it('writes a trace id once while the entries after it share it, and times after the first start', () => {
+    store.close();
+    store = open(1);
+    const start = TEST_EPOCH_UNIX_MILLIS + 0.125;
+    const trace = '4bf92f3577b34da6a3ce929d0e0e4736';
+    const attempts = [
+      { ...client({ key: 'k1', traceId: trace }), startUnixMillis: start, endUnixMillis: start + 250.5 },
+      {
+        ...server({ key: 'k1', traceId: trace, node: 'a' }),
+        startUnixMillis: start + 1.25,
+        endUnixMillis: start + 3,
+      },
+      // Another trace (a retry), starting before the first, ending before it starts (clock skew).
+      { ...server({ key: 'k1', node: 'b' }), startUnixMillis: start - 40, endUnixMillis: start - 50 },
+      // A start of 0 next to today's, and an end that would not read back as an offset from it.
+      { ...arrival({ key: 'k1', traceId: trace }), startUnixMillis: 0, endUnixMillis: 0.1 },
+    ];
+    store.transaction(() => {
+      for (const a of attempts) store.attemptLog.append('k1', a);
+    });
+    const [batch] = batches();
+    expect(arrayOf(batch!, 'k1')[2]).toBe(start);
+    expect(entriesOf(batch!, 'k1').map((entry) => [entry[0], entry[5], entry[6]])).toEqual([
+      [trace, 0, 250.5],
+      [0, 1.25, 1.75],
+      [attempts[2]!.traceId, -40, -10],
+      [trace, -start, 0.1],
+    ]);
+    expect(batch!.body.split(trace)).toHaveLength(3);
+    expect(store.attemptLog.attemptsOf('k1')).toEqual(attempts);
+    // A start and end far apart: the end is written whole rather than as an offset that rounds.
+    store.transaction(() =>
+      store.attemptLog.append('k2', {
+        ...arrival({ key: 'k2' }),
+        startUnixMillis: start,
+        endUnixMillis: 0.1,
+      }),
+    );
+    expect(entriesOf(batches()[1]!, 'k2')[0]![6]).toEqual([0.1]);
+    expect(store.attemptLog.attemptsOf('k2')[0]!.endUnixMillis).toBe(0.1);
+  });
+
+  it('reads the batches written before the compact form, placements by id', () => {
+    const earlier = [
+      server({ key: 'k1', node: 'a', store: 'A', tenant: 't1' }),
+      client({ key: 'k1', resendCount: 1, statusCode: 502, error: 'reset' }),
+      arrival({ key: 'k1', node: 'b' }),
+    ];
+    store.close();
+    const old = new BetterSqlite3(path);
+    const placementIds = new Map<string, number>();
+    for (const a of earlier) {
+      const p = a.placement;
+      old
+        .prepare(
+          'INSERT OR IGNORE INTO placements (service, node, cluster, region, zone) VALUES (?, ?, ?, ?, ?)',
+        )
+        .run(p.service, p.node, p.cluster, p.region, p.zone);
+      placementIds.set(
+        a.spanId,
+        old
+          .prepare(
+            'SELECT id FROM placements WHERE service = ? AND node = ? AND cluster = ? AND region = ? AND zone = ?',
+          )
+          .pluck()
+          .get(p.service, p.node, p.cluster, p.region, p.zone) as number,
+      );
+    }
+    const entries = earlier.map((a) => {
+      const fields: unknown[] = [a.traceId, a.spanId, a.kind, a.tenant, a.parentSpanId, a.startUnixMillis];
+      fields.push(a.endUnixMillis, placementIds.get(a.spanId), a.operation);
+      if (a.kind === 'server') fields.push(a.outcome, a.store, a.scope);
+      if (a.kind === 'client') fields.push(a.resendCount, a.target, a.statusCode, a.error);
+      return fields;
+    });
+    const body = Buffer.from(JSON.stringify(['k1', ...entries]));
+    old
+      .prepare('INSERT INTO attempt_batches (end_ms, attempts, keys, body) VALUES (?, ?, ?, ?)')
+      .run(earlier[0]!.endUnixMillis, 3, JSON.stringify([['k1', 1, body.length]]), body);
+    old.close();
+    store = open(1000); // indexes the row at open
+    expect(indexedRows()).toBe(1);
+    expect(store.attemptLog.attemptsOf('k1')).toEqual(earlier);
+    // Compact entries appended after it are read with it.
+    const later = server({ key: 'k1', node: 'c', store: 'C' });
+    store.transaction(() => expect(store.attemptLog.append('k1', later)).toBe(true));
+    store.transaction(() => (store.attemptLog as AttemptTable).indexPending());
+    expect(store.attemptsOfKey('k1')).toEqual([...earlier, later]);
+  });
+
   it('splits a large transaction into rows of about 64 KiB, every key readable from its bytes', () => {
     store.close();
     store = open(1);
-    const appended = Array.from({ length: 2_000 }, (_, i) =>
+    const appended = Array.from({ length: 3_000 }, (_, i) =>
       server({ key: i % 3 === 0 ? `clé-${i}-🚀` : `k-${i}`, node: `nœud-${i % 7}`, store: 'A' }),
     );
     store.transaction(() => {
@@ -255,8 +374,8 @@ describe('the attempt log in SQLite', () => {
     store.transaction(() => store.attemptLog.append('k3', attempt('k3', 'a')));
     expect(store.db.prepare('SELECT node FROM placements ORDER BY id').pluck().all()).toEqual(['a', 'b']);
     const [first, second] = batches();
-    expect((arrayOf(first!, 'k2')[1] as unknown[])[7]).toBe(2);
-    expect((arrayOf(second!, 'k3')[1] as unknown[])[7]).toBe(1);
+    expect(entriesOf(first!, 'k2')[0]![7]).toBe(2);
+    expect(entriesOf(second!, 'k3')[0]![7]).toBe(1);
     expect(first!.body).not.toContain('"payments"');
     expect(store.attemptLog.attemptsOf('k3')[0]!.placement).toMatchObject({ service: 'payments', node: 'a' });
   });
