@@ -1,6 +1,7 @@
 import type { Attempt, Outcome, ScopeLevel } from '@keyscope/attempts';
 import type { AttemptLog } from '@keyscope/detector';
 import type { Database, Statement } from 'better-sqlite3';
+import { CLOSE_BRACKET, COMMA, JsonBytes, OPEN_BRACKET } from './json-bytes.ts';
 import { KeyFilter } from './key-filter.ts';
 import type { PlacementTable } from './placement-table.ts';
 
@@ -42,31 +43,60 @@ const COMPACT = 2;
 const KIND_CODES = { server: 0, client: 1, arrival: 2 } as const;
 const KINDS = ['server', 'client', 'arrival'] as const;
 
-/** The compact array of one partition key's `attempts`. */
-function compactSegment(attempts: readonly Attempt[], placements: PlacementTable): unknown[] {
+/** Writes the compact array of one partition key's `attempts` (see COMPACT). */
+function writeSegment(out: JsonBytes, attempts: readonly Attempt[], placements: PlacementTable): void {
   const first = attempts[0]!;
   const base = first.startUnixMillis;
-  const segment: unknown[] = [first.key, COMPACT, base];
+  out.punctuation(OPEN_BRACKET);
+  out.string(first.key);
+  out.punctuation(COMMA);
+  out.number(COMPACT);
+  out.punctuation(COMMA);
+  out.number(base);
   let previousTrace = '';
   for (const a of attempts) {
     const start = a.startUnixMillis;
-    const fields: unknown[] = [
-      a.traceId === previousTrace ? 0 : a.traceId,
-      a.spanId,
-      KIND_CODES[a.kind],
-      a.tenant,
-      a.parentSpanId,
-      after(base, start),
-      after(start, a.endUnixMillis),
-      placements.idOf(a.placement),
-      a.operation,
-    ];
-    if (a.kind === 'server') fields.push(a.outcome, a.store, a.scope);
-    else if (a.kind === 'client') fields.push(a.resendCount, a.target, a.statusCode, a.error);
-    segment.push(fields);
+    out.punctuation(COMMA);
+    out.punctuation(OPEN_BRACKET);
+    if (a.traceId === previousTrace) out.number(0);
+    else out.string(a.traceId);
+    out.punctuation(COMMA);
+    out.string(a.spanId);
+    out.punctuation(COMMA);
+    out.number(KIND_CODES[a.kind]);
+    out.punctuation(COMMA);
+    out.string(a.tenant);
+    out.punctuation(COMMA);
+    out.string(a.parentSpanId);
+    out.punctuation(COMMA);
+    writeOffset(out, base, start);
+    out.punctuation(COMMA);
+    writeOffset(out, start, a.endUnixMillis);
+    out.punctuation(COMMA);
+    out.number(placements.idOf(a.placement));
+    out.punctuation(COMMA);
+    out.string(a.operation);
+    if (a.kind === 'server') {
+      out.punctuation(COMMA);
+      out.string(a.outcome);
+      out.punctuation(COMMA);
+      out.string(a.store);
+      out.punctuation(COMMA);
+      out.string(a.scope);
+    } else if (a.kind === 'client') {
+      out.punctuation(COMMA);
+      out.number(a.resendCount);
+      out.punctuation(COMMA);
+      out.string(a.target);
+      out.punctuation(COMMA);
+      out.number(a.statusCode);
+      out.punctuation(COMMA);
+      out.string(a.error);
+    }
+    out.punctuation(CLOSE_BRACKET);
     previousTrace = a.traceId;
   }
-  return segment;
+  out.punctuation(CLOSE_BRACKET);
 }
 
 /**
@@ -77,16 +107,25 @@ function compactSegment(attempts: readonly Attempt[], placements: PlacementTable
 const OFFSET_SCALES = [1e3, 1e4, 1e6];
 
 /** `at` as milliseconds after `origin`, the shortest offset that reads back exactly; else `[at]`. */
-function after(origin: number, at: number): number | [number] {
+function writeOffset(out: JsonBytes, origin: number, at: number): void {
   const delta = at - origin;
   for (const scale of OFFSET_SCALES) {
     const rounded = Math.round(delta * scale) / scale;
-    if (origin + rounded === at) return rounded;
+    if (origin + rounded === at) {
+      out.number(rounded);
+      return;
+    }
   }
-  return origin + delta === at ? delta : [at];
+  if (origin + delta === at) {
+    out.number(delta);
+    return;
+  }
+  out.punctuation(OPEN_BRACKET);
+  out.number(at);
+  out.punctuation(CLOSE_BRACKET);
 }
 
-/** The inverse of `after`. */
+/** The inverse of `writeOffset`. */
 function at(origin: number, field: unknown): number {
   return typeof field === 'number' ? origin + field : (field as [number])[0];
 }
@@ -264,8 +303,6 @@ function tailHolds(tailed: Tailed, attempt: Attempt): boolean {
  * transactions write ~40 KB (one row), a Kafka detect batch or a replay may write megabytes.
  */
 const BATCH_ROW_BYTES = 64 * 1024;
-/** A UTF-16 code unit is at most 3 bytes of UTF-8 (a surrogate pair, two units, is 4). */
-const MAX_UTF8_BYTES_PER_UNIT = 3;
 
 /** The key filter's capacity when the index holds few keys. */
 const MIN_FILTER_KEYS = 65_536;
@@ -326,7 +363,7 @@ export class AttemptTable implements AttemptLog {
   readonly #keysFrom: Statement;
   readonly #insert: Statement;
   /** Where `flush` writes a batch's body; reused, grown when a batch needs more. */
-  #body = Buffer.allocUnsafe(64 * 1024);
+  readonly #body = new JsonBytes(2 * BATCH_ROW_BYTES);
   readonly #byKey: Statement;
   readonly #slice: Statement;
 
@@ -415,48 +452,46 @@ export class AttemptTable implements AttemptLog {
    */
   flush(): void {
     if (this.#unwritten.length === 0) return;
+    const body = this.#body;
+    body.clear();
     let located: Located[] = [];
     let inRow: Tailed[] = [];
-    let used = 0;
     let attemptCount = 0;
     let end = Number.NEGATIVE_INFINITY;
     for (const partitionKey of this.#unwritten) {
       const tailed = this.#tail.get(partitionKey)!;
       const { pending } = tailed;
-      const segment = compactSegment(pending, this.#placements);
+      const start = body.length;
+      writeSegment(body, pending, this.#placements);
+      located.push([partitionKey, start + 1, body.length - start]);
+      inRow.push(tailed);
       for (const attempt of pending) {
         if (attempt.endUnixMillis > end) end = attempt.endUnixMillis;
       }
       tailed.ids = withIds(tailed.ids, pending);
       attemptCount += pending.length;
       tailed.pending = NOTHING_PENDING;
-      // Straight into the body's bytes: the write says how many there are, which the index needs.
-      const json = JSON.stringify(segment);
-      const length = this.#bodyWithRoom(used, json.length * MAX_UTF8_BYTES_PER_UNIT).write(json, used);
-      located.push([partitionKey, used + 1, length]);
-      inRow.push(tailed);
-      used += length;
-      if (used >= BATCH_ROW_BYTES) {
-        this.#insertBatch(end, attemptCount, located, inRow, used);
+      if (body.length >= BATCH_ROW_BYTES) {
+        this.#insertBatch(end, attemptCount, located, inRow);
+        body.clear();
         located = [];
         inRow = [];
-        used = 0;
         attemptCount = 0;
         end = Number.NEGATIVE_INFINITY;
       }
     }
-    if (used > 0) this.#insertBatch(end, attemptCount, located, inRow, used);
+    if (body.length > 0) this.#insertBatch(end, attemptCount, located, inRow);
     this.#unwritten.length = 0;
   }
 
   /** Inserts a row of `located` arrays, the `inRow` tail entries' in order, and notes where each went. */
-  #insertBatch(end: number, attemptCount: number, located: Located[], inRow: Tailed[], used: number): void {
+  #insertBatch(end: number, attemptCount: number, located: Located[], inRow: Tailed[]): void {
     // better-sqlite3 copies a bound buffer, so the scratch is free again once the insert returns.
     const { lastInsertRowid } = this.#insert.run(
       end,
       attemptCount,
       JSON.stringify(located),
-      this.#body.subarray(0, used),
+      this.#body.bytes(),
     );
     const id = Number(lastInsertRowid);
     for (let i = 0; i < located.length; i++) {
@@ -477,16 +512,6 @@ export class AttemptTable implements AttemptLog {
       attemptsOfSegment(slice.toString('utf8'), this.#placements, into);
     }
     for (const attempt of tailed.pending) into.push(attempt);
-  }
-
-  /** The body scratch, grown (keeping its first `used` bytes) to hold `more` bytes past them. */
-  #bodyWithRoom(used: number, more: number): Buffer {
-    if (used + more > this.#body.length) {
-      const grown = Buffer.allocUnsafe(Math.max(2 * this.#body.length, used + more));
-      this.#body.copy(grown, 0, 0, used);
-      this.#body = grown;
-    }
-    return this.#body;
   }
 
   /**
