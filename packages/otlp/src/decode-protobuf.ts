@@ -112,6 +112,11 @@ const STATUS_WITHOUT_MESSAGE: readonly SpanStatus[] = [0, 1, 2].map((code) =>
 const keyCache = new StringCache(2048, 64);
 /** Short values repeat too (methods, routes, service and host names, status strings). */
 const valueCache = new StringCache(1024, 32);
+/**
+ * Instrumentation scope names and versions: one pair per ScopeSpans, the same few in every batch,
+ * and names run past the value cache's 32 bytes (`io.opentelemetry.instrumentation.http`).
+ */
+const scopeCache = new StringCache(256, 128);
 /** A trace's spans are spread over a payload; see trace-id-cache.ts. */
 const traceIdCache = new TraceIdCache(4096);
 
@@ -295,10 +300,17 @@ class TraceDecoder {
     const r = this.r;
     while (r.pos < end) {
       const tag = r.tag(end);
-      if (tag === 0x0a) scope.name = this.string(r.lengthEnd(end));
-      else if (tag === 0x12) scope.version = this.string(r.lengthEnd(end));
+      if (tag === 0x0a) scope.name = this.cachedString(scopeCache, r.lengthEnd(end));
+      else if (tag === 0x12) scope.version = this.cachedString(scopeCache, r.lengthEnd(end));
       else r.skip(tag, end, SCOPE);
     }
+  }
+
+  private cachedString(cache: StringCache, end: number): string {
+    const r = this.r;
+    const text = cache.get(this.bytes, r.view, r.pos, end);
+    r.pos = end;
+    return text;
   }
 
   private span(end: number, resource: Resource, scope: InstrumentationScope): Span {

@@ -44,7 +44,16 @@ export function decodeUtf8(bytes: Uint8Array, start: number, end: number): strin
     }
     return out;
   }
+  // Longer ASCII (UUID keys, store and host names) from a Node Buffer, as every receiver holds
+  // them: latin1 reads ASCII as UTF-8 does, without the view a TextDecoder call needs.
+  if (bytes instanceof Buffer && isAscii(bytes, start, end)) return bytes.toString('latin1', start, end);
   return decodeStrict(bytes, start, end);
+}
+
+function isAscii(bytes: Uint8Array, start: number, end: number): boolean {
+  let any = 0;
+  for (let i = start; i < end; i++) any |= bytes[i]!;
+  return any < 0x80;
 }
 
 function decodeStrict(bytes: Uint8Array, start: number, end: number): string {

@@ -110,6 +110,33 @@ describe('decodeTraces', () => {
     expect(http[0]!.scope).toEqual({ name: '@opentelemetry/instrumentation-http', version: '0.223.0' });
   });
 
+  it('decodes scope names and versions of every length, met again in later requests', () => {
+    const names = [
+      's',
+      'io.opentelemetry.instrumentation.http',
+      'scope-'.repeat(20),
+      'é-'.repeat(40),
+      'x'.repeat(300),
+    ];
+    const request = (round: number) => {
+      const body = requestWithAttributes([]) as {
+        resourceSpans: { scopeSpans: { scope: object; spans: object[] }[] }[];
+      };
+      const [only] = body.resourceSpans[0]!.scopeSpans;
+      body.resourceSpans[0]!.scopeSpans = names.map((name, i) => ({
+        scope: { name, version: `${round}.${i}.0-${'rc'.repeat(i * 10)}` },
+        spans: only!.spans,
+      }));
+      return officialEncode(body);
+    };
+    for (let round = 0; round < 3; round++) {
+      const scopes = decodeTraces(Buffer.from(request(round))).map((span) => span.scope);
+      expect(scopes).toEqual(
+        names.map((name, i) => ({ name, version: `${round}.${i}.0-${'rc'.repeat(i * 10)}` })),
+      );
+    }
+  });
+
   it('decodes a resource seen in an earlier request into the same frozen object, per attribute filter', () => {
     const filter = { resourceAttributes: new Set(['service.name']) };
     const first = decodeTraces(payloadOf(sdkSpans()), filter);
