@@ -28,6 +28,11 @@ export class LoadGeneratorProcess {
     return reply.result;
   }
 
+  /** The load generator's process id, to pin it to a CPU (cpu-affinity.ts). */
+  get pid(): number {
+    return this.#child.pid!;
+  }
+
   /** Ends the process; safe to call more than once. */
   stop(): void {
     if (this.#child.connected) this.#child.disconnect();

@@ -40,6 +40,11 @@ export class ServiceProcess {
     return { spans: reply.spans, cpuSeconds: reply.cpuSeconds };
   }
 
+  /** The service process's id, to pin it to a CPU (cpu-affinity.ts). */
+  get pid(): number {
+    return this.#child.pid!;
+  }
+
   /** Ends the process; safe to call more than once. */
   stop(): void {
     if (this.#child.connected) this.#child.disconnect();

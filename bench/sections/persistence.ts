@@ -4,6 +4,7 @@ import type { Finding } from '@keyscope/detector';
 import type { DecodeOptions } from '@keyscope/otlp';
 import { KeyscopeStore } from '@keyscope/store';
 import type { BenchContext } from '../bench-context.ts';
+import { cpuAffinity } from '../cpu-affinity.ts';
 import { detectInMemory } from '../in-memory-detection.ts';
 import type { LoadResult } from '../load-generator.ts';
 import { median, pairedRatio } from '../measure.ts';
@@ -15,12 +16,14 @@ import type { EncodedPayloads } from '../workloads/encoded-payloads.ts';
 const PERSISTED_TARGET_SPANS_PER_SECOND = 300_000;
 /**
  * Untimed passes over the whole workload that warm every path up first. A service runs for hours;
- * a fresh process takes about a million spans to reach its pace (measured here: persisted passes in
- * a new process went 132k → 161k → 171k → 181k → 190k → 206k → 222k → 231k → 243k spans/s; the
- * CPU profiles of the first and the ninth differ in functions not yet inlined, and the load
- * generator's own CPU per pass fell from 290 to 100 ms). The note gives the first pass's rate.
+ * a fresh process takes about two million spans to reach its pace. Measured in session 6, 24 passes
+ * of 200,000 spans through one process, spans per CPU-second: 125k, 195k, 183k, 234k, 244k, 292k,
+ * 276k, 313k, 306k, 284k, 328k, 283k, 335k, 345k, 320k, 335k, 297k, 334k, 338k, 343k, 331k, 305k,
+ * 304k, 365k: the rise flattens after about ten passes. (Session 5 warmed up with four. V8 still
+ * optimizes functions of the ingest path in the tenth pass, and the load generator's own CPU per
+ * pass falls from 290 to 100 ms.) The note gives every warm-up pass's rate.
  */
-const WARMUP_PASSES = 4;
+const WARMUP_PASSES = 12;
 
 /**
  * End-to-end ingest with persistence, next to the same work in memory. Every repetition runs, on
@@ -30,10 +33,14 @@ const WARMUP_PASSES = 4;
  * - persisted: the load generator posts every payload over OTLP/HTTP to the embedded service
  *   (`keyscope serve`'s receivers, detection pipeline, API, alerts and timers) in a process of its
  *   own (service-process.ts), on a fresh SQLite file; each request is answered after its
- *   transaction committed. Twice, taking turns: with `connections` concurrent requests (a
- *   Collector's exporter sends with 10 by default) and with `fewerConnections` (4, as this section
- *   ran before). A request waits for the group commit it joined, so how many are in flight sets how
- *   many payloads share a commit and whether the service ever waits for the next request.
+ *   transaction committed. Three times, taking turns: with `connections` concurrent requests (a
+ *   Collector's exporter sends with 10 by default), with `fewerConnections` (4, as this section ran
+ *   before), and with `connections` again while every thread of the service's process is pinned
+ *   to one CPU and the load generator's to another (cpu-affinity.ts): the target's "on one core".
+ *   Unpinned, V8's helper threads (parallel scavenges, concurrent marking) and the checkpoint
+ *   thread run on the second core beside the event loop. A request waits for the group commit it
+ *   joined, so how many are in flight sets how many payloads share a commit and whether the service
+ *   ever waits for the next request.
  * The persisted runs must end with the same finding ids in SQLite as the in-memory detector holds.
  */
 export const persistenceSection: Section = {
@@ -52,6 +59,12 @@ export const persistenceSection: Section = {
   },
 };
 
+/** One way the section runs the service: concurrent requests, and whether it is pinned to one CPU. */
+interface Setup {
+  connections: number;
+  pinned: boolean;
+}
+
 async function measure(
   context: BenchContext,
   workload: EncodedPayloads,
@@ -59,57 +72,53 @@ async function measure(
   service: ServiceProcess,
 ): Promise<Row[]> {
   const { repetitions, persistence } = context.sizes;
-  let coldRate = 0;
+  const canPin = cpuAffinity.available();
+  const wide: Setup = { connections: persistence.connections, pinned: false };
+  const narrow: Setup = { connections: persistence.fewerConnections, pinned: false };
+  const oneCore: Setup = { connections: persistence.connections, pinned: true };
+  const setups = canPin ? [wide, narrow, oneCore] : [wide, narrow];
+
+  const warmupRates: number[] = [];
   for (let pass = 0; pass < WARMUP_PASSES; pass++) {
     detectInMemory(workload, workload.bodies.length, undefined);
     detectInMemory(workload, workload.bodies.length, filter);
-    const connections = pass % 2 === 0 ? persistence.connections : persistence.fewerConnections;
-    const warming = await persistedPass(context, workload, service, connections);
-    if (pass === 0) coldRate = workload.spans / warming.seconds;
+    const warming = await persistedPass(context, workload, service, setups[pass % setups.length]!);
+    warmupRates.push(workload.spans / warming.seconds);
   }
 
   const full: number[] = [];
   const filtered: number[] = [];
-  const persisted: number[] = [];
-  const cpuShares: number[] = [];
-  const senderCpuShares: number[] = [];
-  const fewer: number[] = [];
-  const fewerCpuShares: number[] = [];
+  const runs = new Map<Setup, PersistedPass[]>(setups.map((setup) => [setup, []]));
   let expectedIds: string[] | undefined;
   let sameFindings = true;
   let everySpanCommitted = true;
   for (let i = 0; i < repetitions; i++) {
     const inMemory = detectInMemory(workload, workload.bodies.length, undefined);
     const inMemoryFiltered = detectInMemory(workload, workload.bodies.length, filter);
-    // Which concurrency goes first alternates, so neither always follows the other.
-    const first = i % 2 === 0 ? persistence.connections : persistence.fewerConnections;
-    const second = i % 2 === 0 ? persistence.fewerConnections : persistence.connections;
-    const runs = new Map<number, PersistedPass>();
-    runs.set(first, await persistedPass(context, workload, service, first));
-    runs.set(second, await persistedPass(context, workload, service, second));
-    const stored = runs.get(persistence.connections)!;
-    const storedFewer = runs.get(persistence.fewerConnections)!;
     expectedIds ??= idsOf(inMemory.findings);
     sameFindings &&=
       sameIds(expectedIds, idsOf(inMemory.findings)) &&
-      sameIds(expectedIds, idsOf(inMemoryFiltered.findings)) &&
-      sameIds(expectedIds, stored.findingIds) &&
-      sameIds(expectedIds, storedFewer.findingIds);
-    for (const run of runs.values()) {
+      sameIds(expectedIds, idsOf(inMemoryFiltered.findings));
+    // Which setup goes first rotates, so none always follows another.
+    for (let k = 0; k < setups.length; k++) {
+      const setup = setups[(i + k) % setups.length]!;
+      const run = await persistedPass(context, workload, service, setup);
+      runs.get(setup)!.push(run);
+      sameFindings &&= sameIds(expectedIds, run.findingIds);
       everySpanCommitted &&= run.spansConsumed === workload.spans && run.allAnswered200;
     }
     full.push(workload.spans / inMemory.seconds);
     filtered.push(workload.spans / inMemoryFiltered.seconds);
-    persisted.push(workload.spans / stored.seconds);
-    cpuShares.push(stored.cpuSeconds / stored.seconds);
-    senderCpuShares.push(stored.senderCpuSeconds / stored.seconds);
-    fewer.push(workload.spans / storedFewer.seconds);
-    fewerCpuShares.push(storedFewer.cpuSeconds / storedFewer.seconds);
   }
 
+  const rate = (setup: Setup) => runs.get(setup)!.map((run) => workload.spans / run.seconds);
+  const cores = (setup: Setup) => median(runs.get(setup)!.map((run) => run.cpuSeconds / run.seconds));
+  const perCpuSecond = (setup: Setup) =>
+    median(runs.get(setup)!.map((run) => workload.spans / run.cpuSeconds));
+  const persisted = rate(wide);
+  const fewer = rate(narrow);
   const findings = expectedIds?.length ?? 0;
-  const perCpuSecond = median(persisted.map((rate, i) => rate / cpuShares[i]!));
-  const fewerPerCpuSecond = median(fewer.map((rate, i) => rate / fewerCpuShares[i]!));
+  const spansPerCpuSecond = (setup: Setup) => Math.round(perCpuSecond(setup)).toLocaleString('en-US');
   const rows: Row[] = [
     {
       section: 'persisted ingest',
@@ -136,7 +145,6 @@ async function measure(
       measurement: 'OTLP/HTTP → embedded service → SQLite, committed',
       value: median(persisted),
       unit: 'spans/s',
-      target: { comparison: '>=', bound: PERSISTED_TARGET_SPANS_PER_SECOND },
       ratio: { value: pairedRatio(persisted, filtered), against: 'in memory (filter)' },
       check: {
         ok: sameFindings && everySpanCommitted,
@@ -148,10 +156,11 @@ async function measure(
         "sending_queue.num_consumers = 10 by default) from the load generator's process to startServe() " +
         "in the service's own process, a fresh SQLite file (WAL) per repetition under the OS temp directory, its clock " +
         "at the workload's last span; spans / time from first request to last answer. That process used " +
-        `${median(cpuShares).toFixed(2)} cores meanwhile (median): ` +
-        `${Math.round(perCpuSecond).toLocaleString('en-US')} spans per CPU-second; the load generator's ` +
-        `process used ${median(senderCpuShares).toFixed(2)} cores. After ${WARMUP_PASSES} untimed passes: the first, ` +
-        `in a fresh process, ran at ${Math.round(coldRate).toLocaleString('en-US')} spans/s`,
+        `${cores(wide).toFixed(2)} cores meanwhile (median): ${spansPerCpuSecond(wide)} spans per ` +
+        `CPU-second; the load generator's process used ` +
+        `${median(runs.get(wide)!.map((run) => run.senderCpuSeconds / run.seconds)).toFixed(2)} cores. ` +
+        `After ${WARMUP_PASSES} untimed passes taking the same turns, at ` +
+        `${warmupRates.map((r) => `${Math.round(r / 1000)}k`).join(', ')} spans/s (the first in a fresh process)`,
     },
     {
       section: 'persisted ingest',
@@ -162,10 +171,38 @@ async function measure(
       samples: fewer,
       note:
         `taking turns with the row above, on the same service process; this section's only concurrency ` +
-        `until session 5. That process used ${median(fewerCpuShares).toFixed(2)} cores meanwhile (median): ` +
-        `${Math.round(fewerPerCpuSecond).toLocaleString('en-US')} spans per CPU-second`,
+        `until session 5. That process used ${cores(narrow).toFixed(2)} cores meanwhile (median): ` +
+        `${spansPerCpuSecond(narrow)} spans per CPU-second`,
     },
   ];
+  if (canPin) {
+    const pinned = rate(oneCore);
+    rows.push({
+      section: 'persisted ingest',
+      measurement: 'same, the service pinned to one core',
+      value: median(pinned),
+      unit: 'spans/s',
+      target: { comparison: '>=', bound: PERSISTED_TARGET_SPANS_PER_SECOND },
+      ratio: { value: pairedRatio(pinned, persisted), against: 'unpinned' },
+      samples: pinned,
+      note:
+        `${persistence.connections} connections, taking turns with the rows above on the same service process, ` +
+        `every thread of which (event loop, V8's helpers, the checkpoint thread) is pinned to CPU ` +
+        `${cpuAffinity.last()} with taskset for the run, the load generator's to the others: the ` +
+        `target's "on one core". Its CPU time over the run's duration: ${cores(oneCore).toFixed(2)} (median; ` +
+        'above 1 because the CPU time runs from the start of the service to its stop, a little longer than ' +
+        'the run, and the same holds for the cores of the rows above)',
+    });
+  } else {
+    rows.push({
+      section: 'persisted ingest',
+      measurement: 'same, the service pinned to one core',
+      value: 0,
+      unit: 'spans/s',
+      target: { comparison: '>=', bound: PERSISTED_TARGET_SPANS_PER_SECOND },
+      note: 'not measured: pinning needs two CPUs and util-linux taskset, which this machine lacks',
+    });
+  }
   return rows;
 }
 
@@ -182,18 +219,27 @@ async function persistedPass(
   context: BenchContext,
   workload: EncodedPayloads,
   service: ServiceProcess,
-  connections: number,
+  setup: Setup,
 ): Promise<PersistedPass> {
   const dir = context.freshDir('sqlite');
   const dbPath = join(dir, 'keyscope.db');
+  const loadGenerator = context.loadGenerator();
   try {
     const tracesUrl = await service.startService(dbPath, workload.endUnixMillis);
     let result: LoadResult;
     let stopped: { spans: number; cpuSeconds: number } | undefined;
     try {
-      result = await context.loadGenerator().run(tracesUrl, workload.bodies.length, connections);
+      if (setup.pinned) {
+        cpuAffinity.pin(service.pid, cpuAffinity.last());
+        cpuAffinity.pin(loadGenerator.pid, cpuAffinity.othersThanLast());
+      }
+      result = await loadGenerator.run(tracesUrl, workload.bodies.length, setup.connections);
     } finally {
       stopped = await service.stopService();
+      if (setup.pinned) {
+        cpuAffinity.pin(service.pid, cpuAffinity.all());
+        cpuAffinity.pin(loadGenerator.pid, cpuAffinity.all());
+      }
     }
     return {
       seconds: result.elapsedMillis / 1000,

@@ -35,6 +35,7 @@ const EXPECTED_ROWS: Record<string, string[]> = {
     'in memory: decode (service filter) + attempts + detector',
     'OTLP/HTTP → embedded service → SQLite, committed',
     'same, 4 connections',
+    'same, the service pinned to one core',
   ],
   'archive analysis': [
     'keyscope analyze, .pb files → JSON report',
@@ -100,7 +101,7 @@ describe('pnpm bench --quick', () => {
       'OTLP/HTTP protobuf → counting consumer, service decode filter',
       'memory per tracked key',
       'second execution → finding, p99',
-      'OTLP/HTTP → embedded service → SQLite, committed',
+      'same, the service pinned to one core',
       'baseline: protobufjs decode alone',
       'baseline: protobufjs → rows → DuckDB → GROUP BY',
     ]);
