@@ -15,15 +15,15 @@ import type { EncodedPayloads } from '../workloads/encoded-payloads.ts';
 
 const PERSISTED_TARGET_SPANS_PER_SECOND = 300_000;
 /**
- * Untimed passes over the whole workload that warm every path up first. A service runs for hours;
- * a fresh process takes about two million spans to reach its pace. Measured in session 6, 24 passes
- * of 200,000 spans through one process, spans per CPU-second: 125k, 195k, 183k, 234k, 244k, 292k,
- * 276k, 313k, 306k, 284k, 328k, 283k, 335k, 345k, 320k, 335k, 297k, 334k, 338k, 343k, 331k, 305k,
- * 304k, 365k: the rise flattens after about ten passes. (Session 5 warmed up with four. V8 still
- * optimizes functions of the ingest path in the tenth pass, and the load generator's own CPU per
- * pass falls from 290 to 100 ms.) The note gives every warm-up pass's rate.
+ * Untimed passes over the whole workload that warm every path up first: a service runs for hours,
+ * and the first pass of a fresh process runs at about half its later pace. In one process the rise
+ * goes on for longer (session 6, 24 passes of 200,000 spans through one process, spans per
+ * CPU-second: 125k, 195k, 183k, 234k, 244k, 292k, 276k, 313k, 306k, 284k, 328k, 283k, 335k, 345k,
+ * 320k, 335k, 297k, 334k, 338k, 343k, 331k, 305k, 304k, 365k), but twelve warm-up passes measured
+ * no higher than four in this section: pinned 329k and 315k spans/s with twelve, 362k and 351k with
+ * four, taking turns. The note gives every warm-up pass's rate.
  */
-const WARMUP_PASSES = 12;
+const WARMUP_PASSES = 4;
 
 /**
  * End-to-end ingest with persistence, next to the same work in memory. Every repetition runs, on
