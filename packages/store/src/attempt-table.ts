@@ -49,10 +49,8 @@ function writeSegment(out: JsonBytes, attempts: readonly Attempt[], placements: 
   const base = first.startUnixMillis;
   out.punctuation(OPEN_BRACKET);
   out.string(first.key);
-  out.punctuation(COMMA);
-  out.number(COMPACT);
-  out.punctuation(COMMA);
-  out.number(base);
+  out.nextNumber(COMPACT);
+  out.nextNumber(base);
   let previousTrace = '';
   for (const a of attempts) {
     const start = a.startUnixMillis;
@@ -60,38 +58,25 @@ function writeSegment(out: JsonBytes, attempts: readonly Attempt[], placements: 
     out.punctuation(OPEN_BRACKET);
     if (a.traceId === previousTrace) out.number(0);
     else out.string(a.traceId);
-    out.punctuation(COMMA);
-    out.string(a.spanId);
-    out.punctuation(COMMA);
-    out.number(KIND_CODES[a.kind]);
-    out.punctuation(COMMA);
-    out.string(a.tenant);
-    out.punctuation(COMMA);
-    out.string(a.parentSpanId);
+    out.nextString(a.spanId);
+    out.nextNumber(KIND_CODES[a.kind]);
+    out.nextString(a.tenant);
+    out.nextString(a.parentSpanId);
     out.punctuation(COMMA);
     writeOffset(out, base, start);
     out.punctuation(COMMA);
     writeOffset(out, start, a.endUnixMillis);
-    out.punctuation(COMMA);
-    out.number(placements.idOf(a.placement));
-    out.punctuation(COMMA);
-    out.string(a.operation);
+    out.nextNumber(placements.idOf(a.placement));
+    out.nextString(a.operation);
     if (a.kind === 'server') {
-      out.punctuation(COMMA);
-      out.string(a.outcome);
-      out.punctuation(COMMA);
-      out.string(a.store);
-      out.punctuation(COMMA);
-      out.string(a.scope);
+      out.nextString(a.outcome);
+      out.nextString(a.store);
+      out.nextString(a.scope);
     } else if (a.kind === 'client') {
-      out.punctuation(COMMA);
-      out.number(a.resendCount);
-      out.punctuation(COMMA);
-      out.string(a.target);
-      out.punctuation(COMMA);
-      out.number(a.statusCode);
-      out.punctuation(COMMA);
-      out.string(a.error);
+      out.nextNumber(a.resendCount);
+      out.nextString(a.target);
+      out.nextNumber(a.statusCode);
+      out.nextString(a.error);
     }
     out.punctuation(CLOSE_BRACKET);
     previousTrace = a.traceId;

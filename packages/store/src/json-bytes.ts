@@ -37,6 +37,18 @@ export class JsonBytes {
     this.#buffer[this.#length++] = code;
   }
 
+  /** `,` and then `text`: the next element of an array. */
+  nextString(text: string): void {
+    this.punctuation(COMMA);
+    this.string(text);
+  }
+
+  /** `,` and then `value`: the next element of an array. */
+  nextNumber(value: number): void {
+    this.punctuation(COMMA);
+    this.number(value);
+  }
+
   string(text: string): void {
     const length = text.length;
     this.#room(length + 2);
