@@ -38,7 +38,7 @@ const WARMUP_PASSES = 4;
  *   before), and with `connections` again while every thread of the service's process is pinned
  *   to one CPU and the load generator's to another (cpu-affinity.ts): the target's "on one core".
  *   Unpinned, V8's helper threads (parallel scavenges, concurrent marking) and the checkpoint
- *   thread run on the second core beside the event loop. A request waits for the group commit it
+ *   thread run beside the event loop on either core. A request waits for the group commit it
  *   joined, so how many are in flight sets how many payloads share a commit and whether the service
  *   ever waits for the next request.
  * The persisted runs must end with the same finding ids in SQLite as the in-memory detector holds.
