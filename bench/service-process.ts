@@ -7,10 +7,14 @@ import { type EmbeddedService, startEmbeddedService } from './in-process-service
  * specialised for neither. Driven over IPC by ServiceProcess, one command at a time; the service
  * is started fresh per run, on the database file it is given.
  */
-export type ServiceCommand = { type: 'start'; dbPath: string; nowUnixMillis: number } | { type: 'stop' };
+export type ServiceCommand =
+  | { type: 'start'; dbPath: string; nowUnixMillis: number }
+  | { type: 'measure' }
+  | { type: 'stop' };
 
 export type ServiceReply =
   | { type: 'started'; tracesUrl: string; execArgv: string[] }
+  | { type: 'measuring' }
   | { type: 'stopped'; spans: number; cpuSeconds: number }
   | { type: 'failed'; message: string };
 
@@ -25,9 +29,14 @@ async function handle(command: ServiceCommand): Promise<ServiceReply> {
     return { type: 'started', tracesUrl: embedded.tracesUrl, execArgv: process.execArgv };
   }
   if (running === undefined) throw new Error('the service is not running');
+  if (command.type === 'measure') {
+    running.cpu = process.cpuUsage();
+    return { type: 'measuring' };
+  }
   const { embedded, cpu } = running;
   running = undefined;
-  // CPU time of every thread of this process since the start (the checkpoint thread included).
+  // CPU time of every thread of this process since the start, or since `measure` (the checkpoint
+  // thread included).
   const used = process.cpuUsage(cpu);
   const spans = embedded.service.pipeline.counts().spans;
   await embedded.stop();

@@ -189,9 +189,7 @@ async function measure(
         `${persistence.connections} connections, taking turns with the rows above on the same service process, ` +
         `every thread of which (event loop, V8's helpers, the checkpoint thread) is pinned to CPU ` +
         `${cpuAffinity.last()} with taskset for the run, the load generator's to the others: the ` +
-        `target's "on one core". Its CPU time over the run's duration: ${cores(oneCore).toFixed(2)} (median; ` +
-        'above 1 because the CPU time runs from the start of the service to its stop, a little longer than ' +
-        'the run, and the same holds for the cores of the rows above)',
+        `target's "on one core". That process used ${cores(oneCore).toFixed(2)} cores meanwhile (median)`,
     });
   } else {
     rows.push({
@@ -233,6 +231,7 @@ async function persistedPass(
         cpuAffinity.pin(service.pid, cpuAffinity.last());
         cpuAffinity.pin(loadGenerator.pid, cpuAffinity.othersThanLast());
       }
+      await service.startMeasuring();
       result = await loadGenerator.run(tracesUrl, workload.bodies.length, setup.connections);
     } finally {
       stopped = await service.stopService();
@@ -243,7 +242,8 @@ async function persistedPass(
     }
     return {
       seconds: result.elapsedMillis / 1000,
-      // From the service's start to its stop, a few milliseconds more than the run.
+      // From just before the first request to the stop: a few milliseconds (two IPC messages) more
+      // than the run.
       cpuSeconds: stopped.cpuSeconds,
       senderCpuSeconds: result.cpuMillis / 1000,
       spansConsumed: stopped.spans,

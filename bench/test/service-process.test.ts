@@ -50,6 +50,29 @@ describe('the embedded service in a process of its own', () => {
     }
   });
 
+  it('counts CPU time from startMeasuring on, not what the service did before', async () => {
+    const workload = simulatedPayloads(20_000, 1);
+    const send = async (tracesUrl: string) => {
+      for (const body of workload.bodies) {
+        const response = await fetch(tracesUrl, {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-protobuf' },
+          body,
+        });
+        expect(response.status).toBe(200);
+      }
+    };
+    const busy = await service.startService(join(dir, 'busy.db'), workload.endUnixMillis);
+    await send(busy);
+    const counted = await service.stopService();
+    const idle = await service.startService(join(dir, 'idle.db'), workload.endUnixMillis);
+    await send(idle);
+    await service.startMeasuring();
+    const afterMark = await service.stopService();
+    expect(afterMark.spans).toBe(workload.spans);
+    expect(afterMark.cpuSeconds).toBeLessThan(counted.cpuSeconds / 4);
+  });
+
   it('refuses to stop a service it is not running', async () => {
     await expect(service.stopService()).rejects.toThrow('the service is not running');
   });
