@@ -19,9 +19,9 @@ const PERSISTED_TARGET_SPANS_PER_SECOND = 300_000;
  * and the first pass of a fresh process runs at about half its later pace. In one process the rise
  * goes on for longer (session 6, 24 passes of 200,000 spans through one process, spans per
  * CPU-second: 125k, 195k, 183k, 234k, 244k, 292k, 276k, 313k, 306k, 284k, 328k, 283k, 335k, 345k,
- * 320k, 335k, 297k, 334k, 338k, 343k, 331k, 305k, 304k, 365k), but twelve warm-up passes measured
- * no higher than four in this section: pinned 329k and 315k spans/s with twelve, 362k and 351k with
- * four, taking turns. The note gives every warm-up pass's rate.
+ * 320k, 335k, 297k, 334k, 338k, 343k, 331k, 305k, 304k, 365k), but in five alternations of this
+ * section with four and with twelve warm-up passes the pinned row followed the machine's phase, not
+ * the warm-up (medians 313k and 315k spans/s). The note gives every warm-up pass's rate.
  */
 const WARMUP_PASSES = 4;
 
