@@ -113,12 +113,13 @@ async function measure(
 
   const rate = (setup: Setup) => runs.get(setup)!.map((run) => workload.spans / run.seconds);
   const cores = (setup: Setup) => median(runs.get(setup)!.map((run) => run.cpuSeconds / run.seconds));
-  const perCpuSecond = (setup: Setup) =>
-    median(runs.get(setup)!.map((run) => workload.spans / run.cpuSeconds));
   const persisted = rate(wide);
   const fewer = rate(narrow);
   const findings = expectedIds?.length ?? 0;
-  const spansPerCpuSecond = (setup: Setup) => Math.round(perCpuSecond(setup)).toLocaleString('en-US');
+  const spansPerCpuSecond = (setup: Setup) =>
+    Math.round(median(runs.get(setup)!.map((run) => workload.spans / run.cpuSeconds))).toLocaleString(
+      'en-US',
+    );
   const rows: Row[] = [
     {
       section: 'persisted ingest',

@@ -3,10 +3,10 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { cpuAffinity } from '../cpu-affinity.ts';
 
-/** The CPUs the kernel lets every thread of `pid` run on, as /proc lists them. */
-const allowed = (pid: number) => {
-  const tasks = readFileSync(`/proc/${pid}/task/${pid}/status`, 'utf8');
-  return /Cpus_allowed_list:\s*(\S+)/.exec(tasks)![1];
+/** The CPUs the kernel lets thread `tid` of process `pid` run on, as /proc lists them. */
+const allowed = (pid: number, tid: number | string = pid) => {
+  const status = readFileSync(`/proc/${pid}/task/${tid}/status`, 'utf8');
+  return /Cpus_allowed_list:\s*(\S+)/.exec(status)![1];
 };
 
 let child: ReturnType<typeof spawn> | undefined;
@@ -25,10 +25,7 @@ describe('pinning a process to CPUs', () => {
     await expect.poll(() => readdirSync(`/proc/${pid}/task`).length).toBeGreaterThan(1);
     cpuAffinity.pin(pid, cpuAffinity.last());
     const threads = readdirSync(`/proc/${pid}/task`);
-    for (const tid of threads) {
-      const status = readFileSync(`/proc/${pid}/task/${tid}/status`, 'utf8');
-      expect(/Cpus_allowed_list:\s*(\S+)/.exec(status)![1]).toBe(cpuAffinity.last());
-    }
+    for (const tid of threads) expect(allowed(pid, tid)).toBe(cpuAffinity.last());
     cpuAffinity.pin(pid, cpuAffinity.all());
     expect(allowed(pid)).toBe(cpuAffinity.all());
     expect(cpuAffinity.othersThanLast()).not.toContain(cpuAffinity.last());

@@ -7,6 +7,18 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ServiceProcess } from '../service-process-handle.ts';
 import { simulatedPayloads } from '../workloads/simulated-payloads.ts';
 
+/** Posts every payload to the service, one at a time, each answered 200. */
+async function postAll(tracesUrl: string, bodies: readonly Uint8Array[]): Promise<void> {
+  for (const body of bodies) {
+    const response = await fetch(tracesUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-protobuf' },
+      body,
+    });
+    expect(response.status).toBe(200);
+  }
+}
+
 describe('the embedded service in a process of its own', () => {
   let dir: string;
   let service: ServiceProcess;
@@ -29,14 +41,7 @@ describe('the embedded service in a process of its own', () => {
       expect(tracesUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/v1\/traces$/);
       // Measured as `keyscope serve` runs: with its Node.js flags.
       expect(execArgv).toEqual(expect.arrayContaining([...KEYSCOPE_NODE_FLAGS]));
-      for (const body of workload.bodies) {
-        const response = await fetch(tracesUrl, {
-          method: 'POST',
-          headers: { 'content-type': 'application/x-protobuf' },
-          body,
-        });
-        expect(response.status).toBe(200);
-      }
+      await postAll(tracesUrl, workload.bodies);
       const stopped = await service.stopService();
       expect(stopped.spans).toBe(workload.spans);
       expect(stopped.cpuSeconds).toBeGreaterThan(0);
@@ -52,21 +57,11 @@ describe('the embedded service in a process of its own', () => {
 
   it('counts CPU time from startMeasuring on, not what the service did before', async () => {
     const workload = simulatedPayloads(20_000, 1);
-    const send = async (tracesUrl: string) => {
-      for (const body of workload.bodies) {
-        const response = await fetch(tracesUrl, {
-          method: 'POST',
-          headers: { 'content-type': 'application/x-protobuf' },
-          body,
-        });
-        expect(response.status).toBe(200);
-      }
-    };
     const busy = await service.startService(join(dir, 'busy.db'), workload.endUnixMillis);
-    await send(busy);
+    await postAll(busy, workload.bodies);
     const counted = await service.stopService();
     const idle = await service.startService(join(dir, 'idle.db'), workload.endUnixMillis);
-    await send(idle);
+    await postAll(idle, workload.bodies);
     await service.startMeasuring();
     const afterMark = await service.stopService();
     expect(afterMark.spans).toBe(workload.spans);
