@@ -1,4 +1,5 @@
 import {
+  type IngestCountersSnapshot,
   type RunningService,
   resolveServeConfig,
   silentLogger,
@@ -16,6 +17,11 @@ import type { DecodeOptions, SpanConsumer } from '@keyscope/otlp';
 export interface Receivers {
   /** `http://127.0.0.1:PORT/v1/traces` */
   tracesUrl: string;
+  /**
+   * Spans of the payloads the receivers accepted, over both transports: every span, also those
+   * the decode options leave out and the consumer is never given.
+   */
+  spansAccepted(): number;
   stop(): Promise<void>;
 }
 
@@ -26,7 +32,11 @@ export async function startLoopbackReceivers(
 ): Promise<Receivers> {
   const config = resolveServeConfig({ otlp: { http: { port: 0 }, grpc: { port: 0 } } });
   const running = await startReceivers(config, { consumer, decodeOptions, logger: silentLogger });
-  return { tracesUrl: tracesUrl(running.addresses.otlpHttp), stop: () => running.stop() };
+  return {
+    tracesUrl: tracesUrl(running.addresses.otlpHttp),
+    spansAccepted: () => spansAccepted(running.counters.snapshot()),
+    stop: () => running.stop(),
+  };
 }
 
 export interface EmbeddedService extends Receivers {
@@ -48,7 +58,16 @@ export async function startEmbeddedService(
     otlp: { http: { port: 0 }, grpc: { port: 0 } },
   });
   const service = await startServe(config, { logger: silentLogger, now: nowUnixMillis });
-  return { service, tracesUrl: tracesUrl(service.addresses.otlpHttp), stop: () => service.stop() };
+  return {
+    service,
+    tracesUrl: tracesUrl(service.addresses.otlpHttp),
+    spansAccepted: () => spansAccepted(service.ingestCounts()),
+    stop: () => service.stop(),
+  };
+}
+
+function spansAccepted({ http, grpc }: IngestCountersSnapshot): number {
+  return http.spansAccepted + grpc.spansAccepted;
 }
 
 /** The attribute filter the embedded service's pipeline asks its receivers to decode with. */

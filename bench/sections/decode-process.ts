@@ -1,4 +1,4 @@
-import { type DecodeOptions, decodeTraces } from '@keyscope/otlp';
+import { type DecodeOptions, decodeTraceRequest } from '@keyscope/otlp';
 import { serviceDecodeOptions } from '../in-process-service.ts';
 import { secondsOf } from '../measure.ts';
 import { readPayloadFile } from '../payload-file.ts';
@@ -21,9 +21,10 @@ export type DecodeProcessReply =
 let bodies: Buffer[] = [];
 let options: DecodeOptions | undefined;
 
+/** Spans decoded: every span of the payloads, returned or left out by the options. */
 function pass(): number {
   let spans = 0;
-  for (const body of bodies) spans += decodeTraces(body, options).length;
+  for (const body of bodies) spans += decodeTraceRequest(body, options).spanCount;
   return spans;
 }
 
@@ -54,12 +55,20 @@ process.on('message', (request: DecodeProcessRequest) => {
 });
 process.on('disconnect', () => process.exit(0));
 
+const KIND_NAMES = ['UNSPECIFIED', 'INTERNAL', 'SERVER', 'CLIENT', 'PRODUCER', 'CONSUMER'];
+
+function unkeyedKinds(kinds: ReadonlySet<number> | undefined): string {
+  return kinds === undefined
+    ? ''
+    : `; spans without a key returned only when ${[...kinds].map((kind) => KIND_NAMES[kind]).join(' or ')}`;
+}
+
 function describeFilter(options: DecodeOptions): string {
   const count = (keys: unknown) => (keys instanceof Set ? `${keys.size} keys` : 'all');
   const span = options.spanAttributes;
   const spanAttributes =
     typeof span === 'object' && 'whenKeyed' in span
-      ? `${count(span.keys)} and ${count(span.always)} on every span, ${count(span.whenKeyed)} more on keyed spans`
+      ? `${count(span.keys)} and ${count(span.always)} on every span, ${count(span.whenKeyed)} more on keyed spans${unkeyedKinds(span.unkeyedKinds)}`
       : count(span);
   return `span attributes ${spanAttributes}, resource attributes ${count(options.resourceAttributes)}, events ${options.events === false ? 'skipped' : 'kept'}`;
 }

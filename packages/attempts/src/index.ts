@@ -32,6 +32,7 @@ export {
   MAPPING_FIELDS,
   type Mapping,
   type MappingField,
+  type MappingSpans,
   mappingAttributeNames,
   mappingDecodeOptions,
   PLACEMENT_FIELDS,

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { isKeyscopeError } from '@keyscope/errors';
-import { decodeTraces, encodeTraces } from '@keyscope/otlp';
+import { decodeTraceRequest, decodeTraces, encodeTraces } from '@keyscope/otlp';
 import { describe, expect, it } from 'vitest';
 import type { ServerAttempt } from '../src/attempt.ts';
 import { extractAttempts } from '../src/extract-attempts.ts';
@@ -267,15 +267,32 @@ describe('mapping decode options', () => {
   });
 
   it('leave the attributes read only on keyed spans off the spans without a key', () => {
-    const decoded = decodeTraces(bytes, mappingDecodeOptions(mapping));
+    const decoded = decodeTraces(bytes, mappingDecodeOptions(mapping, 'all'));
     expect({ ...decoded[0]!.attributes }).toEqual({ 'http.response.status_code': 503 });
     expect({ ...decoded[2]!.attributes }).toEqual({});
     expect(decoded[3]!.attributes['server.address']).toBe('payments');
     expect(decoded[6]!.attributes['http.route']).toBe('/refund');
   });
 
-  it('are one object per mapping, so the decoders build their matchers once', () => {
-    expect(mappingDecodeOptions(mapping)).toBe(mappingDecodeOptions(mapping));
-    expect(mappingDecodeOptions(mapping).events).toBe(false);
+  it('return no span without a key unless it is a SERVER span, and count every span', () => {
+    const { spans: read, spanCount } = decodeTraceRequest(bytes, mappingDecodeOptions(mapping));
+    // The unkeyed CLIENT span (the third) is the one left out.
+    expect(read.map((span) => span.kind)).toEqual([2, 2, 3, 2, 1, 2]);
+    expect(spanCount).toBe(spans.length);
+    const all = decodeTraceRequest(bytes, mappingDecodeOptions(mapping, 'all'));
+    expect(all.spans).toHaveLength(spans.length);
+    expect(all.spanCount).toBe(spans.length);
+    expect(read).toEqual(all.spans.filter((_, i) => i !== 2));
+  });
+
+  it('are one object per mapping and span choice, sharing their key sets', () => {
+    const read = mappingDecodeOptions(mapping);
+    const all = mappingDecodeOptions(mapping, 'all');
+    expect(read).toBe(mappingDecodeOptions(mapping, 'read'));
+    expect(all).toBe(mappingDecodeOptions(mapping, 'all'));
+    expect(read.events).toBe(false);
+    expect(all.events).toBe(false);
+    // The decoders cache decoded resources per resource key set.
+    expect(all.resourceAttributes).toBe(read.resourceAttributes);
   });
 });

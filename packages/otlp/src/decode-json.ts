@@ -1,6 +1,7 @@
 import { KeyscopeError } from '@keyscope/errors';
 import { carriesKey, createAttributes } from './attributes.ts';
 import {
+  type DecodedTraces,
   type DecodeOptions,
   type KeyedAttributeSelection,
   keyedOnlyKeys,
@@ -39,6 +40,11 @@ import { millisFromNanoNumber, millisFromNanoString } from './time.ts';
  * bytes that are not UTF-8, or the id and nesting codes above.
  */
 export function decodeTracesJson(input: string | Uint8Array, options?: DecodeOptions): Span[] {
+  return decodeTraceRequestJson(input, options).spans;
+}
+
+/** Like `decodeTracesJson`, with the number of spans the request held, returned or not (see `unkeyedKinds`). */
+export function decodeTraceRequestJson(input: string | Uint8Array, options?: DecodeOptions): DecodedTraces {
   const resolved = resolveDecodeOptions(options);
   const text = typeof input === 'string' ? input : utf8Text(input);
   let root: unknown;
@@ -49,7 +55,9 @@ export function decodeTracesJson(input: string | Uint8Array, options?: DecodeOpt
       cause,
     });
   }
-  return new JsonTraceDecoder(resolved).request(root);
+  const decoder = new JsonTraceDecoder(resolved);
+  const spans = decoder.request(root);
+  return { spans, spanCount: decoder.spanCount };
 }
 
 // A BOM at the start of a JSON body is an encoding marker (strip it, as HTTP clients may send one).
@@ -93,6 +101,8 @@ const STATUS_CODES: Record<string, StatusCode> = {
 class JsonTraceDecoder {
   private readonly options: ResolvedDecodeOptions;
   private readonly spans: Span[] = [];
+  /** Spans read, returned or not. */
+  spanCount = 0;
 
   constructor(options: ResolvedDecodeOptions) {
     this.options = options;
@@ -141,14 +151,16 @@ class JsonTraceDecoder {
     const spans = list(message, 'spans', 'spans');
     for (let i = 0; i < spans.length; i++) {
       try {
-        this.spans.push(this.span(asObject(spans[i], 'item'), resource, scope));
+        const span = this.span(asObject(spans[i], 'item'), resource, scope);
+        if (span !== null) this.spans.push(span);
       } catch (error) {
         throw withPath(error, `spans[${i}]`);
       }
     }
   }
 
-  private span(message: JsonObject, resource: Resource, scope: InstrumentationScope): Span {
+  /** The span, checked whole; null when the options leave it out (see `unkeyedKinds`). */
+  private span(message: JsonObject, resource: Resource, scope: InstrumentationScope): Span | null {
     let traceId = id(message, 'traceId', 'trace_id', 'trace id', 16);
     let spanId = id(message, 'spanId', 'span_id', 'span id', 8);
     let parentSpanId = parentId(message);
@@ -156,11 +168,11 @@ class JsonTraceDecoder {
     let attributes: Attributes = createAttributes();
     this.attributes(message, attributes, this.options.spanKeys);
     const selection = this.options.spanSelection;
-    if (
-      selection !== null &&
-      !carriesKey(attributes, selection.keys) &&
-      !carriesKey(resource.attributes, selection.keys)
-    ) {
+    const keyed =
+      selection === null ||
+      carriesKey(attributes, selection.keys) ||
+      carriesKey(resource.attributes, selection.keys);
+    if (!keyed) {
       // Checked above, but not kept: a keyed selection's spans without a key go without them.
       attributes = withoutWhenKeyed(attributes, selection);
       traceId = '';
@@ -187,14 +199,19 @@ class JsonTraceDecoder {
           : enumValue(statusMessage, 'code', 'code', STATUS_CODES, 2),
       message: statusMessage === undefined ? '' : string(statusMessage, 'message', 'message'),
     };
+    const kind = enumValue(message, 'kind', 'kind', SPAN_KINDS, 5);
+    const startTimeUnixMillis = time(message, 'startTimeUnixNano', 'start_time_unix_nano');
+    const endTimeUnixMillis = time(message, 'endTimeUnixNano', 'end_time_unix_nano');
+    this.spanCount++;
+    if (!keyed && ((this.options.unkeyedKindMask >>> kind) & 1) === 0) return null;
     return {
       traceId,
       spanId,
       parentSpanId,
       name,
-      kind: enumValue(message, 'kind', 'kind', SPAN_KINDS, 5),
-      startTimeUnixMillis: time(message, 'startTimeUnixNano', 'start_time_unix_nano'),
-      endTimeUnixMillis: time(message, 'endTimeUnixNano', 'end_time_unix_nano'),
+      kind,
+      startTimeUnixMillis,
+      endTimeUnixMillis,
       status,
       attributes,
       events,

@@ -1,3 +1,5 @@
+import type { Span, SpanKind } from './span.ts';
+
 /**
  * What the decoders materialize. Most spans in a pipeline are not mutation attempts; a caller that
  * knows which attribute keys it reads passes them as sets, and every other attribute is skipped
@@ -38,12 +40,25 @@ export interface DecodeOptions {
  * Collector's payloads. Its ids are still checked: a malformed or all-zero id fails the payload
  * as it would otherwise. Such spans cannot be encoded again.
  *
+ * `unkeyedKinds`, when given, goes further: a span that carries no key and whose kind is not in it
+ * is not returned at all (keyscope reads such spans only when they are SERVER spans). It is still
+ * read and checked as any other span, so a payload fails or passes the same with or without it,
+ * and it is counted in `DecodedTraces.spanCount`. Kinds outside the OTLP values count as
+ * UNSPECIFIED, as they decode.
+ *
  * Like key sets, a selection is compared by identity: pass the same object, unchanged, each time.
  */
 export interface KeyedAttributeSelection {
   readonly keys: ReadonlySet<string>;
   readonly always: ReadonlySet<string>;
   readonly whenKeyed: ReadonlySet<string>;
+  readonly unkeyedKinds?: ReadonlySet<SpanKind>;
+}
+
+/** A request's decoded spans, and how many spans it held (returned or not: see `unkeyedKinds`). */
+export interface DecodedTraces {
+  readonly spans: Span[];
+  readonly spanCount: number;
 }
 
 export const DEFAULT_MAX_DEPTH = 32;
@@ -59,11 +74,20 @@ export interface ResolvedDecodeOptions {
   readonly resourceKeys: ReadonlySet<string> | null;
   readonly events: boolean;
   readonly maxDepth: number;
+  /**
+   * Bit k set: a span of kind k without a key is returned (see `unkeyedKinds`). Every bit is set
+   * unless the options are a keyed selection with `unkeyedKinds`.
+   */
+  readonly unkeyedKindMask: number;
 }
+
+/** Bits 0–5: every SpanKind. */
+export const ALL_KINDS_MASK = 0b111111;
 
 const DEFAULTS: ResolvedDecodeOptions = Object.freeze({
   spanKeys: null,
   spanSelection: null,
+  unkeyedKindMask: ALL_KINDS_MASK,
   resourceKeys: null,
   events: true,
   maxDepth: DEFAULT_MAX_DEPTH,
@@ -90,6 +114,7 @@ export function resolveDecodeOptions(options: DecodeOptions | undefined): Resolv
     resourceKeys: keySet('resourceAttributes', options.resourceAttributes),
     events: options.events ?? true,
     maxDepth,
+    unkeyedKindMask: spanSelection === null ? ALL_KINDS_MASK : kindMaskOf(spanSelection.unkeyedKinds),
   };
 }
 
@@ -102,7 +127,24 @@ function checkedSelection(selection: KeyedAttributeSelection): KeyedAttributeSel
     const keys: unknown = selection[part];
     if (!(keys instanceof Set)) throw new TypeError(`spanAttributes.${part} must be a Set of keys`);
   }
+  const kinds: unknown = selection.unkeyedKinds;
+  if (kinds !== undefined) {
+    if (!(kinds instanceof Set))
+      throw new TypeError('spanAttributes.unkeyedKinds must be a Set of span kinds');
+    for (const kind of kinds) {
+      if (!Number.isInteger(kind) || kind < 0 || kind > 5) {
+        throw new RangeError(`spanAttributes.unkeyedKinds must hold span kinds 0 to 5, received ${kind}`);
+      }
+    }
+  }
   return selection;
+}
+
+function kindMaskOf(kinds: ReadonlySet<SpanKind> | undefined): number {
+  if (kinds === undefined) return ALL_KINDS_MASK;
+  let mask = 0;
+  for (const kind of kinds) mask |= 1 << kind;
+  return mask;
 }
 
 /** One union per selection, so the JSON decoder's `has` runs on one set. */

@@ -1,6 +1,7 @@
 import { KeyscopeError } from '@keyscope/errors';
 import { carriesKey, createAttributes } from './attributes.ts';
 import {
+  type DecodedTraces,
   type DecodeOptions,
   type KeyedAttributeSelection,
   type ResolvedDecodeOptions,
@@ -163,7 +164,14 @@ function resourceCacheFor(keys: ReadonlySet<string> | null, maxDepth: number): R
  * Every malformed input fails with a KeyscopeError carrying one of the codes in errors.ts.
  */
 export function decodeTraces(bytes: Uint8Array, options?: DecodeOptions): Span[] {
-  return new TraceDecoder(bytes, resolveDecodeOptions(options)).request();
+  return decodeTraceRequest(bytes, options).spans;
+}
+
+/** Like `decodeTraces`, with the number of spans the request held, returned or not (see `unkeyedKinds`). */
+export function decodeTraceRequest(bytes: Uint8Array, options?: DecodeOptions): DecodedTraces {
+  const decoder = new TraceDecoder(bytes, resolveDecodeOptions(options));
+  const spans = decoder.request();
+  return { spans, spanCount: decoder.spanCount };
 }
 
 class TraceDecoder {
@@ -178,7 +186,11 @@ class TraceDecoder {
   private readonly resources: ResourceCache;
   private readonly events: boolean;
   private readonly maxDepth: number;
+  /** See `ResolvedDecodeOptions.unkeyedKindMask`. */
+  private readonly unkeyedKindMask: number;
   private readonly spans: Span[] = [];
+  /** Spans read, returned or not. */
+  spanCount = 0;
   /** Under a keyed selection: whether the current ResourceSpans' resource carries a key. */
   private resourceKeyed = false;
   /** Whether the span being decoded is keyed (see KeyedAttributeSelection). */
@@ -207,6 +219,7 @@ class TraceDecoder {
     this.resources = resourceCacheFor(options.resourceKeys, options.maxDepth);
     this.events = options.events;
     this.maxDepth = options.maxDepth;
+    this.unkeyedKindMask = options.unkeyedKindMask;
   }
 
   request(): Span[] {
@@ -290,8 +303,10 @@ class TraceDecoder {
     const scope: InstrumentationScope = { name: '', version: '' };
     while (r.pos < end) {
       const tag = r.tag(end);
-      if (tag === 0x12) this.spans.push(this.span(r.lengthEnd(end), resource, scope));
-      else if (tag === 0x0a) this.scope(r.lengthEnd(end), scope);
+      if (tag === 0x12) {
+        const span = this.span(r.lengthEnd(end), resource, scope);
+        if (span !== null) this.spans.push(span);
+      } else if (tag === 0x0a) this.scope(r.lengthEnd(end), scope);
       else r.skip(tag, end, SCOPE_SPANS);
     }
   }
@@ -313,7 +328,8 @@ class TraceDecoder {
     return text;
   }
 
-  private span(end: number, resource: Resource, scope: InstrumentationScope): Span {
+  /** The span at [pos, end); null when the options leave it out (see `unkeyedKinds`). */
+  private span(end: number, resource: Resource, scope: InstrumentationScope): Span | null {
     const r = this.r;
     const bytes = this.bytes;
     const spanStart = r.pos;
@@ -323,8 +339,9 @@ class TraceDecoder {
     let nameAt = -1;
     let nameEnd = -1;
     let kind = 0;
-    let startTimeUnixMillis = 0;
-    let endTimeUnixMillis = 0;
+    // Where the times are: converted at the end, and only for a span that is returned.
+    let startAt = -1;
+    let endAt = -1;
     let statusCode = 0;
     let statusMessage = '';
     // Under a key filter most spans keep no attribute and no event: they share frozen empties.
@@ -374,10 +391,10 @@ class TraceDecoder {
           kind = r.varint32(end);
           break;
         case 0x39:
-          startTimeUnixMillis = r.fixed64Millis(end);
+          startAt = r.fixed64At(end);
           break;
         case 0x41:
-          endTimeUnixMillis = r.fixed64Millis(end);
+          endAt = r.fixed64At(end);
           break;
         case 0x4a:
           if (spanKeys === null) this.keyValue(r.lengthEnd(end), attributes!, 0);
@@ -405,6 +422,9 @@ class TraceDecoder {
     this.pendingCount = 0;
     if (traceAt === -1) throw missingId('trace id', 16, spanStart);
     if (spanAt === -1) throw missingId('span id', 8, spanStart);
+    this.spanCount++;
+    if (kind > 5) kind = 0;
+    if (!this.keyed && ((this.unkeyedKindMask >>> kind) & 1) === 0) return null;
     let traceId = '';
     let spanId = '';
     let parentSpanId = '';
@@ -425,9 +445,9 @@ class TraceDecoder {
       spanId,
       parentSpanId,
       name,
-      kind: (kind <= 5 ? kind : 0) as SpanKind,
-      startTimeUnixMillis,
-      endTimeUnixMillis,
+      kind: kind as SpanKind,
+      startTimeUnixMillis: startAt === -1 ? 0 : r.millisAt(startAt),
+      endTimeUnixMillis: endAt === -1 ? 0 : r.millisAt(endAt),
       status,
       attributes: attributes ?? NO_ATTRIBUTES,
       events,

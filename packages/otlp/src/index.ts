@@ -1,13 +1,14 @@
 export { createAttributes } from './attributes.ts';
 export { ACCEPTED_ALL, type ConsumeResult, type SpanConsumer } from './consumer.ts';
-export { decodeTracesJson } from './decode-json.ts';
+export { decodeTraceRequestJson, decodeTracesJson } from './decode-json.ts';
 export {
   DEFAULT_MAX_DEPTH,
+  type DecodedTraces,
   type DecodeOptions,
   type KeyedAttributeSelection,
   MAX_NESTING_DEPTH,
 } from './decode-options.ts';
-export { decodeTraces } from './decode-protobuf.ts';
+export { decodeTraceRequest, decodeTraces } from './decode-protobuf.ts';
 export { encodeTracesJson } from './encode-json.ts';
 export { encodeTraces } from './encode-protobuf.ts';
 export {

@@ -188,9 +188,19 @@ export class WireReader {
 
   /** A fixed64 of Unix nanoseconds as fractional Unix milliseconds (see time.ts). */
   fixed64Millis(end: number): number {
+    return this.millisAt(this.fixed64At(end));
+  }
+
+  /** Steps over a fixed64, checked to fit before `end`; returns where it starts (for `millisAt`). */
+  fixed64At(end: number): number {
     const pos = this.pos;
     if (end - pos < 8) throw truncatedFixed(pos, 8, end);
     this.pos = pos + 8;
+    return pos;
+  }
+
+  /** The fixed64 at `pos` (one `fixed64At` returned) as fractional Unix milliseconds. */
+  millisAt(pos: number): number {
     return millisFromNanoHalves(this.view.getUint32(pos, true), this.view.getUint32(pos + 4, true));
   }
 

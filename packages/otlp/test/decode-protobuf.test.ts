@@ -1,15 +1,16 @@
 import { isKeyscopeError } from '@keyscope/errors';
 import { ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer';
 import { describe, expect, it } from 'vitest';
-import { decodeTracesJson } from '../src/decode-json.ts';
-import { decodeTraces } from '../src/decode-protobuf.ts';
+import { decodeTraceRequestJson, decodeTracesJson } from '../src/decode-json.ts';
+import { decodeTraceRequest, decodeTraces } from '../src/decode-protobuf.ts';
 import { encodeTracesJson } from '../src/encode-json.ts';
-import { OTLP_ID_ZERO, OTLP_NESTING } from '../src/errors.ts';
+import { OTLP_ID_ZERO, OTLP_JSON, OTLP_NESTING } from '../src/errors.ts';
 import { officialEncode, referenceDecode } from './support/reference-decoder.ts';
 import { sdkSpans } from './support/sdk-spans.ts';
 
 const traceId = (n: number) => Uint8Array.from(Buffer.from(n.toString(16).padStart(32, '0'), 'hex'));
 const spanId = (n: number) => Uint8Array.from(Buffer.from(n.toString(16).padStart(16, '0'), 'hex'));
+const hex16 = (n: number) => n.toString(16).padStart(16, '0');
 const nanos = (n: bigint) => ({
   low: Number(n & 0xffffffffn) | 0,
   high: Number(n >> 32n) | 0,
@@ -487,6 +488,79 @@ describe('decodeTraces', () => {
       it('decodes from OTLP JSON exactly as from protobuf', () => {
         const json = JSON.stringify(encodeTracesJson(decodeTraces(bytes)));
         expect(decodeTracesJson(json, options)).toEqual(decodeTraces(bytes, options));
+      });
+
+      describe('with unkeyedKinds', () => {
+        const withKinds = (kinds: Iterable<number>) => ({
+          ...options,
+          spanAttributes: { ...selection, unkeyedKinds: new Set(kinds) as Set<0 | 1 | 2 | 3 | 4 | 5> },
+        });
+        const ofKind = (n: number, kind: number, attributes: object[]) => ({ ...span(n, attributes), kind });
+        const mixed = officialEncode({
+          resourceSpans: [
+            resourceSpans(
+              [],
+              [
+                ofKind(1, 3, [status]), // CLIENT, no key: left out
+                ofKind(2, 2, [status]), // SERVER, no key: returned
+                ofKind(3, 3, [key]), // CLIENT with a key: returned
+                ofKind(4, 1, []), // INTERNAL, no key: left out
+                ofKind(5, 9, []), // a kind outside OTLP's values: UNSPECIFIED, left out
+              ],
+            ),
+            resourceSpans([key], [ofKind(6, 1, [])]), // keyed by its resource: returned
+          ],
+        });
+        const serverOnly = withKinds([2]);
+
+        it('returns spans without a key only of the kinds listed, and counts every span', () => {
+          const decoded = decodeTraceRequest(mixed, serverOnly);
+          expect(decoded.spans.map((s) => [s.kind, s.traceId === ''])).toEqual([
+            [2, true],
+            [3, false],
+            [1, false],
+          ]);
+          expect(decoded.spanCount).toBe(6);
+          expect(decodeTraces(mixed, serverOnly)).toEqual(decoded.spans);
+          // The spans returned are what the selection alone gives for them.
+          const every = decodeTraceRequest(mixed, options);
+          expect(every.spanCount).toBe(6);
+          expect(decoded.spans).toEqual([every.spans[1], every.spans[2], every.spans[5]]);
+          // The fifth span's kind reads as UNSPECIFIED.
+          expect(decodeTraceRequest(mixed, withKinds([0])).spans.map((s) => s.spanId)).toEqual([
+            hex16(3),
+            '',
+            hex16(6),
+          ]);
+        });
+
+        it('decodes from OTLP JSON exactly as from protobuf', () => {
+          const json = JSON.stringify(encodeTracesJson(decodeTraces(mixed)));
+          expect(decodeTraceRequestJson(json, serverOnly)).toEqual(decodeTraceRequest(mixed, serverOnly));
+        });
+
+        it('still refuses a span it leaves out when the span is malformed', () => {
+          const zeroSpanId = officialEncode({
+            resourceSpans: [resourceSpans([], [{ ...ofKind(7, 3, [status]), spanId: new Uint8Array(8) }])],
+          });
+          expect(() => decodeTraces(zeroSpanId, serverOnly)).toThrowError(
+            expect.objectContaining({ code: OTLP_ID_ZERO.code }),
+          );
+          const json = JSON.stringify(encodeTracesJson(decodeTraces(mixed)));
+          const badTime = json.replace(/"startTimeUnixNano":"[0-9]+"/, '"startTimeUnixNano":"soon"');
+          expect(() => decodeTracesJson(badTime, serverOnly)).toThrowError(
+            expect.objectContaining({ code: OTLP_JSON.code }),
+          );
+        });
+
+        it('refuses kinds that are not a set of OTLP span kinds', () => {
+          const broken = (unkeyedKinds: unknown) => ({
+            spanAttributes: { ...selection, unkeyedKinds } as typeof selection,
+          });
+          expect(() => decodeTraces(bytes, broken([2]))).toThrow(TypeError);
+          expect(() => decodeTraces(bytes, broken(new Set([6])))).toThrow(RangeError);
+          expect(() => decodeTraces(bytes, broken(new Set(['SERVER'])))).toThrow(RangeError);
+        });
       });
 
       it('refuses a selection whose parts are not sets', () => {

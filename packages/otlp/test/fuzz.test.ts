@@ -3,7 +3,7 @@ import { JsonTraceSerializer, ProtobufTraceSerializer } from '@opentelemetry/otl
 import { describe, expect, it } from 'vitest';
 import { decodeTracesJson } from '../src/decode-json.ts';
 import type { DecodeOptions } from '../src/decode-options.ts';
-import { decodeTraces } from '../src/decode-protobuf.ts';
+import { decodeTraceRequest, decodeTraces } from '../src/decode-protobuf.ts';
 import { encodeTraces } from '../src/encode-protobuf.ts';
 import { OTLP_ERRORS } from '../src/errors.ts';
 import { officialEncode } from './support/reference-decoder.ts';
@@ -198,6 +198,45 @@ describe('decoders under mutated input', () => {
     for (const code of ['KS_OTLP_TRUNCATED', 'KS_OTLP_WIRE_TYPE', 'KS_OTLP_ID_LENGTH', 'KS_OTLP_UTF8']) {
       expect(seen.get(code), code).toBeGreaterThan(0);
     }
+  });
+
+  it('fail or pass mutated protobuf alike whether spans without a key are left out or not', () => {
+    const random = prng(0x4b1d);
+    const inputs = seeds();
+    const selection = {
+      keys: new Set(['idempotency.key']),
+      always: new Set(['http.response.status_code']),
+      whenKeyed: new Set(['http.route']),
+    };
+    const every: DecodeOptions = { spanAttributes: selection, resourceAttributes: new Set(['service.name']) };
+    const serverOnly: DecodeOptions = {
+      ...every,
+      spanAttributes: { ...selection, unkeyedKinds: new Set([2 as const]) },
+    };
+    let left = 0;
+    for (let i = 0; i < 4_000; i++) {
+      let payload = inputs[i % inputs.length]!;
+      for (let round = 1 + at(random, 3); round > 0; round--) {
+        payload = mutations[at(random, mutations.length)]!(
+          payload,
+          random,
+          inputs[at(random, inputs.length)]!,
+        );
+      }
+      const describeInput = () => `iteration ${i}: ${Buffer.from(payload).toString('hex')}`;
+      const code = outcome(() => decodeTraces(payload, every), describeInput);
+      expect(
+        outcome(() => decodeTraces(payload, serverOnly), describeInput),
+        describeInput(),
+      ).toBe(code);
+      if (code !== 'ok') continue;
+      const all = decodeTraceRequest(payload, every);
+      const some = decodeTraceRequest(payload, serverOnly);
+      expect(some.spanCount).toBe(all.spanCount);
+      expect(some.spans).toEqual(all.spans.filter((span) => span.traceId !== '' || span.kind === 2));
+      left += all.spans.length - some.spans.length;
+    }
+    expect(left).toBeGreaterThan(0);
   });
 
   it('either decode mutated JSON or throw a KeyscopeError with a known code', () => {

@@ -8,6 +8,7 @@ import type { ServeConfig } from './config.ts';
 import { consoleLogger, type Logger } from './logger.ts';
 import { createMetrics } from './metrics.ts';
 import { DetectionPipeline } from './pipeline/detection-pipeline.ts';
+import type { IngestCountersSnapshot } from './receivers/ingest-counters.ts';
 import type { ListenAddress } from './receivers/listen-address.ts';
 import { type RunningReceivers, startReceivers } from './receivers/start-receivers.ts';
 import { startSelfTelemetry } from './self-telemetry.ts';
@@ -27,6 +28,11 @@ export interface RunningService {
   };
   readonly pipeline: DetectionPipeline;
   readonly store: KeyscopeStore;
+  /**
+   * What the receivers counted: payloads and spans accepted and rejected, by transport. Every
+   * span of an accepted payload counts, also those the pipeline never reads and so is not given.
+   */
+  ingestCounts(): IngestCountersSnapshot;
   /** Stops in reverse order of start: receivers (drained), timers, API, alerter, store. Idempotent. */
   stop(): Promise<void>;
 }
@@ -138,6 +144,7 @@ export async function startServe(
       },
       pipeline,
       store,
+      ingestCounts: () => receivers!.counters.snapshot(),
       stop() {
         ready = false;
         return stops.stop();

@@ -1,7 +1,8 @@
 import { connect } from 'node:net';
 import { gzipSync } from 'node:zlib';
+import { defaultMapping, mappingDecodeOptions } from '@keyscope/attempts';
 import { type ErrorDefinition, GrpcCode, KeyscopeError } from '@keyscope/errors';
-import { encodeTraces, OTLP_ERRORS, type SpanConsumer } from '@keyscope/otlp';
+import { encodeTraces, OTLP_ERRORS, type SpanConsumer, SpanKind } from '@keyscope/otlp';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BlockingConsumer } from '../../../test/support/blocking-consumer.ts';
 import { gzipBomb } from '../../../test/support/gzip-bomb.ts';
@@ -399,6 +400,30 @@ describe('OTLP/HTTP receiver', () => {
       expect(serve.counters.snapshot().http.payloadsRejected).toEqual({ shutting_down: 1 });
       expect(consumer.received).toHaveLength(1);
     });
+  });
+
+  it('counts the spans its decode options leave out, and does not call the consumer for none', async () => {
+    const consumer = new RecordingConsumer();
+    const decodeOptions = mappingDecodeOptions(defaultMapping());
+    const base = resolveServeConfig({ otlp: { http: { port: 0 }, grpc: { port: 0 } } });
+    const serve = await startReceivers(base, { consumer, decodeOptions, logger: silentLogger });
+    running.push(serve);
+    const url = `http://127.0.0.1:${serve.addresses.otlpHttp.port}/v1/traces`;
+    const unkeyed = { attributes: {} };
+    const mixed = [
+      span({ id: 1, kind: SpanKind.CLIENT, ...unkeyed }), // left out
+      span({ id: 2, kind: SpanKind.SERVER, ...unkeyed }), // node activity
+      span({ id: 3, kind: SpanKind.CLIENT }), // keyed
+    ];
+    expect((await post(url, encodeTraces(mixed), PROTOBUF)).status).toBe(200);
+    expect(consumer.spans().map((decoded) => decoded.spanId)).toEqual(['', mixed[2]!.spanId]);
+    const clientsOnly = [
+      span({ id: 4, kind: SpanKind.CLIENT, ...unkeyed }),
+      span({ id: 5, kind: SpanKind.INTERNAL, ...unkeyed }),
+    ];
+    expect((await post(url, encodeTraces(clientsOnly), PROTOBUF)).status).toBe(200);
+    expect(consumer.payloads).toHaveLength(1);
+    expect(serve.counters.snapshot().http).toMatchObject({ payloadsAccepted: 2, spansAccepted: 5 });
   });
 
   it('counts payloads, spans and bytes before and after decompression', async () => {

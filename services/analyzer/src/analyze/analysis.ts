@@ -68,8 +68,9 @@ export class Analysis {
   constructor(mapping: Mapping, detectorConfig: DetectorConfig) {
     this.#mapping = mapping;
     this.#detector = createDetector(detectorConfig);
-    // As in serve: materialize only the attributes the mapping reads.
-    this.decodeOptions = mappingDecodeOptions(mapping);
+    // As in serve: materialize only the attributes the mapping reads; but every span, since the
+    // report's time window reads spans extractAttempts does not.
+    this.decodeOptions = mappingDecodeOptions(mapping, 'all');
   }
 
   /** Spans of one request. */

@@ -116,17 +116,17 @@ export async function startIngestRole(
               deadLetters.empty(record);
               continue;
             }
-            let spans: ReturnType<typeof decodeTraceMessage>;
+            let decoded: ReturnType<typeof decodeTraceMessage>;
             try {
-              spans = decodeTraceMessage(message.value, kafkaConfig.traces.encoding, decodeOptions);
+              decoded = decodeTraceMessage(message.value, kafkaConfig.traces.encoding, decodeOptions);
             } catch (error) {
               await deadLetters.record(record, error);
               continue;
             }
-            counters.spansDecoded += spans.length;
+            counters.spansDecoded += decoded.spanCount;
             // Without a span deduplicator: a message read again after a crash must yield its
             // attempts again (the detectors drop the copies), not nothing.
-            const extracted = extractAttempts(spans, mapping);
+            const extracted = extractAttempts(decoded.spans, mapping);
             for (const attempt of extracted.attempts) pending.attempts.push(attempt);
             pending.activity.push({ source, offset: Number(message.offset), samples: extracted.activity });
           }

@@ -1,4 +1,9 @@
-import { type DecodeOptions, decodeTraces, decodeTracesJson, type Span } from '@keyscope/otlp';
+import {
+  type DecodedTraces,
+  type DecodeOptions,
+  decodeTraceRequest,
+  decodeTraceRequestJson,
+} from '@keyscope/otlp';
 import type { TracesEncoding } from '../config.ts';
 
 /**
@@ -11,6 +16,12 @@ import type { TracesEncoding } from '../config.ts';
  *
  * Throws the otlp package's permanent KS_OTLP_* errors for bytes that are not OTLP.
  */
-export function decodeTraceMessage(value: Buffer, encoding: TracesEncoding, options: DecodeOptions): Span[] {
-  return encoding === 'otlp_json' ? decodeTracesJson(value, options) : decodeTraces(value, options);
+export function decodeTraceMessage(
+  value: Buffer,
+  encoding: TracesEncoding,
+  options: DecodeOptions,
+): DecodedTraces {
+  return encoding === 'otlp_json'
+    ? decodeTraceRequestJson(value, options)
+    : decodeTraceRequest(value, options);
 }

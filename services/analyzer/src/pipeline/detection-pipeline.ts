@@ -45,6 +45,10 @@ export interface DetectionPipelineOptions {
 }
 
 export interface PipelineCounts {
+  /**
+   * Spans handed to `consumeSpans`. Decoded with `decodeOptions`, that leaves out the spans the
+   * pipeline never reads (no key, not SERVER): the receivers' counters count every span.
+   */
   spans: number;
   attempts: { server: number; arrival: number; client: number };
   duplicateSpans: number;
@@ -84,7 +88,7 @@ export class DetectionPipeline implements SpanConsumer {
   constructor(options: DetectionPipelineOptions) {
     this.#options = options;
     // The decoder materializes only what the mapping reads: most spans carry no key and must
-    // cost almost nothing.
+    // cost almost nothing, and those that are not SERVER spans are not even returned.
     this.decodeOptions = mappingDecodeOptions(options.mapping);
     this.#detector = this.#restoredDetector();
   }

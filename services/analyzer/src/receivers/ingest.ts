@@ -2,10 +2,10 @@ import { KeyscopeError } from '@keyscope/errors';
 import {
   ACCEPTED_ALL,
   type ConsumeResult,
+  type DecodedTraces,
   type DecodeOptions,
-  decodeTraces,
-  decodeTracesJson,
-  type Span,
+  decodeTraceRequest,
+  decodeTraceRequestJson,
   type SpanConsumer,
 } from '@keyscope/otlp';
 import { ANALYZER_SATURATED } from '../errors.ts';
@@ -90,21 +90,23 @@ export class Ingest {
     const { counters, consumer } = this.#options;
     try {
       counters.bytesReceived(transport, payload.compressedBytes, payload.bytes.byteLength);
-      let spans: Span[];
+      let decoded: DecodedTraces;
       try {
         const { decodeOptions } = this.#options;
-        spans = payload.bytes.read((bytes) =>
+        decoded = payload.bytes.read((bytes) =>
           payload.encoding === 'json'
-            ? decodeTracesJson(bytes, decodeOptions)
-            : decodeTraces(bytes, decodeOptions),
+            ? decodeTraceRequestJson(bytes, decodeOptions)
+            : decodeTraceRequest(bytes, decodeOptions),
         );
       } catch (error) {
         return { accepted: false, failure: this.refuse(transport, error) };
       }
-      const count = spans.length;
-      // The OTLP spec asks for success on an empty request; the consumer has nothing to do.
-      if (count === 0) {
-        counters.payloadAccepted(transport, 0);
+      // Every span of the payload counts, also those the decode options left out.
+      const { spans, spanCount: count } = decoded;
+      // The OTLP spec asks for success on an empty request. With no span decoded (none, or only
+      // spans the consumer does not read), the consumer has nothing to do.
+      if (spans.length === 0) {
+        counters.payloadAccepted(transport, count);
         return { accepted: true, result: ACCEPTED_ALL };
       }
       if (!slot.reserveSpans(count)) {

@@ -1,9 +1,10 @@
-import { defaultMapping } from '@keyscope/attempts';
+import { defaultMapping, mappingDecodeOptions } from '@keyscope/attempts';
 import { defaultDetectorConfig } from '@keyscope/detector';
-import { decodeTraces } from '@keyscope/otlp';
+import { decodeTraces, encodeTraces, SpanKind } from '@keyscope/otlp';
 import { duplicateSome } from '@keyscope/simulator';
 import { KeyscopeStore } from '@keyscope/store';
 import { describe, expect, it } from 'vitest';
+import { span } from '../../../../test/support/span-fixtures.ts';
 import { Analysis } from '../../src/analyze/analysis.ts';
 import { silentLogger } from '../../src/logger.ts';
 import { DetectionPipeline } from '../../src/pipeline/detection-pipeline.ts';
@@ -18,7 +19,9 @@ describe('Analysis', () => {
     const store = new KeyscopeStore({ path: ':memory:' });
     const pipeline = new DetectionPipeline({ mapping, detectorConfig, store, logger: silentLogger });
     const analysis = new Analysis(mapping, detectorConfig);
-    expect(analysis.decodeOptions).toEqual(pipeline.decodeOptions);
+    // The same attributes; analyze is also given the spans the pipeline never reads (see below).
+    expect(analysis.decodeOptions).toBe(mappingDecodeOptions(mapping, 'all'));
+    expect(pipeline.decodeOptions).toBe(mappingDecodeOptions(mapping));
     for (const request of requests) {
       // Each side decodes the same bytes with its own options, as serve's receiver and analyze do.
       const body = protobufRequest(request);
@@ -61,5 +64,27 @@ describe('Analysis', () => {
     expect(counts.attempts.client).toBeGreaterThan(0);
     expect(counts.firstSpanUnixMillis).toBe(Math.min(...spans.map((s) => s.startTimeUnixMillis)));
     expect(counts.lastSpanUnixMillis).toBe(Math.max(...spans.map((s) => s.endTimeUnixMillis)));
+  });
+
+  it('counts every decoded span into the window, also those no attempt is read from', () => {
+    const analysis = new Analysis(defaultMapping(), defaultDetectorConfig());
+    const early = span({
+      id: 1,
+      kind: SpanKind.CLIENT,
+      attributes: {},
+      startTimeUnixMillis: 1_767_225_000_000,
+    });
+    const late = span({
+      id: 2,
+      kind: SpanKind.INTERNAL,
+      attributes: {},
+      endTimeUnixMillis: 1_767_226_000_000,
+    });
+    const keyed = span({ id: 3 });
+    analysis.ingest(decodeTraces(encodeTraces([early, keyed, late]), analysis.decodeOptions));
+    const { counts } = analysis.finish();
+    expect(counts.spans).toBe(3);
+    expect(counts.firstSpanUnixMillis).toBe(early.startTimeUnixMillis);
+    expect(counts.lastSpanUnixMillis).toBe(late.endTimeUnixMillis);
   });
 });
