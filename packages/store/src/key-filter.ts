@@ -37,8 +37,16 @@ export class KeyFilter {
 
   /** Visits the value's bits, setting them when `set`; whether all were set before. */
   #probe(value: string, set: boolean): boolean {
-    const h1 = hashOf(value, SEED_1);
-    const h2 = hashOf(value, SEED_2) | 1;
+    // Both hashes in one pass over the string: on the ingest path every appended attempt probes.
+    let h1 = SEED_1;
+    let h2 = SEED_2;
+    for (let i = 0; i < value.length; i++) {
+      const code = value.charCodeAt(i);
+      h1 = Math.imul(h1 ^ code, FNV_PRIME);
+      h2 = Math.imul(h2 ^ code, FNV_PRIME);
+    }
+    h1 = avalanche(h1);
+    h2 = avalanche(h2) | 1;
     const bits = this.#bits;
     let all = true;
     for (let i = 0, at = h1; i < PROBES; i++, at = (at + h2) | 0) {
@@ -58,10 +66,14 @@ const PROBES = 7;
 const SEED_1 = 0x811c9dc5;
 const SEED_2 = 0x9747b28c;
 
-/** FNV-1a over UTF-16 code units, with a final avalanche so that nearby strings spread. */
-function hashOf(value: string, seed: number): number {
-  let h = seed;
-  for (let i = 0; i < value.length; i++) h = Math.imul(h ^ value.charCodeAt(i), 0x01000193);
+const FNV_PRIME = 0x01000193;
+
+/**
+ * The end of each hash: FNV-1a over UTF-16 code units from two seeds, then this avalanche so
+ * that nearby strings spread.
+ */
+function avalanche(hash: number): number {
+  let h = hash;
   h ^= h >>> 16;
   h = Math.imul(h, 0x85ebca6b);
   h ^= h >>> 13;
