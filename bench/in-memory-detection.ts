@@ -1,11 +1,8 @@
-import { createSpanDeduplicator, defaultMapping, extractAttempts } from '@keyscope/attempts';
+import { defaultMapping, extractAttempts } from '@keyscope/attempts';
 import { createDetector, type Finding } from '@keyscope/detector';
 import { type DecodeOptions, decodeTraces } from '@keyscope/otlp';
 import { secondsOf } from './measure.ts';
 import type { EncodedPayloads } from './workloads/encoded-payloads.ts';
-
-/** The DetectionPipeline's own deduplicator size, so both paths drop the same redeliveries. */
-const PIPELINE_DEDUPLICATOR_ENTRIES = 1_000_000;
 
 export interface InMemoryDetection {
   seconds: number;
@@ -14,7 +11,8 @@ export interface InMemoryDetection {
 
 /**
  * keyscope's detection without a service around it: decode → extract attempts → detector over the
- * first `payloads` bodies, one thread, a fresh deduplicator and detector. Only the loop is timed.
+ * first `payloads` bodies, one thread, a fresh detector (whose attempt log, like the service's,
+ * refuses redelivered attempts). Only the loop is timed.
  */
 export function detectInMemory(
   workload: EncodedPayloads,
@@ -23,11 +21,10 @@ export function detectInMemory(
 ): InMemoryDetection {
   const bodies = workload.bodies.slice(0, payloads);
   const mapping = defaultMapping();
-  const deduplicator = createSpanDeduplicator({ maxEntries: PIPELINE_DEDUPLICATOR_ENTRIES });
   const detector = createDetector();
   const seconds = secondsOf(() => {
     for (const body of bodies) {
-      detector.ingest(extractAttempts(decodeTraces(body, decodeOptions), mapping, deduplicator));
+      detector.ingest(extractAttempts(decodeTraces(body, decodeOptions), mapping));
     }
   });
   // The service ticks every second and once more when it stops; one tick at the same clock

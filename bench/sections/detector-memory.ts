@@ -99,7 +99,7 @@ function syntheticBatch(
       });
     });
   }
-  return { attempts, activity: [], duplicateSpans: 0, invalid: { outcome: 0, hit: 0, scope: 0 } };
+  return { attempts, activity: [], invalid: { outcome: 0, hit: 0, scope: 0 } };
 }
 
 const HEX = '0123456789abcdef';

@@ -1,10 +1,4 @@
-import {
-  type Attempt,
-  createSpanDeduplicator,
-  defaultMapping,
-  type ExtractedAttempts,
-  extractAttempts,
-} from '@keyscope/attempts';
+import { type Attempt, defaultMapping, type ExtractedAttempts, extractAttempts } from '@keyscope/attempts';
 import { createDetector, tierName } from '@keyscope/detector';
 import { scenarios, simulateBatches } from '@keyscope/simulator';
 import { percentile } from '../measure.ts';
@@ -28,16 +22,20 @@ export interface AttemptStream {
 export function simulatedAttemptStream(spans: number, seed: number): AttemptStream {
   const run = simulateBatches(scenarios.benchmark({ spans }), { seed, batchSize: SPANS_PER_PAYLOAD });
   const mapping = defaultMapping();
-  const deduplicator = createSpanDeduplicator();
+  // Redelivered spans are not second executions (the detector's attempt log refuses them).
+  const seen = new Set<string>();
   const executions = new Map<string, number>();
   const batches: ExtractedAttempts[] = [];
   const secondExecutions: string[][] = [];
   let attempts = 0;
   for (const spansOfBatch of run.batches) {
-    const batch = extractAttempts(spansOfBatch, mapping, deduplicator);
+    const batch = extractAttempts(spansOfBatch, mapping);
     const seconds = new Set<string>();
     for (const attempt of batch.attempts) {
       if (!isExecution(attempt)) continue;
+      const span = attempt.traceId + attempt.spanId;
+      if (seen.has(span)) continue;
+      seen.add(span);
       const at = `${attempt.key}\u0000${tierName(attempt.placement.service, attempt.operation)}`;
       const count = (executions.get(at) ?? 0) + 1;
       executions.set(at, count);

@@ -131,7 +131,7 @@ async function measure(
         `the simulator's benchmark scenario: ${workload.spans} spans (~20% mutation attempts) in ` +
         `${workload.bodies.length} payloads of 512 spans, per repetition; ${repetitions} repetitions, ` +
         `${workload.spans * repetitions} spans through each path. In memory: one thread, no HTTP, no ` +
-        'SQLite, a fresh deduplicator and detector per repetition',
+        'SQLite, a fresh detector per repetition',
     },
     {
       section: 'persisted ingest',

@@ -83,8 +83,6 @@ export interface NodeActivity {
 export interface ExtractedAttempts {
   attempts: Attempt[];
   activity: NodeActivity[];
-  /** Spans skipped because (trace id, span id) was seen before. */
-  duplicateSpans: number;
   /** Attribute values outside their closed list or of the wrong type, counted by attribute. */
   invalid: InvalidValueCounts;
 }

@@ -21,7 +21,6 @@ import {
   readValue,
 } from './compiled-mapping.ts';
 import type { Mapping } from './mapping.ts';
-import type { SpanDeduplicator } from './span-deduplicator.ts';
 import { derivedStoreId } from './store-id.ts';
 
 const OUTCOME_SET: ReadonlySet<string> = new Set(OUTCOMES);
@@ -41,22 +40,17 @@ const REFUSED = Symbol('refused');
  * - SERVER with a key and no outcome: an `Arrival`; other kinds without an outcome: nothing;
  * - an outcome or hit value outside its closed list: nothing, counted in `invalid`.
  *
- * With a deduplicator, a span that would become an attempt and whose (trace id, span id) was seen
- * before is skipped entirely and counted in `duplicateSpans`. Without one nothing is deduplicated.
+ * A redelivered span gives its attempt again: the detector's attempt log refuses it by (trace id,
+ * span id), exactly and for as long as it keeps the key's attempts.
  *
  * Never throws on span content. `spans` is only read.
  */
-export function extractAttempts(
-  spans: readonly Span[],
-  mapping: Mapping,
-  deduplicator?: SpanDeduplicator,
-): ExtractedAttempts {
+export function extractAttempts(spans: readonly Span[], mapping: Mapping): ExtractedAttempts {
   const compiled = compileMapping(mapping);
   const names = compiled.names;
   const attempts: Attempt[] = [];
   const activity = createActivityCounter(compiled.activityBucketMillis);
   const invalid: InvalidValueCounts = { outcome: 0, hit: 0, scope: 0 };
-  let duplicateSpans = 0;
 
   for (let i = 0; i < spans.length; i++) {
     const span = spans[i]!;
@@ -75,10 +69,6 @@ export function extractAttempts(
     }
 
     if (span.kind === SpanKind.CLIENT) {
-      if (deduplicator?.seen(span.traceId, span.spanId)) {
-        duplicateSpans++;
-        continue;
-      }
       attempts.push(clientAttempt(span, key, compiled, view));
       continue;
     }
@@ -86,10 +76,6 @@ export function extractAttempts(
     const outcome = outcomeOf(span, server, compiled, view, invalid);
     if (outcome === REFUSED || (outcome === undefined && !server)) {
       if (server) activity.count(view, span.startTimeUnixMillis, isServerError(span, compiled, view));
-      continue;
-    }
-    if (deduplicator?.seen(span.traceId, span.spanId)) {
-      duplicateSpans++;
       continue;
     }
     if (server) activity.count(view, span.startTimeUnixMillis, isServerError(span, compiled, view));
@@ -107,7 +93,7 @@ export function extractAttempts(
     attempts.push(serverAttempt(span, key, outcome, scope, compiled, view));
   }
 
-  return { attempts, activity: activity.activity, duplicateSpans, invalid };
+  return { attempts, activity: activity.activity, invalid };
 }
 
 /** The recorded outcome, else the `hit` boolean, else (SERVER spans, when enabled) the inferred one. */

@@ -39,10 +39,4 @@ export {
   parseMapping,
 } from './mapping.ts';
 export { partitionKey } from './partition-key.ts';
-export {
-  createSpanDeduplicator,
-  DEFAULT_DEDUPLICATOR_MAX_ENTRIES,
-  type SpanDeduplicator,
-  type SpanDeduplicatorOptions,
-} from './span-deduplicator.ts';
 export { derivedStoreId } from './store-id.ts';

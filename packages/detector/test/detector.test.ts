@@ -7,7 +7,6 @@ function batch(attempts: Attempt[], nodeActivity: NodeActivity[] = []): Extracte
   return {
     attempts,
     activity: nodeActivity,
-    duplicateSpans: 0,
     invalid: { outcome: 0, hit: 0, scope: 0 },
   };
 }

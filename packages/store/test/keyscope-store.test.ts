@@ -12,7 +12,7 @@ import { migrate } from '../src/migrations.ts';
 import { purgeBefore } from './purge-before.ts';
 
 function batch(attempts: Attempt[]): ExtractedAttempts {
-  return { attempts, activity: [], duplicateSpans: 0, invalid: { outcome: 0, hit: 0, scope: 0 } };
+  return { attempts, activity: [], invalid: { outcome: 0, hit: 0, scope: 0 } };
 }
 
 /** Two executions of `key` in two node stores: one cross-store duplicate. */

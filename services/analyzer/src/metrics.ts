@@ -112,7 +112,7 @@ export function createMetrics(sources: MetricSources): { registry: Registry; ren
   });
   new Counter({
     name: 'keyscope_attempts_total',
-    help: 'Mutation attempts extracted from spans, by kind.',
+    help: 'Mutation attempts extracted from spans, by kind (redelivered ones included; see keyscope_duplicate_spans_total).',
     labelNames: ['kind'],
     registers: [registry],
     collect() {
@@ -125,7 +125,7 @@ export function createMetrics(sources: MetricSources): { registry: Registry; ren
   });
   new Counter({
     name: 'keyscope_duplicate_spans_total',
-    help: 'Spans delivered more than once (same trace and span id) and ignored.',
+    help: 'Attempt spans delivered more than once (same trace and span id) and ignored.',
     registers: [registry],
     collect() {
       if (pipeline !== undefined) absolute(this, [[{}, pipeline.duplicateSpans]]);

@@ -89,4 +89,31 @@ describe('the detection pipeline', () => {
       'cross_store_duplicate',
     ]);
   });
+
+  it('ignores a redelivered payload and counts its spans as duplicates, before and after indexing', async () => {
+    for (const indexBatchRows of [1_000_000, 1]) {
+      const own = new KeyscopeStore({ path: ':memory:', attemptIndexBatchRows: indexBatchRows });
+      const redelivering = new DetectionPipeline({
+        mapping: defaultMapping(),
+        detectorConfig: defaultDetectorConfig(),
+        store: own,
+        logger: silentLogger,
+      });
+      const payload = [execution('k1', 'a', 1), execution('k1', 'b', 2)];
+      await redelivering.consumeSpans(payload);
+      const [first] = own.listFindings({}, { limit: 10 }).items;
+      expect(first).toMatchObject({ key: 'k1', executions: 2 });
+      // Again alone, then twice in one group commit, then within one payload.
+      await redelivering.consumeSpans(payload.map((span) => ({ ...span })));
+      await Promise.all([redelivering.consumeSpans([...payload]), redelivering.consumeSpans([...payload])]);
+      await redelivering.consumeSpans([execution('k2', 'a', 3), execution('k2', 'a', 3)]);
+      const counts = redelivering.counts();
+      expect(counts.duplicateSpans).toBe(7);
+      expect(counts.attempts.server).toBe(10);
+      const findings = own.listFindings({}, { limit: 10 }).items;
+      expect(findings).toHaveLength(1);
+      expect(findings[0]).toMatchObject({ id: first!.id, executions: 2, attempts: first!.attempts });
+      own.close();
+    }
+  });
 });

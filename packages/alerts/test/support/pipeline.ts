@@ -31,7 +31,6 @@ export function createPipeline(store: KeyscopeStore, alerter: Alerter, restore: 
         detector.ingest({
           attempts,
           activity: nodeActivity,
-          duplicateSpans: 0,
           invalid: { outcome: 0, hit: 0, scope: 0 },
         }),
       ),
@@ -74,7 +73,6 @@ export function incidentOf(attempts: Attempt[], options: { resolved?: boolean } 
   let incidents = detector.ingest({
     attempts,
     activity: [],
-    duplicateSpans: 0,
     invalid: { outcome: 0, hit: 0, scope: 0 },
   }).incidents;
   if (options.resolved === true)

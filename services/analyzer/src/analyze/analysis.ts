@@ -1,9 +1,4 @@
-import {
-  createSpanDeduplicator,
-  extractAttempts,
-  type Mapping,
-  mappingDecodeOptions,
-} from '@keyscope/attempts';
+import { extractAttempts, type Mapping, mappingDecodeOptions } from '@keyscope/attempts';
 import {
   createDetector,
   type Detector,
@@ -18,8 +13,9 @@ import type { DecodeOptions, Span } from '@keyscope/otlp';
 
 export interface AnalysisCounts {
   spans: number;
-  /** Spans seen before by (trace id, span id): a redelivery, not a second execution. */
+  /** Attempt spans seen before by (trace id, span id): a redelivery, not a second execution. */
   duplicateSpans: number;
+  /** Attempts extracted, by kind, redelivered ones included. */
   attempts: { server: number; arrival: number; client: number };
   /** Outcome, hit or scope values outside their closed lists, by attribute. */
   invalidValues: Record<string, number>;
@@ -40,7 +36,8 @@ export interface AnalysisResult {
 
 /**
  * The detection engine of `keyscope serve` without its store: spans → attempts (the same mapping
- * and span deduplicator as the embedded pipeline) → a detector with an in-memory attempt log.
+ * as the embedded pipeline) → a detector with an in-memory attempt log, which like serve's store
+ * refuses redelivered attempts by (trace id, span id).
  * Each `ingest` is one request, as one OTLP export is one `consumeSpans` in serve.
  *
  * Results are what serve's store would hold after the same requests: every change the detector
@@ -51,8 +48,6 @@ export class Analysis {
   readonly decodeOptions: DecodeOptions;
   readonly #mapping: Mapping;
   readonly #detector: Detector;
-  // The embedded pipeline's bound: enough to recognise a collector's redelivery of recent spans.
-  readonly #deduplicator = createSpanDeduplicator({ maxEntries: 1_000_000 });
   readonly #findings = new Map<string, Finding>();
   readonly #incidents = new Map<string, Incident>();
   readonly #counts: AnalysisCounts = {
@@ -76,10 +71,12 @@ export class Analysis {
   /** Spans of one request. */
   ingest(spans: readonly Span[]): void {
     if (this.#finished) throw new Error('Analysis.ingest called after finish');
-    const extracted = extractAttempts(spans, this.#mapping, this.#deduplicator);
-    this.#count(spans, extracted.duplicateSpans, extracted.invalid);
+    // As in serve: the attempt log refuses redelivered attempts, which the detector counts.
+    const extracted = extractAttempts(spans, this.#mapping);
+    const duplicatesBefore = this.#detector.stats().duplicateAttempts;
     for (const attempt of extracted.attempts) this.#counts.attempts[attempt.kind]++;
     this.#apply(this.#detector.ingest(extracted));
+    this.#count(spans, this.#detector.stats().duplicateAttempts - duplicatesBefore, extracted.invalid);
   }
 
   get counts(): Readonly<AnalysisCounts> {

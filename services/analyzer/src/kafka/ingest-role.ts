@@ -124,8 +124,8 @@ export async function startIngestRole(
               continue;
             }
             counters.spansDecoded += decoded.spanCount;
-            // Without a span deduplicator: a message read again after a crash must yield its
-            // attempts again (the detectors drop the copies), not nothing.
+            // A message read again after a crash yields its attempts again, and the detectors'
+            // attempt logs drop the copies.
             const extracted = extractAttempts(decoded.spans, mapping);
             for (const attempt of extracted.attempts) pending.attempts.push(attempt);
             pending.activity.push({ source, offset: Number(message.offset), samples: extracted.activity });

@@ -123,7 +123,6 @@ export class PartitionDetector {
       const changes = detector.ingest({
         attempts,
         activity,
-        duplicateSpans: 0,
         invalid: { ...INVALID_NONE },
       });
       store.recordActivity(activity);

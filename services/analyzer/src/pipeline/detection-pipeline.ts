@@ -1,5 +1,4 @@
 import {
-  createSpanDeduplicator,
   type ExtractedAttempts,
   extractAttempts,
   type Mapping,
@@ -26,8 +25,6 @@ import type { Logger } from '../logger.ts';
 import { restoreDetector, saveScopeState } from './stored-detector.ts';
 
 const tracer = trace.getTracer('keyscope');
-/** Span ids remembered to drop redeliveries before they reach SQLite (which drops them anyway). */
-const DEDUPLICATOR_ENTRIES = 1_000_000;
 
 /** What the pipeline tells the alerter, inside the transaction that stores the incidents. */
 export interface IncidentListener {
@@ -50,7 +47,9 @@ export interface PipelineCounts {
    * pipeline never reads (no key, not SERVER): the receivers' counters count every span.
    */
   spans: number;
+  /** Attempts extracted, by kind, redelivered ones included (they are counted in duplicateSpans). */
   attempts: { server: number; arrival: number; client: number };
+  /** Attempts the attempt log already held (a span delivered again), ignored by the detector. */
   duplicateSpans: number;
   invalidValues: Record<string, number>;
   /** Findings reported (new or updated), by class. */
@@ -70,7 +69,6 @@ export class DetectionPipeline implements SpanConsumer {
   readonly decodeOptions: DecodeOptions;
   #detector: Detector;
   readonly #options: DetectionPipelineOptions;
-  #deduplicator = createSpanDeduplicator({ maxEntries: DEDUPLICATOR_ENTRIES });
   readonly #pending: {
     extracted: ExtractedAttempts;
     resolve: (result: ConsumeResult) => void;
@@ -107,7 +105,9 @@ export class DetectionPipeline implements SpanConsumer {
   consumeSpans(spans: Span[]): Promise<ConsumeResult> {
     // A no-op unless self-telemetry started the SDK (telemetry.otlpEndpoint).
     return tracer.startActiveSpan('keyscope.consume', (span) => {
-      const extracted = extractAttempts(spans, this.#options.mapping, this.#deduplicator);
+      // No span deduplicator in front: the store's attempt log refuses a redelivered attempt
+      // exactly (see AttemptTable), and a second, best-effort check cost more than extraction.
+      const extracted = extractAttempts(spans, this.#options.mapping);
       this.#count(spans.length, extracted);
       span.setAttribute('keyscope.spans', spans.length);
       span.setAttribute('keyscope.attempts', extracted.attempts.length);
@@ -121,6 +121,8 @@ export class DetectionPipeline implements SpanConsumer {
   #commitPending(): void {
     const group = this.#pending.splice(0);
     const { store } = this.#options;
+    // Redelivered spans are the attempts the attempt log refuses (see consumeSpans).
+    const duplicatesBefore = this.#detector.stats().duplicateAttempts;
     try {
       this.#commit((detector, apply) => {
         for (const { extracted } of group) apply(detector.ingest(extracted));
@@ -133,6 +135,7 @@ export class DetectionPipeline implements SpanConsumer {
       for (const { reject } of group) reject(error);
       return;
     }
+    this.#counts.duplicateSpans += this.#detector.stats().duplicateAttempts - duplicatesBefore;
     for (const { resolve } of group) resolve(ACCEPTED_ALL);
   }
 
@@ -164,8 +167,6 @@ export class DetectionPipeline implements SpanConsumer {
         `pipeline: store transaction failed, rebuilding detector state: ${(error as Error).message}`,
       );
       this.#detector = this.#restoredDetector();
-      // The deduplicator saw spans that were never committed; their redelivery must get through.
-      this.#deduplicator = createSpanDeduplicator({ maxEntries: DEDUPLICATOR_ENTRIES });
       throw error;
     } finally {
       this.#counts.storeWriteSeconds.push((performance.now() - started) / 1000);
@@ -180,7 +181,6 @@ export class DetectionPipeline implements SpanConsumer {
   #count(spans: number, extracted: ExtractedAttempts): void {
     const counts = this.#counts;
     counts.spans += spans;
-    counts.duplicateSpans += extracted.duplicateSpans;
     for (const attempt of extracted.attempts) counts.attempts[attempt.kind]++;
     for (const [reason, n] of Object.entries(extracted.invalid)) {
       counts.invalidValues[reason] = (counts.invalidValues[reason] ?? 0) + n;

@@ -17,7 +17,6 @@ function ingest(attempts: Attempt[]): void {
       detector.ingest({
         attempts,
         activity: [],
-        duplicateSpans: 0,
         invalid: { outcome: 0, hit: 0, scope: 0 },
       }),
     ),

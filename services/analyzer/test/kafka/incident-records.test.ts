@@ -18,7 +18,6 @@ function duplicate(): { finding: Finding; incident: Incident } {
       server({ key: 'k1', node: 'b', store: 'payments/node:b', at: 3 }),
     ],
     activity: [],
-    duplicateSpans: 0,
     invalid: { outcome: 0, hit: 0, scope: 0 },
   });
   return { finding: changes.findings[0]!, incident: changes.incidents[0]! };

@@ -25,7 +25,6 @@ function duplicateOf(key: string): DetectorChanges {
       server({ key, node: 'b', store: 'payments/node:b', at: 3 }),
     ],
     activity: [],
-    duplicateSpans: 0,
     invalid: { outcome: 0, hit: 0, scope: 0 },
   });
 }
