@@ -259,6 +259,12 @@ interface Tailed {
   segments: number[];
   /** The span id and trace id of each attempt written in those arrays, after one another. */
   ids: string[];
+  /**
+   * The key filter's answer for the key when the entry was made: whether the index may hold it.
+   * The index gains keys only when it indexes the tail, which empties the tail, so the answer
+   * holds for the entry's life and the key's later attempts skip the filter.
+   */
+  mayBeIndexed: boolean;
 }
 
 const NOTHING_PENDING: Attempt[] = [];
@@ -385,11 +391,11 @@ export class AttemptTable implements AttemptLog {
     if (!this.#db.inTransaction) throw new Error('attempts are appended inside KeyscopeStore.transaction');
     const tailed = this.#tail.get(partitionKey);
     if (tailed !== undefined && tailHolds(tailed, attempt)) return false;
-    if (this.#indexedKeys.mayContain(partitionKey) && holds(this.#indexed(partitionKey), attempt)) {
-      return false;
-    }
+    const mayBeIndexed =
+      tailed === undefined ? this.#indexedKeys.mayContain(partitionKey) : tailed.mayBeIndexed;
+    if (mayBeIndexed && holds(this.#indexed(partitionKey), attempt)) return false;
     if (tailed === undefined) {
-      this.#tail.set(partitionKey, { pending: [attempt], segments: [], ids: [] });
+      this.#tail.set(partitionKey, { pending: [attempt], segments: [], ids: [], mayBeIndexed });
       this.#unwritten.push(partitionKey);
     } else if (tailed.pending.length === 0) {
       tailed.pending = [attempt];
@@ -519,7 +525,12 @@ export class AttemptTable implements AttemptLog {
         );
         let tailed = this.#tail.get(partitionKey);
         if (tailed === undefined) {
-          tailed = { pending: NOTHING_PENDING, segments: [], ids: [] };
+          tailed = {
+            pending: NOTHING_PENDING,
+            segments: [],
+            ids: [],
+            mayBeIndexed: this.#indexedKeys.mayContain(partitionKey),
+          };
           this.#tail.set(partitionKey, tailed);
         }
         tailed.segments.push(row.id, start, length);

@@ -98,6 +98,24 @@ describe('the attempt log in SQLite', () => {
     expect(store.counts().attempts).toBe(3);
   });
 
+  it('refuses an indexed attempt redelivered after newer attempts of its key wait in the tail', () => {
+    const first = attempt('k1', 'a');
+    store.transaction(() => {
+      store.attemptLog.append('k1', first);
+      store.attemptLog.append('k2', attempt('k2', 'a'));
+      store.attemptLog.append('k3', attempt('k3', 'a'));
+    });
+    expect(indexedRows()).toBe(3);
+    // k1 gets a tail entry again; its older attempt is only in the index.
+    store.transaction(() => expect(store.attemptLog.append('k1', attempt('k1', 'b', 1))).toBe(true));
+    store.transaction(() => expect(store.attemptLog.append('k1', { ...first })).toBe(false));
+    // A key the index does not hold, appended twice in the tail, is not read from the index.
+    store.transaction(() => expect(store.attemptLog.append('k4', attempt('k4', 'a'))).toBe(true));
+    store.transaction(() => expect(store.attemptLog.append('k4', attempt('k4', 'b', 1))).toBe(true));
+    expect(store.attemptLog.attemptsOf('k1').map((a) => a.placement.node)).toEqual(['a', 'b']);
+    expect(store.attemptLog.attemptsOf('k4').map((a) => a.placement.node)).toEqual(['a', 'b']);
+  });
+
   it("answers a key's attempts from the index and the waiting tail together", () => {
     const indexed = [attempt('k1', 'a'), attempt('k2', 'a'), attempt('k3', 'a')];
     store.transaction(() => {
