@@ -51,6 +51,18 @@ const entriesOf = (batch: ReturnType<typeof batches>[number], partitionKey: stri
 };
 const attempt = (key: string, node: string, at = 0) => server({ key, node, store: node, at });
 
+/** Appends k1, k2 and k3 in one transaction of a store that indexes every 3: the index holds them. Returns k1's attempt. */
+function indexedFirstOfThree() {
+  const first = attempt('k1', 'a');
+  store.transaction(() => {
+    store.attemptLog.append('k1', first);
+    store.attemptLog.append('k2', attempt('k2', 'a'));
+    store.attemptLog.append('k3', attempt('k3', 'a'));
+  });
+  expect(indexedRows()).toBe(3);
+  return first;
+}
+
 /** In place of the test's store: a database an older keyscope left, at schema `version`, one row per attempt. */
 function olderDatabase(version: number) {
   store.close();
@@ -99,13 +111,7 @@ describe('the attempt log in SQLite', () => {
   });
 
   it('refuses an indexed attempt redelivered after newer attempts of its key wait in the tail', () => {
-    const first = attempt('k1', 'a');
-    store.transaction(() => {
-      store.attemptLog.append('k1', first);
-      store.attemptLog.append('k2', attempt('k2', 'a'));
-      store.attemptLog.append('k3', attempt('k3', 'a'));
-    });
-    expect(indexedRows()).toBe(3);
+    const first = indexedFirstOfThree();
     // k1 gets a tail entry again; its older attempt is only in the index.
     store.transaction(() => expect(store.attemptLog.append('k1', attempt('k1', 'b', 1))).toBe(true));
     store.transaction(() => expect(store.attemptLog.append('k1', { ...first })).toBe(false));
@@ -437,13 +443,7 @@ describe('the attempt log in SQLite', () => {
   });
 
   it('refuses a redelivery after a restart: the key filter is built from the index at open', () => {
-    const first = attempt('k1', 'a');
-    store.transaction(() => {
-      store.attemptLog.append('k1', first);
-      store.attemptLog.append('k2', attempt('k2', 'a'));
-      store.attemptLog.append('k3', attempt('k3', 'a'));
-    });
-    expect(indexedRows()).toBe(3);
+    const first = indexedFirstOfThree();
     store.close();
     store = open(1000);
     store.transaction(() => expect(store.attemptLog.append('k1', { ...first })).toBe(false));
