@@ -105,8 +105,8 @@ export class DetectionPipeline implements SpanConsumer {
   consumeSpans(spans: Span[]): Promise<ConsumeResult> {
     // A no-op unless self-telemetry started the SDK (telemetry.otlpEndpoint).
     return tracer.startActiveSpan('keyscope.consume', (span) => {
-      // No span deduplicator in front: the store's attempt log refuses a redelivered attempt
-      // exactly (see AttemptTable), and a second, best-effort check cost more than extraction.
+      // A redelivered span gives its attempt again: the store's attempt log refuses it exactly
+      // (see AttemptTable) and the detector counts it (#commitPending).
       const extracted = extractAttempts(spans, this.#options.mapping);
       this.#count(spans.length, extracted);
       span.setAttribute('keyscope.spans', spans.length);
