@@ -190,7 +190,10 @@ async function measure(
         `${persistence.connections} connections, taking turns with the rows above on the same service process, ` +
         `every thread of which (event loop, V8's helpers, the checkpoint thread) is pinned to CPU ` +
         `${cpuAffinity.last()} with taskset for the run, the load generator's to the others: the ` +
-        `target's "on one core". That process used ${cores(oneCore).toFixed(2)} cores meanwhile (median)`,
+        `target's "on one core". That process used ${cores(oneCore).toFixed(2)} cores meanwhile (median). ` +
+        `Its repetitions, in order: ${pinned.map((r) => `${Math.round(r / 1000)}k`).join(', ')} spans/s ` +
+        '(a service held to one CPU cannot move off it when that CPU runs slow: on a shared VM this row ' +
+        'varies most)',
     });
   } else {
     rows.push({

@@ -113,6 +113,12 @@ describe('pnpm bench --quick', () => {
     for (const row of checks) expect(row.check?.ok, `${row.measurement}: ${row.check?.what}`).toBe(true);
   });
 
+  it("lists the pinned row's every repetition, so its spread shows next to its median", () => {
+    const pinned = report.rows.find((row) => row.measurement === 'same, the service pinned to one core')!;
+    const listed = pinned.samples!.map((rate) => `${Math.round(rate / 1000)}k`).join(', ');
+    expect(pinned.note).toContain(`Its repetitions, in order: ${listed} spans/s`);
+  });
+
   it('describes the machine it ran on', () => {
     expect(report.mode).toBe('quick');
     expect(report.machine.cores).toBeGreaterThan(0);
