@@ -1,4 +1,4 @@
-import { type DecodeOptions, decodeTraceRequest } from '@keyscope/otlp';
+import { type DecodeOptions, decodeTraceRequest, SpanKind } from '@keyscope/otlp';
 import { serviceDecodeOptions } from '../in-process-service.ts';
 import { secondsOf } from '../measure.ts';
 import { readPayloadFile } from '../payload-file.ts';
@@ -55,7 +55,9 @@ process.on('message', (request: DecodeProcessRequest) => {
 });
 process.on('disconnect', () => process.exit(0));
 
-const KIND_NAMES = ['UNSPECIFIED', 'INTERNAL', 'SERVER', 'CLIENT', 'PRODUCER', 'CONSUMER'];
+const KIND_NAMES: Record<number, string> = Object.fromEntries(
+  Object.entries(SpanKind).map(([name, kind]) => [kind, name]),
+);
 
 function unkeyedKinds(kinds: ReadonlySet<number> | undefined): string {
   return kinds === undefined
