@@ -8,5 +8,5 @@ RUN apt-get update \
 WORKDIR /app
 COPY . .
 RUN npx --yes pnpm@10.34.9 install --frozen-lockfile
-ENTRYPOINT ["node", "--max-semi-space-size=64", "--import", "tsx", "services/analyzer/src/cli.ts"]
+ENTRYPOINT ["node", "--max-semi-space-size=64", "--min-semi-space-size=64", "--import", "tsx", "services/analyzer/src/cli.ts"]
 CMD ["serve"]

@@ -38,4 +38,22 @@ describe("keyscope's Node.js flags", () => {
     // Node 20 here: 144 MiB more, three times the 48 MiB the semi-space cap grew by.
     expect(available(KEYSCOPE_NODE_FLAGS) - available([])).toBeGreaterThan(100 * 1024 * 1024);
   });
+
+  it('start the young generation at its full size rather than growing it under load', () => {
+    const newSpaceBytes = (flags: readonly string[]) =>
+      Number(
+        execFileSync(
+          process.execPath,
+          [
+            ...flags,
+            '-p',
+            "require('v8').getHeapSpaceStatistics().find((s) => s.space_name === 'new_space').space_size",
+          ],
+          { encoding: 'utf8' },
+        ),
+      );
+    // V8 starts a semi-space at 1 MiB by default; keyscope's at its 64 MiB cap.
+    expect(newSpaceBytes([])).toBeLessThan(8 * 1024 * 1024);
+    expect(newSpaceBytes(KEYSCOPE_NODE_FLAGS)).toBeGreaterThanOrEqual(64 * 1024 * 1024);
+  });
 });
