@@ -38,5 +38,6 @@ export {
   PLACEMENT_FIELDS,
   parseMapping,
 } from './mapping.ts';
+export { mergeExtracted } from './merge-extracted.ts';
 export { partitionKey } from './partition-key.ts';
 export { derivedStoreId } from './store-id.ts';

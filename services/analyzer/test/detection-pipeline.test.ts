@@ -65,6 +65,19 @@ describe('the detection pipeline', () => {
     ]);
   });
 
+  it('judges a key once per group commit, however many of its payloads carried it', async () => {
+    pipeline.counts();
+    // Alone, the second payload would update the finding the first made: reported twice.
+    await Promise.all([
+      pipeline.consumeSpans([execution('k1', 'a', 1), execution('k1', 'b', 2)]),
+      pipeline.consumeSpans([execution('k1', 'c', 3)]),
+    ]);
+    const counts = pipeline.counts();
+    expect(counts.storeWriteSeconds).toHaveLength(1);
+    expect(counts.findings.cross_store_duplicate).toBe(1);
+    expect(store.listFindings({}, { limit: 10 }).items).toMatchObject([{ key: 'k1', executions: 3 }]);
+  });
+
   it('refuses every payload of a group whose transaction failed, retryably, and recovers', async () => {
     store.db.exec(
       "CREATE TRIGGER refuse BEFORE INSERT ON attempt_batches BEGIN SELECT RAISE(ABORT, 'disk says no'); END;",

@@ -3,6 +3,7 @@ import {
   extractAttempts,
   type Mapping,
   mappingDecodeOptions,
+  mergeExtracted,
 } from '@keyscope/attempts';
 import {
   type Detector,
@@ -100,7 +101,9 @@ export class DetectionPipeline implements SpanConsumer {
    * arrived in the same turn of the event loop (concurrent senders) is judged and committed in
    * one SQLite transaction, and all of them are acknowledged after it — a commit costs about a
    * millisecond, so sharing it is most of the throughput under load, and nothing is acknowledged
-   * before it is durable.
+   * before it is durable. The group goes to the detector as one batch (`mergeExtracted`): a key
+   * whose attempts came in several of its payloads (a trace's services export apart) is judged
+   * once, and a node's activity in one second is one sample, not one per payload.
    */
   consumeSpans(spans: Span[]): Promise<ConsumeResult> {
     // A no-op unless self-telemetry started the SDK (telemetry.otlpEndpoint).
@@ -124,9 +127,10 @@ export class DetectionPipeline implements SpanConsumer {
     // Redelivered spans are the attempts the attempt log refuses (see consumeSpans).
     const duplicatesBefore = this.#detector.stats().duplicateAttempts;
     try {
+      const batch = mergeExtracted(group.map(({ extracted }) => extracted));
       this.#commit((detector, apply) => {
-        for (const { extracted } of group) apply(detector.ingest(extracted));
-        store.recordActivity(group.flatMap(({ extracted }) => extracted.activity));
+        apply(detector.ingest(batch));
+        store.recordActivity(batch.activity);
         // Persisted with the attempts, so a restart forgets neither an ongoing failover nor the
         // scope report.
         saveScopeState(store, detector);
