@@ -114,6 +114,13 @@ const keyCache = new StringCache(2048, 64);
 /** Short values repeat too (methods, routes, service and host names, status strings). */
 const valueCache = new StringCache(1024, 32);
 /**
+ * Values of a keyed selection's `keys`: an idempotency key (a UUID is 36 bytes) is on every span of
+ * its request, at each tier, client and server, usually within a few payloads of each other.
+ * Decoding it to the same string each time spares the string, and makes the later stages' lookups
+ * by key (the detector's, the attempt log's) find one already hashed and compare it by identity.
+ */
+const keyValueCache = new StringCache(4096, 64);
+/**
  * Instrumentation scope names and versions: one pair per ScopeSpans, the same few in every batch,
  * and names run past the value cache's 32 bytes (`io.opentelemetry.instrumentation.http`).
  */
@@ -202,6 +209,8 @@ class TraceDecoder {
    */
   private pendingCount = 0;
   private readonly pending: number[] = [];
+  /** Whether the value being decoded is a key's (see keyValueCache). */
+  private decodingKey = false;
 
   constructor(bytes: Uint8Array, options: ResolvedDecodeOptions) {
     this.bytes = bytes;
@@ -581,7 +590,11 @@ class TraceDecoder {
       }
       this.pendingCount = 0;
     }
-    this.value(target, found.key, valueStart, valueEnd, 0);
+    if (found.group === KEY_GROUP.KEY) {
+      this.decodingKey = true;
+      this.value(target, found.key, valueStart, valueEnd, 0);
+      this.decodingKey = false;
+    } else this.value(target, found.key, valueStart, valueEnd, 0);
     return target;
   }
 
@@ -635,7 +648,7 @@ class TraceDecoder {
       switch (tag) {
         case 0x0a: {
           const stringEnd = r.lengthEnd(end);
-          value = valueCache.get(this.bytes, r.view, r.pos, stringEnd);
+          value = (this.decodingKey ? keyValueCache : valueCache).get(this.bytes, r.view, r.pos, stringEnd);
           r.pos = stringEnd;
           break;
         }

@@ -428,6 +428,50 @@ describe('decodeTraces', () => {
       });
       const options = { spanAttributes: selection, resourceAttributes: new Set(['idempotency.key']) };
 
+      it('decodes keys through their own cache exactly, in strings and arrays, more keys than it holds', () => {
+        // Keys' values go through a cache of their own (4,096 slots): 6,000 distinct UUIDs, twice,
+        // as a string and in an array (an HTTP header), so slots are reused and keys collide.
+        const uuids = Array.from(
+          { length: 6_000 },
+          (_, i) => `3f2b8c1e-9a4d-4e7b-b6c2-${i.toString(16).padStart(12, '0')}`,
+        );
+        const payload = (form: 'string' | 'array') =>
+          officialEncode({
+            resourceSpans: [
+              resourceSpans(
+                [],
+                uuids.map((uuid, i) =>
+                  span(i + 1, [
+                    form === 'string'
+                      ? { key: 'idempotency.key', value: text(uuid) }
+                      : {
+                          key: 'http.request.header.idempotency-key',
+                          value: { arrayValue: { values: [text(uuid)] } },
+                        },
+                  ]),
+                ),
+              ),
+            ],
+          });
+        const headers = {
+          ...options,
+          spanAttributes: {
+            ...selection,
+            keys: new Set(['idempotency.key', 'http.request.header.idempotency-key']),
+          },
+        };
+        for (let round = 0; round < 2; round++) {
+          const asStrings = decodeTraces(payload('string'), headers).map(
+            (s) => s.attributes['idempotency.key'],
+          );
+          expect(asStrings).toEqual(uuids);
+          const asArrays = decodeTraces(payload('array'), headers).map(
+            (s) => (s.attributes['http.request.header.idempotency-key'] as string[])[0],
+          );
+          expect(asArrays).toEqual(uuids);
+        }
+      });
+
       it('keeps whenKeyed attributes only on spans that carry a key, wherever the key comes', () => {
         const spans = decodeTraces(bytes, options);
         expect(spans.map((decoded) => decoded.attributes)).toEqual([
