@@ -4,12 +4,12 @@ import { createHash } from 'node:crypto';
  * Ids derived only from what identifies the thing (class + key for a finding, the grouping tuple
  * for an incident), so the same input in any order, redelivered any number of times, on any
  * instance, yields the same ids — and a redelivery is an upsert, never a second row.
+ *
+ * The hash covers each part followed by a NUL, hashed as one string: the same bytes as hashing the
+ * parts one after another, in one call into the hash instead of two per part.
  */
 export function stableId(prefix: string, parts: readonly (string | number)[]): string {
-  const hash = createHash('sha256');
-  for (const part of parts) {
-    hash.update(String(part));
-    hash.update('\u0000');
-  }
-  return `${prefix}_${hash.digest('hex').slice(0, 24)}`;
+  let text = '';
+  for (const part of parts) text += `${part}\u0000`;
+  return `${prefix}_${createHash('sha256').update(text).digest('hex').slice(0, 24)}`;
 }
