@@ -1,6 +1,7 @@
 import type { Attempt, Outcome, ScopeLevel } from '@keyscope/attempts';
 import type { AttemptLog } from '@keyscope/detector';
 import type { Database, Statement } from 'better-sqlite3';
+import { AttemptTail, spanIdHash } from './attempt-tail.ts';
 import { CLOSE_BRACKET, COMMA, JsonBytes, OPEN_BRACKET } from './json-bytes.ts';
 import { KeyFilter } from './key-filter.ts';
 import type { PlacementTable } from './placement-table.ts';
@@ -244,53 +245,6 @@ export interface AttemptTableOptions {
 }
 
 /**
- * A partition key's attempts appended since the last indexing. Those of the transaction under way
- * are kept whole until `flush` writes them; of those written since, only where their bytes are and
- * their span and trace ids. The attempt objects, kept until the next indexing (up to 20,000, a
- * second or more under load), outlived the young generation: the sampled live heap mid-pass fell
- * from 5.6 to ~2.2 MB without them (spans/s did not move measurably). A key's written attempts are
- * read back from their row only when the detector judges it: about 300 keys per 200,000 spans in
- * the bench's workload.
- */
-interface Tailed {
-  /** Appended in the transaction under way; written by `flush`. */
-  pending: Attempt[];
-  /** Its arrays in rows not yet indexed: (row id, start, length) after one another. */
-  segments: number[];
-  /** The span id and trace id of each attempt written in those arrays, after one another. */
-  ids: string[];
-  /**
-   * The key filter's answer for the key when the entry was made: whether the index may hold it.
-   * The index gains keys only when it indexes the tail, which empties the tail, so the answer
-   * holds for the entry's life and the key's later attempts skip the filter.
-   */
-  mayBeIndexed: boolean;
-}
-
-const NOTHING_PENDING: Attempt[] = [];
-
-/** `ids` with the span and trace ids of `attempts` after them; a new array sized to hold them all. */
-function withIds(ids: string[], attempts: readonly Attempt[]): string[] {
-  const grown = new Array<string>(ids.length + 2 * attempts.length);
-  for (let i = 0; i < ids.length; i++) grown[i] = ids[i]!;
-  for (let i = 0, at = ids.length; i < attempts.length; i++, at += 2) {
-    grown[at] = attempts[i]!.spanId;
-    grown[at + 1] = attempts[i]!.traceId;
-  }
-  return grown;
-}
-
-/** Whether the tail holds `attempt`'s span. */
-function tailHolds(tailed: Tailed, attempt: Attempt): boolean {
-  if (holds(tailed.pending, attempt)) return true;
-  const { ids } = tailed;
-  for (let i = 0; i < ids.length; i += 2) {
-    if (ids[i] === attempt.spanId && ids[i + 1] === attempt.traceId) return true;
-  }
-  return false;
-}
-
-/**
  * Body bytes past which a transaction's attempts go on in another row: the ingest path's
  * transactions write ~40 KB (one row), a Kafka detect batch or a replay may write megabytes.
  */
@@ -319,7 +273,7 @@ interface FilterRebuild {
  * touched, a JSON array of its attempts (see COMPACT), the arrays concatenated as the row's body,
  * and the byte range of each (`keys`). The index copies those ranges, so a lookup reads one key's
  * bytes of the batch, not all of it. Until the index holds them, the tail remembers where a key's
- * arrays are and the ids of the spans in them, not the attempts (see Tailed).
+ * arrays are and a hash of each of their attempts' span ids, not the attempts (see AttemptTail).
  *
  * Attempts arrive in idempotency-key order, which is random: a B-tree keyed by partition key made
  * every insert dirty its own index page, and each commit wrote every dirty page to the WAL. So the
@@ -341,11 +295,10 @@ export class AttemptTable implements AttemptLog {
   readonly #db: Database;
   readonly #options: AttemptTableOptions;
   readonly #placements: PlacementTable;
-  /** Attempts appended since the last indexing, by partition key. */
-  readonly #tail = new Map<string, Tailed>();
-  #tailSize = 0;
-  /** Partition keys with attempts appended since the last `flush`, in the order first appended. */
-  readonly #unwritten: string[] = [];
+  /** Attempts appended since the last indexing, by partition key (see AttemptTail). */
+  readonly #tail = new AttemptTail();
+  /** Tail slots of the keys with attempts appended since the last `flush`, in the order first appended. */
+  readonly #unwritten: number[] = [];
   /** The partition keys the index holds (and, until the next rebuild, some it held). */
   #indexedKeys: KeyFilter;
   /** A larger or fresher filter being filled, a step per indexing, to replace `#indexedKeys`. */
@@ -389,26 +342,26 @@ export class AttemptTable implements AttemptLog {
   /** Must run inside a transaction (`KeyscopeStore.transaction`), whose end writes the attempt. */
   append(partitionKey: string, attempt: Attempt): boolean {
     if (!this.#db.inTransaction) throw new Error('attempts are appended inside KeyscopeStore.transaction');
-    const tailed = this.#tail.get(partitionKey);
-    if (tailed !== undefined && tailHolds(tailed, attempt)) return false;
-    const mayBeIndexed =
-      tailed === undefined ? this.#indexedKeys.mayContain(partitionKey) : tailed.mayBeIndexed;
+    const tail = this.#tail;
+    let slot = tail.slotOf(partitionKey);
+    // The key filter's answer holds for the life of a tail slot: the index gains keys only when it
+    // indexes the tail, which empties the tail.
+    let mayBeIndexed: boolean;
+    if (slot === -1) mayBeIndexed = this.#indexedKeys.mayContain(partitionKey);
+    else {
+      if (this.#tailHolds(slot, attempt)) return false;
+      mayBeIndexed = tail.mayBeIndexed(slot);
+    }
     if (mayBeIndexed && holds(this.#indexed(partitionKey), attempt)) return false;
-    if (tailed === undefined) {
-      this.#tail.set(partitionKey, { pending: [attempt], segments: [], ids: [], mayBeIndexed });
-      this.#unwritten.push(partitionKey);
-    } else if (tailed.pending.length === 0) {
-      tailed.pending = [attempt];
-      this.#unwritten.push(partitionKey);
-    } else tailed.pending.push(attempt);
-    this.#tailSize++;
+    if (slot === -1) slot = tail.add(partitionKey, mayBeIndexed);
+    if (tail.addPending(slot, attempt)) this.#unwritten.push(slot);
     return true;
   }
 
   attemptsOf(partitionKey: string): Attempt[] {
     const attempts = this.#indexedKeys.mayContain(partitionKey) ? this.#indexed(partitionKey) : [];
-    const tailed = this.#tail.get(partitionKey);
-    if (tailed !== undefined) this.#tailed(tailed, attempts);
+    const slot = this.#tail.slotOf(partitionKey);
+    if (slot !== -1) this.#tailed(slot, attempts);
     return attempts;
   }
 
@@ -431,8 +384,8 @@ export class AttemptTable implements AttemptLog {
       .pluck()
       .all(parameters) as Buffer[];
     const attempts = attemptsOfSlices(slices, this.#placements);
-    for (const [partitionKey, tailed] of this.#tail) {
-      if (matches(partitionKey)) this.#tailed(tailed, attempts);
+    for (const [partitionKey, slot] of this.#tail.entries()) {
+      if (matches(partitionKey)) this.#tailed(slot, attempts);
     }
     return attempts;
   }
@@ -444,25 +397,23 @@ export class AttemptTable implements AttemptLog {
    */
   flush(): void {
     if (this.#unwritten.length === 0) return;
+    const tail = this.#tail;
     const body = this.#body;
     body.clear();
     let located: Located[] = [];
-    let inRow: Tailed[] = [];
+    let inRow: number[] = [];
     let attemptCount = 0;
     let end = Number.NEGATIVE_INFINITY;
-    for (const partitionKey of this.#unwritten) {
-      const tailed = this.#tail.get(partitionKey)!;
-      const { pending } = tailed;
+    for (const slot of this.#unwritten) {
+      const pending = tail.pending(slot)!;
       const start = body.length;
       writeSegment(body, pending, this.#placements);
-      located.push([partitionKey, start + 1, body.length - start]);
-      inRow.push(tailed);
+      located.push([tail.keyOf(slot), start + 1, body.length - start]);
+      inRow.push(slot);
       for (const attempt of pending) {
         if (attempt.endUnixMillis > end) end = attempt.endUnixMillis;
       }
-      tailed.ids = withIds(tailed.ids, pending);
       attemptCount += pending.length;
-      tailed.pending = NOTHING_PENDING;
       if (body.length >= BATCH_ROW_BYTES) {
         this.#insertBatch(end, attemptCount, located, inRow);
         body.clear();
@@ -476,8 +427,8 @@ export class AttemptTable implements AttemptLog {
     this.#unwritten.length = 0;
   }
 
-  /** Inserts a row of `located` arrays, the `inRow` tail entries' in order, and notes where each went. */
-  #insertBatch(end: number, attemptCount: number, located: Located[], inRow: Tailed[]): void {
+  /** Inserts a row of `located` arrays, the `inRow` tail slots' in order, and notes where each went. */
+  #insertBatch(end: number, attemptCount: number, located: Located[], inRow: number[]): void {
     // better-sqlite3 copies a bound buffer, so the scratch is free again once the insert returns.
     const { lastInsertRowid } = this.#insert.run(
       end,
@@ -487,23 +438,37 @@ export class AttemptTable implements AttemptLog {
     );
     const id = Number(lastInsertRowid);
     for (let i = 0; i < located.length; i++) {
-      const tailed = inRow[i]!;
       const [, start, length] = located[i]!;
-      // Most keys have one array in the tail: an array literal is allocated at its size, while
-      // `push` onto an empty array allocates room for 17.
-      if (tailed.segments.length === 0) tailed.segments = [id, start, length];
-      else tailed.segments.push(id, start, length);
+      this.#tail.written(inRow[i]!, id, start, length);
     }
   }
 
-  /** Appends the tail entry's attempts to `into`: those written, read back from their rows, then those pending. */
-  #tailed(tailed: Tailed, into: Attempt[]): void {
-    const { segments } = tailed;
-    for (let i = 0; i < segments.length; i += 3) {
-      const slice = this.#slice.get(segments[i + 1], segments[i + 2], segments[i]) as Buffer;
+  /**
+   * Whether the tail holds `attempt`'s span: among the attempts of the transaction under way, or,
+   * when its span id hashes like one written, among those read back from their rows.
+   */
+  #tailHolds(slot: number, attempt: Attempt): boolean {
+    const pending = this.#tail.pending(slot);
+    if (pending !== undefined && holds(pending, attempt)) return true;
+    if (!this.#tail.mayHoldWritten(slot, spanIdHash(attempt.spanId))) return false;
+    const written: Attempt[] = [];
+    this.#written(slot, written);
+    return holds(written, attempt);
+  }
+
+  /** Appends the tail slot's attempts to `into`: those written, read back from their rows, then those pending. */
+  #tailed(slot: number, into: Attempt[]): void {
+    this.#written(slot, into);
+    const pending = this.#tail.pending(slot);
+    if (pending !== undefined) for (const attempt of pending) into.push(attempt);
+  }
+
+  /** Appends the attempts written in the tail slot's segments to `into`, read back from their rows. */
+  #written(slot: number, into: Attempt[]): void {
+    this.#tail.forEachSegment(slot, (rowId, start, length) => {
+      const slice = this.#slice.get(start, length, rowId) as Buffer;
       attemptsOfSegment(slice.toString('utf8'), this.#placements, into);
-    }
-    for (const attempt of tailed.pending) into.push(attempt);
+    });
   }
 
   /**
@@ -511,8 +476,8 @@ export class AttemptTable implements AttemptLog {
    * tail is read again from what the database holds past `indexed_through`.
    */
   afterRollback(): void {
-    this.#tail.clear();
-    this.#tailSize = 0;
+    const tail = this.#tail;
+    tail.clear();
     this.#unwritten.length = 0;
     const rows = this.#db
       .prepare('SELECT id, keys, body FROM attempt_batches WHERE id > ? ORDER BY id')
@@ -523,26 +488,18 @@ export class AttemptTable implements AttemptLog {
           row.body.toString('utf8', start - 1, start - 1 + length),
           this.#placements,
         );
-        let tailed = this.#tail.get(partitionKey);
-        if (tailed === undefined) {
-          tailed = {
-            pending: NOTHING_PENDING,
-            segments: [],
-            ids: [],
-            mayBeIndexed: this.#indexedKeys.mayContain(partitionKey),
-          };
-          this.#tail.set(partitionKey, tailed);
-        }
-        tailed.segments.push(row.id, start, length);
-        tailed.ids = withIds(tailed.ids, attempts);
-        this.#tailSize += attempts.length;
+        let slot = tail.slotOf(partitionKey);
+        if (slot === -1) slot = tail.add(partitionKey, this.#indexedKeys.mayContain(partitionKey));
+        tail.addSegment(slot, row.id, start, length);
+        for (const attempt of attempts) tail.addHash(slot, spanIdHash(attempt.spanId));
+        tail.size += attempts.length;
       }
     }
   }
 
   /** Indexes the tail when it has grown to a batch; inside the caller's transaction. */
   indexIfDue(): void {
-    if (this.#tailSize >= this.#options.indexBatchRows) this.indexPending();
+    if (this.#tail.size >= this.#options.indexBatchRows) this.indexPending();
   }
 
   /** Writes what waits, then moves every batch past the index into it, sorted so each index page is written once. */
@@ -570,7 +527,6 @@ export class AttemptTable implements AttemptLog {
       this.#rebuild?.filter.add(partitionKey);
     }
     this.#tail.clear();
-    this.#tailSize = 0;
     // A filter past its capacity answers "maybe" more and more often (purged keys stay in it too):
     // a new one is filled from the index a step per indexing, so no single transaction reads all
     // of it (seconds for tens of millions of keys), and swapped in when full.
@@ -590,7 +546,7 @@ export class AttemptTable implements AttemptLog {
 
   /** Attempts waiting in the tail. */
   get pendingRows(): number {
-    return this.#tailSize;
+    return this.#tail.size;
   }
 
   /**
@@ -601,7 +557,7 @@ export class AttemptTable implements AttemptLog {
    * id follows, is never deleted. The key filter keeps purged keys until it is rebuilt.
    */
   purge(beforeUnixMillis: number, maxRows: number): number {
-    if (this.#tailSize > 0) this.indexPending();
+    if (this.#tail.size > 0) this.indexPending();
     const rows = this.#db
       .prepare('SELECT id, keys, attempts FROM attempt_batches WHERE end_ms < ? AND id < ? LIMIT ?')
       .all(beforeUnixMillis, this.#indexedThrough(), maxRows) as {
@@ -635,7 +591,7 @@ export class AttemptTable implements AttemptLog {
       .pluck()
       .get() as number;
     let unwritten = 0;
-    for (const partitionKey of this.#unwritten) unwritten += this.#tail.get(partitionKey)!.pending.length;
+    for (const slot of this.#unwritten) unwritten += this.#tail.pending(slot)!.length;
     return stored + unwritten;
   }
 

@@ -5,6 +5,7 @@ import { activity, arrival, client, server, TEST_EPOCH_UNIX_MILLIS } from '@keys
 import BetterSqlite3 from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { AttemptTable } from '../src/attempt-table.ts';
+import { spanIdHash } from '../src/attempt-tail.ts';
 import { KeyscopeStore } from '../src/index.ts';
 import { migrate } from '../src/migrations.ts';
 import { purgeBefore } from './purge-before.ts';
@@ -108,6 +109,31 @@ describe('the attempt log in SQLite', () => {
     expect(indexedRows()).toBe(3);
     store.transaction(() => expect(store.attemptLog.append('k1', { ...first })).toBe(false));
     expect(store.counts().attempts).toBe(3);
+  });
+
+  it('tells apart written attempts of a key whose span ids hash alike, and still refuses each again', () => {
+    // Two span ids with the same 32-bit hash, found by trying (a birthday search: ~2^16 tries).
+    const seen = new Map<number, string>();
+    let pair: [string, string] | undefined;
+    for (let i = 0; pair === undefined; i++) {
+      const spanId = i.toString(16).padStart(16, '0');
+      const hash = spanIdHash(spanId);
+      const earlier = seen.get(hash);
+      if (earlier !== undefined) pair = [earlier, spanId];
+      else seen.set(hash, spanId);
+    }
+    store.close();
+    store = open(1_000);
+    const [one, other] = pair.map((spanId, i) => ({ ...attempt('k1', 'a', i), spanId }));
+    store.transaction(() => expect(store.attemptLog.append('k1', one!)).toBe(true));
+    // Written, so the tail keeps only the hash of its span id: the second is read back against it.
+    store.transaction(() => expect(store.attemptLog.append('k1', other!)).toBe(true));
+    store.transaction(() => {
+      expect(store.attemptLog.append('k1', { ...one! })).toBe(false);
+      expect(store.attemptLog.append('k1', { ...other! })).toBe(false);
+    });
+    expect(store.attemptLog.attemptsOf('k1').map((a) => a.spanId)).toEqual(pair);
+    expect(indexedRows()).toBe(0);
   });
 
   it('refuses an indexed attempt redelivered after newer attempts of its key wait in the tail', () => {
