@@ -1,4 +1,4 @@
-import type { ExtractedAttempts, NodeActivity, Placement } from './attempt.ts';
+import type { Attempt, ExtractedAttempts, NodeActivity, Placement } from './attempt.ts';
 
 /**
  * Several extracted batches as one, as if their spans had come in one payload: the attempts in
@@ -9,7 +9,7 @@ import type { ExtractedAttempts, NodeActivity, Placement } from './attempt.ts';
  */
 export function mergeExtracted(batches: readonly ExtractedAttempts[]): ExtractedAttempts {
   if (batches.length === 1) return batches[0]!;
-  const attempts = [];
+  const attempts: Attempt[] = [];
   const activity: NodeActivity[] = [];
   const invalid = { outcome: 0, hit: 0, scope: 0 };
   const byPlacement = new Map<Placement, Map<number, NodeActivity>>();

@@ -25,18 +25,10 @@ export class AttemptTail {
   readonly #pending: (Attempt[] | undefined)[] = [];
   /** Slot → whether the index may hold the key (the key filter's answer when the slot was made). */
   #mayBeIndexed = new Uint8Array(0);
-  /** Slot → its first and last segment, or -1. */
-  #firstSegment = new Int32Array(0);
-  #lastSegment = new Int32Array(0);
-  /** Slot → its first and last hash, or -1. */
-  #firstHash = new Int32Array(0);
-  #lastHash = new Int32Array(0);
-  /** Segments, four ints each: row id, start, length (in bytes of the row's body), next segment. */
-  #segments = new Int32Array(0);
-  #segmentCount = 0;
-  /** Hashes, two ints each: span id hash, next hash. */
-  #hashes = new Int32Array(0);
-  #hashCount = 0;
+  /** Per slot, its segments: row id, start, length (in bytes of the row's body). */
+  readonly #segments = new RecordChains(3);
+  /** Per slot, the span id hash of each attempt written in its segments. */
+  readonly #hashes = new RecordChains(1);
   /** Attempts in the tail, written or pending. */
   size = 0;
 
@@ -48,15 +40,13 @@ export class AttemptTail {
   /** A slot for a key not in the tail. */
   add(partitionKey: string, mayBeIndexed: boolean): number {
     const slot = this.#slots.size;
-    if (slot === this.#mayBeIndexed.length) this.#growSlots();
+    if (slot === this.#mayBeIndexed.length) this.#mayBeIndexed = widened(this.#mayBeIndexed, slot);
     this.#slots.set(partitionKey, slot);
     this.#keys[slot] = partitionKey;
     this.#pending[slot] = undefined;
     this.#mayBeIndexed[slot] = mayBeIndexed ? 1 : 0;
-    this.#firstSegment[slot] = -1;
-    this.#lastSegment[slot] = -1;
-    this.#firstHash[slot] = -1;
-    this.#lastHash[slot] = -1;
+    this.#segments.start(slot);
+    this.#hashes.start(slot);
     return slot;
   }
 
@@ -100,37 +90,19 @@ export class AttemptTail {
 
   /** Adds a segment to the slot (and no attempt: see `addHash`). */
   addSegment(slot: number, rowId: number, start: number, length: number): void {
-    const at = this.#segmentCount++;
-    if (4 * this.#segmentCount > this.#segments.length) this.#segments = grown(this.#segments);
-    const segments = this.#segments;
-    segments[4 * at] = rowId;
-    segments[4 * at + 1] = start;
-    segments[4 * at + 2] = length;
-    segments[4 * at + 3] = -1;
-    const last = this.#lastSegment[slot]!;
-    if (last === -1) this.#firstSegment[slot] = at;
-    else segments[4 * last + 3] = at;
-    this.#lastSegment[slot] = at;
+    this.#segments.append(slot, rowId, start, length);
   }
 
   /** Adds the span id hash of an attempt written in the slot's segments. */
   addHash(slot: number, hash: number): void {
-    const at = this.#hashCount++;
-    if (2 * this.#hashCount > this.#hashes.length) this.#hashes = grown(this.#hashes);
-    const hashes = this.#hashes;
-    hashes[2 * at] = hash;
-    hashes[2 * at + 1] = -1;
-    const last = this.#lastHash[slot]!;
-    if (last === -1) this.#firstHash[slot] = at;
-    else hashes[2 * last + 1] = at;
-    this.#lastHash[slot] = at;
+    this.#hashes.append(slot, hash, 0, 0);
   }
 
   /** Whether an attempt written in the slot's segments has a span id with this hash. */
   mayHoldWritten(slot: number, hash: number): boolean {
     const hashes = this.#hashes;
-    for (let at = this.#firstHash[slot]!; at !== -1; at = hashes[2 * at + 1]!) {
-      if (hashes[2 * at] === hash) return true;
+    for (let at = hashes.first(slot); at !== -1; at = hashes.next(at)) {
+      if (hashes.field(at, 0) === hash) return true;
     }
     return false;
   }
@@ -138,8 +110,8 @@ export class AttemptTail {
   /** Calls `use` with each of the slot's segments, in the order they were written. */
   forEachSegment(slot: number, use: (rowId: number, start: number, length: number) => void): void {
     const segments = this.#segments;
-    for (let at = this.#firstSegment[slot]!; at !== -1; at = segments[4 * at + 3]!) {
-      use(segments[4 * at]!, segments[4 * at + 1]!, segments[4 * at + 2]!);
+    for (let at = segments.first(slot); at !== -1; at = segments.next(at)) {
+      use(segments.field(at, 0), segments.field(at, 1), segments.field(at, 2));
     }
   }
 
@@ -157,28 +129,82 @@ export class AttemptTail {
     this.#slots.clear();
     this.#keys.length = 0;
     this.#pending.length = 0;
-    this.#segmentCount = 0;
-    this.#hashCount = 0;
+    this.#segments.clear();
+    this.#hashes.clear();
     this.size = 0;
-  }
-
-  #growSlots(): void {
-    const capacity = Math.max(1024, 2 * this.#mayBeIndexed.length);
-    const widen = <T extends Uint8Array | Int32Array>(from: T, make: (n: number) => T): T => {
-      const to = make(capacity);
-      to.set(from);
-      return to;
-    };
-    this.#mayBeIndexed = widen(this.#mayBeIndexed, (n) => new Uint8Array(n));
-    this.#firstSegment = widen(this.#firstSegment, (n) => new Int32Array(n));
-    this.#lastSegment = widen(this.#lastSegment, (n) => new Int32Array(n));
-    this.#firstHash = widen(this.#firstHash, (n) => new Int32Array(n));
-    this.#lastHash = widen(this.#lastHash, (n) => new Int32Array(n));
   }
 }
 
-function grown(from: Int32Array<ArrayBuffer>): Int32Array<ArrayBuffer> {
-  const to = new Int32Array(Math.max(4096, 2 * from.length));
+/**
+ * Records of `width` ints in one growing Int32Array, chained per slot in the order appended: a
+ * record is its fields and the index of the slot's next record (-1 after the last).
+ */
+class RecordChains {
+  readonly #width: number;
+  readonly #stride: number;
+  #records = new Int32Array(0);
+  #count = 0;
+  /** Slot → its first and last record, or -1. */
+  #first = new Int32Array(0);
+  #last = new Int32Array(0);
+
+  constructor(width: number) {
+    this.#width = width;
+    this.#stride = width + 1;
+  }
+
+  /** Makes the slot's chain empty. */
+  start(slot: number): void {
+    if (slot >= this.#first.length) {
+      this.#first = widened(this.#first, slot);
+      this.#last = widened(this.#last, slot);
+    }
+    this.#first[slot] = -1;
+    this.#last[slot] = -1;
+  }
+
+  /** Appends a record to the slot's chain: its first `width` of `a`, `b`, `c`. */
+  append(slot: number, a: number, b: number, c: number): void {
+    const at = this.#count++;
+    const base = at * this.#stride;
+    if (base + this.#stride > this.#records.length)
+      this.#records = widened(this.#records, base + this.#stride);
+    const records = this.#records;
+    records[base] = a;
+    if (this.#width > 1) records[base + 1] = b;
+    if (this.#width > 2) records[base + 2] = c;
+    records[base + this.#width] = -1;
+    const last = this.#last[slot]!;
+    if (last === -1) this.#first[slot] = at;
+    else records[last * this.#stride + this.#width] = at;
+    this.#last[slot] = at;
+  }
+
+  /** The slot's first record, or -1. */
+  first(slot: number): number {
+    return this.#first[slot]!;
+  }
+
+  /** The record after `at` in its chain, or -1. */
+  next(at: number): number {
+    return this.#records[at * this.#stride + this.#width]!;
+  }
+
+  field(at: number, index: number): number {
+    return this.#records[at * this.#stride + index]!;
+  }
+
+  /** Drops every record, keeping the room they took. */
+  clear(): void {
+    this.#count = 0;
+  }
+}
+
+/** `from` in an array of the same kind with room for at least `needed` elements (doubling, at least 1,024). */
+function widened<T extends Uint8Array<ArrayBuffer> | Int32Array<ArrayBuffer>>(from: T, needed: number): T {
+  let capacity = Math.max(1024, from.length);
+  while (capacity <= needed) capacity *= 2;
+  const to = new (from.constructor as new (length: number) => T)(capacity);
   to.set(from);
   return to;
 }

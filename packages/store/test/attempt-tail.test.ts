@@ -38,7 +38,7 @@ describe('the attempt tail', () => {
   it('grows past its first room, and starts empty again after clear', () => {
     const tail = new AttemptTail();
     for (let round = 0; round < 2; round++) {
-      // 3,000 keys (slots grow from 1,024), 3 segments and hashes each (from 1,024 and 2,048).
+      // 3,000 keys, 3 segments and hashes each: past the 1,024 slots and ints each starts with.
       for (let i = 0; i < 3_000; i++) {
         const slot = tail.add(`k${i}`, i % 2 === 0);
         for (let s = 0; s < 3; s++) {
