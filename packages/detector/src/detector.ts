@@ -117,6 +117,12 @@ export function createDetector(
   const scopes = new ScopeReport();
   /** Findings currently reported, by id: the detector's answer to "what is wrong right now". */
   const current = new Map<string, Finding>();
+  /**
+   * How many of `current` each key has. A judged key whose findings are exactly its new drafts
+   * (most keys: none before, none now) has nothing to retract, and skips deriving the ids of
+   * every class to look for some.
+   */
+  const reportedPerKey = new Map<string, number>();
   /** Per suspect key and tier, the spread already counted in the scope report. */
   const spreads = new Map<string, { lastSeenUnixMillis: number; tiers: Map<string, SpreadLevel> }>();
   let routingSignature = new Map<string, string>();
@@ -213,13 +219,25 @@ export function createDetector(
     }
   }
 
+  function report(finding: Finding): void {
+    if (!current.has(finding.id)) reportedPerKey.set(finding.key, (reportedPerKey.get(finding.key) ?? 0) + 1);
+    current.set(finding.id, finding);
+  }
+
+  function unreport(finding: Finding): void {
+    current.delete(finding.id);
+    const left = reportedPerKey.get(finding.key)! - 1;
+    if (left === 0) reportedPerKey.delete(finding.key);
+    else reportedPerKey.set(finding.key, left);
+  }
+
   function apply(key: string, drafts: FindingDraft[], changes: Changes): void {
     const next = new Set<string>();
     for (const draft of drafts) {
       next.add(draft.id);
       const before = current.get(draft.id);
       const placed = book.place(draft, changes.incidents, changes.retractedIncidents);
-      current.set(draft.id, placed);
+      report(placed);
       if (
         before === undefined ||
         signatureOf(before) !== signatureOf(draft) ||
@@ -229,13 +247,15 @@ export function createDetector(
         changes.retractedFindings.delete(placed.id);
       }
     }
+    if ((reportedPerKey.get(key) ?? 0) === next.size) return;
     // Ids are derived from class and key, so what this key reported before is found without
     // remembering it per key.
     for (const findingClass of FINDING_CLASSES) {
       const id = stableId('f', [findingClass, key]);
-      if (next.has(id) || !current.has(id)) continue;
+      const before = current.get(id);
+      if (next.has(id) || before === undefined) continue;
       book.remove(id, changes.incidents, changes.retractedIncidents);
-      current.delete(id);
+      unreport(before);
       changes.findings.delete(id);
       changes.retractedFindings.add(id);
     }
@@ -276,7 +296,7 @@ export function createDetector(
     log.expire(cutoff);
     routing.prune();
     book.forget(cutoff);
-    for (const [id, finding] of current) if (finding.lastSeenUnixMillis < cutoff) current.delete(id);
+    for (const finding of current.values()) if (finding.lastSeenUnixMillis < cutoff) unreport(finding);
   }
 
   function tick(nowUnixMillis: number): DetectorChanges {
@@ -349,7 +369,7 @@ export function createDetector(
       const changes = new Changes();
       for (const finding of findings) {
         const placed = book.place(finding, changes.incidents, changes.retractedIncidents);
-        current.set(placed.id, placed);
+        report(placed);
         if (finding.lastSeenUnixMillis > watermark) watermark = finding.lastSeenUnixMillis;
       }
     },

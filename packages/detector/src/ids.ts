@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 
 /**
  * Ids derived only from what identifies the thing (class + key for a finding, the grouping tuple
@@ -6,10 +6,11 @@ import { createHash } from 'node:crypto';
  * instance, yields the same ids — and a redelivery is an upsert, never a second row.
  *
  * The hash covers each part followed by a NUL, hashed as one string: the same bytes as hashing the
- * parts one after another, in one call into the hash instead of two per part.
+ * parts one after another, in one call into the hash instead of two per part. `crypto.hash` is
+ * the one-shot form: no Hash object per id, about half the time of `createHash` for these inputs.
  */
 export function stableId(prefix: string, parts: readonly (string | number)[]): string {
   let text = '';
   for (const part of parts) text += `${part}\u0000`;
-  return `${prefix}_${createHash('sha256').update(text).digest('hex').slice(0, 24)}`;
+  return `${prefix}_${hash('sha256', text, 'hex').slice(0, 24)}`;
 }
