@@ -99,6 +99,8 @@ export class ActivityTable {
       if (counted.bucketStartUnixMillis > last) last = counted.bucketStartUnixMillis;
     }
     this.#chunk.run(first, last, JSON.stringify(samples));
+    // The chunk is purged by its last bucket: so, at the earliest, are the placements it refers to.
+    this.#placements.stamp(last);
     this.#db.prepare('DELETE FROM activity_log').run();
     this.#unfolded.clear();
     this.#loggedRows = 0;

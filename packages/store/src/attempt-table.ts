@@ -437,6 +437,8 @@ export class AttemptTable implements AttemptLog {
       this.#body.bytes(),
     );
     const id = Number(lastInsertRowid);
+    // The row is purged by its end: so, at the earliest, are the placements it refers to.
+    this.#placements.stamp(end);
     for (let i = 0; i < located.length; i++) {
       const [, start, length] = located[i]!;
       this.#tail.written(inRow[i]!, id, start, length);

@@ -470,6 +470,8 @@ export class KeyscopeStore {
         "DELETE FROM incidents WHERE seq IN (SELECT seq FROM incidents WHERE last_finding_ms < ? AND status = 'resolved' LIMIT ?)",
       ).run(options.recordsBeforeUnixMillis, options.maxRows).changes;
       removed += this.#activity.purge(options.attemptsBeforeUnixMillis, options.maxRows);
+      // Last: after the fold above and the purges of the rows that refer to placements.
+      removed += this.#placements.purge(options.attemptsBeforeUnixMillis, options.maxRows);
       removed += this.statement(
         'DELETE FROM outbox WHERE id IN (SELECT id FROM outbox WHERE delivered_ms < ? LIMIT ?)',
       ).run(options.recordsBeforeUnixMillis, options.maxRows).changes;

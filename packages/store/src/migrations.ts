@@ -262,6 +262,22 @@ const MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX activity_chunks_by_last_bucket ON activity_chunks (last_bucket_ms);
   `,
+  `
+  -- When each placement was last written into a row, as the time that row is purged by (a batch's
+  -- end_ms, a chunk's last_bucket_ms; placement-table.ts), so that placements of nodes long gone
+  -- are purged too. Rows written before this column carry the latest such time the database holds,
+  -- which no row referring to them can be past.
+  ALTER TABLE placements ADD COLUMN last_ms REAL NOT NULL DEFAULT 0;
+  UPDATE placements SET last_ms = coalesce((
+    SELECT max(at) FROM (
+      SELECT max(end_ms) AS at FROM attempt_batches
+      UNION ALL SELECT max(last_bucket_ms) FROM activity_chunks
+      UNION ALL SELECT max(CAST(json_extract(sample.value, '$[0]') AS REAL))
+        FROM activity_log, json_each(activity_log.body) AS sample
+    )
+  ), 0);
+  CREATE INDEX placements_by_last_use ON placements (last_ms);
+  `,
 ];
 
 /** Applies the migrations the database lacks, up to `targetVersion` (tests stop earlier); returns the latest. */
