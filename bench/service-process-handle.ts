@@ -3,6 +3,12 @@ import { KEYSCOPE_NODE_FLAGS } from '@keyscope/analyzer';
 import { forkTypeScript, nextMessage } from './fork-typescript.ts';
 import type { ServiceCommand, ServiceReply } from './service-process.ts';
 
+export interface StoppedService {
+  spans: number;
+  cpuSeconds: number;
+  checkpointCpuSeconds: number;
+}
+
 /** The parent's handle on the embedded service's process (service-process.ts). */
 export class ServiceProcess {
   readonly #child: ChildProcess;
@@ -44,13 +50,18 @@ export class ServiceProcess {
   }
 
   /**
-   * Stops the service (it closes its database); the spans it consumed and the CPU time it used
-   * since its start or `startMeasuring`.
+   * Stops the service (it closes its database); the spans it consumed, the CPU time it used since
+   * its start or `startMeasuring`, and then the CPU time of checkpointing what its WAL still held
+   * (service-process.ts), which a running service spends within a second.
    */
-  async stopService(): Promise<{ spans: number; cpuSeconds: number }> {
+  async stopService(): Promise<StoppedService> {
     const reply = await this.#send({ type: 'stop' });
     if (reply.type !== 'stopped') throw new Error(`service process: ${describe(reply)}`);
-    return { spans: reply.spans, cpuSeconds: reply.cpuSeconds };
+    return {
+      spans: reply.spans,
+      cpuSeconds: reply.cpuSeconds,
+      checkpointCpuSeconds: reply.checkpointCpuSeconds,
+    };
   }
 
   /** The service process's id, to pin it to a CPU (cpu-affinity.ts). */

@@ -68,6 +68,17 @@ describe('the embedded service in a process of its own', () => {
     expect(afterMark.cpuSeconds).toBeLessThan(counted.cpuSeconds / 4);
   });
 
+  it('stops after checkpointing what a run left in the WAL, and reports the CPU that took apart', async () => {
+    const workload = simulatedPayloads(20_000, 1);
+    const tracesUrl = await service.startService(join(dir, 'checkpointed.db'), workload.endUnixMillis);
+    await postAll(tracesUrl, workload.bodies);
+    const stopped = await service.stopService();
+    expect(stopped.spans).toBe(workload.spans);
+    // Megabytes of pages copied: well above nothing, well below the run itself.
+    expect(stopped.checkpointCpuSeconds).toBeGreaterThan(0);
+    expect(stopped.checkpointCpuSeconds).toBeLessThan(stopped.cpuSeconds);
+  });
+
   it('refuses to stop a service it is not running', async () => {
     await expect(service.stopService()).rejects.toThrow('the service is not running');
   });

@@ -42,11 +42,14 @@ function checkpointAll() {
 setInterval(checkpointAll, workerData.intervalMillis);
 parentPort.on('message', (message) => {
   if (message.type === 'add') {
+    let ok = true;
     try {
       connections.set(message.id, new Database(message.path, { fileMustExist: true }));
     } catch {
       // The store goes on without background checkpoints; its own wal_autocheckpoint still runs.
+      ok = false;
     }
+    parentPort.postMessage({ type: 'added', id: message.id, ok });
   } else if (message.type === 'remove') {
     const db = connections.get(message.id);
     connections.delete(message.id);
@@ -68,6 +71,8 @@ class CheckpointThread {
   #nextSlot = 0;
   /** The worker failed or exited: nobody is left to answer, and stores checkpoint on their own. */
   #gone = false;
+  /** Registrations the worker has not answered yet, by id. */
+  readonly #adding = new Map<number, (ok: boolean) => void>();
 
   constructor() {
     const driver = createRequire(import.meta.url).resolve('better-sqlite3');
@@ -75,17 +80,33 @@ class CheckpointThread {
       eval: true,
       workerData: { driver, intervalMillis: INTERVAL_MILLIS, replies: this.#replies.buffer },
     });
-    this.#worker.on('error', () => {
-      this.#gone = true;
+    this.#worker.on('message', (message: { type: string; id: number; ok: boolean }) => {
+      if (message.type === 'added') this.#answered(message.id, message.ok);
     });
-    this.#worker.on('exit', () => {
-      this.#gone = true;
-    });
+    this.#worker.on('error', () => this.#end());
+    this.#worker.on('exit', () => this.#end());
     this.#worker.unref();
   }
 
-  add(id: number, path: string): void {
+  /** Registers the database; resolves once the worker answers: whether it holds a connection to it. */
+  add(id: number, path: string): Promise<boolean> {
+    if (this.#gone) return Promise.resolve(false);
+    // Held while a registration waits, so that waiting for it keeps the process alive.
+    if (this.#adding.size === 0) this.#worker.ref();
+    const added = new Promise<boolean>((resolve) => this.#adding.set(id, resolve));
     this.#worker.postMessage({ type: 'add', id, path });
+    return added;
+  }
+
+  #answered(id: number, ok: boolean): void {
+    this.#adding.get(id)?.(ok);
+    this.#adding.delete(id);
+    if (this.#adding.size === 0) this.#worker.unref();
+  }
+
+  #end(): void {
+    this.#gone = true;
+    for (const id of [...this.#adding.keys()]) this.#answered(id, false);
   }
 
   /** Closes the worker's connection to `id`, waiting (bounded) until it is closed. */
@@ -109,6 +130,13 @@ let nextId = 1;
 
 /** A database's registration with the checkpoint thread; `unregister` before closing the store. */
 export interface BackgroundCheckpoints {
+  /**
+   * Resolves once the thread is up: true when it holds its connection to the database, false
+   * when it could not open it or failed (the store's commits then checkpoint on their own).
+   * Starting the thread takes tens of milliseconds of CPU: a service waits for it while starting
+   * rather than pay for it during its first requests.
+   */
+  readonly started: Promise<boolean>;
   unregister(): void;
 }
 
@@ -117,9 +145,10 @@ export function checkpointInBackground(path: string): BackgroundCheckpoints {
   thread ??= new CheckpointThread();
   const id = nextId++;
   registered++;
-  thread.add(id, path);
+  const started = thread.add(id, path);
   let done = false;
   return {
+    started,
     unregister() {
       if (done || thread === undefined) return;
       done = true;

@@ -88,6 +88,11 @@ export class KeyscopeStore {
   readonly #checkpoints: BackgroundCheckpoints | undefined;
   /** Whether a worker thread checkpoints this database's WAL (`StoreOptions.backgroundCheckpoints`, file databases). */
   readonly checkpointsInBackground: boolean;
+  /**
+   * Resolves once that thread, when there is one, is up: true when it checkpoints this database,
+   * false when the store's commits do (not asked for, in memory, or the thread failed).
+   */
+  readonly backgroundCheckpointsStarted: Promise<boolean>;
   private readonly statements = new Map<string, Statement>();
 
   constructor(options: StoreOptions) {
@@ -131,6 +136,7 @@ export class KeyscopeStore {
     this.attemptLog = this.#attempts;
     this.#activity = new ActivityTable(this.db, { placements: this.#placements });
     this.#checkpoints = this.checkpointsInBackground ? checkpointInBackground(options.path) : undefined;
+    this.backgroundCheckpointsStarted = this.#checkpoints?.started ?? Promise.resolve(false);
   }
 
   /**

@@ -49,12 +49,31 @@ describe('background checkpoints', () => {
     }
   });
 
-  it('are off unless asked for, and never for an in-memory database', () => {
+  it('are off unless asked for, and never for an in-memory database', async () => {
     const plain = new KeyscopeStore({ path: join(dir, 'plain.db') });
     const memory = new KeyscopeStore({ path: ':memory:', backgroundCheckpoints: true });
     expect([plain.checkpointsInBackground, memory.checkpointsInBackground]).toEqual([false, false]);
+    expect([await plain.backgroundCheckpointsStarted, await memory.backgroundCheckpointsStarted]).toEqual([
+      false,
+      false,
+    ]);
     plain.close();
     memory.close();
+  });
+
+  it('say when the thread is up and holds its connection, for each store it serves', async () => {
+    const [a, b] = [join(dir, 'a.db'), join(dir, 'b.db')].map(
+      (path) => new KeyscopeStore({ path, backgroundCheckpoints: true }),
+    );
+    try {
+      expect(await Promise.all([a!.backgroundCheckpointsStarted, b!.backgroundCheckpointsStarted])).toEqual([
+        true,
+        true,
+      ]);
+    } finally {
+      a!.close();
+      b!.close();
+    }
   });
 
   it('let go of the database before the store closes it, so that close removes the WAL', async () => {

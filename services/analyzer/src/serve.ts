@@ -66,6 +66,13 @@ export async function startServe(
     // The pipeline commits under load: WAL checkpoints go to a worker thread, off the event loop.
     const store = new KeyscopeStore({ path: config.db.path, backgroundCheckpoints: true });
     stops.push(() => store.close());
+    // Started before the first request rather than during it: the thread's start is tens of
+    // milliseconds of CPU that the first requests would otherwise share a core with.
+    if (!(await store.backgroundCheckpointsStarted)) {
+      logger.error(
+        `the WAL checkpoint thread could not open ${config.db.path}: commits checkpoint on their own, and stall while they do`,
+      );
+    }
 
     let alerter: Alerter | undefined;
     const pipeline = new DetectionPipeline({
