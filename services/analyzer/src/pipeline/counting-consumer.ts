@@ -1,8 +1,9 @@
 import { ACCEPTED_ALL, type ConsumeResult, type Span, type SpanConsumer } from '@keyscope/otlp';
 
 /**
- * The embedded service's consumer until attempts → detector → store are wired behind the same
- * interface: it takes every span and only counts them.
+ * A consumer that takes every span and only counts them: the receivers' default when they are
+ * started without one (`startReceivers`), and the bench's stand-in for the pipeline when it
+ * measures the receivers alone.
  */
 export class CountingConsumer implements SpanConsumer {
   #spans = 0;
