@@ -3,11 +3,8 @@ import { KEYSCOPE_NODE_FLAGS } from '@keyscope/analyzer';
 import { forkTypeScript, nextMessage } from './fork-typescript.ts';
 import type { ServiceCommand, ServiceReply } from './service-process.ts';
 
-export interface StoppedService {
-  spans: number;
-  cpuSeconds: number;
-  checkpointCpuSeconds: number;
-}
+/** What the service process answers to `stop` (service-process.ts). */
+export type StoppedService = Omit<Extract<ServiceReply, { type: 'stopped' }>, 'type'>;
 
 /** The parent's handle on the embedded service's process (service-process.ts). */
 export class ServiceProcess {
@@ -57,11 +54,8 @@ export class ServiceProcess {
   async stopService(): Promise<StoppedService> {
     const reply = await this.#send({ type: 'stop' });
     if (reply.type !== 'stopped') throw new Error(`service process: ${describe(reply)}`);
-    return {
-      spans: reply.spans,
-      cpuSeconds: reply.cpuSeconds,
-      checkpointCpuSeconds: reply.checkpointCpuSeconds,
-    };
+    const { type: _, ...stopped } = reply;
+    return stopped;
   }
 
   /** The service process's id, to pin it to a CPU (cpu-affinity.ts). */

@@ -70,7 +70,7 @@ export async function startServe(
     // milliseconds of CPU that the first requests would otherwise share a core with.
     if (!(await store.backgroundCheckpointsStarted)) {
       logger.error(
-        `the WAL checkpoint thread could not open ${config.db.path}: commits checkpoint on their own, and stall while they do`,
+        `the WAL checkpoint thread did not start on ${config.db.path} (it failed, or could not open the file): commits checkpoint on their own, and stall while they do`,
       );
     }
 
