@@ -2,6 +2,12 @@ import { execFileSync } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 
 /**
+ * How many CPUs this process may use, read once when it starts: `availableParallelism()` follows
+ * the process's own affinity, and the bench pins itself for some runs.
+ */
+const CPU_COUNT = availableParallelism();
+
+/**
  * Which CPUs a process may run on, set with util-linux's `taskset` for every thread it has (`-a`):
  * the main thread, V8's helper threads, libuv's pool, the store's checkpoint worker. Threads it
  * starts later inherit the affinity of the thread that starts them.
@@ -9,7 +15,7 @@ import { availableParallelism } from 'node:os';
 export const cpuAffinity = {
   /** Whether processes can be pinned here: taskset runs and there are two CPUs to split. */
   available(): boolean {
-    if (availableParallelism() < 2) return false;
+    if (CPU_COUNT < 2) return false;
     try {
       execFileSync('taskset', ['-p', String(process.pid)], { stdio: 'ignore' });
       return true;
@@ -25,17 +31,18 @@ export const cpuAffinity = {
 
   /** Every CPU of this machine, as a taskset list. */
   all(): string {
-    return `0-${availableParallelism() - 1}`;
+    return `0-${CPU_COUNT - 1}`;
   },
 
-  /** The machine's last CPU: the one a pinned service runs on. */
-  last(): string {
-    return String(availableParallelism() - 1);
+  /** This machine's CPUs by number: the ones a pinned service takes turns on. */
+  cpus(): number[] {
+    return Array.from({ length: CPU_COUNT }, (_, cpu) => cpu);
   },
 
-  /** Every CPU but the last, as a taskset list. */
-  othersThanLast(): string {
-    const cpus = availableParallelism();
-    return cpus === 2 ? '0' : `0-${cpus - 2}`;
+  /** Every CPU but `cpu`, as a taskset list. */
+  othersThan(cpu: number): string {
+    return this.cpus()
+      .filter((other) => other !== cpu)
+      .join(',');
   },
 };

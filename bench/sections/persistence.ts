@@ -36,7 +36,9 @@ const WARMUP_PASSES = 4;
  *   transaction committed. Three times, taking turns: with `connections` concurrent requests (a
  *   Collector's exporter sends with 10 by default), with `fewerConnections` (4, as this section ran
  *   before), and with `connections` again while every thread of the service's process is pinned
- *   to one CPU and the load generator's to another (cpu-affinity.ts): the target's "on one core".
+ *   to one CPU and the load generator's to the others (cpu-affinity.ts): the target's "on one
+ *   core". The pinned runs take turns on the machine's CPUs, each after the in-memory path (filter)
+ *   ran pinned to the same CPU, for the ratio of the two.
  *   Unpinned, V8's helper threads (parallel scavenges, concurrent marking) and the checkpoint
  *   thread run beside the event loop on either core. A request waits for the group commit it
  *   joined, so how many are in flight sets how many payloads share a commit and whether the service
@@ -78,17 +80,26 @@ async function measure(
   const oneCore: Setup = { connections: persistence.connections, pinned: true };
   const setups = canPin ? [wide, narrow, oneCore] : [wide, narrow];
 
+  // The pinned runs take turns on the machine's CPUs: a shared VM's CPUs do not run at one pace
+  // (see the pinned row's note), and a row held to one of them would measure that CPU.
+  const cpus = cpuAffinity.cpus();
+  let pinnedPasses = 0;
+  const nextCpu = (setup: Setup) => (setup.pinned ? cpus[pinnedPasses++ % cpus.length] : undefined);
+
   const warmupRates: number[] = [];
   for (let pass = 0; pass < WARMUP_PASSES; pass++) {
     detectInMemory(workload, workload.bodies.length, undefined);
     detectInMemory(workload, workload.bodies.length, filter);
-    const warming = await persistedPass(context, workload, service, setups[pass % setups.length]!);
+    const setup = setups[pass % setups.length]!;
+    const warming = await persistedPass(context, workload, service, setup, nextCpu(setup));
     warmupRates.push(workload.spans / warming.seconds);
   }
 
   const full: number[] = [];
   const filtered: number[] = [];
   const runs = new Map<Setup, PersistedPass[]>(setups.map((setup) => [setup, []]));
+  /** Per pinned run: the in-memory path (filter), run just before it pinned to the same CPU. */
+  const sameCpuInMemory: number[] = [];
   let expectedIds: string[] | undefined;
   let sameFindings = true;
   let everySpanCommitted = true;
@@ -102,7 +113,9 @@ async function measure(
     // Which setup goes first rotates, so none always follows another.
     for (let k = 0; k < setups.length; k++) {
       const setup = setups[(i + k) % setups.length]!;
-      const run = await persistedPass(context, workload, service, setup);
+      const cpu = nextCpu(setup);
+      if (cpu !== undefined) sameCpuInMemory.push(inMemoryOn(cpu, workload, filter));
+      const run = await persistedPass(context, workload, service, setup, cpu);
       runs.get(setup)!.push(run);
       sameFindings &&= sameIds(expectedIds, run.findingIds);
       everySpanCommitted &&= run.spansConsumed === workload.spans && run.allAnswered200;
@@ -181,23 +194,34 @@ async function measure(
     },
   ];
   if (canPin) {
+    const pinnedRuns = runs.get(oneCore)!;
     const pinned = rate(oneCore);
+    const thousands = (value: number) => `${Math.round(value / 1000)}k`;
     rows.push({
       section: 'persisted ingest',
       measurement: 'same, the service pinned to one core',
       value: median(pinned),
       unit: 'spans/s',
       target: { comparison: '>=', bound: PERSISTED_TARGET_SPANS_PER_SECOND },
-      ratio: { value: pairedRatio(pinned, persisted), against: 'unpinned' },
+      ratio: { value: pairedRatio(pinned, sameCpuInMemory), against: 'in memory (filter), same CPU' },
       samples: pinned,
       note:
         `${persistence.connections} connections, taking turns with the rows above on the same service process, ` +
-        `every thread of which (event loop, V8's helpers, the checkpoint thread) is pinned to CPU ` +
-        `${cpuAffinity.last()} with taskset for the run, the load generator's to the others: the ` +
-        `target's "on one core". That process used ${cores(oneCore).toFixed(2)} cores meanwhile (median). ` +
-        `Its repetitions, in order: ${pinned.map((r) => `${Math.round(r / 1000)}k`).join(', ')} spans/s ` +
-        '(a service held to one CPU cannot move off it when that CPU runs slow: on a shared VM this row ' +
-        'varies most)',
+        "every thread of which (event loop, V8's helpers, the checkpoint thread) is pinned to one CPU " +
+        'with taskset for the run, the load generator\'s to the others: the target\'s "on one core". ' +
+        `That process used ${cores(oneCore).toFixed(2)} cores meanwhile (median); ` +
+        `${pairedRatio(pinned, persisted).toFixed(3)}× unpinned (paired). The pinned runs take turns on the ` +
+        "machine's CPUs, and just before each, the in-memory path (filter) runs pinned to the same CPU: " +
+        "a shared VM's CPUs do not keep one pace (in session 10 the same decoding loop ran 1.6× " +
+        'slower on one CPU than on the other at the same minute, and minutes later the other way ' +
+        'round), and the ratio to that run tells the code from the CPU. Its repetitions, in order: ' +
+        pinnedRuns
+          .map(
+            (run, i) =>
+              `${thousands(pinned[i]!)} on CPU ${run.cpu} (in memory ${thousands(sameCpuInMemory[i]!)})`,
+          )
+          .join(', ') +
+        ' spans/s',
     });
   } else {
     rows.push({
@@ -213,6 +237,8 @@ async function measure(
 }
 
 interface PersistedPass {
+  /** The CPU the service was pinned to, if it was. */
+  cpu: number | undefined;
   /** From the first request to the last answer, plus `checkpointCpuSeconds`. */
   seconds: number;
   cpuSeconds: number;
@@ -229,6 +255,7 @@ async function persistedPass(
   workload: EncodedPayloads,
   service: ServiceProcess,
   setup: Setup,
+  cpu: number | undefined,
 ): Promise<PersistedPass> {
   const dir = context.freshDir('sqlite');
   const dbPath = join(dir, 'keyscope.db');
@@ -238,20 +265,21 @@ async function persistedPass(
     let result: LoadResult;
     let stopped: StoppedService | undefined;
     try {
-      if (setup.pinned) {
-        cpuAffinity.pin(service.pid, cpuAffinity.last());
-        cpuAffinity.pin(loadGenerator.pid, cpuAffinity.othersThanLast());
+      if (cpu !== undefined) {
+        cpuAffinity.pin(service.pid, String(cpu));
+        cpuAffinity.pin(loadGenerator.pid, cpuAffinity.othersThan(cpu));
       }
       await service.startMeasuring();
       result = await loadGenerator.run(tracesUrl, workload.bodies.length, setup.connections);
     } finally {
       stopped = await service.stopService();
-      if (setup.pinned) {
+      if (cpu !== undefined) {
         cpuAffinity.pin(service.pid, cpuAffinity.all());
         cpuAffinity.pin(loadGenerator.pid, cpuAffinity.all());
       }
     }
     return {
+      cpu,
       // The run's own time, and the core time a running service's checkpoint thread would take
       // from it within a second to copy what the run wrote into the database file.
       seconds: result.elapsedMillis / 1000 + stopped.checkpointCpuSeconds,
@@ -266,6 +294,16 @@ async function persistedPass(
     };
   } finally {
     rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** Spans per second of the in-memory path (filter), this process pinned to `cpu` meanwhile. */
+function inMemoryOn(cpu: number, workload: EncodedPayloads, filter: DecodeOptions): number {
+  cpuAffinity.pin(process.pid, String(cpu));
+  try {
+    return workload.spans / detectInMemory(workload, workload.bodies.length, filter).seconds;
+  } finally {
+    cpuAffinity.pin(process.pid, cpuAffinity.all());
   }
 }
 

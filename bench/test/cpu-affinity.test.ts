@@ -9,6 +9,13 @@ const allowed = (pid: number, tid: number | string = pid) => {
   return /Cpus_allowed_list:\s*(\S+)/.exec(status)![1];
 };
 
+/** The CPU numbers of a list such as `0,2-3`. */
+const expand = (list: string | undefined) =>
+  (list ?? '').split(',').flatMap((part) => {
+    const [from, to = from] = part.split('-').map(Number);
+    return Array.from({ length: to! - from! + 1 }, (_, i) => from! + i);
+  });
+
 let child: ReturnType<typeof spawn> | undefined;
 afterEach(() => child?.kill());
 
@@ -17,17 +24,21 @@ describe('pinning a process to CPUs', () => {
     expect(cpuAffinity.available()).toBe(true);
   });
 
-  it('pins every thread of a running process to one CPU and gives it all back', async () => {
+  it('pins every thread of a running process to each CPU in turn, or to the others, and gives it all back', async () => {
     // A node process has threads besides its main one (V8's helpers) from its start.
     child = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 30_000)'], { stdio: 'ignore' });
     await new Promise((resolve) => child!.once('spawn', resolve));
     const pid = child.pid!;
     await expect.poll(() => readdirSync(`/proc/${pid}/task`).length).toBeGreaterThan(1);
-    cpuAffinity.pin(pid, cpuAffinity.last());
-    const threads = readdirSync(`/proc/${pid}/task`);
-    for (const tid of threads) expect(allowed(pid, tid)).toBe(cpuAffinity.last());
+    for (const cpu of cpuAffinity.cpus()) {
+      cpuAffinity.pin(pid, String(cpu));
+      const threads = readdirSync(`/proc/${pid}/task`);
+      for (const tid of threads) expect(allowed(pid, tid)).toBe(String(cpu));
+      // The load generator's CPUs while the service is on `cpu`.
+      cpuAffinity.pin(pid, cpuAffinity.othersThan(cpu));
+      expect(expand(allowed(pid))).toEqual(cpuAffinity.cpus().filter((other) => other !== cpu));
+    }
     cpuAffinity.pin(pid, cpuAffinity.all());
     expect(allowed(pid)).toBe(cpuAffinity.all());
-    expect(cpuAffinity.othersThanLast()).not.toContain(cpuAffinity.last());
   });
 });

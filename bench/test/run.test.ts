@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cpuAffinity } from '../cpu-affinity.ts';
 import type { Report } from '../table.ts';
 
 const run = promisify(execFile);
@@ -113,10 +114,15 @@ describe('pnpm bench --quick', () => {
     for (const row of checks) expect(row.check?.ok, `${row.measurement}: ${row.check?.what}`).toBe(true);
   });
 
-  it("lists the pinned row's every repetition, so its spread shows next to its median", () => {
+  it("lists the pinned row's every repetition with its CPU, taking turns on every CPU", () => {
     const pinned = report.rows.find((row) => row.measurement === 'same, the service pinned to one core')!;
-    const listed = pinned.samples!.map((rate) => `${Math.round(rate / 1000)}k`).join(', ');
-    expect(pinned.note).toContain(`Its repetitions, in order: ${listed} spans/s`);
+    const listed = [...pinned.note!.matchAll(/(\d+)k on CPU (\d+) \(in memory (\d+)k\)/g)];
+    expect(listed.map((match) => `${match[1]}k`)).toEqual(
+      pinned.samples!.map((rate) => `${Math.round(rate / 1000)}k`),
+    );
+    const cpus = new Set(listed.map((match) => Number(match[2])));
+    expect([...cpus].sort()).toEqual(cpuAffinity.cpus());
+    expect(pinned.ratio?.against).toBe('in memory (filter), same CPU');
   });
 
   it('describes the machine it ran on', () => {
