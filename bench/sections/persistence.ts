@@ -80,18 +80,19 @@ async function measure(
   const oneCore: Setup = { connections: persistence.connections, pinned: true };
   const setups = canPin ? [wide, narrow, oneCore] : [wide, narrow];
 
-  // The pinned runs take turns on the machine's CPUs: a shared VM's CPUs do not run at one pace
-  // (see the pinned row's note), and a row held to one of them would measure that CPU.
+  // A pinned repetition runs once on each of the machine's CPUs, which goes first rotating: a
+  // shared VM's CPUs do not keep one pace (see the pinned row's note), and a row held to one of
+  // them would measure that CPU.
   const cpus = cpuAffinity.cpus();
-  let pinnedPasses = 0;
-  const nextCpu = (setup: Setup) => (setup.pinned ? cpus[pinnedPasses++ % cpus.length] : undefined);
+  const cpusOf = (setup: Setup, turn: number): (number | undefined)[] =>
+    setup.pinned ? cpus.map((_, k) => cpus[(turn + k) % cpus.length]) : [undefined];
 
   const warmupRates: number[] = [];
   for (let pass = 0; pass < WARMUP_PASSES; pass++) {
     detectInMemory(workload, workload.bodies.length, undefined);
     detectInMemory(workload, workload.bodies.length, filter);
     const setup = setups[pass % setups.length]!;
-    const warming = await persistedPass(context, workload, service, setup, nextCpu(setup));
+    const warming = await persistedPass(context, workload, service, setup, cpusOf(setup, pass)[0]);
     warmupRates.push(workload.spans / warming.seconds);
   }
 
@@ -100,6 +101,8 @@ async function measure(
   const runs = new Map<Setup, PersistedPass[]>(setups.map((setup) => [setup, []]));
   /** Per pinned run: the in-memory path (filter), run just before it pinned to the same CPU. */
   const sameCpuInMemory: number[] = [];
+  /** Per pinned run: its repetition, for pairing it with that repetition's unpinned run. */
+  const pinnedRepetition: number[] = [];
   let expectedIds: string[] | undefined;
   let sameFindings = true;
   let everySpanCommitted = true;
@@ -113,12 +116,16 @@ async function measure(
     // Which setup goes first rotates, so none always follows another.
     for (let k = 0; k < setups.length; k++) {
       const setup = setups[(i + k) % setups.length]!;
-      const cpu = nextCpu(setup);
-      if (cpu !== undefined) sameCpuInMemory.push(inMemoryOn(cpu, workload, filter));
-      const run = await persistedPass(context, workload, service, setup, cpu);
-      runs.get(setup)!.push(run);
-      sameFindings &&= sameIds(expectedIds, run.findingIds);
-      everySpanCommitted &&= run.spansConsumed === workload.spans && run.allAnswered200;
+      for (const cpu of cpusOf(setup, i)) {
+        if (cpu !== undefined) {
+          sameCpuInMemory.push(inMemoryOn(cpu, workload, filter));
+          pinnedRepetition.push(i);
+        }
+        const run = await persistedPass(context, workload, service, setup, cpu);
+        runs.get(setup)!.push(run);
+        sameFindings &&= sameIds(expectedIds, run.findingIds);
+        everySpanCommitted &&= run.spansConsumed === workload.spans && run.allAnswered200;
+      }
     }
     full.push(workload.spans / inMemory.seconds);
     filtered.push(workload.spans / inMemoryFiltered.seconds);
@@ -197,6 +204,10 @@ async function measure(
     const pinnedRuns = runs.get(oneCore)!;
     const pinned = rate(oneCore);
     const thousands = (value: number) => `${Math.round(value / 1000)}k`;
+    const unpinnedRatio = pairedRatio(
+      pinned,
+      pinnedRepetition.map((i) => persisted[i]!),
+    );
     rows.push({
       section: 'persisted ingest',
       measurement: 'same, the service pinned to one core',
@@ -210,11 +221,12 @@ async function measure(
         "every thread of which (event loop, V8's helpers, the checkpoint thread) is pinned to one CPU " +
         'with taskset for the run, the load generator\'s to the others: the target\'s "on one core". ' +
         `That process used ${cores(oneCore).toFixed(2)} cores meanwhile (median); ` +
-        `${pairedRatio(pinned, persisted).toFixed(3)}× unpinned (paired). The pinned runs take turns on the ` +
-        "machine's CPUs, and just before each, the in-memory path (filter) runs pinned to the same CPU: " +
+        `${unpinnedRatio.toFixed(3)}× unpinned (paired). Each repetition runs pinned once on each of ` +
+        `the machine's ${cpus.length} CPUs (${pinned.length} runs), and just before each run the ` +
+        'in-memory path (filter) runs pinned to the same CPU: ' +
         "a shared VM's CPUs do not keep one pace (in session 10 the same decoding loop ran 1.6× " +
         'slower on one CPU than on the other at the same minute, and minutes later the other way ' +
-        'round), and the ratio to that run tells the code from the CPU. Its repetitions, in order: ' +
+        'round), and the ratio to that run tells the code from the CPU. Its runs, in order: ' +
         pinnedRuns
           .map(
             (run, i) =>
