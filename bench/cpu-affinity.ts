@@ -7,6 +7,9 @@ import { availableParallelism } from 'node:os';
  */
 const CPU_COUNT = availableParallelism();
 
+/** How many times `pin` runs taskset before it gives up. */
+const PIN_ATTEMPTS = 5;
+
 /**
  * Which CPUs a process may run on, set with util-linux's `taskset` for every thread it has (`-a`):
  * the main thread, V8's helper threads, libuv's pool, the store's checkpoint worker. Threads it
@@ -24,9 +27,20 @@ export const cpuAffinity = {
     }
   },
 
-  /** Every thread of `pid` on `cpus`, a taskset list ('1', '0-1'). */
+  /**
+   * Every thread of `pid` on `cpus`, a taskset list ('1', '0-1'). taskset lists the threads and
+   * then sets each, and fails if one ended in between (a store's checkpoint thread ends as the
+   * service stops): it is run again, so every thread still running gets the affinity.
+   */
   pin(pid: number, cpus: string): void {
-    execFileSync('taskset', ['-a', '-cp', cpus, String(pid)], { stdio: 'ignore' });
+    for (let attempt = 1; ; attempt++) {
+      try {
+        execFileSync('taskset', ['-a', '-cp', cpus, String(pid)], { stdio: 'ignore' });
+        return;
+      } catch (error) {
+        if (attempt === PIN_ATTEMPTS) throw error;
+      }
+    }
   },
 
   /** Every CPU of this machine, as a taskset list. */
