@@ -226,7 +226,17 @@ async function measure(
         'in-memory path (filter) runs pinned to the same CPU: ' +
         "a shared VM's CPUs do not keep one pace (in session 10 the same decoding loop ran 1.6× " +
         'slower on one CPU than on the other at the same minute, and minutes later the other way ' +
-        'round), and the ratio to that run tells the code from the CPU. Its runs, in order: ' +
+        'round), and the ratio to that run tells the code from the CPU. Medians per CPU: ' +
+        cpus
+          .map((cpu) => {
+            const on = pinnedRuns.flatMap((run, i) => (run.cpu === cpu ? [i] : []));
+            return (
+              `CPU ${cpu} ${thousands(median(on.map((i) => pinned[i]!)))} ` +
+              `(in memory ${thousands(median(on.map((i) => sameCpuInMemory[i]!)))})`
+            );
+          })
+          .join(', ') +
+        '. Its runs, in order: ' +
         pinnedRuns
           .map(
             (run, i) =>

@@ -7,6 +7,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cpuAffinity } from '../cpu-affinity.ts';
+import { median } from '../measure.ts';
 import type { Report } from '../table.ts';
 
 const run = promisify(execFile);
@@ -126,6 +127,10 @@ describe('pnpm bench --quick', () => {
     const perCpu = new Map<number, number>();
     for (const match of listed) perCpu.set(Number(match[2]), (perCpu.get(Number(match[2])) ?? 0) + 1);
     expect(new Map(cpuAffinity.cpus().map((cpu) => [cpu, 5]))).toEqual(perCpu);
+    for (const cpu of cpuAffinity.cpus()) {
+      const on = pinned.samples!.filter((_, i) => Number(listed[i]![2]) === cpu);
+      expect(pinned.note).toContain(`CPU ${cpu} ${Math.round(median(on) / 1000)}k (in memory `);
+    }
     expect(pinned.ratio?.against).toBe('in memory (filter), same CPU');
   });
 
