@@ -101,8 +101,6 @@ async function measure(
   const runs = new Map<Setup, PersistedPass[]>(setups.map((setup) => [setup, []]));
   /** Per pinned run: the in-memory path (filter), run just before it pinned to the same CPU. */
   const sameCpuInMemory: number[] = [];
-  /** Per pinned run: its repetition, for pairing it with that repetition's unpinned run. */
-  const pinnedRepetition: number[] = [];
   let expectedIds: string[] | undefined;
   let sameFindings = true;
   let everySpanCommitted = true;
@@ -117,10 +115,7 @@ async function measure(
     for (let k = 0; k < setups.length; k++) {
       const setup = setups[(i + k) % setups.length]!;
       for (const cpu of cpusOf(setup, i)) {
-        if (cpu !== undefined) {
-          sameCpuInMemory.push(inMemoryOn(cpu, workload, filter));
-          pinnedRepetition.push(i);
-        }
+        if (cpu !== undefined) sameCpuInMemory.push(inMemoryOn(cpu, workload, filter));
         const run = await persistedPass(context, workload, service, setup, cpu);
         runs.get(setup)!.push(run);
         sameFindings &&= sameIds(expectedIds, run.findingIds);
@@ -206,7 +201,8 @@ async function measure(
     const thousands = (value: number) => `${Math.round(value / 1000)}k`;
     const unpinnedRatio = pairedRatio(
       pinned,
-      pinnedRepetition.map((i) => persisted[i]!),
+      // Pinned run j is repetition j / cpus.length's: each repetition pins once per CPU.
+      pinned.map((_, j) => persisted[Math.floor(j / cpus.length)]!),
     );
     rows.push({
       section: 'persisted ingest',
