@@ -34,7 +34,7 @@ export interface BenchSizes {
      * default). The target is checked at this figure.
      */
     connections: number;
-    /** Also measured, taking turns with `connections`: what this section used before session 5. */
+    /** Also measured, taking turns with `connections`: fewer requests in flight share fewer group commits. */
     fewerConnections: number;
   };
   analyze: {

@@ -54,7 +54,7 @@ export function appendAttemptRows(body: Uint8Array, rows: AttemptRow[]): void {
 
 /**
  * The batch approach's question: which keys executed (`miss`) in more than one dedup store of one
- * service? The issue's query groups by key alone; but one request's key reaches every tier it
+ * service? The naive query groups by key alone; but one request's key reaches every tier it
  * calls (payments and then ledger, each with its own store), so grouping by key alone reports
  * nearly every key that crossed two tiers. KEY_ONLY_SQL keeps that query for the note.
  */

@@ -11,7 +11,7 @@ import { decodeWithProtobufjs } from '../protobufjs-decoder.ts';
 import type { Section } from '../section.ts';
 import type { Row } from '../table.ts';
 
-/** The issue's targets: keyscope end to end at least 5× protobufjs decode alone and 5× DuckDB's batch. */
+/** The targets: keyscope end to end at least 5× protobufjs decode alone and 5× DuckDB's batch. */
 const BASELINE_TARGET_RATIO = 5;
 const AGAINST_ANALYZE = 'keyscope analyze / this';
 const SECTION = 'archive analysis';
@@ -97,12 +97,12 @@ export const archiveAnalysisSection: Section = {
       against: AGAINST_ANALYZE,
     });
 
-    // Untimed: what the issue's query, grouped by key alone, reports on the same rows.
+    // Untimed: what the naive query, grouped by key alone, reports on the same rows.
     const keyOnly = (await runBatchApproach(bodies, (rows) => crossStoreKeysWithSqlite(rows, KEY_ONLY_SQL)))
       .length;
 
     const keyOnlyNote =
-      'the query groups by service and key (per dedup tier): grouped by key alone, as the issue wrote it, ' +
+      'the query groups by service and key (per dedup tier): grouped by key alone ' +
       `it reports ${keyOnly} keys here, because one request's key reaches every tier it calls`;
     const rows: Row[] = [
       {

@@ -17,11 +17,10 @@ const PERSISTED_TARGET_SPANS_PER_SECOND = 300_000;
 /**
  * Untimed passes over the whole workload that warm every path up first: a service runs for hours,
  * and the first pass of a fresh process runs at about half its later pace. In one process the rise
- * goes on for longer (session 6, 24 passes of 200,000 spans through one process, spans per
- * CPU-second: 125k, 195k, 183k, 234k, 244k, 292k, 276k, 313k, 306k, 284k, 328k, 283k, 335k, 345k,
- * 320k, 335k, 297k, 334k, 338k, 343k, 331k, 305k, 304k, 365k), but in five alternations of this
- * section with four and with twelve warm-up passes the pinned row followed the machine's phase, not
- * the warm-up (medians 313k and 315k spans/s). The note gives every warm-up pass's rate.
+ * goes on for longer (over 24 passes of 200,000 spans through one process, spans per CPU-second
+ * rose from 125k to 300k–365k), but in five alternations of this section with four and with twelve
+ * warm-up passes the pinned row followed the machine's phase, not the warm-up (medians 313k and
+ * 315k spans/s). The note gives every warm-up pass's rate.
  */
 const WARMUP_PASSES = 4;
 
@@ -190,8 +189,7 @@ async function measure(
       ratio: { value: pairedRatio(fewer, persisted), against: `${persistence.connections} connections` },
       samples: fewer,
       note:
-        `taking turns with the row above, on the same service process; this section's only concurrency ` +
-        `until session 5. That process used ${cores(narrow).toFixed(2)} cores meanwhile (median): ` +
+        `taking turns with the row above, on the same service process. That process used ${cores(narrow).toFixed(2)} cores meanwhile (median): ` +
         `${spansPerCpuSecond(narrow)} spans per CPU-second`,
     },
   ];
@@ -220,7 +218,7 @@ async function measure(
         `${unpinnedRatio.toFixed(3)}× unpinned (paired). Each repetition runs pinned once on each of ` +
         `the machine's ${cpus.length} CPUs (${pinned.length} runs), and just before each run the ` +
         'in-memory path (filter) runs pinned to the same CPU: ' +
-        "a shared VM's CPUs do not keep one pace (in session 10 the same decoding loop ran 1.6× " +
+        "a shared VM's CPUs do not keep one pace (the same decoding loop has run 1.6× " +
         'slower on one CPU than on the other at the same minute, and minutes later the other way ' +
         'round), and the ratio to that run tells the code from the CPU. Medians per CPU: ' +
         cpus

@@ -5,9 +5,9 @@ import type { Finding } from './finding.ts';
 /**
  * Running totals over an incident's findings: what its summary (stores, nodes, times) and its
  * advice (`AdviceFacts`) are made of, kept as counts that a finding adds to when it is placed and
- * takes back when it leaves or is replaced. Summarizing an incident used to walk all of its
- * findings once per detector call that touched it — quadratic over a failover that doubles
- * thousands of keys — and now costs the size of its store and node lists.
+ * takes back when it leaves or is replaced. A summary costs the size of its store and node lists,
+ * not a walk over its findings once per detector call that touched it, which would be quadratic
+ * over a failover that doubles thousands of keys.
  *
  * Minimums and maximums cannot be taken back: when a finding that held one leaves or changes,
  * they are recomputed from the members at the next `summary` (removals are rare: regrouping).

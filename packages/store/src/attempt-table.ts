@@ -16,7 +16,7 @@ const SLICE = 'substr(b.body, k.start, k.length)';
 type Located = [string, number, number];
 
 /**
- * A partition key's array in a batch's body. Since session 6 (the compact form):
+ * A partition key's array in a batch's body, in the compact form:
  *
  *   [key, 2, baseStartUnixMillis, ...entries]
  *   entry: [traceId or 0, spanId, kind, tenant, parentSpanId, start, duration, placementId,
@@ -30,15 +30,15 @@ type Located = [string, number, number];
  * attempt in the batch), the end is milliseconds after the start. Timestamps near each other
  * subtract exactly; one that would not round-trip (a start of 0 next to today's) is written as
  * `[absoluteMillis]` instead. The placement is an id (placement-table.ts). 134 bytes an attempt in
- * the bench's workload, against 181 in the first form.
+ * the bench's workload, against 181 in the plain array form.
  *
- * The first form, `[key, ...entries]` (its second element an array):
+ * The plain array form, `[key, ...entries]` (its second element an array), is still read:
  *   entry: [traceId, spanId, kind, tenant, parentSpanId, startUnixMillis, endUnixMillis,
  *           placementId, operation, ...kind's own fields], kind as a string.
  * Entries written before placements had ids hold the placement's five strings in its place
  * (service, node, cluster, region, zone). Attempts migrated from the one-row-per-attempt table keep
- * that row's body after the ids: those same fields from `kind` on, or an object (the first form
- * rows were written in).
+ * that row's body after the ids: those same fields from `kind` on, or an object (the plain form's
+ * rows).
  */
 const COMPACT = 2;
 const KIND_CODES = { server: 0, client: 1, arrival: 2 } as const;
