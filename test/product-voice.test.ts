@@ -15,7 +15,10 @@ const DIARY_PATTERNS: readonly { name: string; pattern: RegExp }[] = [
   { name: 'a work session', pattern: /\b(?:in|since|until|before|after|of) sessions?\b|\bsessions? \d+\b/i },
   { name: 'a tracker issue', pattern: /\bthe issue(?:'s)?\b|\bissues? #?\d+\b/i },
   { name: 'a commit cited as a version', pattern: /\bHEAD [0-9a-f]{7,40}\b|\bcommit [0-9a-f]{7,40}\b/ },
-  { name: 'narrated history', pattern: /\bused to (?!detect|tell|find|group|decide|pick|build|derive)\w+|\bfirst form\b/i },
+  {
+    name: 'narrated history',
+    pattern: /\bused to (?!detect|tell|find|group|decide|pick|build|derive)\w+|\bfirst form\b/i,
+  },
 ];
 
 /** Text files git tracks, this test's own file aside (it spells the patterns). */
