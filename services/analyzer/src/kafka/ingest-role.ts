@@ -13,7 +13,7 @@ import type { KafkaCounters } from './kafka-counters.ts';
 import { OffsetCommitter } from './offset-committer.ts';
 import { PartitionBackoff } from './partition-backoff.ts';
 import { type RunningRole, readMappingFile, runConsumer } from './running-role.ts';
-import { ensureTopics, type TopicSpec } from './topics.ts';
+import { ensureTopics, topicSpecs } from './topics.ts';
 import { decodeTraceMessage } from './trace-messages.ts';
 
 /**
@@ -53,16 +53,12 @@ export async function startIngestRole(
   // Only the attributes the mapping reads are materialized, as in the embedded pipeline.
   const decodeOptions = mappingDecodeOptions(mapping);
   const kafka = createKafkaClient(kafkaConfig, 'ingest', logger);
-  const specs: TopicSpec[] = [attemptsTopicSpec(config)];
-  if (kafkaConfig.traces.topic !== '') {
-    specs.push({
-      topic: kafkaConfig.traces.topic,
-      partitions: kafkaConfig.attempts.partitions,
-      purpose: "the Collector kafka exporter's traces",
-    });
-  }
-  if (kafkaConfig.deadLetter.topic !== '') specs.push(deadLetterTopicSpec(config));
-  const partitions = await ensureTopics(kafka, specs, kafkaConfig, logger);
+  const partitions = await ensureTopics(
+    kafka,
+    topicSpecs(config, ['attempts', 'traces', 'deadLetter']),
+    kafkaConfig,
+    logger,
+  );
 
   const stops = new ShutdownStack();
   try {
@@ -178,21 +174,4 @@ export async function startIngestRole(
     await stops.stop();
     throw error;
   }
-}
-
-/** Deleted after one retry horizon (plus an hour of slack): what a rebuilding detector reads back. */
-export function attemptsTopicSpec(config: ServeConfig): TopicSpec {
-  return {
-    topic: config.kafka.attempts.topic,
-    partitions: config.kafka.attempts.partitions,
-    settings: {
-      'cleanup.policy': 'delete',
-      'retention.ms': String(config.detector.retryHorizonMillis + 60 * 60 * 1000),
-    },
-    purpose: 'attempts keyed by idempotency key',
-  };
-}
-
-export function deadLetterTopicSpec(config: ServeConfig): TopicSpec {
-  return { topic: config.kafka.deadLetter.topic, partitions: 1, purpose: 'unreadable records' };
 }

@@ -10,15 +10,13 @@ import { createMetrics, type MetricSources } from '../metrics.ts';
 import type { ListenAddress } from '../receivers/listen-address.ts';
 import { ShutdownStack } from '../shutdown-stack.ts';
 import { DeadLetters, unreadableRecord } from './dead-letters.ts';
-import { incidentsTopicSpec } from './detect-role.ts';
 import { decodeIncidentRecord, type IncidentRecord } from './incident-records.ts';
 import { IncidentsMaterializer } from './incidents-materializer.ts';
-import { deadLetterTopicSpec } from './ingest-role.ts';
 import { createConsumer, createKafkaClient } from './kafka-client.ts';
 import type { KafkaCounters } from './kafka-counters.ts';
 import { PartitionBackoff } from './partition-backoff.ts';
 import { type RunningRole, readMappingFile, runConsumer } from './running-role.ts';
-import { ensureTopics, type TopicSpec } from './topics.ts';
+import { ensureTopics, topicSpecs } from './topics.ts';
 
 const PURGE_MILLIS = 10_000;
 
@@ -56,9 +54,7 @@ export async function startServeRole(
     keyNamespace: mapping.keyNamespace,
   });
   const kafka = createKafkaClient(kafkaConfig, 'serve', logger);
-  const specs: TopicSpec[] = [incidentsTopicSpec(config)];
-  if (kafkaConfig.deadLetter.topic !== '') specs.push(deadLetterTopicSpec(config));
-  await ensureTopics(kafka, specs, kafkaConfig, logger);
+  await ensureTopics(kafka, topicSpecs(config, ['incidents', 'deadLetter']), kafkaConfig, logger);
 
   const stops = new ShutdownStack();
   try {

@@ -1,6 +1,6 @@
 import { KeyscopeError } from '@keyscope/errors';
 import type { Kafka } from 'kafkajs';
-import type { KafkaConfig } from '../config.ts';
+import type { KafkaConfig, ServeConfig } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import { KAFKA_TOPIC_MISSING } from './kafka-errors.ts';
 
@@ -12,6 +12,59 @@ export interface TopicSpec {
   readonly settings?: Readonly<Record<string, string>>;
   /** Why keyscope needs it, for the error message. */
   readonly purpose: string;
+}
+
+/** The topics keyscope's roles read and write, by their name in `kafka.*`. */
+export type TopicName = 'traces' | 'attempts' | 'incidents' | 'deadLetter';
+
+/**
+ * The specs of the named topics, in the order named, as the config sets them. The traces and
+ * dead-letter topics are optional (configured as ''): a topic turned off is left out.
+ */
+export function topicSpecs(
+  config: Pick<ServeConfig, 'kafka' | 'detector'>,
+  names: readonly TopicName[],
+): TopicSpec[] {
+  const specs: TopicSpec[] = [];
+  for (const name of names) {
+    const spec = topicSpec(config, name);
+    if (spec.topic !== '') specs.push(spec);
+  }
+  return specs;
+}
+
+function topicSpec(config: Pick<ServeConfig, 'kafka' | 'detector'>, name: TopicName): TopicSpec {
+  const kafka = config.kafka;
+  switch (name) {
+    case 'traces':
+      return {
+        topic: kafka.traces.topic,
+        partitions: kafka.attempts.partitions,
+        purpose: "the Collector kafka exporter's traces",
+      };
+    case 'attempts':
+      // Deleted after one retry horizon (plus an hour of slack): what a rebuilding detector reads back.
+      return {
+        topic: kafka.attempts.topic,
+        partitions: kafka.attempts.partitions,
+        settings: {
+          'cleanup.policy': 'delete',
+          'retention.ms': String(config.detector.retryHorizonMillis + 60 * 60 * 1000),
+        },
+        purpose: 'attempts keyed by idempotency key',
+      };
+    case 'incidents':
+      return {
+        topic: kafka.incidents.topic,
+        partitions: kafka.incidents.partitions,
+        // Compaction keeps the latest record per key: the topic is the current set of findings and
+        // incident parts, whatever its age, which a new serve instance reads in full.
+        settings: { 'cleanup.policy': 'compact' },
+        purpose: 'findings and incidents, compacted',
+      };
+    case 'deadLetter':
+      return { topic: kafka.deadLetter.topic, partitions: 1, purpose: 'unreadable records' };
+  }
 }
 
 /**

@@ -3,7 +3,7 @@ import { type KafkaCluster, startKafkaCluster } from '../../../../test/kafka/sup
 import { resolveServeConfig } from '../../src/config.ts';
 import { createKafkaClient } from '../../src/kafka/kafka-client.ts';
 import { startRoles } from '../../src/kafka/start-roles.ts';
-import { ensureTopics } from '../../src/kafka/topics.ts';
+import { ensureTopics, topicSpecs } from '../../src/kafka/topics.ts';
 import { silentLogger } from '../../src/logger.ts';
 
 /** Against a broker that refuses CreateTopics (the mock): a missing topic is a clear startup error. */
@@ -73,4 +73,48 @@ describe('topics at startup', () => {
     },
     30_000,
   );
+});
+
+describe('the topics a role needs', () => {
+  const config = resolveServeConfig({
+    kafka: {
+      brokers: ['127.0.0.1:9092'],
+      traces: { topic: 'spans' },
+      attempts: { topic: 'attempts', partitions: 12 },
+      incidents: { topic: 'incidents', partitions: 3 },
+      deadLetter: { topic: 'unreadable' },
+    },
+    detector: { retryHorizonMillis: 2 * 60 * 60 * 1000 },
+  });
+
+  it('keep attempts for one retry horizon and an hour, and compact incidents', () => {
+    expect(topicSpecs(config, ['attempts', 'incidents'])).toEqual([
+      {
+        topic: 'attempts',
+        partitions: 12,
+        settings: { 'cleanup.policy': 'delete', 'retention.ms': String(3 * 60 * 60 * 1000) },
+        purpose: 'attempts keyed by idempotency key',
+      },
+      {
+        topic: 'incidents',
+        partitions: 3,
+        settings: { 'cleanup.policy': 'compact' },
+        purpose: 'findings and incidents, compacted',
+      },
+    ]);
+  });
+
+  it('give the traces topic, when keyscope creates it, as many partitions as the attempts topic', () => {
+    expect(topicSpecs(config, ['traces', 'deadLetter'])).toEqual([
+      { topic: 'spans', partitions: 12, purpose: "the Collector kafka exporter's traces" },
+      { topic: 'unreadable', partitions: 1, purpose: 'unreadable records' },
+    ]);
+  });
+
+  it('leave out the traces and dead-letter topics when they are turned off', () => {
+    const off = resolveServeConfig({ kafka: { traces: { topic: '' }, deadLetter: { topic: '' } } });
+    expect(
+      topicSpecs(off, ['attempts', 'traces', 'deadLetter', 'incidents']).map((spec) => spec.topic),
+    ).toEqual(['keyscope_attempts', 'keyscope_incidents']);
+  });
 });
