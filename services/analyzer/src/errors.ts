@@ -38,7 +38,7 @@ export const ANALYZER_HEADERS_TIMEOUT = defineError(
   'KS_ANALYZER_HEADERS_TIMEOUT',
   408,
   false,
-  'An OTLP/HTTP request\'s headers did not all arrive within `otlp.http.headersTimeoutMillis` of its first byte; the connection is closed.',
+  "An OTLP/HTTP request's headers did not all arrive within `otlp.http.headersTimeoutMillis` of its first byte; the connection is closed.",
 );
 
 export const ANALYZER_BODY_TIMEOUT = defineError(

@@ -81,6 +81,9 @@ export async function startOtlpHttpReceiver(options: OtlpHttpReceiverOptions): P
     return503OnClosing: false,
     keepAliveTimeout: options.keepAliveTimeoutMillis,
     http: {
+      // The body has its own timeout (readRequestBody), answered in OTLP's shape. Node's
+      // whole-request timeout, 5 min unless set, would also refuse a longer headers timeout.
+      requestTimeout: 0,
       headersTimeout: options.headersTimeoutMillis,
       // Node checks the headers timeout every this often (30 s by default): without it a 10 s
       // timeout would close a connection anywhere between 10 and 40 s.
@@ -108,7 +111,12 @@ export async function startOtlpHttpReceiver(options: OtlpHttpReceiverOptions): P
         endWithStatus(socket, 431, GrpcCode.INVALID_ARGUMENT, 'request headers are larger than node accepts');
         return;
       }
-      endWithStatus(socket, 400, GrpcCode.INVALID_ARGUMENT, `malformed HTTP request (${error.code ?? 'unknown'})`);
+      endWithStatus(
+        socket,
+        400,
+        GrpcCode.INVALID_ARGUMENT,
+        `malformed HTTP request (${error.code ?? 'unknown'})`,
+      );
     },
   });
   let closing = false;
@@ -203,10 +211,10 @@ export async function startOtlpHttpReceiver(options: OtlpHttpReceiverOptions): P
     const slot = ingest.admit('http');
     if (isIngestFailure(slot)) return sendFailure(reply, encoding, slot);
     const outcome = await ingest.export('http', slot, {
-        encoding,
-        bytes: chunkedPayload(body.chunks, body.byteLength, scratch),
-        compressedBytes: body.compressedBytes,
-      });
+      encoding,
+      bytes: chunkedPayload(body.chunks, body.byteLength, scratch),
+      compressedBytes: body.compressedBytes,
+    });
     if (!outcome.accepted) return sendFailure(reply, encoding, outcome.failure);
     return sendSuccess(reply, encoding, outcome.result);
   }
