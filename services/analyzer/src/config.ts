@@ -59,12 +59,25 @@ export interface ServeConfig {
       readonly port: number;
       /** Applied before and after decompression; the OTLP spec recommends 20 MiB. */
       readonly bodyLimitBytes: number;
+      /** From a request's first byte to the end of its headers; past it, 408 and the connection closes. */
+      readonly headersTimeoutMillis: number;
+      /** From a request's headers to the end of its body; past it, 408 and the connection closes. */
+      readonly bodyTimeoutMillis: number;
+      /** How long an idle keep-alive connection stays open. */
+      readonly keepAliveTimeoutMillis: number;
+      /** Bodies still arriving, over all connections, before they are admitted; past it, 503. */
+      readonly maxBufferedBodyBytes: number;
     };
     readonly grpc: {
       readonly host: string;
       readonly port: number;
       /** After decompression; past it grpc-js answers RESOURCE_EXHAUSTED. */
       readonly maxReceiveMessageBytes: number;
+      /** Calls one connection may have open at once (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS). */
+      readonly maxConcurrentStreams: number;
+      /** The server pings each connection this often, and closes it if a ping goes unanswered for `keepaliveTimeoutMillis`. */
+      readonly keepaliveTimeMillis: number;
+      readonly keepaliveTimeoutMillis: number;
     };
     /** Shared by both receivers: they feed one pipeline. */
     readonly admission: {
@@ -108,6 +121,7 @@ export interface KafkaConfig {
 }
 
 const MIB = 1024 * 1024;
+const MAX_TIMER_MILLIS = 2_147_483_647;
 
 export function defaultServeConfig(): ServeConfig {
   return deepFreeze({
@@ -137,8 +151,25 @@ export function defaultServeConfig(): ServeConfig {
     telemetry: { otlpEndpoint: '', allowSelfIngest: false },
     db: { path: 'keyscope.db' },
     otlp: {
-      http: { host: '127.0.0.1', port: 4318, bodyLimitBytes: 20 * MIB },
-      grpc: { host: '127.0.0.1', port: 4317, maxReceiveMessageBytes: 4 * MIB },
+      http: {
+        host: '127.0.0.1',
+        port: 4318,
+        bodyLimitBytes: 20 * MIB,
+        headersTimeoutMillis: 10_000,
+        bodyTimeoutMillis: 10_000,
+        // Longer than the 60 s idle timeout of common load balancers, so that they close first
+        // and never send a request on a connection keyscope is closing.
+        keepAliveTimeoutMillis: 65_000,
+        maxBufferedBodyBytes: 64 * MIB,
+      },
+      grpc: {
+        host: '127.0.0.1',
+        port: 4317,
+        maxReceiveMessageBytes: 4 * MIB,
+        maxConcurrentStreams: 100,
+        keepaliveTimeMillis: 120_000,
+        keepaliveTimeoutMillis: 20_000,
+      },
       admission: { maxInFlightRequests: 16, maxInFlightSpans: 100_000, retryAfterSeconds: 5 },
     },
     shutdown: { drainTimeoutMillis: 10_000 },
@@ -150,6 +181,7 @@ type Leaf =
   | 'port'
   | 'path'
   | 'positiveInteger'
+  | 'timerMillis'
   | 'optionalText'
   | 'boolean'
   | 'tokens'
@@ -196,8 +228,23 @@ const SCHEMA: Schema = {
   telemetry: { otlpEndpoint: 'optionalText', allowSelfIngest: 'boolean' },
   db: { path: 'path' },
   otlp: {
-    http: { host: 'host', port: 'port', bodyLimitBytes: 'positiveInteger' },
-    grpc: { host: 'host', port: 'port', maxReceiveMessageBytes: 'positiveInteger' },
+    http: {
+      host: 'host',
+      port: 'port',
+      bodyLimitBytes: 'positiveInteger',
+      headersTimeoutMillis: 'timerMillis',
+      bodyTimeoutMillis: 'timerMillis',
+      keepAliveTimeoutMillis: 'timerMillis',
+      maxBufferedBodyBytes: 'positiveInteger',
+    },
+    grpc: {
+      host: 'host',
+      port: 'port',
+      maxReceiveMessageBytes: 'positiveInteger',
+      maxConcurrentStreams: 'positiveInteger',
+      keepaliveTimeMillis: 'timerMillis',
+      keepaliveTimeoutMillis: 'timerMillis',
+    },
     admission: {
       maxInFlightRequests: 'positiveInteger',
       maxInFlightSpans: 'positiveInteger',
@@ -330,6 +377,11 @@ function checkLeaf(leaf: Leaf, value: unknown, field: string): unknown {
     case 'positiveInteger':
       if (Number.isSafeInteger(value) && (value as number) > 0) return value;
       throw invalid(`${field} must be a positive integer, received ${describe(value)}`);
+    case 'timerMillis':
+      // Node's timers fire at once for anything longer (about 24.8 days).
+      if (Number.isSafeInteger(value) && (value as number) > 0 && (value as number) <= MAX_TIMER_MILLIS)
+        return value;
+      throw invalid(`${field} must be an integer from 1 to ${MAX_TIMER_MILLIS}, received ${describe(value)}`);
     case 'host':
     case 'path':
       if (typeof value === 'string' && value.trim() !== '') return value;

@@ -34,11 +34,25 @@ export const ANALYZER_BAD_COMPRESSION = defineError(
   'An OTLP/HTTP request body declared as gzip is not a valid gzip stream (corrupt or truncated).',
 );
 
+export const ANALYZER_HEADERS_TIMEOUT = defineError(
+  'KS_ANALYZER_HEADERS_TIMEOUT',
+  408,
+  false,
+  "An OTLP/HTTP request's headers did not all arrive within `otlp.http.headersTimeoutMillis` of its first byte; the connection is closed.",
+);
+
+export const ANALYZER_BODY_TIMEOUT = defineError(
+  'KS_ANALYZER_BODY_TIMEOUT',
+  408,
+  false,
+  'An OTLP/HTTP request body did not all arrive within `otlp.http.bodyTimeoutMillis` of its headers; the connection is closed.',
+);
+
 export const ANALYZER_SATURATED = defineError(
   'KS_ANALYZER_SATURATED',
   503,
   true,
-  'The receivers already hold `otlp.admission.maxInFlightRequests` requests or `maxInFlightSpans` spans that the pipeline has not acknowledged; the sender should retry after the Retry-After interval.',
+  'The receivers already hold `otlp.admission.maxInFlightRequests` requests or `maxInFlightSpans` spans that the pipeline has not acknowledged, or OTLP/HTTP bodies still arriving already hold `otlp.http.maxBufferedBodyBytes`; the sender should retry after the Retry-After interval.',
 );
 
 export const ANALYZER_SHUTTING_DOWN = defineError(
@@ -68,6 +82,8 @@ export const ANALYZER_ERRORS = [
   ANALYZER_UNSUPPORTED_MEDIA_TYPE,
   ANALYZER_UNSUPPORTED_CONTENT_ENCODING,
   ANALYZER_BAD_COMPRESSION,
+  ANALYZER_HEADERS_TIMEOUT,
+  ANALYZER_BODY_TIMEOUT,
   ANALYZER_SATURATED,
   ANALYZER_SHUTTING_DOWN,
   ANALYZER_INTERNAL,

@@ -49,6 +49,10 @@ describe('serve configuration', () => {
     [{ otlp: { admission: { maxInFlightSpans: 1.5 } } }, 'otlp.admission.maxInFlightSpans'],
     [{ api: { host: '' } }, 'api.host'],
     [{ db: 'keyscope.db' }, 'db'],
+    [{ otlp: { http: { bodyTimeoutMillis: 0 } } }, 'otlp.http.bodyTimeoutMillis'],
+    [{ otlp: { http: { headersTimeoutMillis: 2 ** 31 } } }, 'otlp.http.headersTimeoutMillis'],
+    [{ otlp: { grpc: { keepaliveTimeMillis: 1.5 } } }, 'otlp.grpc.keepaliveTimeMillis'],
+    [{ otlp: { grpc: { maxConcurrentStreams: 0 } } }, 'otlp.grpc.maxConcurrentStreams'],
   ])('names the invalid field in %j', (overrides, field) => {
     const error = configError(() => resolveServeConfig(overrides));
     expect(error.code).toBe(ANALYZER_CONFIG_INVALID.code);

@@ -4,7 +4,13 @@ import { gzipSync } from 'node:zlib';
 import { isKeyscopeError } from '@keyscope/errors';
 import { describe, expect, it } from 'vitest';
 import { gzipBomb } from '../../../test/support/gzip-bomb.ts';
-import { ANALYZER_BAD_COMPRESSION, ANALYZER_BODY_TOO_LARGE } from '../src/errors.ts';
+import {
+  ANALYZER_BAD_COMPRESSION,
+  ANALYZER_BODY_TIMEOUT,
+  ANALYZER_BODY_TOO_LARGE,
+  ANALYZER_SATURATED,
+} from '../src/errors.ts';
+import { BufferedBodies } from '../src/receivers/buffered-bodies.ts';
 import { RequestAbortedError, readRequestBody } from '../src/receivers/http-body.ts';
 
 const KIB = 1024;
@@ -84,6 +90,36 @@ describe('readRequestBody', () => {
       readRequestBody(chunked(compressed.subarray(0, compressed.length - 10)), 'gzip', 8 * KIB),
     );
     expect(code).toBe(ANALYZER_BAD_COMPRESSION.code);
+  });
+
+  it('refuses a body that has not ended within timeoutMillis', async () => {
+    const source = new Readable({ read() {} });
+    source.push(Buffer.alloc(100));
+    const code = await codeOf(readRequestBody(source, 'identity', KIB, { timeoutMillis: 50 }));
+    expect(code).toBe(ANALYZER_BODY_TIMEOUT.code);
+  });
+
+  it('counts the body in its buffer reservation and refuses it once the buffer is full', async () => {
+    const buffered = new BufferedBodies(6 * KIB);
+    const other = buffered.open();
+    other.add(KIB);
+    const refused = buffered.open();
+    const code = await codeOf(
+      readRequestBody(chunked(Buffer.alloc(8 * KIB)), 'identity', 64 * KIB, { buffer: refused }),
+    );
+    expect(code).toBe(ANALYZER_SATURATED.code);
+    refused.release();
+    const reservation = buffered.open();
+    await readRequestBody(chunked(Buffer.alloc(4 * KIB)), 'identity', 64 * KIB, { buffer: reservation });
+    expect(buffered.heldBytes()).toBe(5 * KIB);
+    reservation.release();
+    expect(buffered.heldBytes()).toBe(KIB);
+  });
+
+  it('reports a request whose connection closed before its body was read as aborted', async () => {
+    const source = new Readable({ read() {} });
+    source.destroy();
+    await expect(readRequestBody(source, 'identity', KIB)).rejects.toBeInstanceOf(RequestAbortedError);
   });
 
   it('reports a sender that went away mid-body as aborted', async () => {

@@ -4,6 +4,7 @@ import { encodeTraces, type SpanConsumer } from '@keyscope/otlp';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BlockingConsumer } from '../../../test/support/blocking-consumer.ts';
 import { decodeExportResponse } from '../../../test/support/otlp-responses.ts';
+import { openRawConnection, type RawConnection, rawPost } from '../../../test/support/raw-http.ts';
 import { RecordingConsumer } from '../../../test/support/recording-consumer.ts';
 import { span } from '../../../test/support/span-fixtures.ts';
 import { resolveServeConfig } from '../src/config.ts';
@@ -29,7 +30,9 @@ const RATE_LIMITED: ErrorDefinition = {
 
 const running: RunningReceivers[] = [];
 const clients: grpc.Client[] = [];
+const connections: RawConnection[] = [];
 afterEach(async () => {
+  for (const connection of connections.splice(0)) connection.socket.destroy();
   for (const client of clients.splice(0)) client.close();
   await Promise.all(running.splice(0).map((serve) => serve.stop()));
 });
@@ -50,18 +53,23 @@ interface GrpcAnswer {
   response: Buffer | undefined;
 }
 
-/** A raw grpc-js client: the request bytes go out as they are. */
-function exportRaw(
-  serve: RunningReceivers,
-  body: Uint8Array,
-  options: { gzip?: boolean } = {},
-): Promise<GrpcAnswer> {
+function grpcClient(serve: RunningReceivers, options: { gzip?: boolean } = {}): grpc.Client {
   const client = new grpc.Client(
     `127.0.0.1:${serve.addresses.otlpGrpc.port}`,
     grpc.credentials.createInsecure(),
     options.gzip ? { 'grpc.default_compression_algorithm': GZIP } : {},
   );
   clients.push(client);
+  return client;
+}
+
+/** A raw grpc-js client: the request bytes go out as they are. */
+function exportRaw(
+  serve: RunningReceivers,
+  body: Uint8Array,
+  options: { gzip?: boolean; client?: grpc.Client } = {},
+): Promise<GrpcAnswer> {
+  const client = options.client ?? grpcClient(serve, options);
   return new Promise((resolve) => {
     client.makeUnaryRequest(
       TRACE_SERVICE_EXPORT_PATH,
@@ -135,6 +143,39 @@ describe('OTLP/gRPC receiver', () => {
     consumer.release();
     expect((await held).error).toBeNull();
     expect(serve.counters.snapshot().grpc.payloadsRejected).toEqual({ saturated: 1 });
+  });
+
+  it('is admitted while OTLP/HTTP requests whose bodies are still arriving fill maxInFlightRequests', async () => {
+    const consumer = new RecordingConsumer();
+    const serve = await serveWith(consumer, { otlp: { admission: { maxInFlightRequests: 2 } } });
+    for (let i = 0; i < 4; i += 1) {
+      const connection = await openRawConnection(serve.addresses.otlpHttp.port);
+      connections.push(connection);
+      connection.socket.write(rawPost('/v1/traces', Buffer.of(0x0a), { contentLength: 100_000 }));
+    }
+    for (let waited = 0; serve.counters.snapshot().http.payloadsReceived < 4; waited += 10) {
+      if (waited > 5_000) throw new Error('the slow requests did not arrive');
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    expect((await exportRaw(serve, twoSpans())).error).toBeNull();
+    expect(consumer.spans()).toHaveLength(2);
+  });
+
+  it('lets one connection open at most maxConcurrentStreams calls at once', async () => {
+    const consumer = new BlockingConsumer();
+    const serve = await serveWith(consumer, { otlp: { grpc: { maxConcurrentStreams: 1 } } });
+    const client = grpcClient(serve);
+    const first = exportRaw(serve, twoSpans(), { client });
+    const second = exportRaw(serve, twoSpans(), { client });
+    await consumer.whenHolding(1);
+    // The second call waits in the client until the first one's stream has closed.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(consumer.received).toHaveLength(1);
+    consumer.release();
+    expect((await first).error).toBeNull();
+    await consumer.whenHolding(1);
+    consumer.release();
+    expect((await second).error).toBeNull();
   });
 
   it.each([

@@ -7,6 +7,12 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { BlockingConsumer } from '../../../test/support/blocking-consumer.ts';
 import { gzipBomb } from '../../../test/support/gzip-bomb.ts';
 import { decodeExportResponse, decodeRpcStatus } from '../../../test/support/otlp-responses.ts';
+import {
+  openRawConnection,
+  parseResponses,
+  type RawConnection,
+  rawPost,
+} from '../../../test/support/raw-http.ts';
 import { RecordingConsumer } from '../../../test/support/recording-consumer.ts';
 import { span, tracesJson } from '../../../test/support/span-fixtures.ts';
 import { resolveServeConfig } from '../src/config.ts';
@@ -36,9 +42,24 @@ const REFUSED: ErrorDefinition = {
 };
 
 const running: RunningReceivers[] = [];
+const connections: RawConnection[] = [];
 afterEach(async () => {
+  for (const connection of connections.splice(0)) connection.socket.destroy();
   await Promise.all(running.splice(0).map((serve) => serve.stop()));
 });
+
+async function connectTo(serve: RunningReceivers): Promise<RawConnection> {
+  const connection = await openRawConnection(serve.addresses.otlpHttp.port);
+  connections.push(connection);
+  return connection;
+}
+
+async function until(condition: () => boolean, what: string): Promise<void> {
+  for (let waited = 0; !condition(); waited += 10) {
+    if (waited > 5_000) throw new Error(`still waiting for ${what} after 5 s`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
 
 async function serveWith(consumer: SpanConsumer, overrides: object = {}) {
   const base = resolveServeConfig({
@@ -349,6 +370,141 @@ describe('OTLP/HTTP receiver', () => {
       expect(decodeRpcStatus(answer.body).message).not.toContain('bug');
       expect(serve.counters.snapshot().http.payloadsRejected).toEqual({ internal_error: 1 });
       consumer.failWith = undefined;
+      await expectStillServing(url);
+    });
+  });
+
+  describe('slow senders', () => {
+    /** Headers announcing 100,000 bytes, then one byte of body. */
+    const slowStart = rawPost('/v1/traces', Buffer.of(0x0a), { contentLength: 100_000 });
+
+    it('takes no admission slot for a body still arriving', async () => {
+      const consumer = new RecordingConsumer();
+      const { url, serve } = await serveWith(consumer, { otlp: { admission: { maxInFlightRequests: 1 } } });
+      (await connectTo(serve)).socket.write(slowStart);
+      await until(() => serve.counters.snapshot().http.payloadsReceived === 1, 'the slow request');
+      expect(serve.inFlight().requests).toBe(0);
+      expect((await post(url, twoSpans(), PROTOBUF)).status).toBe(200);
+    });
+
+    it('answers a body that does not arrive within bodyTimeoutMillis with 408 and closes the connection', async () => {
+      const { serve } = await serveWith(new RecordingConsumer(), {
+        otlp: { http: { bodyTimeoutMillis: 300 } },
+      });
+      const connection = await connectTo(serve);
+      const began = Date.now();
+      connection.socket.write(slowStart);
+      const [response, ...more] = parseResponses(await connection.closed);
+      expect(Date.now() - began).toBeGreaterThanOrEqual(300);
+      expect(more).toEqual([]);
+      expect(response?.status).toBe(408);
+      expect(response?.headers.connection).toBe('close');
+      expect(decodeRpcStatus(response!.body)).toMatchObject({ code: GrpcCode.INVALID_ARGUMENT });
+      expect(serve.counters.snapshot().http.payloadsRejected).toEqual({ body_timeout: 1 });
+    });
+
+    it('answers headers that do not arrive within headersTimeoutMillis with 408 and closes the connection', async () => {
+      const { serve } = await serveWith(new RecordingConsumer(), {
+        otlp: { http: { headersTimeoutMillis: 300 } },
+      });
+      const connection = await connectTo(serve);
+      connection.socket.write(slowStart.subarray(0, 30));
+      const [response] = parseResponses(await connection.closed);
+      expect(response?.status).toBe(408);
+      expect(response?.headers['content-type']).toBe('application/x-protobuf');
+      expect(decodeRpcStatus(response!.body).message).toContain('300 ms');
+      expect(serve.counters.snapshot().http).toMatchObject({
+        payloadsReceived: 1,
+        payloadsRejected: { headers_timeout: 1 },
+      });
+    });
+
+    it('accepts a headers timeout longer than node’s default whole-request timeout of 5 minutes', async () => {
+      const { url } = await serveWith(new RecordingConsumer(), {
+        otlp: { http: { headersTimeoutMillis: 10 * 60_000 } },
+      });
+      await expectStillServing(url);
+    });
+
+    it('closes a connection that sends nothing within headersTimeoutMillis, counting no payload', async () => {
+      const { serve } = await serveWith(new RecordingConsumer(), {
+        otlp: { http: { headersTimeoutMillis: 300 } },
+      });
+      const connection = await connectTo(serve);
+      expect((await connection.closed).length).toBe(0);
+      expect(serve.counters.snapshot().http).toMatchObject({ payloadsReceived: 0, payloadsRejected: {} });
+    });
+
+    it('closes an idle keep-alive connection after keepAliveTimeoutMillis', async () => {
+      const { serve } = await serveWith(new RecordingConsumer(), {
+        otlp: { http: { keepAliveTimeoutMillis: 300 } },
+      });
+      const connection = await connectTo(serve);
+      connection.socket.write(rawPost('/v1/traces', twoSpans()));
+      const responses = parseResponses(await connection.closed);
+      expect(responses.map((response) => response.status)).toEqual([200]);
+    });
+
+    it('closes the connection of a request refused before its body arrived', async () => {
+      const { serve } = await serveWith(new RecordingConsumer());
+      const connection = await connectTo(serve);
+      connection.socket.write(
+        rawPost('/v1/traces', Buffer.of(0x0a), { contentType: 'text/plain', contentLength: 100_000 }),
+      );
+      const [response] = parseResponses(await connection.closed);
+      expect(response?.status).toBe(415);
+      expect(response?.headers.connection).toBe('close');
+    });
+
+    it('handles a pipelined connection one request at a time, so an export on another connection is admitted', async () => {
+      const consumer = new BlockingConsumer();
+      const { url, serve } = await serveWith(consumer);
+      const pipelined = await connectTo(serve);
+      const requests = Array.from({ length: 20 }, (_, i) =>
+        rawPost('/v1/traces', encodeTraces([span({ id: i + 1 })])),
+      );
+      pipelined.socket.write(Buffer.concat(requests));
+      await until(() => serve.counters.snapshot().http.payloadsReceived === 20, 'the pipelined requests');
+      await consumer.whenHolding(1);
+
+      const concurrent = post(url, encodeTraces([span({ id: 99 })]), PROTOBUF);
+      await consumer.whenHolding(2);
+      expect(serve.inFlight().requests).toBe(2);
+      consumer.release();
+      expect((await concurrent).status).toBe(200);
+
+      for (let answered = 1; answered < 20; answered += 1) {
+        await consumer.whenHolding(1);
+        expect(serve.inFlight().requests).toBe(1);
+        consumer.release();
+      }
+      await until(() => parseResponses(pipelined.received()).length === 20, 'the pipelined answers');
+      expect(parseResponses(pipelined.received()).map((response) => response.status)).toEqual(
+        Array(20).fill(200),
+      );
+      expect(consumer.received.map((spans) => spans[0]?.spanId)).toEqual([
+        span({ id: 1 }).spanId,
+        span({ id: 99 }).spanId,
+        ...requests.slice(1).map((_, i) => span({ id: i + 2 }).spanId),
+      ]);
+      expect(serve.counters.snapshot().http.payloadsRejected).toEqual({});
+    });
+
+    it('answers 503 with Retry-After when bodies still arriving fill maxBufferedBodyBytes', async () => {
+      const { url, serve } = await serveWith(new RecordingConsumer(), {
+        otlp: { http: { maxBufferedBodyBytes: 1024 } },
+      });
+      const slow = await connectTo(serve);
+      slow.socket.write(rawPost('/v1/traces', Buffer.alloc(1000, 0x0a), { contentLength: 100_000 }));
+      await until(() => serve.counters.snapshot().http.payloadsReceived === 1, 'the slow request');
+      // Its thousand bytes are buffered once the receiver has read them.
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      const refused = await post(url, twoSpans(), PROTOBUF);
+      expect(refused.status).toBe(503);
+      expect(refused.headers.get('retry-after')).toBe('5');
+      expect(serve.counters.snapshot().http.payloadsRejected).toEqual({ saturated: 1 });
+      slow.socket.destroy();
+      await until(() => serve.counters.snapshot().http.payloadsRejected.request_aborted === 1, 'the abort');
       await expectStillServing(url);
     });
   });

@@ -1,10 +1,11 @@
 /**
  * The bound on what the receivers hold for the pipeline at once, shared by OTLP/HTTP and OTLP/gRPC
- * because both feed one consumer. A request takes a slot before its body is read (so at most
- * `maxInFlightRequests` bodies are in memory) and, once decoded, reserves its spans; both are
- * released when the consumer has answered. Nothing waits for a slot: a request that finds the
- * receivers full is refused at once with a retryable answer (503 / UNAVAILABLE), so memory stays
- * bounded however fast senders push.
+ * because both feed one consumer. A request takes a slot once its body has arrived (so at most
+ * `maxInFlightRequests` complete bodies are held, and a sender slow to send its body holds none:
+ * OTLP/HTTP bounds bodies still arriving in buffered-bodies.ts, grpc-js by streams per
+ * connection) and, once decoded, reserves its spans; both are released when the consumer has
+ * answered. Nothing waits for a slot: a request that finds the receivers full is refused at once
+ * with a retryable answer (503 / UNAVAILABLE), so memory stays bounded however fast senders push.
  */
 
 export interface AdmissionLimits {

@@ -15,6 +15,9 @@ export const RECEIVER_REJECT_REASONS = [
   'unsupported_media_type',
   'unsupported_content_encoding',
   'bad_compression',
+  /** The request's headers, or its body, did not arrive within their timeout. */
+  'headers_timeout',
+  'body_timeout',
   'saturated',
   'shutting_down',
   /** The sender closed the connection before its body arrived. */

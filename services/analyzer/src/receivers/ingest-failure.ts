@@ -1,7 +1,9 @@
 import { GrpcCode, grpcCodeFor, isKeyscopeError } from '@keyscope/errors';
 import {
   ANALYZER_BAD_COMPRESSION,
+  ANALYZER_BODY_TIMEOUT,
   ANALYZER_BODY_TOO_LARGE,
+  ANALYZER_HEADERS_TIMEOUT,
   ANALYZER_SATURATED,
   ANALYZER_SHUTTING_DOWN,
   ANALYZER_UNSUPPORTED_CONTENT_ENCODING,
@@ -28,6 +30,8 @@ const REASON_BY_CODE: ReadonlyMap<string, ReceiverRejectReason> = new Map([
   [ANALYZER_UNSUPPORTED_MEDIA_TYPE.code, 'unsupported_media_type'],
   [ANALYZER_UNSUPPORTED_CONTENT_ENCODING.code, 'unsupported_content_encoding'],
   [ANALYZER_BAD_COMPRESSION.code, 'bad_compression'],
+  [ANALYZER_HEADERS_TIMEOUT.code, 'headers_timeout'],
+  [ANALYZER_BODY_TIMEOUT.code, 'body_timeout'],
   [ANALYZER_SATURATED.code, 'saturated'],
   [ANALYZER_SHUTTING_DOWN.code, 'shutting_down'],
 ]);

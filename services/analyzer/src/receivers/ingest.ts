@@ -43,7 +43,7 @@ export interface IngestOptions {
  * hand its spans to the consumer, count the result. The receivers only translate the outcome to
  * their wire format, so OTLP/HTTP and OTLP/gRPC answer the same payload the same way.
  *
- * A receiver calls `received` once per payload, then `admit` before it reads the body (or `refuse`
+ * A receiver calls `received` once per payload, then `admit` once it has the whole body (or `refuse`
  * when it refuses the payload at the door), then `export` with the slot it was given.
  */
 export class Ingest {

@@ -16,6 +16,18 @@ export interface OtlpGrpcReceiverOptions {
    * (which OTLP clients do not retry) before the handler runs.
    */
   readonly maxReceiveMessageBytes: number;
+  /**
+   * Calls one connection may have open at once, advertised in HTTP/2 SETTINGS: a client waits
+   * before opening more. It bounds what one connection holds while its messages arrive.
+   */
+  readonly maxConcurrentStreams: number;
+  /**
+   * The server pings each connection this often and closes it when a ping goes unanswered for
+   * `keepaliveTimeoutMillis`, so that a peer that vanished without closing does not hold its
+   * streams forever.
+   */
+  readonly keepaliveTimeMillis: number;
+  readonly keepaliveTimeoutMillis: number;
   readonly ingest: Ingest;
   readonly logger: Logger;
 }
@@ -44,11 +56,17 @@ const TRACE_SERVICE: grpc.ServiceDefinition = {
  * accepting gzip (grpc-js decompresses `grpc-encoding: gzip` messages itself), answering with the
  * codes of the OTLP specification: INVALID_ARGUMENT for bad payloads, UNAVAILABLE when saturated or
  * when the pipeline asks the sender to retry. Resolves once listening.
+ *
+ * grpc-js calls the handler once the whole message has arrived, so a call takes an admission
+ * slot only then: a sender slow to send its message holds a stream, never a slot.
  */
 export async function startOtlpGrpcReceiver(options: OtlpGrpcReceiverOptions): Promise<Receiver> {
   const { ingest } = options;
   const server = new grpc.Server({
     'grpc.max_receive_message_length': options.maxReceiveMessageBytes,
+    'grpc.max_concurrent_streams': options.maxConcurrentStreams,
+    'grpc.keepalive_time_ms': options.keepaliveTimeMillis,
+    'grpc.keepalive_timeout_ms': options.keepaliveTimeoutMillis,
   });
 
   const exportTraces: grpc.handleUnaryCall<Buffer, Uint8Array> = (call, callback) => {

@@ -1,3 +1,4 @@
+import { STATUS_CODES } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { GrpcCode, KeyscopeError } from '@keyscope/errors';
 import {
@@ -9,12 +10,14 @@ import {
 } from '@keyscope/otlp';
 import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify';
 import {
+  ANALYZER_HEADERS_TIMEOUT,
   ANALYZER_SHUTTING_DOWN,
   ANALYZER_UNSUPPORTED_CONTENT_ENCODING,
   ANALYZER_UNSUPPORTED_MEDIA_TYPE,
 } from '../errors.ts';
 import type { Logger } from '../logger.ts';
-import { type ContentCoding, RequestAbortedError, readRequestBody } from './http-body.ts';
+import { BufferedBodies } from './buffered-bodies.ts';
+import { type ContentCoding, RequestAbortedError, type RequestBody, readRequestBody } from './http-body.ts';
 import { type Ingest, isIngestFailure, type PayloadEncoding } from './ingest.ts';
 import type { IngestFailure } from './ingest-failure.ts';
 import type { Receiver } from './listen-address.ts';
@@ -28,6 +31,13 @@ export interface OtlpHttpReceiverOptions {
   readonly port: number;
   /** Applied to the body as it arrives and again after decompression. */
   readonly bodyLimitBytes: number;
+  /** From a request's first byte to the end of its headers (node's `headersTimeout`). */
+  readonly headersTimeoutMillis: number;
+  /** From the moment the receiver starts reading a body to its end; 408 past it. */
+  readonly bodyTimeoutMillis: number;
+  readonly keepAliveTimeoutMillis: number;
+  /** Bodies being read, over all connections, before they take an admission slot; 503 past it. */
+  readonly maxBufferedBodyBytes: number;
   /** Sent as Retry-After with every retryable failure (429 / 503). */
   readonly retryAfterSeconds: number;
   readonly ingest: Ingest;
@@ -55,12 +65,60 @@ const OTHER_METHODS = ['GET', 'HEAD', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'] as co
  * OTLP/HTTP traces receiver: `POST /v1/traces`, binary protobuf or JSON, gzip or identity,
  * answered in the request's encoding with the status codes of the OTLP specification
  * (opentelemetry-proto docs/specification.md, "OTLP/HTTP"). Resolves once listening.
+ *
+ * Slow senders hold no admission slot: a request is admitted once its body has arrived, the body
+ * must arrive within `bodyTimeoutMillis` and the headers within `headersTimeoutMillis` (else 408
+ * and the connection closes), and a connection's requests are handled one at a time, so that one
+ * connection holds at most one slot however many requests it pipelines.
  */
 export async function startOtlpHttpReceiver(options: OtlpHttpReceiverOptions): Promise<Receiver> {
   const { ingest, logger } = options;
-  // While stopping, requests still arriving on open connections get an OTLP answer (503 with
-  // Retry-After) instead of fastify's own 503.
-  const app = Fastify({ logger: false, exposeHeadRoutes: false, return503OnClosing: false });
+  const app = Fastify({
+    logger: false,
+    exposeHeadRoutes: false,
+    // While stopping, requests still arriving on open connections get an OTLP answer (503 with
+    // Retry-After) instead of fastify's own 503.
+    return503OnClosing: false,
+    keepAliveTimeout: options.keepAliveTimeoutMillis,
+    http: {
+      // The body has its own timeout (readRequestBody), answered in OTLP's shape. Node's
+      // whole-request timeout, 5 min unless set, would also refuse a longer headers timeout.
+      requestTimeout: 0,
+      headersTimeout: options.headersTimeoutMillis,
+      // Node checks the headers timeout every this often (30 s by default): without it a 10 s
+      // timeout would close a connection anywhere between 10 and 40 s.
+      connectionsCheckingInterval: Math.min(1_000, options.headersTimeoutMillis),
+    },
+    clientErrorHandler: (error: Error & { code?: string }, socket: Socket) => {
+      // A reset connection has nobody to answer.
+      if (error.code === 'ECONNRESET' || socket.destroyed) return;
+      if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+        // Node times out a connection that never sent a byte the same way: nothing to count.
+        if (socket.bytesRead === 0) {
+          socket.destroy();
+          return;
+        }
+        ingest.received('http');
+        const timeout = new KeyscopeError(
+          ANALYZER_HEADERS_TIMEOUT,
+          `request headers must arrive within ${options.headersTimeoutMillis} ms`,
+        );
+        const failure = ingest.refuse('http', timeout);
+        endWithStatus(socket, failure.httpStatus, failure.grpcCode, failure.message);
+        return;
+      }
+      if (error.code === 'HPE_HEADER_OVERFLOW') {
+        endWithStatus(socket, 431, GrpcCode.INVALID_ARGUMENT, 'request headers are larger than node accepts');
+        return;
+      }
+      endWithStatus(
+        socket,
+        400,
+        GrpcCode.INVALID_ARGUMENT,
+        `malformed HTTP request (${error.code ?? 'unknown'})`,
+      );
+    },
+  });
   let closing = false;
 
   // Requests received but not yet answered, per connection. While stopping, a connection is ended
@@ -77,6 +135,23 @@ export async function startOtlpHttpReceiver(options: OtlpHttpReceiverOptions): P
     pending.set(socket, left);
     if (closing && left === 0) socket.end();
   });
+
+  // Node hands the handler every request a pipelined connection has sent, at once, while HTTP/1.1
+  // answers them in order anyway: each waits here for the one before it on its connection.
+  const turns = new WeakMap<Socket, Promise<void>>();
+  async function takeTurn(socket: Socket): Promise<() => void> {
+    const previous = turns.get(socket);
+    let endTurn!: () => void;
+    turns.set(
+      socket,
+      new Promise<void>((resolve) => {
+        endTurn = resolve;
+      }),
+    );
+    if (previous) await previous;
+    return endTurn;
+  }
+  const bufferedBodies = new BufferedBodies(options.maxBufferedBodyBytes);
 
   // The body is read by readRequestBody, which bounds it after decompression; fastify's own
   // parsers would buffer it first. The content type has been checked by then (onRequest).
@@ -101,33 +176,48 @@ export async function startOtlpHttpReceiver(options: OtlpHttpReceiverOptions): P
       }
     },
     handler: async (request, reply) => {
-      const { encoding, coding } = negotiate(request) as Negotiated;
-      const slot = ingest.admit('http');
-      if (isIngestFailure(slot)) return sendFailure(reply, encoding, slot);
-      let body: Awaited<ReturnType<typeof readRequestBody>>;
+      const endTurn = await takeTurn(request.raw.socket);
       try {
-        body = await readRequestBody(request.raw, coding, options.bodyLimitBytes);
-      } catch (error) {
-        slot.release();
-        if (error instanceof RequestAbortedError) {
-          ingest.aborted('http');
-          reply.hijack();
-          reply.raw.destroy();
-          return;
-        }
-        // The rest of the body was not read: end the connection after answering.
-        reply.header('connection', 'close');
-        return sendFailure(reply, encoding, ingest.refuse('http', error));
+        return await exportRequest(request, reply);
+      } finally {
+        endTurn();
       }
-      const outcome = await ingest.export('http', slot, {
-        encoding,
-        bytes: chunkedPayload(body.chunks, body.byteLength, scratch),
-        compressedBytes: body.compressedBytes,
-      });
-      if (!outcome.accepted) return sendFailure(reply, encoding, outcome.failure);
-      return sendSuccess(reply, encoding, outcome.result);
     },
   });
+
+  async function exportRequest(request: FastifyRequest, reply: FastifyReply) {
+    const { encoding, coding } = negotiate(request) as Negotiated;
+    const buffer = bufferedBodies.open();
+    let body: RequestBody;
+    try {
+      body = await readRequestBody(request.raw, coding, options.bodyLimitBytes, {
+        timeoutMillis: options.bodyTimeoutMillis,
+        buffer,
+      });
+    } catch (error) {
+      if (error instanceof RequestAbortedError) {
+        ingest.aborted('http');
+        reply.hijack();
+        reply.raw.destroy();
+        return;
+      }
+      // The rest of the body was not read: end the connection after answering.
+      reply.header('connection', 'close');
+      return sendFailure(reply, encoding, ingest.refuse('http', error));
+    } finally {
+      // Complete or refused, the body leaves this bound: its admission slot bounds it from here.
+      buffer.release();
+    }
+    const slot = ingest.admit('http');
+    if (isIngestFailure(slot)) return sendFailure(reply, encoding, slot);
+    const outcome = await ingest.export('http', slot, {
+      encoding,
+      bytes: chunkedPayload(body.chunks, body.byteLength, scratch),
+      compressedBytes: body.compressedBytes,
+    });
+    if (!outcome.accepted) return sendFailure(reply, encoding, outcome.failure);
+    return sendSuccess(reply, encoding, outcome.result);
+  }
 
   app.route({
     method: [...OTHER_METHODS],
@@ -225,7 +315,11 @@ function sendSuccess(reply: FastifyReply, encoding: PayloadEncoding, result: Con
     : reply.send(toBuffer(encodeExportResponse(result)));
 }
 
-/** Every OTLP/HTTP failure carries a google.rpc.Status, in the request's encoding. */
+/**
+ * Every OTLP/HTTP failure carries a google.rpc.Status, in the request's encoding. A request
+ * answered before its body has arrived closes its connection: node would otherwise keep reading,
+ * and discarding, a body nobody waits for, for as long as the sender takes to send it.
+ */
 function sendStatus(
   reply: FastifyReply,
   encoding: PayloadEncoding,
@@ -233,10 +327,32 @@ function sendStatus(
   grpcCode: number,
   message: string,
 ) {
+  if (!reply.request.raw.complete) reply.header('connection', 'close');
   reply.code(httpStatus).type(CONTENT_TYPE[encoding]);
   return encoding === 'json'
     ? reply.send(JSON.stringify(rpcStatusJson(grpcCode, message)))
     : reply.send(toBuffer(encodeRpcStatus(grpcCode, message)));
+}
+
+/**
+ * Answers on a connection that has no request object (its headers did not arrive or do not
+ * parse), in protobuf since the request's encoding is unknown, then closes it.
+ */
+function endWithStatus(socket: Socket, httpStatus: number, grpcCode: number, message: string): void {
+  if (!socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const body = toBuffer(encodeRpcStatus(grpcCode, message));
+  const head = [
+    `HTTP/1.1 ${httpStatus} ${STATUS_CODES[httpStatus] ?? ''}`,
+    `content-type: ${CONTENT_TYPE.protobuf}`,
+    `content-length: ${body.byteLength}`,
+    'connection: close',
+    '',
+    '',
+  ].join('\r\n');
+  socket.end(Buffer.concat([Buffer.from(head, 'latin1'), body]), () => socket.destroy());
 }
 
 function toBuffer(bytes: Uint8Array): Buffer {
