@@ -5,7 +5,7 @@ import { alertmanagerRequest, postableAlert } from './alertmanager-payload.ts';
 import type { AlertmanagerSinkConfig, AlertsConfig, SinkConfig } from './alerts-config.ts';
 import { buildRequest } from './build-request.ts';
 import { DeliveryCounters, type DeliveryCountersSnapshot } from './delivery-counters.ts';
-import { retryCeilingMillis, retryDelayMillis } from './retry-backoff.ts';
+import { type Backoff, backoffOf, retryCeilingMillis, retryDelayMillis } from './retry-backoff.ts';
 import { type SendResult, sendRequest } from './send-request.ts';
 import { meetsSeverity } from './severity-order.ts';
 import type { SinkRequest } from './sink-request.ts';
@@ -23,12 +23,17 @@ export interface AlerterOptions {
   onError?: (error: unknown) => void;
 }
 
-/** What one `deliverDue` pass did with the entries it took, by outcome. */
+/**
+ * What one `deliverDue` pass did with the entries it took, by outcome. `late`: requests still
+ * unanswered after `requestTimeoutMillis`, left open; their outcome is recorded (and counted) when
+ * the sink answers or `lateRequestTimeoutMillis` aborts them.
+ */
 export interface DeliveryPassResult {
   delivered: number;
   retried: number;
   abandoned: number;
   deferred: number;
+  late: number;
 }
 
 export interface Alerter {
@@ -52,10 +57,16 @@ export interface Alerter {
    */
   incidentsRetracted(incidentIds: readonly string[]): number;
   /**
-   * Sends up to `batchSize` due outbox entries: 2xx marks one delivered; a network error, timeout,
-   * 5xx, 408, 425 or 429 reschedules it (exponential backoff with full jitter, or the sink's
-   * Retry-After); any other answer abandons it with the error. A resolve waits while its trigger
-   * to the same sink is pending. Passes never overlap (calls queue behind each other).
+   * Sends up to `batchSize` due outbox entries: 2xx marks one delivered; a network error, 5xx, 408,
+   * 425 or 429 reschedules it (exponential backoff with full jitter, or the sink's Retry-After, up
+   * to the page's cap: `criticalRetryCapMillis` for critical incidents, `retryCapMillis` for the
+   * others); any other answer abandons it with the error. A request unanswered after
+   * `requestTimeoutMillis` is left open and the pass moves on: its page is not sent again while it
+   * is open, and the answer, when it comes, is recorded like any other; a request still open after
+   * `lateRequestTimeoutMillis` is aborted and its page retried. A sink with `concurrency` requests
+   * open (late ones included) gets no more until one ends (its entries are deferred). A resolve
+   * waits while its trigger to the same sink is pending. Passes never overlap (calls queue behind
+   * each other).
    */
   deliverDue(): Promise<DeliveryPassResult>;
   /**
@@ -68,8 +79,10 @@ export interface Alerter {
   /** Runs `deliverDue`, and each Alertmanager sink's re-send when due, every `pollIntervalMillis`. */
   start(): void;
   /**
-   * Stops the loop and waits for the pass in flight (bounded by the request timeout); no timer is
-   * left behind. Safe before `start()` and more than once.
+   * Stops the loop, waits for the pass in flight (each of its requests bounded by the request
+   * timeout), then aborts the late requests still open and records them as failed (their pages
+   * are sent again, with the same idempotency key, by the next alerter on this database). No
+   * timer or socket is left behind. Safe before `start()` and more than once.
    */
   stop(): Promise<void>;
   /** Deliveries by sink and outcome since creation, for /metrics. */
@@ -92,6 +105,13 @@ export function createAlerter(options: AlerterOptions): Alerter {
   );
   const counters = new DeliveryCounters(config.sinks.map((sink) => sink.name));
   const lastRefresh = new Map<string, number>();
+  /**
+   * Requests past `requestTimeoutMillis`, still open, by outbox id. In memory only: after a
+   * restart nothing is open, and the page is sent again when its entry is due.
+   */
+  const late = new Map<number, LateRequest>();
+  /** Requests open per sink, in a pass or late: a slow sink gets at most `concurrency` at once. */
+  const openRequests = new Map<string, number>();
 
   let queue: Promise<unknown> = Promise.resolve();
   let running = false;
@@ -171,8 +191,10 @@ export function createAlerter(options: AlerterOptions): Alerter {
   }
 
   async function deliveryPass(): Promise<DeliveryPassResult> {
-    const result: DeliveryPassResult = { delivered: 0, retried: 0, abandoned: 0, deferred: 0 };
-    const due = store.dueAlerts(clock(), config.batchSize);
+    const result: DeliveryPassResult = { delivered: 0, retried: 0, abandoned: 0, deferred: 0, late: 0 };
+    // An entry whose request is still open is not sent twice, even if its entry fell due again
+    // (the clock moved past the late deadline while the abort was on its way).
+    const due = store.dueAlerts(clock(), config.batchSize).filter((entry) => !late.has(entry.id));
     // Entries of one incident and sink go in outbox order (trigger before resolve), one at a
     // time; different incidents and sinks go in parallel.
     const groups = new Map<string, OutboxEntry[]>();
@@ -197,6 +219,10 @@ export function createAlerter(options: AlerterOptions): Alerter {
     if (event.action === 'trigger' && stored === undefined) {
       return abandon(entry, 'the incident was retracted or purged before its trigger was delivered');
     }
+    // The stored incident is the freshest (more keys since the trigger was enqueued); a resolve of
+    // a retracted incident has only the snapshot it was enqueued with.
+    const incident = stored ?? event.incident;
+    const backoff = backoffOf(incident.severity, config);
     if (event.action === 'resolve') {
       const triggerKey = dedupKeyOf(entry.incidentId, 'trigger', event.page);
       const trigger = store
@@ -205,7 +231,7 @@ export function createAlerter(options: AlerterOptions): Alerter {
       if (trigger !== undefined && !trigger.delivered) {
         // The trigger's next attempt is at most one backoff ceiling after its last failure, which
         // was before now; waiting that long puts the resolve behind it without knowing its time.
-        const wait = retryCeilingMillis(Math.max(0, trigger.attempts - 1), config);
+        const wait = retryCeilingMillis(Math.max(0, trigger.attempts - 1), backoff);
         store.alertFailed(entry.id, 'waiting for the trigger to this sink to be delivered', clock() + wait);
         counters.add(sink.name, 'deferred');
         return 'deferred';
@@ -214,20 +240,61 @@ export function createAlerter(options: AlerterOptions): Alerter {
         return abandon(entry, 'its trigger was never delivered, so there is nothing to resolve');
       }
     }
-    // The stored incident is the freshest (more keys since the trigger was enqueued); a resolve of
-    // a retracted incident has only the snapshot it was enqueued with.
-    const incident = stored ?? event.incident;
+    const open = openRequests.get(sink.name) ?? 0;
+    if (open >= config.concurrency) {
+      // Only late requests get a sink this far: another would add an open socket to the ones it sits on.
+      const error = `waiting: ${open} requests to this sink are still open`;
+      store.alertFailed(entry.id, error, clock() + config.requestTimeoutMillis);
+      counters.add(sink.name, 'deferred');
+      return 'deferred';
+    }
     const request = buildRequest(sink, { ...event, incident }, { publicUrl, nowUnixMillis: clock() });
-    const sent = await send(request);
+    const abort = new AbortController();
+    openRequests.set(sink.name, open + 1);
+    const sending = sendRequest(request, {
+      fetch: fetchImpl,
+      timeoutMillis: config.lateRequestTimeoutMillis,
+      nowUnixMillis: clock,
+      signal: abort.signal,
+    }).finally(() => openRequests.set(sink.name, (openRequests.get(sink.name) ?? 1) - 1));
+    const sent =
+      config.lateRequestTimeoutMillis === config.requestTimeoutMillis
+        ? await sending
+        : await within(sending, config.requestTimeoutMillis);
+    if (sent !== undefined) return record(entry, backoff, sent);
+    // The sink may be acting on the request: sending the page again now could page twice. The
+    // entry is rescheduled past the late deadline, so it takes no batch slot while it waits.
+    store.alertFailed(
+      entry.id,
+      `no answer within ${config.requestTimeoutMillis} ms; waiting up to ${config.lateRequestTimeoutMillis} ms for a late answer`,
+      clock() + config.lateRequestTimeoutMillis - config.requestTimeoutMillis,
+    );
+    const settled = sending
+      .then((answer) => {
+        record(entry, backoff, answer);
+      })
+      .catch(onError)
+      .finally(() => late.delete(entry.id));
+    late.set(entry.id, { abort, settled });
+    return 'late';
+  }
+
+  /** Records how a request to the entry's sink ended, and counts it. */
+  function record(entry: OutboxEntry, backoff: Backoff, sent: SendResult): keyof DeliveryPassResult {
     if (sent.outcome === 'delivered') {
       store.alertDelivered(entry.id, clock());
-      counters.add(sink.name, 'delivered');
+      counters.add(entry.sink, 'delivered');
       return 'delivered';
     }
     if (sent.outcome === 'abandon') return abandon(entry, sent.error);
-    const wait = sent.retryAfterMillis ?? retryDelayMillis(entry.attempts, config, random);
+    // A sink's Retry-After is honoured up to the page's cap: a sink asking for an hour (or a year)
+    // must not hold a critical page past the schedule the configuration promises.
+    const wait = Math.min(
+      sent.retryAfterMillis ?? retryDelayMillis(entry.attempts, backoff, random),
+      backoff.retryCapMillis,
+    );
     store.alertFailed(entry.id, sent.error, clock() + wait);
-    counters.add(sink.name, 'retried');
+    counters.add(entry.sink, 'retried');
     return 'retried';
   }
 
@@ -350,9 +417,32 @@ export function createAlerter(options: AlerterOptions): Alerter {
       timer = undefined;
       await loop;
       await queue;
+      const open = [...late.values()];
+      for (const request of open) request.abort.abort();
+      await Promise.all(open.map((request) => request.settled));
     },
     snapshot: () => counters.snapshot(),
   };
+}
+
+/** A delivery request left open past `requestTimeoutMillis`, waiting for a late answer. */
+interface LateRequest {
+  abort: AbortController;
+  /** Settles once its outcome is recorded. */
+  settled: Promise<void>;
+}
+
+/** `promise`'s value if it settles within `millis`, else undefined (the promise goes on). */
+async function within<T>(promise: Promise<T>, millis: number): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<undefined>((resolve) => {
+    timer = setTimeout(resolve, millis, undefined);
+  });
+  try {
+    return await Promise.race([promise, expired]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** The event of `action` for the incident's `page` (the first page's events carry no number). */

@@ -56,11 +56,27 @@ export interface AlertsConfig {
   readonly batchSize: number;
   /** Requests in flight at once within a pass. */
   readonly concurrency: number;
-  /** A request that has not answered by then counts as a network error and is retried. */
+  /**
+   * How long a delivery pass waits for a sink's answer. A request still unanswered then is *late*:
+   * the pass moves on, but the request stays open (the sink may be acting on it), and its page is
+   * not sent again while it is.
+   */
   readonly requestTimeoutMillis: number;
-  /** Retry n waits a random time in [0, min(retryCapMillis, retryBaseMillis × 2^n)] ("full jitter"). */
+  /**
+   * A late request still unanswered this long after it was sent is aborted; its page is then sent
+   * again, with the same `idempotency-key`. At least `requestTimeoutMillis`.
+   */
+  readonly lateRequestTimeoutMillis: number;
+  /**
+   * Retry n waits a random time in [0, min(cap, retryBaseMillis × 2^n)] ("full jitter"); a sink's
+   * `Retry-After` is honoured up to the same cap. The cap is `criticalRetryCapMillis` for critical
+   * incidents, so a critical page reaches a sink that answers again within that (plus one poll)
+   * however long it was down, and `retryCapMillis` for the others.
+   */
   readonly retryBaseMillis: number;
   readonly retryCapMillis: number;
+  /** At most `retryCapMillis`. */
+  readonly criticalRetryCapMillis: number;
 }
 
 export const PAGERDUTY_EVENTS_URL = 'https://events.pagerduty.com/v2/enqueue';
@@ -76,8 +92,10 @@ export function defaultAlertsConfig(): AlertsConfig {
     batchSize: 100,
     concurrency: 4,
     requestTimeoutMillis: 10_000,
+    lateRequestTimeoutMillis: 60_000,
     retryBaseMillis: 1_000,
     retryCapMillis: 5 * 60_000,
+    criticalRetryCapMillis: 15_000,
   });
 }
 
@@ -87,8 +105,10 @@ const TOP_LEVEL_KEYS = [
   'batchSize',
   'concurrency',
   'requestTimeoutMillis',
+  'lateRequestTimeoutMillis',
   'retryBaseMillis',
   'retryCapMillis',
+  'criticalRetryCapMillis',
 ] as const;
 
 const SINK_KEYS: Readonly<Record<SinkType, readonly string[]>> = {
@@ -115,24 +135,50 @@ export function parseAlertsConfig(value: unknown, path = 'alerts'): AlertsConfig
   if (value === undefined) return defaults;
   const section = mapping(value, path);
   checkKeys(section, TOP_LEVEL_KEYS, path);
-  const integer = (key: Exclude<(typeof TOP_LEVEL_KEYS)[number], 'sinks'>): number =>
-    section[key] === undefined ? defaults[key] : positiveInteger(section[key], `${path}.${key}`);
+  type IntegerKey = Exclude<(typeof TOP_LEVEL_KEYS)[number], 'sinks'>;
+  const integer = (key: IntegerKey, fallback: number = defaults[key]): number =>
+    section[key] === undefined ? fallback : positiveInteger(section[key], `${path}.${key}`);
+  const requestTimeoutMillis = integer('requestTimeoutMillis');
+  const retryCapMillis = integer('retryCapMillis');
   const config: AlertsConfig = {
     sinks: parseSinks(section.sinks, `${path}.sinks`),
     pollIntervalMillis: integer('pollIntervalMillis'),
     batchSize: integer('batchSize'),
     concurrency: integer('concurrency'),
-    requestTimeoutMillis: integer('requestTimeoutMillis'),
+    requestTimeoutMillis,
+    // The defaults of these two follow the field they are bounded by when that one is set past them,
+    // so raising the request timeout or lowering the cap alone stays a valid configuration.
+    lateRequestTimeoutMillis: integer(
+      'lateRequestTimeoutMillis',
+      Math.max(defaults.lateRequestTimeoutMillis, requestTimeoutMillis),
+    ),
     retryBaseMillis: integer('retryBaseMillis'),
-    retryCapMillis: integer('retryCapMillis'),
+    retryCapMillis,
+    criticalRetryCapMillis: integer(
+      'criticalRetryCapMillis',
+      Math.min(defaults.criticalRetryCapMillis, retryCapMillis),
+    ),
   };
-  if (config.retryCapMillis < config.retryBaseMillis) {
-    throw fail(
-      ALERTS_CONFIG_INVALID_VALUE,
-      `${path}.retryCapMillis must be at least ${path}.retryBaseMillis (${config.retryBaseMillis}), received ${config.retryCapMillis}`,
-    );
-  }
+  bounded(config, 'retryCapMillis', 'at least', 'retryBaseMillis', path);
+  bounded(config, 'criticalRetryCapMillis', 'at most', 'retryCapMillis', path);
+  bounded(config, 'lateRequestTimeoutMillis', 'at least', 'requestTimeoutMillis', path);
   return deepFreeze(config);
+}
+
+/** Refuses a config whose `field` is not `relation` its `bound` field. */
+function bounded(
+  config: AlertsConfig,
+  field: 'retryCapMillis' | 'criticalRetryCapMillis' | 'lateRequestTimeoutMillis',
+  relation: 'at least' | 'at most',
+  bound: 'retryBaseMillis' | 'retryCapMillis' | 'requestTimeoutMillis',
+  path: string,
+): void {
+  const holds = relation === 'at least' ? config[field] >= config[bound] : config[field] <= config[bound];
+  if (holds) return;
+  throw fail(
+    ALERTS_CONFIG_INVALID_VALUE,
+    `${path}.${field} must be ${relation} ${path}.${bound} (${config[bound]}), received ${config[field]}`,
+  );
 }
 
 function parseSinks(value: unknown, path: string): SinkConfig[] {

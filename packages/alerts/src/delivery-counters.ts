@@ -1,10 +1,12 @@
 /**
  * Outcomes counted per sink, a closed list (Prometheus label values):
  * - `delivered`: the sink accepted an outbox entry (2xx);
- * - `retried`: an attempt failed and the entry was rescheduled;
+ * - `retried`: an attempt failed and the entry was rescheduled (a late request counts once it
+ *   ends: delivered if the sink answered 2xx after all, retried if it failed or was aborted);
  * - `abandoned`: the sink refused the entry for good, or it could not be sent at all (its sink was
  *   removed from the config, its trigger was never delivered, its incident was retracted first);
- * - `deferred`: a resolve waited because its trigger to the same sink is still pending;
+ * - `deferred`: not sent yet: a resolve whose trigger to the same sink is still pending, or an
+ *   entry for a sink that already has `concurrency` late requests open;
  * - `refreshed` / `refresh_failed`: Alertmanager re-sends of open incidents (best effort, per alert).
  */
 export const DELIVERY_OUTCOMES = [

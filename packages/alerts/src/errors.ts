@@ -31,7 +31,7 @@ export const ALERTS_CONFIG_INVALID_VALUE = defineError(
   'KS_ALERTS_CONFIG_INVALID_VALUE',
   400,
   false,
-  'Right type, wrong value: a sink `type` other than alertmanager/pagerduty/slack/webhook, a `url` that is not an http(s) URL, a `minSeverity` other than critical/high/warning, a routing key that is not 32 characters, a header name or value HTTP cannot carry, a sink name with characters other than letters, digits, `_`, `-`, `.`, a duration or count that is not a positive integer, `retryCapMillis` below `retryBaseMillis`.',
+  'Right type, wrong value: a sink `type` other than alertmanager/pagerduty/slack/webhook, a `url` that is not an http(s) URL, a `minSeverity` other than critical/high/warning, a routing key that is not 32 characters, a header name or value HTTP cannot carry, a sink name with characters other than letters, digits, `_`, `-`, `.`, a duration or count that is not a positive integer, `retryCapMillis` below `retryBaseMillis`, `criticalRetryCapMillis` above `retryCapMillis`, `lateRequestTimeoutMillis` below `requestTimeoutMillis`.',
 );
 
 export const ALERTS_CONFIG_DUPLICATE_NAME = defineError(

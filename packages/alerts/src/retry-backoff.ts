@@ -1,21 +1,37 @@
+import type { Severity } from '@keyscope/detector';
+
+/** The base and cap of one page's backoff (see `backoffOf`). */
+export interface Backoff {
+  retryBaseMillis: number;
+  retryCapMillis: number;
+}
+
 /**
  * Exponential backoff with full jitter: the wait before retry n (n = failures so far, from 0) is
  * uniform in [0, min(cap, base × 2^n)]. The jitter spreads the retries of many entries that failed
  * together (a sink that was down) instead of sending them back in one burst when it returns.
  */
-export function retryDelayMillis(
-  failures: number,
-  options: { retryBaseMillis: number; retryCapMillis: number },
-  random: () => number,
-): number {
+export function retryDelayMillis(failures: number, options: Backoff, random: () => number): number {
   return Math.floor(random() * retryCeilingMillis(failures, options));
 }
 
+/**
+ * The backoff of an incident's page: critical pages wait at most `criticalRetryCapMillis` between
+ * attempts, so one reaches a sink back from an outage of any length within that; the others keep
+ * the longer `retryCapMillis`, sparing a sink that is down the traffic of lesser pages.
+ */
+export function backoffOf(
+  severity: Severity,
+  config: { retryBaseMillis: number; retryCapMillis: number; criticalRetryCapMillis: number },
+): Backoff {
+  return {
+    retryBaseMillis: config.retryBaseMillis,
+    retryCapMillis: severity === 'critical' ? config.criticalRetryCapMillis : config.retryCapMillis,
+  };
+}
+
 /** The longest `retryDelayMillis` can wait after `failures` failures. */
-export function retryCeilingMillis(
-  failures: number,
-  options: { retryBaseMillis: number; retryCapMillis: number },
-): number {
+export function retryCeilingMillis(failures: number, options: Backoff): number {
   return Math.min(options.retryCapMillis, options.retryBaseMillis * 2 ** Math.max(0, failures));
 }
 

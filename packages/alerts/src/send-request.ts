@@ -13,8 +13,11 @@ export type SendResult =
 
 export interface SendOptions {
   fetch: typeof fetch;
+  /** The whole exchange, body included, is aborted after this long. */
   timeoutMillis: number;
   nowUnixMillis: () => number;
+  /** Aborts the exchange before its timeout (the alerter stopping). */
+  signal?: AbortSignal;
 }
 
 /** Keeps a recorded error readable: sinks answer with whole HTML pages. */
@@ -27,7 +30,8 @@ export async function sendRequest(request: SinkRequest, options: SendOptions): P
   let response: Response;
   // One signal for the whole exchange, body included: a sink that sends headers and then stalls
   // must not hold the delivery pass.
-  const signal = AbortSignal.timeout(options.timeoutMillis);
+  const timeout = AbortSignal.timeout(options.timeoutMillis);
+  const signal = options.signal === undefined ? timeout : AbortSignal.any([timeout, options.signal]);
   try {
     response = await options.fetch(request.url, {
       method: 'POST',
@@ -37,13 +41,13 @@ export async function sendRequest(request: SinkRequest, options: SendOptions): P
       signal,
     });
   } catch (error) {
-    return { outcome: 'retry', error: describeFailure(error, options.timeoutMillis), retryAfterMillis: null };
+    return { outcome: 'retry', error: describeFailure(error, options), retryAfterMillis: null };
   }
   let text: string;
   try {
     text = await response.text();
   } catch (error) {
-    return { outcome: 'retry', error: describeFailure(error, options.timeoutMillis), retryAfterMillis: null };
+    return { outcome: 'retry', error: describeFailure(error, options), retryAfterMillis: null };
   }
   const status = response.status;
   if (status >= 200 && status < 300) return { outcome: 'delivered', status };
@@ -65,9 +69,10 @@ export async function sendRequest(request: SinkRequest, options: SendOptions): P
   return { outcome: 'abandon', error };
 }
 
-function describeFailure(error: unknown, timeoutMillis: number): string {
+function describeFailure(error: unknown, options: SendOptions): string {
+  if (options.signal?.aborted === true) return 'aborted before the sink answered: keyscope is stopping';
   const name = (error as { name?: unknown } | null)?.name;
-  if (name === 'TimeoutError' || name === 'AbortError') return `no answer within ${timeoutMillis} ms`;
+  if (name === 'TimeoutError' || name === 'AbortError') return `no answer within ${options.timeoutMillis} ms`;
   // undici reports "fetch failed" and puts the socket error (ECONNREFUSED, ECONNRESET…) in `cause`.
   const parts = [error instanceof Error ? error.message : String(error)];
   const cause = (error as { cause?: { code?: unknown; message?: unknown } } | null)?.cause;

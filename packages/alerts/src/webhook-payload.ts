@@ -1,5 +1,5 @@
 import type { Incident } from '@keyscope/detector';
-import { type AlertAction, dedupKeyOf, incidentUrl } from './alert-event.ts';
+import { type AlertAction, incidentUrl } from './alert-event.ts';
 import type { WebhookSinkConfig } from './alerts-config.ts';
 import { JSON_HEADERS, type PayloadContext, type SinkRequest } from './sink-request.ts';
 
@@ -13,16 +13,14 @@ export interface WebhookBody {
 }
 
 /**
- * Delivery is at least once (a timeout after the receiver acted is retried), so every request
- * carries an `idempotency-key` header, stable across retries, for the receiver to deduplicate by
- * (the outbox's dedup key: a reopened incident's new page has a key of its own).
+ * The configured headers and the body; `buildRequest` adds the `idempotency-key` every delivery
+ * carries.
  */
 export function webhookRequest(
   sink: WebhookSinkConfig,
   action: AlertAction,
   incident: Incident,
   context: PayloadContext,
-  page = 1,
 ): SinkRequest {
   const body: WebhookBody = {
     event: action === 'trigger' ? 'incident.opened' : 'incident.resolved',
@@ -31,7 +29,7 @@ export function webhookRequest(
   };
   return {
     url: sink.url,
-    headers: { ...sink.headers, ...JSON_HEADERS, 'idempotency-key': dedupKeyOf(incident.id, action, page) },
+    headers: { ...sink.headers, ...JSON_HEADERS },
     body,
   };
 }

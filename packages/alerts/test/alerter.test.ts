@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Attempt } from '@keyscope/attempts';
 import type { Incident } from '@keyscope/detector';
 import { KeyscopeStore } from '@keyscope/store';
 import { server } from '@keyscope/testkit';
@@ -91,8 +92,20 @@ describe('enqueueing', () => {
     pipeline.ingest(duplicate('k3', 120));
     expect(alerts.incidentsChanged([incident, incident])).toBe(0);
 
-    expect(await alerts.deliverDue()).toEqual({ delivered: 2, retried: 0, abandoned: 0, deferred: 0 });
-    expect(await alerts.deliverDue()).toEqual({ delivered: 0, retried: 0, abandoned: 0, deferred: 0 });
+    expect(await alerts.deliverDue()).toEqual({
+      delivered: 2,
+      retried: 0,
+      abandoned: 0,
+      deferred: 0,
+      late: 0,
+    });
+    expect(await alerts.deliverDue()).toEqual({
+      delivered: 0,
+      retried: 0,
+      abandoned: 0,
+      deferred: 0,
+      late: 0,
+    });
     expect(hook.accepted()).toHaveLength(1);
     expect(slack.accepted()).toHaveLength(1);
     expect(store.alertsOfIncident(incident.id).map((row) => [row.sink, row.dedupKey, row.delivered])).toEqual(
@@ -420,8 +433,203 @@ describe('trigger and resolve', () => {
     pipeline.ingest(duplicate('k1', 20));
     pipeline.ingest([], nodeADown());
     const second = onlyIncident(pipeline.tick(60).incidents);
-    expect(await alerts.deliverDue()).toEqual({ delivered: 1, retried: 0, abandoned: 2, deferred: 0 });
+    expect(await alerts.deliverDue()).toEqual({
+      delivered: 1,
+      retried: 0,
+      abandoned: 2,
+      deferred: 0,
+      late: 0,
+    });
     expect(idempotencyKeys(hook)).toEqual([`${second.id}:trigger`]);
+  });
+});
+
+describe('critical pages after an outage', () => {
+  const POLL_MILLIS = 1_000;
+
+  /**
+   * A webhook that answers 503 for `outageMillis`, then 202, and the delivery loop's passes every
+   * second on a fake clock, with the jitter drawn from `draws` (0.999 once they run out: the
+   * longest waits). Returns how long after the target came back the page was delivered, and the
+   * requests the target saw.
+   */
+  async function pageAfterOutage(options: {
+    outageMillis: number;
+    draws?: number[];
+    attempts?: Attempt[];
+  }): Promise<{ afterBackMillis: number; requests: number }> {
+    const draws = [...(options.draws ?? [])];
+    const outageStore = new KeyscopeStore({ path: ':memory:' });
+    let clock = T0;
+    const backUnixMillis = T0 + options.outageMillis;
+    const hook = await receiver(() => (clock < backUnixMillis ? { status: 503 } : { status: 202 }));
+    const alerts = createAlerter({
+      store: outageStore,
+      config: parseAlertsConfig({
+        sinks: [{ type: 'webhook', url: hook.url, minSeverity: 'warning' }],
+        pollIntervalMillis: POLL_MILLIS,
+      }),
+      publicUrl: PUBLIC_URL,
+      now: () => clock,
+      random: () => draws.shift() ?? 0.999,
+    });
+    try {
+      createPipeline(outageStore, alerts).ingest(options.attempts ?? duplicate('k1'));
+      for (let pass = 0; pass < 2_000; pass++) {
+        if ((await alerts.deliverDue()).delivered === 1) {
+          return { afterBackMillis: clock - backUnixMillis, requests: hook.requests.length };
+        }
+        clock += POLL_MILLIS;
+      }
+      throw new Error('the page was not delivered within 2,000 passes');
+    } finally {
+      await alerts.stop();
+      outageStore.close();
+    }
+  }
+
+  it('pages a critical incident within 30 s of its webhook coming back from a 45 s outage', async () => {
+    // Full jitter draws that leave the last failed attempt at 44 s, just before the target is back:
+    // with a backoff doubling up to 5 minutes the next one could be a minute away.
+    const { afterBackMillis } = await pageAfterOutage({
+      outageMillis: 45_000,
+      draws: [0.999, 0.999, 0.999, 0.999, 0.999, 0.4],
+    });
+    expect(afterBackMillis).toBeGreaterThanOrEqual(0);
+    expect(afterBackMillis).toBeLessThanOrEqual(30_000);
+  });
+
+  it('pages a critical incident within criticalRetryCapMillis and a poll of its target coming back, however long it was down', async () => {
+    const worst = { outageMillis: 0, afterBackMillis: 0 };
+    for (const outageMillis of [5_000, 20_000, 45_000, 64_000, 100_000, 130_000, 250_000]) {
+      const { afterBackMillis } = await pageAfterOutage({ outageMillis });
+      if (afterBackMillis > worst.afterBackMillis) Object.assign(worst, { outageMillis, afterBackMillis });
+    }
+    // 15 s (the default critical cap) plus the poll that notices the entry is due.
+    expect(worst.afterBackMillis).toBeLessThanOrEqual(15_000 + POLL_MILLIS);
+  });
+
+  it('lets pages below critical back off further, sparing a target that is down', async () => {
+    // A scope violation is a warning (the sink pages warnings too).
+    const config = parseAlertsConfig({ sinks: [{ type: 'webhook', url: 'http://127.0.0.1:9/hook' }] });
+    expect(config.criticalRetryCapMillis).toBe(15_000);
+    expect(config.retryCapMillis).toBe(300_000);
+    const critical = await pageAfterOutage({ outageMillis: 600_000 });
+    const warning = await pageAfterOutage({ outageMillis: 600_000, attempts: scopeViolation('k1') });
+    expect(warning.requests).toBeLessThan(critical.requests);
+  });
+
+  it('honours a Retry-After only up to the critical cap', async () => {
+    const hook = await receiver(failingFirst({ status: 503, headers: { 'retry-after': '3600' } }));
+    const alerts = alerter([{ type: 'webhook', url: hook.url }], { criticalRetryCapMillis: 10_000 });
+    createPipeline(store, alerts).ingest(duplicate('k1'));
+    expect(await alerts.deliverDue()).toMatchObject({ retried: 1 });
+    now += 9_999;
+    expect(await alerts.deliverDue()).toMatchObject({ delivered: 0 });
+    now += 1;
+    expect(await alerts.deliverDue()).toMatchObject({ delivered: 1 });
+  });
+});
+
+describe('slow sinks', () => {
+  /** Passes on the fake clock, a minute apart, every 50 ms of real time until `done` (at most `maxPasses`). */
+  async function passUntil(alerts: Alerter, done: () => boolean, maxPasses = 100): Promise<void> {
+    for (let i = 0; i < maxPasses && !done(); i++) {
+      now += 60_000;
+      await alerts.deliverDue();
+      await sleep(50);
+    }
+  }
+
+  it('does not send a page again while a webhook slower than the request timeout is still answering', async () => {
+    const hook = await receiver((index) =>
+      index === 0 ? { status: 202, afterMillis: 600 } : { status: 202 },
+    );
+    const alerts = alerter([{ type: 'webhook', url: hook.url }], { requestTimeoutMillis: 100 });
+    const incident = onlyIncident(createPipeline(store, alerts).ingest(duplicate('k1')).incidents);
+
+    expect(await alerts.deliverDue()).toMatchObject({ late: 1, retried: 0 });
+    // Passes go on (the entry's backoff would long be over) while the first request is open.
+    await passUntil(alerts, () => hook.requests[0]?.closedUnixMillis !== undefined);
+    expect(hook.requests.map((r) => r.answer)).toEqual([202]);
+    await sleep(50);
+    await passUntil(alerts, () => false, 5);
+
+    expect(hook.requests).toHaveLength(1);
+    expect(hook.requests[0]!.headers['idempotency-key']).toBe(`${incident.id}:trigger`);
+    expect(store.pendingAlerts()).toBe(0);
+    expect(store.alertsOfIncident(incident.id)).toMatchObject([{ delivered: true, lastError: null }]);
+    expect(alerts.snapshot().webhook).toMatchObject({ delivered: 1, retried: 0 });
+  });
+
+  it('sends the page again with the same Idempotency-Key only after a request past lateRequestTimeoutMillis was aborted', async () => {
+    const slack = await receiver((index) =>
+      index === 0 ? { status: 200, afterMillis: 60_000 } : { status: 200, body: 'ok' },
+    );
+    const alerts = alerter([{ type: 'slack', url: slack.url }], {
+      requestTimeoutMillis: 100,
+      lateRequestTimeoutMillis: 400,
+    });
+    const incident = onlyIncident(createPipeline(store, alerts).ingest(duplicate('k1')).incidents);
+
+    expect(await alerts.deliverDue()).toMatchObject({ late: 1 });
+    await passUntil(alerts, () => slack.accepted().length > 0);
+
+    const [first, second] = slack.requests;
+    expect(slack.requests).toHaveLength(2);
+    expect(first!.answer).toBe('none');
+    expect(first!.closedUnixMillis).toBeLessThanOrEqual(second!.arrivedUnixMillis);
+    expect(slack.requests.map((r) => r.headers['idempotency-key'])).toEqual([
+      `${incident.id}:trigger`,
+      `${incident.id}:trigger`,
+    ]);
+    expect(alerts.snapshot().slack).toMatchObject({ delivered: 1, retried: 1 });
+  });
+
+  it('holds at most `concurrency` late requests open to one sink and defers its other pages', async () => {
+    const hook = await receiver(() => ({ status: 202, afterMillis: 400 }));
+    const alerts = alerter([{ type: 'webhook', url: hook.url }], {
+      requestTimeoutMillis: 100,
+      concurrency: 2,
+    });
+    const pipeline = createPipeline(store, alerts);
+    for (const hour of [0, 1, 2, 3]) pipeline.ingest(duplicate(`k${hour}`, hour * 3600));
+    expect(store.pendingAlerts()).toBe(4);
+
+    expect(await alerts.deliverDue()).toMatchObject({ late: 2, deferred: 2 });
+    await sleep(100);
+    expect(hook.requests).toHaveLength(2);
+    await passUntil(alerts, () => store.pendingAlerts() === 0);
+
+    expect(hook.accepted()).toHaveLength(4);
+    expect(new Set(idempotencyKeys(hook)).size).toBe(4);
+    const open = (at: number) =>
+      hook.requests.filter((r) => r.arrivedUnixMillis <= at && (r.closedUnixMillis ?? Infinity) > at).length;
+    expect(Math.max(...hook.requests.map((r) => open(r.arrivedUnixMillis)))).toBeLessThanOrEqual(2);
+  });
+
+  it('aborts the late requests on stop and leaves their pages for the next start, with the same key', async () => {
+    const silent = await receiver(() => ({ status: 202, afterMillis: 60_000 }));
+    const before = alerter([{ type: 'webhook', url: silent.url }], { requestTimeoutMillis: 100 });
+    const incident = onlyIncident(createPipeline(store, before).ingest(duplicate('k1')).incidents);
+    expect(await before.deliverDue()).toMatchObject({ late: 1 });
+
+    const stopping = Date.now();
+    await before.stop();
+    expect(Date.now() - stopping).toBeLessThan(5_000);
+    // The receiver sees the connection close a moment after the client dropped it.
+    for (let i = 0; i < 100 && silent.requests[0]!.closedUnixMillis === undefined; i++) await sleep(10);
+    expect(silent.requests[0]!.closedUnixMillis).toBeDefined();
+    expect(store.alertsOfIncident(incident.id)).toMatchObject([
+      { delivered: false, lastError: expect.stringContaining('keyscope is stopping') },
+    ]);
+    expect(before.snapshot().webhook).toMatchObject({ retried: 1, delivered: 0 });
+
+    const back = await receiver();
+    const after = alerter([{ type: 'webhook', url: back.url }]);
+    now += 60_000;
+    expect(await after.deliverDue()).toMatchObject({ delivered: 1 });
+    expect(idempotencyKeys(back)).toEqual([`${incident.id}:trigger`]);
   });
 });
 

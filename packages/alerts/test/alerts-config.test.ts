@@ -137,6 +137,36 @@ describe('parseAlertsConfig', () => {
       expect(refusal(value).code, JSON.stringify(value)).toBe('KS_ALERTS_CONFIG_INVALID_VALUE');
   });
 
+  it('bounds critical retries and late requests by default, following the fields they are bounded by', () => {
+    expect(parseAlertsConfig({})).toMatchObject({
+      requestTimeoutMillis: 10_000,
+      lateRequestTimeoutMillis: 60_000,
+      retryCapMillis: 300_000,
+      criticalRetryCapMillis: 15_000,
+    });
+    // Lowering the cap or raising the request timeout alone stays valid: the defaults follow.
+    expect(parseAlertsConfig({ retryCapMillis: 5_000 }).criticalRetryCapMillis).toBe(5_000);
+    expect(parseAlertsConfig({ requestTimeoutMillis: 90_000 }).lateRequestTimeoutMillis).toBe(90_000);
+    expect(
+      parseAlertsConfig({ criticalRetryCapMillis: 20_000, lateRequestTimeoutMillis: 10_000 }),
+    ).toMatchObject({ criticalRetryCapMillis: 20_000, lateRequestTimeoutMillis: 10_000 });
+  });
+
+  it('refuses a critical cap above the cap and a late-request timeout below the request timeout', () => {
+    expect(refusal({ criticalRetryCapMillis: 400_000 })).toEqual({
+      code: 'KS_ALERTS_CONFIG_INVALID_VALUE',
+      message:
+        'alerts.criticalRetryCapMillis must be at most alerts.retryCapMillis (300000), received 400000',
+    });
+    expect(refusal({ requestTimeoutMillis: 5_000, lateRequestTimeoutMillis: 4_000 })).toEqual({
+      code: 'KS_ALERTS_CONFIG_INVALID_VALUE',
+      message:
+        'alerts.lateRequestTimeoutMillis must be at least alerts.requestTimeoutMillis (5000), received 4000',
+    });
+    expect(refusal({ criticalRetryCapMillis: 0 }).code).toBe('KS_ALERTS_CONFIG_INVALID_VALUE');
+    expect(refusal({ lateRequestTimeoutMillis: '60s' }).code).toBe('KS_ALERTS_CONFIG_WRONG_TYPE');
+  });
+
   it('refuses two sinks with one name, so two sinks of a type need names', () => {
     const slack = { type: 'slack', url: 'https://hooks.slack.com/x' };
     expect(refusal({ sinks: [slack, slack] })).toEqual({

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseRetryAfter, retryCeilingMillis, retryDelayMillis } from '../src/retry-backoff.ts';
+import { backoffOf, parseRetryAfter, retryCeilingMillis, retryDelayMillis } from '../src/retry-backoff.ts';
 
 const OPTIONS = { retryBaseMillis: 1_000, retryCapMillis: 30_000 };
 
@@ -14,6 +14,18 @@ describe('retry backoff', () => {
     expect(retryDelayMillis(3, OPTIONS, () => 0)).toBe(0);
     expect(retryDelayMillis(3, OPTIONS, () => 0.25)).toBe(2_000);
     expect(retryDelayMillis(3, OPTIONS, () => 0.9999)).toBeLessThan(8_000);
+  });
+});
+
+describe('backoffOf', () => {
+  const config = { retryBaseMillis: 1_000, retryCapMillis: 300_000, criticalRetryCapMillis: 15_000 };
+
+  it('caps a critical page’s waits at the critical cap and the others’ at the cap', () => {
+    const ceilings = (severity: 'critical' | 'high' | 'warning') =>
+      [0, 3, 4, 5, 9, 40].map((n) => retryCeilingMillis(n, backoffOf(severity, config)));
+    expect(ceilings('critical')).toEqual([1_000, 8_000, 15_000, 15_000, 15_000, 15_000]);
+    expect(ceilings('high')).toEqual([1_000, 8_000, 16_000, 32_000, 300_000, 300_000]);
+    expect(ceilings('warning')).toEqual(ceilings('high'));
   });
 });
 

@@ -73,6 +73,22 @@ describe('sendRequest', () => {
     });
   });
 
+  it('ends the exchange when its signal aborts, saying keyscope is stopping', async () => {
+    receiver = await startReceiver(() => ({ status: 202, afterMillis: 60_000 }));
+    const abort = new AbortController();
+    const sending = sendRequest(
+      { url: receiver.url, headers: {}, body: {} },
+      { ...OPTIONS, timeoutMillis: 60_000, signal: abort.signal },
+    );
+    for (let i = 0; i < 100 && receiver.requests.length === 0; i++) await sleep(10);
+    abort.abort();
+    expect(await sending).toEqual({
+      outcome: 'retry',
+      error: 'aborted before the sink answered: keyscope is stopping',
+      retryAfterMillis: null,
+    });
+  });
+
   it('gives up on a sink that does not answer within the timeout and retries later', async () => {
     const silent = createServer(() => {});
     await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
@@ -91,3 +107,7 @@ describe('sendRequest', () => {
     }
   });
 });
+
+function sleep(millis: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, millis));
+}

@@ -51,6 +51,8 @@ describe('Slack incoming-webhook messages', () => {
         text: { type: 'plain_text', text: `[CRITICAL] ${incident!.title}` },
       });
       expect(message.blocks.some((b) => b.text?.text.includes(`<${url}|`))).toBe(true);
+      // Slack does not deduplicate; the header lets a relay in front of it.
+      expect(receiver.requests[0]!.headers['idempotency-key']).toBe(`${incident!.id}:trigger`);
       expect(mrkdwnTexts(message).join('\n')).toContain(incident!.advice.slice(0, 40));
     } finally {
       await alerter.stop();

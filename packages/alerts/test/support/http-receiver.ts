@@ -6,12 +6,24 @@ export interface ReceivedRequest {
   path: string;
   headers: IncomingMessage['headers'];
   body: unknown;
-  /** What the receiver answered: a status, or 'reset' when it dropped the connection. */
-  answer: number | 'reset';
+  /**
+   * What the receiver answered: a status, 'reset' when it dropped the connection, 'none' while a
+   * delayed answer is pending (and for good if the client hung up first).
+   */
+  answer: number | 'reset' | 'none';
+  /** When the request's body had arrived (Date.now). */
+  arrivedUnixMillis: number;
+  /** When the exchange ended, answered or cut by either side (Date.now); undefined while open. */
+  closedUnixMillis?: number;
 }
 
-/** How the receiver answers its n-th request (from 0): a status with headers, or a dropped connection. */
-export type Answer = { status: number; headers?: Record<string, string>; body?: string } | 'reset';
+/**
+ * How the receiver answers its n-th request (from 0): a status with headers, `afterMillis` after
+ * the request arrived (at once by default), or a dropped connection.
+ */
+export type Answer =
+  | { status: number; headers?: Record<string, string>; body?: string; afterMillis?: number }
+  | 'reset';
 
 export interface HttpReceiver {
   url: string;
@@ -33,19 +45,31 @@ export async function startReceiver(
     request.on('end', () => {
       const answer = plan(requests.length);
       const text = Buffer.concat(chunks).toString('utf8');
-      requests.push({
+      const received: ReceivedRequest = {
         method: request.method ?? '',
         path: request.url ?? '',
         headers: request.headers,
         body: text === '' ? undefined : JSON.parse(text),
-        answer: answer === 'reset' ? 'reset' : answer.status,
-      });
+        answer: answer === 'reset' ? 'reset' : answer.afterMillis === undefined ? answer.status : 'none',
+        arrivedUnixMillis: Date.now(),
+      };
+      requests.push(received);
       if (answer === 'reset') {
+        received.closedUnixMillis = Date.now();
         request.socket.destroy();
         return;
       }
-      response.writeHead(answer.status, answer.headers);
-      response.end(answer.body ?? '');
+      const reply = () => {
+        received.answer = answer.status;
+        response.writeHead(answer.status, answer.headers);
+        response.end(answer.body ?? '');
+      };
+      const timer = answer.afterMillis === undefined ? undefined : setTimeout(reply, answer.afterMillis);
+      response.on('close', () => {
+        clearTimeout(timer);
+        received.closedUnixMillis = Date.now();
+      });
+      if (timer === undefined) reply();
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
