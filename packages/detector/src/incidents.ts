@@ -209,6 +209,32 @@ export class IncidentBook {
   }
 }
 
+/**
+ * The incident as some of its findings alone tell it: keys, stores, nodes, first and last finding,
+ * title and advice from `members` only; id, class, status, routing event (and whatever else `T`
+ * carries, such as who acknowledged it) stay the incident's. This is a tenant's view of an
+ * incident that also holds other tenants' keys — one failover is one incident for on-call, and
+ * each tenant sees only its own part of it. `members` must not be empty.
+ */
+export function incidentOfMembers<T extends Incident>(incident: T, members: readonly Finding[]): T {
+  if (members.length === 0) throw new RangeError('an incident view needs at least one finding');
+  const tally = new IncidentTally();
+  const facts = members.map((finding): [Finding, FindingFacts] => [finding, factsOf(finding)]);
+  for (const [finding, fact] of facts) tally.add(finding, fact);
+  const summary = tally.summary(() => facts);
+  const view: T = {
+    ...incident,
+    keys: members.length,
+    stores: summary.stores,
+    nodes: summary.nodes,
+    openedUnixMillis: summary.openedUnixMillis,
+    lastFindingUnixMillis: summary.lastFindingUnixMillis,
+    advice: adviceFor(incident.class, summary.facts),
+  };
+  view.title = titleOf(view);
+  return view;
+}
+
 function* membersOf(entry: IncidentEntry): Generator<[Finding, FindingFacts]> {
   for (const [id, finding] of entry.members) yield [finding, entry.facts.get(id)!];
 }

@@ -19,7 +19,7 @@ export {
   SEVERITY,
   type Severity,
 } from './finding.ts';
-export type { Incident, IncidentStatus } from './incidents.ts';
+export { type Incident, type IncidentStatus, incidentOfMembers } from './incidents.ts';
 export type { RoutingEvent, RoutingEventType } from './routing-event.ts';
 export {
   covers,

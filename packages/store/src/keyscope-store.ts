@@ -32,7 +32,7 @@ export interface FindingFilter {
   key?: string;
   sinceUnixMillis?: number;
   untilUnixMillis?: number;
-  /** Only findings that involve this tenant (a tenant-scoped token). */
+  /** Only this tenant's findings: every tenant in their evidence is this one (a tenant-scoped token). */
   tenant?: string;
 }
 
@@ -530,9 +530,12 @@ export class KeyscopeStore {
   }
 }
 
-const TENANT_OF_FINDING = 'EXISTS (SELECT 1 FROM json_each(findings.tenants) WHERE value = ?)';
-const TENANT_OF_INCIDENT =
-  'EXISTS (SELECT 1 FROM findings f, json_each(f.tenants) t WHERE f.incident_id = incidents.id AND t.value = ?)';
+// A tenant's findings are those whose evidence is that tenant's alone: a key collision (two
+// tenants by nature) or any finding of a key two tenants share carries the other's attempts, so
+// only unscoped tokens see it. A tenant sees an incident that holds at least one of its findings.
+const TENANT_OF_FINDING =
+  "(json_array_length(findings.tenants) = 1 AND json_extract(findings.tenants, '$[0]') = ?)";
+const TENANT_OF_INCIDENT = `EXISTS (SELECT 1 FROM findings WHERE findings.incident_id = incidents.id AND ${TENANT_OF_FINDING})`;
 const INCIDENT_COLUMNS = 'status, acknowledged_ms, acknowledged_by, resolved_manually_ms, resolved_by';
 
 interface IncidentRow {

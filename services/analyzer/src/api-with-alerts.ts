@@ -37,6 +37,8 @@ export async function startApiWithAlerts(options: ApiWithAlertsOptions): Promise
     detector: options.detector as () => Detector,
     tokens: config.api.tokens,
     traceLinkTemplate: config.api.traceLinkTemplate,
+    listenHost: config.api.host,
+    publicUrl: config.api.publicUrl,
     metrics: options.metrics,
     ready: options.ready,
     now,

@@ -1,13 +1,25 @@
 import type { Detector } from '@keyscope/detector';
 import { FINDING_CLASSES } from '@keyscope/detector';
-import { isKeyscopeError, KeyscopeError } from '@keyscope/errors';
+import { KeyscopeError } from '@keyscope/errors';
 import type { KeyscopeStore } from '@keyscope/store';
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import { webRoutes } from '../web/web-routes.ts';
-import { API_BAD_PARAMETER, API_NOT_FOUND } from './api-errors.ts';
+import { API_BAD_PARAMETER, API_FORBIDDEN, API_NOT_FOUND } from './api-errors.ts';
 import { type ApiToken, createAuthenticator, type Principal, requireAdmin } from './auth.ts';
+import { createCrossSiteGuard } from './cross-site.ts';
+import {
+  API_BODY_LIMIT_BYTES,
+  clientErrorHandler,
+  ECHO_MAX_CHARS,
+  excerpt,
+  frameworkErrors,
+  installErrorReplies,
+  PATH_PARAMETER_MAX_CHARS,
+} from './error-handler.ts';
+import { acceptJsonBodies } from './json-body.ts';
 import { buildOpenApi, type RouteDoc } from './openapi.ts';
 import { presentAttempt, presentFinding, presentIncident } from './present.ts';
+import { incidentForList, incidentPart, tenantOwnsIncident } from './tenant-view.ts';
 
 export interface ApiDependencies {
   store: KeyscopeStore;
@@ -23,6 +35,10 @@ export interface ApiDependencies {
   incidentUpdated?: (id: string) => void;
   /** `api.traceLinkTemplate`, for the web page. */
   traceLinkTemplate?: string;
+  /** `api.host`; without tokens, requests must be addressed to it or to a loopback name (cross-site.ts). */
+  listenHost?: string;
+  /** `api.publicUrl`; without tokens, its host and origin are allowed too. */
+  publicUrl?: string;
 }
 
 declare module 'fastify' {
@@ -34,6 +50,8 @@ declare module 'fastify' {
 const LIMIT = { type: 'integer', minimum: 1, maximum: 500, default: 50 } as const;
 const TIME = { type: 'string', format: 'date-time' } as const;
 const CLASS = { type: 'string', enum: FINDING_CLASSES } as const;
+// Cursors the API issues are a few dozen characters; a longer one is refused before it is read.
+const CURSOR = { type: 'string', maxLength: ECHO_MAX_CHARS } as const;
 const ERROR_BODY = {
   type: 'object',
   properties: {
@@ -44,37 +62,33 @@ const ERROR_BODY = {
 /**
  * The HTTP API of DESIGN.md's "Contracts": findings, incidents (ack/resolve), key lookup, scope
  * report, health and metrics, and the OpenAPI document at /docs. Every input is validated by its
- * JSON schema; every refusal is `{ error: { code, message } }` with the code's status.
+ * JSON schema; every refusal, fastify's own included, is `{ error: { code, message } }` with the
+ * code's status (error-handler.ts). Without tokens it refuses cross-site use (cross-site.ts); a
+ * tenant-scoped token sees and acts on its own tenant's part only (tenant-view.ts).
  */
 export function createApiServer(deps: ApiDependencies): FastifyInstance {
   const app = Fastify({
     logger: false,
     ajv: { customOptions: { removeAdditional: false, coerceTypes: true } },
+    bodyLimit: API_BODY_LIMIT_BYTES,
+    routerOptions: { maxParamLength: PATH_PARAMETER_MAX_CHARS },
+    frameworkErrors,
+    clientErrorHandler,
   });
   const authenticate = createAuthenticator(deps.tokens);
   const now = deps.now ?? Date.now;
   const docs: RouteDoc[] = [];
 
   app.decorateRequest('principal', null as unknown as Principal);
-  app.setErrorHandler((error: Error, _request, reply) => {
-    if (isKeyscopeError(error)) {
-      return reply.status(error.httpStatus).send({ error: { code: error.code, message: error.message } });
-    }
-    const validation = (error as { validation?: unknown }).validation;
-    if (validation !== undefined) {
-      return reply.status(400).send({ error: { code: API_BAD_PARAMETER.code, message: error.message } });
-    }
-    const status = (error as { statusCode?: number }).statusCode ?? 500;
-    if (status < 500)
-      return reply.status(status).send({ error: { code: 'KS_API_REQUEST', message: error.message } });
-    app.log.error(error);
-    return reply.status(500).send({ error: { code: 'KS_API_INTERNAL', message: 'internal error' } });
-  });
-  app.setNotFoundHandler((request, reply) =>
-    reply
-      .status(404)
-      .send({ error: { code: API_NOT_FOUND.code, message: `no route ${request.method} ${request.url}` } }),
-  );
+  installErrorReplies(app);
+  acceptJsonBodies(app);
+  if (deps.tokens.length === 0) {
+    const refuseCrossSite = createCrossSiteGuard({
+      listenHost: deps.listenHost ?? '127.0.0.1',
+      publicUrl: deps.publicUrl ?? '',
+    });
+    app.addHook('onRequest', async (request) => refuseCrossSite(request));
+  }
 
   const guarded = async (request: FastifyRequest) => {
     request.principal = authenticate(request.headers.authorization, request.socket.remoteAddress);
@@ -111,7 +125,7 @@ export function createApiServer(deps: ApiDependencies): FastifyInstance {
           since: TIME,
           until: TIME,
           limit: LIMIT,
-          cursor: { type: 'string' },
+          cursor: CURSOR,
         },
       },
     },
@@ -147,7 +161,7 @@ export function createApiServer(deps: ApiDependencies): FastifyInstance {
           since: TIME,
           until: TIME,
           limit: LIMIT,
-          cursor: { type: 'string' },
+          cursor: CURSOR,
         },
       },
     },
@@ -164,7 +178,12 @@ export function createApiServer(deps: ApiDependencies): FastifyInstance {
         },
         { limit: q.limit as number, cursor: q.cursor as string | undefined },
       );
-      return { items: page.items.map(presentIncident), nextCursor: page.nextCursor };
+      const tenant = tenantOf(request);
+      const items = page.items.flatMap((incident) => {
+        const seen = incidentForList(deps.store, incident, tenant);
+        return seen === undefined ? [] : [presentIncident(seen)];
+      });
+      return { items, nextCursor: page.nextCursor };
     },
   );
 
@@ -183,12 +202,15 @@ export function createApiServer(deps: ApiDependencies): FastifyInstance {
     },
     (request) => {
       const { id } = request.params as { id: string };
-      const incident = deps.store.getIncident(id, tenantOf(request));
-      if (incident === undefined) throw new KeyscopeError(API_NOT_FOUND, `no incident ${id}`);
+      const tenant = tenantOf(request);
+      const stored = deps.store.getIncident(id, tenant);
+      const part = stored === undefined ? undefined : incidentPart(deps.store, stored, tenant);
+      if (part === undefined) throw new KeyscopeError(API_NOT_FOUND, `no incident ${excerpt(id)}`);
       return {
-        ...presentIncident(incident),
-        findings: deps.store.findingsOfIncident(id, tenantOf(request)).map(presentFinding),
-        alerts: deps.store.alertsOfIncident(id),
+        ...presentIncident(part.incident),
+        findings: part.findings.map(presentFinding),
+        // Deliveries page the whole incident through the operator's sinks: not a tenant's to see.
+        alerts: tenant === undefined ? deps.store.alertsOfIncident(id) : [],
       };
     },
   );
@@ -207,13 +229,23 @@ export function createApiServer(deps: ApiDependencies): FastifyInstance {
       (request) => {
         requireAdmin(request.principal);
         const { id } = request.params as { id: string };
-        if (deps.store.getIncident(id, tenantOf(request)) === undefined) {
-          throw new KeyscopeError(API_NOT_FOUND, `no incident ${id}`);
+        const tenant = tenantOf(request);
+        // An incident none of whose keys are the tenant's is not found (its existence is not the
+        // tenant's to learn); one that also holds other tenants' keys is theirs too: refused.
+        if (deps.store.getIncident(id, tenant) === undefined) {
+          throw new KeyscopeError(API_NOT_FOUND, `no incident ${excerpt(id)}`);
+        }
+        if (tenant !== undefined && !tenantOwnsIncident(deps.store, id, tenant)) {
+          throw new KeyscopeError(
+            API_FORBIDDEN,
+            `incident ${excerpt(id)} also holds keys of other tenants: a token without a tenant may ${action === 'ack' ? 'acknowledge' : 'resolve'} it`,
+          );
         }
         const who = request.principal.name;
         const incident =
           action === 'ack' ? deps.store.acknowledge(id, who, now()) : deps.store.resolve(id, who, now());
         deps.incidentUpdated?.(id);
+        // Every key in it is the tenant's (or there is no tenant): the whole incident is theirs.
         return presentIncident(incident!);
       },
     );
@@ -226,7 +258,7 @@ export function createApiServer(deps: ApiDependencies): FastifyInstance {
       summary: 'Did key X run twice? Every attempt of one idempotency key and its findings.',
       params: {
         type: 'object',
-        properties: { key: { type: 'string', minLength: 1, maxLength: 1024 } },
+        properties: { key: { type: 'string', minLength: 1, maxLength: PATH_PARAMETER_MAX_CHARS } },
         required: ['key'],
       },
     },
@@ -281,6 +313,9 @@ function millis(value: string | number | undefined): number | undefined {
   if (value === undefined) return undefined;
   const parsed = Date.parse(String(value));
   if (Number.isNaN(parsed))
-    throw new KeyscopeError(API_BAD_PARAMETER, `expected an RFC 3339 time, received ${value}`);
+    throw new KeyscopeError(
+      API_BAD_PARAMETER,
+      `expected an RFC 3339 time, received ${excerpt(String(value))}`,
+    );
   return parsed;
 }

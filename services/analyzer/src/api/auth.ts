@@ -8,7 +8,7 @@ export interface ApiToken {
   /** The bearer token itself (keep config files private). */
   readonly token: string;
   readonly role: Role;
-  /** When set, the token sees only findings and incidents that involve this tenant. */
+  /** When set, the token sees only this tenant's findings and its part of incidents (tenant-view.ts). */
   readonly tenant?: string;
   /** Shown as who acknowledged or resolved an incident. */
   readonly name?: string;

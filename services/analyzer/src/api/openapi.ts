@@ -33,8 +33,10 @@ export function buildOpenApi(routes: readonly RouteDoc[]) {
           : {
               400: { description: 'Bad parameter (`KS_API_BAD_PARAMETER`)' },
               401: { description: 'Missing or unknown bearer token' },
-              403: { description: 'Role or network not allowed' },
+              403: { description: 'Role, tenant, network or origin not allowed' },
               404: { description: 'Not found' },
+              405: { description: 'Not this method (`Allow` lists the methods the path has)' },
+              414: { description: 'A path segment over 4096 characters' },
             }),
       },
     };

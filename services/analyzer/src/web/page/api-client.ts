@@ -21,7 +21,9 @@ export function apiPost<T>(path: string): Promise<T> {
 }
 
 async function request<T>(method: 'GET' | 'POST', path: string): Promise<T> {
-  const headers: Record<string, string> = { accept: 'application/json' };
+  // x-keyscope-client: without api.tokens the API refuses changes that lack it (or a JSON body),
+  // because a page on another site cannot make a browser send it; the page sends it always.
+  const headers: Record<string, string> = { accept: 'application/json', 'x-keyscope-client': 'web' };
   const token = readToken();
   if (token !== null) headers.authorization = `Bearer ${token}`;
   let response: Response;

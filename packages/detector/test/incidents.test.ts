@@ -1,0 +1,83 @@
+import type { Attempt } from '@keyscope/attempts';
+import { activity, server } from '@keyscope/testkit';
+import { describe, expect, it } from 'vitest';
+import { createDetector, incidentOfMembers } from '../src/index.ts';
+
+// payments nodes a, b, c serve steadily; node a goes silent from second 60 to 120.
+const traffic = [
+  ...activity({ node: 'a', fromSecond: 0, toSecond: 60 }),
+  ...activity({ node: 'a', fromSecond: 120, toSecond: 180 }),
+  ...activity({ node: 'b', fromSecond: 0, toSecond: 180 }),
+  ...activity({ node: 'c', fromSecond: 0, toSecond: 180 }),
+];
+
+/**
+ * Keys executed on node a just before it went down and again after it: acme's retries landed on
+ * node b (store B), globex's on node c (store C), a second later than acme's.
+ */
+function failoverDuplicates(tenant: 'acme' | 'globex', count: number): Attempt[] {
+  const [node, store, offset] = tenant === 'acme' ? ['b', 'B', 0] : ['c', 'C', 1];
+  const out: Attempt[] = [];
+  for (let i = 0; i < count; i++) {
+    const key = `${tenant}-${i}`;
+    const at = 58 + offset / 2 + i * 0.05;
+    out.push(server({ key, tenant, node: 'a', store: 'A', at, durationMillis: 1900 }));
+    out.push(server({ key, tenant, node, store, at: at + 3, scope: 'node' }));
+  }
+  return out;
+}
+
+function detectFailover() {
+  const detector = createDetector();
+  detector.ingest({
+    attempts: [...failoverDuplicates('acme', 3), ...failoverDuplicates('globex', 2)],
+    activity: traffic,
+    invalid: { outcome: 0, hit: 0, scope: 0 },
+  });
+  detector.flush();
+  return detector;
+}
+
+describe("a tenant's view of an incident", () => {
+  it("counts and names only that tenant's keys, stores and nodes", () => {
+    const detector = detectFailover();
+    // One failover is one incident for on-call, whichever tenants it touched.
+    const [incident, ...others] = detector.incidents();
+    expect(others).toEqual([]);
+    expect(incident).toMatchObject({ keys: 5, stores: ['A', 'B', 'C'], nodes: ['a', 'b', 'c'] });
+
+    const acme = detector.findings().filter((finding) => finding.tenant === 'acme');
+    const view = incidentOfMembers(incident!, acme);
+    expect(view).toMatchObject({ keys: 3, stores: ['A', 'B'], nodes: ['a', 'b'] });
+    expect(view.title).toMatch(/^payments \/payments: 3 keys executed twice/);
+    expect(view.advice).toContain('2 different dedup stores');
+    expect(incident!.advice).toContain('3 different dedup stores');
+    expect(view.openedUnixMillis).toBe(Math.min(...acme.map((f) => f.firstSeenUnixMillis)));
+    expect(view.lastFindingUnixMillis).toBe(Math.max(...acme.map((f) => f.lastSeenUnixMillis)));
+
+    const globex = incidentOfMembers(
+      incident!,
+      detector.findings().filter((finding) => finding.tenant === 'globex'),
+    );
+    expect(globex).toMatchObject({ keys: 2, stores: ['A', 'C'], nodes: ['a', 'c'] });
+  });
+
+  it('keeps the incident’s id, class, status and routing event', () => {
+    const detector = detectFailover();
+    const [incident] = detector.incidents();
+    const view = incidentOfMembers(incident!, detector.findings().slice(0, 1));
+    expect(view).toMatchObject({
+      id: incident!.id,
+      class: incident!.class,
+      status: incident!.status,
+      routingEvent: incident!.routingEvent,
+    });
+    expect(view.routingEvent?.type).toBe('node_down');
+    expect(view.title).toContain('during node down of a');
+  });
+
+  it('needs at least one finding', () => {
+    const [incident] = detectFailover().incidents();
+    expect(() => incidentOfMembers(incident!, [])).toThrow(RangeError);
+  });
+});
