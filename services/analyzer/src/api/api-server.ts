@@ -39,7 +39,27 @@ export interface ApiDependencies {
   listenHost?: string;
   /** `api.publicUrl`; without tokens, its host and origin are allowed too. */
   publicUrl?: string;
+  /** How long slow clients may hold a connection; `API_CONNECTION_TIMEOUTS` unless set. */
+  timeouts?: Partial<ApiConnectionTimeouts>;
 }
+
+/**
+ * The API's requests are small (a query, an empty or tiny JSON body), so a client that has not sent
+ * its headers within 10 s, or its whole request within 30 s, is a slow or idle client holding a
+ * connection and a file descriptor: it gets 408 and the connection closes. Keep-alive connections
+ * idle past 65 s close (longer than the 60 s idle timeout of common load balancers in front).
+ */
+export interface ApiConnectionTimeouts {
+  headersMillis: number;
+  requestMillis: number;
+  keepAliveMillis: number;
+}
+
+export const API_CONNECTION_TIMEOUTS: Readonly<ApiConnectionTimeouts> = Object.freeze({
+  headersMillis: 10_000,
+  requestMillis: 30_000,
+  keepAliveMillis: 65_000,
+});
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -67,8 +87,17 @@ const ERROR_BODY = {
  * tenant-scoped token sees and acts on its own tenant's part only (tenant-view.ts).
  */
 export function createApiServer(deps: ApiDependencies): FastifyInstance {
+  const timeouts = { ...API_CONNECTION_TIMEOUTS, ...deps.timeouts };
   const app = Fastify({
     logger: false,
+    requestTimeout: timeouts.requestMillis,
+    keepAliveTimeout: timeouts.keepAliveMillis,
+    http: {
+      headersTimeout: timeouts.headersMillis,
+      requestTimeout: timeouts.requestMillis,
+      // Node checks both timeouts this often (30 s by default, which would let a 10 s one run to 40).
+      connectionsCheckingInterval: Math.min(1_000, timeouts.headersMillis),
+    },
     ajv: { customOptions: { removeAdditional: false, coerceTypes: true } },
     bodyLimit: API_BODY_LIMIT_BYTES,
     routerOptions: { maxParamLength: PATH_PARAMETER_MAX_CHARS },

@@ -4,6 +4,7 @@ import { server } from '@keyscope/testkit';
 import type { FastifyInstance } from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { API_ERRORS } from '../../src/api/api-errors.ts';
+import { API_CONNECTION_TIMEOUTS } from '../../src/api/api-server.ts';
 import { createServedStore, type ServedStore } from './served-store.ts';
 
 let served: ServedStore;
@@ -159,5 +160,59 @@ describe('refusals in keyscope’s shape', () => {
     expect(raw).toMatch(/^HTTP\/1\.1 400 /);
     const body = JSON.parse(raw.slice(raw.indexOf('\r\n\r\n') + 4));
     expect(body.error.code).toBe('KS_API_BAD_REQUEST');
+  });
+});
+
+describe('slow clients', () => {
+  /** Sends `bytes` on a fresh connection and resolves with everything received until it closes. */
+  async function idleConnection(port: number, bytes: string): Promise<{ received: string; millis: number }> {
+    const started = Date.now();
+    return new Promise((resolve, reject) => {
+      const socket = connect(port, '127.0.0.1', () => socket.write(bytes));
+      let received = '';
+      socket.on('data', (chunk) => {
+        received += chunk.toString('utf8');
+      });
+      socket.on('close', () => resolve({ received, millis: Date.now() - started }));
+      socket.on('error', reject);
+    });
+  }
+
+  it('close a connection whose headers never finish, with 408 in keyscope’s shape', async () => {
+    const slow = served.api([], { timeouts: { headersMillis: 300, requestMillis: 2_000 } });
+    try {
+      await slow.listen({ host: '127.0.0.1', port: 0 });
+      const { port } = slow.server.address() as { port: number };
+      const { received, millis } = await idleConnection(port, 'GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n');
+      expect(millis).toBeLessThan(5_000);
+      expect(received).toMatch(/^HTTP\/1\.1 408 /);
+      expect(JSON.parse(received.slice(received.indexOf('\r\n\r\n') + 4)).error.code).toBe(
+        'KS_API_REQUEST_TIMEOUT',
+      );
+    } finally {
+      await slow.close();
+    }
+  });
+
+  it('close a request whose body never finishes arriving', async () => {
+    const slow = served.api([], { timeouts: { headersMillis: 300, requestMillis: 600 } });
+    try {
+      await slow.listen({ host: '127.0.0.1', port: 0 });
+      const { port } = slow.server.address() as { port: number };
+      const { received, millis } = await idleConnection(
+        port,
+        'POST /api/v1/incidents/inc_x/ack HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{',
+      );
+      expect(millis).toBeLessThan(5_000);
+      expect(received).toMatch(/^HTTP\/1\.1 408 /);
+    } finally {
+      await slow.close();
+    }
+  });
+
+  it('apply its default timeouts when none are given', () => {
+    expect(app.server.headersTimeout).toBe(API_CONNECTION_TIMEOUTS.headersMillis);
+    expect(app.server.requestTimeout).toBe(API_CONNECTION_TIMEOUTS.requestMillis);
+    expect(app.server.keepAliveTimeout).toBe(API_CONNECTION_TIMEOUTS.keepAliveMillis);
   });
 });
