@@ -49,10 +49,17 @@ describe('serve configuration', () => {
     [{ otlp: { admission: { maxInFlightSpans: 1.5 } } }, 'otlp.admission.maxInFlightSpans'],
     [{ api: { host: '' } }, 'api.host'],
     [{ db: 'keyscope.db' }, 'db'],
+    [{ db: { integrityCheck: 'fast' } }, 'db.integrityCheck'],
+    [{ db: { maxBytes: 0 } }, 'db.maxBytes'],
   ])('names the invalid field in %j', (overrides, field) => {
     const error = configError(() => resolveServeConfig(overrides));
     expect(error.code).toBe(ANALYZER_CONFIG_INVALID.code);
     expect(error.message.startsWith(field)).toBe(true);
+  });
+
+  it('checks the database at open and bounds its size by default', () => {
+    expect(defaultServeConfig().db).toMatchObject({ integrityCheck: 'quick', maxBytes: 10 * 1024 ** 3 });
+    expect(resolveServeConfig({ db: { integrityCheck: 'off' } }).db.integrityCheck).toBe('off');
   });
 
   it('refuses two listeners on one port', () => {
