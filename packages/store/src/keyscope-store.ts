@@ -218,6 +218,26 @@ export class KeyscopeStore {
     return { code, message, failures };
   }
 
+  /**
+   * Writes a row of a page's size and deletes it again, in one transaction, to tell whether the
+   * storage takes writes once more (true; `writeFailure` is cleared then). For a service whose
+   * writes failed and that gets no traffic to try with (a load balancer stops sending it any
+   * while its readiness is 503). The row's pages are written to the WAL at commit, so a disk with
+   * no room for them fails the probe.
+   */
+  probeWrite(): boolean {
+    try {
+      this.transaction(() => {
+        this.saveState(PROBE_STATE, 'x'.repeat(4096));
+        this.statement('DELETE FROM state WHERE name = ?').run(PROBE_STATE);
+      });
+      return true;
+    } catch (error) {
+      if (error instanceof KeyscopeError) return false;
+      throw error;
+    }
+  }
+
   #writeFailed(error: unknown): void {
     let sqlite: unknown = error;
     while (sqlite instanceof KeyscopeError) sqlite = sqlite.cause;
@@ -641,6 +661,8 @@ function storedIncident(body: string, row: IncidentRow): StoredIncident {
     resolvedBy: row.resolved_by,
   };
 }
+
+const PROBE_STATE = 'write-probe';
 
 /** SQLite's primary codes for a write refused by the storage rather than by the statement. */
 const STORAGE_FAILURES: ReadonlySet<string> = new Set([

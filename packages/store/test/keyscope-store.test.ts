@@ -465,6 +465,21 @@ describe('write failures', () => {
     expect(store.writeFailure).toBeUndefined();
   });
 
+  it('probes whether the storage takes writes again, without leaving a row behind', () => {
+    append(0, 10);
+    const pages = fillDisk();
+    expect(() => {
+      for (let round = 1; round <= 100; round++) append(round * 1_000, 500);
+    }).toThrow();
+    expect(store.probeWrite()).toBe(false);
+    expect(store.writeFailure?.code).toBe('SQLITE_FULL');
+
+    store.db.pragma(`max_page_count = ${pages * 100}`);
+    expect(store.probeWrite()).toBe(true);
+    expect(store.writeFailure).toBeUndefined();
+    expect(store.loadState('write-probe')).toBeUndefined();
+  });
+
   it('does not report a transaction that failed for a reason of its own', () => {
     expect(() =>
       store.transaction(() => {

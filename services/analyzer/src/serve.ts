@@ -49,6 +49,8 @@ const PURGE_CHUNK_ROWS = 5_000;
  */
 const SIZE_BOUND_MILLIS = 1_000;
 const SIZE_BOUND_ROWS = 5_000;
+/** While writes fail, how often a probe write checks whether the storage takes them again. */
+const WRITE_PROBE_MILLIS = 5_000;
 
 /**
  * The embedded service: OTLP receivers → attempts → detector → SQLite, the HTTP API and web page,
@@ -56,8 +58,8 @@ const SIZE_BOUND_ROWS = 5_000;
  * repeats at most once a minute, with its count (`rateLimitedLogger`).
  *
  * A damaged database stops startup (KS_STORE_CORRUPT, `db.integrityCheck`). While database
- * writes fail, /readyz answers 503 with the reason; the first write that succeeds makes it 200
- * again. Past `db.maxBytes` the oldest rows are purged (packages/store/src/size-bound.ts).
+ * writes fail, /readyz answers 503 with the reason; the first write that succeeds (a request's,
+ * or a probe's every few seconds) makes it 200 again. Past `db.maxBytes` the oldest rows are purged (packages/store/src/size-bound.ts).
  */
 export async function startServe(
   config: ServeConfig,
@@ -181,11 +183,17 @@ export async function startServe(
     const sizeBound = setInterval(() => {
       if (!sizePurging) purgeToSize(false);
     }, SIZE_BOUND_MILLIS);
+    // Without it, a service whose readiness took it out of a load balancer would get no request
+    // to try a write with, and stay out once the disk has room again.
+    const probe = setInterval(() => {
+      if (store.writeFailure !== undefined) safely(logger, 'write probe', () => store.probeWrite());
+    }, WRITE_PROBE_MILLIS);
     const flushLog = setInterval(() => logger.flush(), REPEAT_WINDOW_MILLIS);
-    for (const timer of [tick, purge, sizeBound, flushLog]) timer.unref();
+    const timers = [tick, purge, sizeBound, probe, flushLog];
+    for (const timer of timers) timer.unref();
     stops.push(() => {
       stopping = true;
-      for (const timer of [tick, purge, sizeBound, flushLog]) clearInterval(timer);
+      for (const timer of timers) clearInterval(timer);
       // What the drained requests changed, regrouped and resolved once more before closing.
       safely(logger, 'tick', () => pipeline.tick(now()));
     });

@@ -113,7 +113,7 @@ describe('keyscope serve and its database', () => {
     expect(stderr).toMatch(/restore the file from a backup, or move it away/);
   }, 30_000);
 
-  it('answers /readyz 503 while the disk is full, and 200 again once a write succeeds', async () => {
+  it('answers /readyz 503 while the disk is full, and 200 again once a request writes', async () => {
     service = await start();
     expect(await exportSpans(service, 10)).toBe(200);
     expect((await get(service, '/readyz')).status).toBe(200);
@@ -144,6 +144,23 @@ describe('keyscope serve and its database', () => {
     expect(await exportSpans(service, 10)).toBe(200);
     expect((await get(service, '/readyz')).status).toBe(200);
     expect((await get(service, '/metrics')).text).toMatch(/^keyscope_db_writable 1$/m);
+  }, 30_000);
+
+  it('answers /readyz 200 again once the disk has room, even with no request to write', async () => {
+    service = await start();
+    const pages = service.store.db.pragma('page_count', { simple: true }) as number;
+    service.store.db.pragma(`max_page_count = ${pages}`);
+    for (let round = 0; round < 50 && (await exportSpans(service, 500)) === 200; round++);
+    expect((await get(service, '/readyz')).status).toBe(503);
+
+    service.store.db.pragma(`max_page_count = ${pages * 1_000}`);
+    // A probe write every 5 s.
+    let status = 503;
+    for (let wait = 0; wait < 80 && status === 503; wait++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      status = (await get(service, '/readyz')).status;
+    }
+    expect(status).toBe(200);
   }, 30_000);
 
   it('purges the oldest rows once the database passes db.maxBytes, and counts them', async () => {
