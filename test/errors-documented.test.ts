@@ -5,7 +5,7 @@ import { ALERTS_ERRORS } from '../packages/alerts/src/errors.ts';
 import { ATTEMPTS_ERRORS } from '../packages/attempts/src/errors.ts';
 import { GATE_ERRORS } from '../packages/gate/src/errors.ts';
 import { OTLP_ERRORS } from '../packages/otlp/src/errors.ts';
-import { CURSOR_INVALID, STORE_NEWER_SCHEMA, STORE_UNAVAILABLE } from '../packages/store/src/errors.ts';
+import { STORE_ERRORS } from '../packages/store/src/errors.ts';
 import { ANALYZE_ERRORS } from '../services/analyzer/src/analyze/analyze-errors.ts';
 import { API_ERRORS } from '../services/analyzer/src/api/api-errors.ts';
 import { ANALYZER_ERRORS } from '../services/analyzer/src/errors.ts';
@@ -46,7 +46,7 @@ const SECTIONS: Record<string, readonly ErrorDefinition[]> = {
   attempts: ATTEMPTS_ERRORS,
   gate: GATE_ERRORS,
   analyzer: [...ANALYZER_ERRORS, ...ANALYZE_ERRORS, ...KAFKA_ERRORS, ...API_ERRORS],
-  store: [STORE_UNAVAILABLE, STORE_NEWER_SCHEMA, CURSOR_INVALID],
+  store: STORE_ERRORS,
   alerts: ALERTS_ERRORS,
 };
 

@@ -12,9 +12,17 @@ export const STORE_NEWER_SCHEMA = defineError(
   false,
   'The database was written by a newer keyscope (its schema version is higher than this build knows).',
 );
+export const STORE_CORRUPT = defineError(
+  'KS_STORE_CORRUPT',
+  500,
+  false,
+  'The database file is damaged (its integrity check failed) or is not a SQLite database; the store refuses to open it.',
+);
 export const CURSOR_INVALID = defineError(
   'KS_CURSOR_INVALID',
   400,
   false,
   'A list cursor was not one this API handed out.',
 );
+
+export const STORE_ERRORS = [STORE_UNAVAILABLE, STORE_NEWER_SCHEMA, STORE_CORRUPT, CURSOR_INVALID] as const;

@@ -1,5 +1,6 @@
 export { decodeCursor, encodeCursor } from './cursor.ts';
-export { CURSOR_INVALID, STORE_NEWER_SCHEMA, STORE_UNAVAILABLE } from './errors.ts';
+export { CURSOR_INVALID, STORE_CORRUPT, STORE_NEWER_SCHEMA, STORE_UNAVAILABLE } from './errors.ts';
+export { INTEGRITY_CHECKS, type IntegrityCheck } from './integrity-check.ts';
 export {
   type FindingFilter,
   type IncidentFilter,
@@ -9,4 +10,6 @@ export {
   type PageResult,
   type StoredIncident,
   type StoreOptions,
+  type WriteFailure,
 } from './keyscope-store.ts';
+export { ATTEMPTS_KEPT_MILLIS, type SizePurge, TARGET_FRACTION } from './size-bound.ts';

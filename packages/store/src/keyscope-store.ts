@@ -7,8 +7,10 @@ import { AttemptTable } from './attempt-table.ts';
 import { type BackgroundCheckpoints, checkpointInBackground } from './background-checkpoints.ts';
 import { decodeCursor, encodeCursor } from './cursor.ts';
 import { STORE_NEWER_SCHEMA, STORE_UNAVAILABLE } from './errors.ts';
+import { checkIntegrity, damagedDatabase, type IntegrityCheck, isDamage } from './integrity-check.ts';
 import { migrate } from './migrations.ts';
 import { PlacementTable } from './placement-table.ts';
+import { purgeToSize, type SizePurge, usedBytes } from './size-bound.ts';
 
 export interface StoreOptions {
   /** A file path, or ':memory:' for tests. */
@@ -20,6 +22,20 @@ export interface StoreOptions {
    * (background-checkpoints.ts); for a file database written under load. Default false.
    */
   backgroundCheckpoints?: boolean;
+  /** What is read at open to refuse a damaged database (integrity-check.ts); default `quick`. */
+  integrityCheck?: IntegrityCheck;
+}
+
+/**
+ * Why the database's writes fail: the last failure of a transaction for a reason of the storage
+ * (disk full, I/O error, damaged file, locked), until a later transaction writes successfully.
+ */
+export interface WriteFailure {
+  /** SQLite's code, e.g. SQLITE_FULL or SQLITE_IOERR_WRITE. */
+  readonly code: string;
+  readonly message: string;
+  /** Transactions failed since the last that wrote. */
+  readonly failures: number;
 }
 
 /** Pages of WAL after which a commit checkpoints: ~40 MB, or ~256 MB as a bound behind a checkpoint thread. */
@@ -94,11 +110,14 @@ export class KeyscopeStore {
    */
   readonly backgroundCheckpointsStarted: Promise<boolean>;
   private readonly statements = new Map<string, Statement>();
+  #writeFailure: (WriteFailure & { changesAtFailure: number }) | undefined;
 
   constructor(options: StoreOptions) {
     this.checkpointsInBackground = options.backgroundCheckpoints === true && options.path !== ':memory:';
+    let db: Database | undefined;
     try {
-      this.db = new BetterSqlite3(options.path);
+      db = new BetterSqlite3(options.path);
+      this.db = db;
       this.db.pragma('journal_mode = WAL');
       this.db.pragma('synchronous = NORMAL');
       this.db.pragma('busy_timeout = 5000');
@@ -111,30 +130,34 @@ export class KeyscopeStore {
         `wal_autocheckpoint = ${this.checkpointsInBackground ? WAL_AUTOCHECKPOINT_PAGES_BEHIND_THREAD : WAL_AUTOCHECKPOINT_PAGES}`,
       );
       this.db.pragma('journal_size_limit = 67108864');
+      // Before the migrations, which would otherwise write into a damaged file.
+      checkIntegrity(this.db, options.integrityCheck ?? 'quick', options.path);
+      const known = migrate(this.db);
+      const version = this.db.pragma('user_version', { simple: true }) as number;
+      if (version > known) {
+        throw new KeyscopeError(
+          STORE_NEWER_SCHEMA,
+          `database ${options.path} has schema version ${version}, this keyscope knows up to ${known}`,
+        );
+      }
+      this.#placements = new PlacementTable(this.db);
+      this.#attempts = new AttemptTable(this.db, {
+        indexBatchRows: options.attemptIndexBatchRows ?? 20_000,
+        placements: this.#placements,
+      });
+      this.attemptLog = this.#attempts;
+      this.#activity = new ActivityTable(this.db, { placements: this.#placements });
     } catch (error) {
+      if (db?.open) db.close();
+      if (error instanceof KeyscopeError || !isSqliteError(error)) throw error;
+      // Damage met while opening (the header is not SQLite's, or a page read on the way is broken).
+      if (isDamage(error)) throw damagedDatabase(options.path, (error as Error).message, error);
       throw new KeyscopeError(
         STORE_UNAVAILABLE,
         `cannot open database ${options.path}: ${(error as Error).message}`,
-        {
-          cause: error,
-        },
+        { cause: error },
       );
     }
-    const known = migrate(this.db);
-    const version = this.db.pragma('user_version', { simple: true }) as number;
-    if (version > known) {
-      throw new KeyscopeError(
-        STORE_NEWER_SCHEMA,
-        `database ${options.path} has schema version ${version}, this keyscope knows up to ${known}`,
-      );
-    }
-    this.#placements = new PlacementTable(this.db);
-    this.#attempts = new AttemptTable(this.db, {
-      indexBatchRows: options.attemptIndexBatchRows ?? 20_000,
-      placements: this.#placements,
-    });
-    this.attemptLog = this.#attempts;
-    this.#activity = new ActivityTable(this.db, { placements: this.#placements });
     this.#checkpoints = this.checkpointsInBackground ? checkpointInBackground(options.path) : undefined;
     this.backgroundCheckpointsStarted = this.#checkpoints?.started ?? Promise.resolve(false);
   }
@@ -149,8 +172,9 @@ export class KeyscopeStore {
   transaction<T>(work: () => T): T {
     const outermost = !this.db.inTransaction;
     if (!outermost) this.#attempts.flush();
+    let result: T;
     try {
-      return this.db.transaction(() => {
+      result = this.db.transaction(() => {
         const result = work();
         if (outermost) {
           this.#attempts.flush();
@@ -165,11 +189,71 @@ export class KeyscopeStore {
       this.#placements.afterRollback();
       this.#attempts.afterRollback();
       this.#activity.afterRollback();
+      if (outermost) this.#writeFailed(error);
       if (error instanceof KeyscopeError || !isSqliteError(error)) throw error;
       throw new KeyscopeError(STORE_UNAVAILABLE, `database write failed: ${(error as Error).message}`, {
         cause: error,
       });
     }
+    // Cleared by a transaction that wrote, not by one that had nothing to write: that one commits
+    // on a full disk too. Read only while failing, so a healthy commit costs nothing more.
+    if (
+      outermost &&
+      this.#writeFailure !== undefined &&
+      this.#changes() > this.#writeFailure.changesAtFailure
+    ) {
+      this.#writeFailure = undefined;
+    }
+    return result;
+  }
+
+  /**
+   * Why writes fail, while they do: set when a transaction fails for a reason of the storage
+   * (SQLITE_FULL, SQLITE_IOERR, SQLITE_CORRUPT, SQLITE_READONLY, SQLITE_BUSY…), cleared when a
+   * later one writes. Undefined while writes succeed.
+   */
+  get writeFailure(): WriteFailure | undefined {
+    if (this.#writeFailure === undefined) return undefined;
+    const { code, message, failures } = this.#writeFailure;
+    return { code, message, failures };
+  }
+
+  /**
+   * Writes a row of a page's size and deletes it again, in one transaction, to tell whether the
+   * storage takes writes once more (true; `writeFailure` is cleared then). For a service whose
+   * writes failed and that gets no traffic to try with (a load balancer stops sending it any
+   * while its readiness is 503). The row's pages are written to the WAL at commit, so a disk with
+   * no room for them fails the probe.
+   */
+  probeWrite(): boolean {
+    try {
+      this.transaction(() => {
+        this.saveState(PROBE_STATE, 'x'.repeat(4096));
+        this.statement('DELETE FROM state WHERE name = ?').run(PROBE_STATE);
+      });
+      return true;
+    } catch (error) {
+      if (error instanceof KeyscopeError) return false;
+      throw error;
+    }
+  }
+
+  #writeFailed(error: unknown): void {
+    let sqlite: unknown = error;
+    while (sqlite instanceof KeyscopeError) sqlite = sqlite.cause;
+    const code = isSqliteError(sqlite) ? (sqlite as { code: string }).code : undefined;
+    if (code === undefined || !STORAGE_FAILURES.has(code.split('_').slice(0, 2).join('_'))) return;
+    this.#writeFailure = {
+      code,
+      message: (sqlite as Error).message,
+      failures: (this.#writeFailure?.failures ?? 0) + 1,
+      changesAtFailure: this.#changes(),
+    };
+  }
+
+  /** Rows changed by this connection since it opened (rolled-back statements included). */
+  #changes(): number {
+    return this.statement('SELECT total_changes()').pluck().get() as number;
   }
 
   private statement(sql: string): Statement {
@@ -485,6 +569,27 @@ export class KeyscopeStore {
     });
   }
 
+  /**
+   * Purges oldest first while the database's pages in use pass `maxBytes`, up to `maxRows` rows
+   * per call (size-bound.ts says what goes and what never does, and what `resume` does).
+   */
+  purgeToSize(options: { maxBytes: number; maxRows: number; resume?: boolean }): SizePurge {
+    return purgeToSize(
+      this.db,
+      {
+        transaction: (work) => this.transaction(work),
+        purgeAttempts: (before, maxRows) => this.#attempts.purge(before, maxRows),
+        purgeActivity: (before, maxRows) => this.#activity.purge(before, maxRows),
+      },
+      options,
+    );
+  }
+
+  /** Bytes of the pages the database uses (free pages left out): what `purgeToSize` bounds. */
+  usedBytes(): number {
+    return usedBytes(this.db);
+  }
+
   /** Every row counted: for tests and tools, not for a scrape (`openIncidents` is what metrics read). */
   counts(): { attempts: number; findings: number; incidents: number; openIncidents: number } {
     const count = (sql: string) => this.statement(sql).pluck().get() as number;
@@ -559,6 +664,20 @@ function storedIncident(body: string, row: IncidentRow): StoredIncident {
     resolvedBy: row.resolved_by,
   };
 }
+
+const PROBE_STATE = 'write-probe';
+
+/** SQLite's primary codes for a write refused by the storage rather than by the statement. */
+const STORAGE_FAILURES: ReadonlySet<string> = new Set([
+  'SQLITE_FULL',
+  'SQLITE_IOERR',
+  'SQLITE_CORRUPT',
+  'SQLITE_NOTADB',
+  'SQLITE_READONLY',
+  'SQLITE_CANTOPEN',
+  'SQLITE_BUSY',
+  'SQLITE_LOCKED',
+]);
 
 function isSqliteError(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;

@@ -423,3 +423,70 @@ describe('node activity', () => {
     ]);
   });
 });
+
+describe('write failures', () => {
+  /** Appends `count` attempts of fresh keys in one transaction. */
+  function append(from: number, count: number): void {
+    store.transaction(() => {
+      for (let i = from; i < from + count; i++)
+        store.attemptLog.append(`key-${i}`, server({ key: `key-${i}` }));
+    });
+  }
+
+  /** Caps the file at its current size, as a full disk would: the next write that needs a page fails. */
+  function fillDisk(): number {
+    const pages = store.db.pragma('page_count', { simple: true }) as number;
+    store.db.pragma(`max_page_count = ${pages}`);
+    return pages;
+  }
+
+  it('reports a full disk from the failed transaction until one writes again', () => {
+    append(0, 10);
+    expect(store.writeFailure).toBeUndefined();
+    const pages = fillDisk();
+    let failed: unknown;
+    for (let round = 1; round <= 100 && failed === undefined; round++) {
+      try {
+        append(round * 1_000, 500);
+      } catch (error) {
+        failed = error;
+      }
+    }
+    expect(isKeyscopeError(failed) && failed.code).toBe('KS_STORE_UNAVAILABLE');
+    expect(store.writeFailure).toMatchObject({ code: 'SQLITE_FULL', failures: 1 });
+    expect(() => append(200_000, 500)).toThrow();
+    expect(store.writeFailure).toMatchObject({ code: 'SQLITE_FULL', failures: 2 });
+    // A transaction with nothing to write commits on a full disk too: it proves nothing.
+    store.transaction(() => {});
+    expect(store.writeFailure?.code).toBe('SQLITE_FULL');
+
+    store.db.pragma(`max_page_count = ${pages * 100}`);
+    append(300_000, 10);
+    expect(store.writeFailure).toBeUndefined();
+  });
+
+  it('probes whether the storage takes writes again, without leaving a row behind', () => {
+    append(0, 10);
+    const pages = fillDisk();
+    expect(() => {
+      for (let round = 1; round <= 100; round++) append(round * 1_000, 500);
+    }).toThrow();
+    expect(store.probeWrite()).toBe(false);
+    expect(store.writeFailure?.code).toBe('SQLITE_FULL');
+
+    store.db.pragma(`max_page_count = ${pages * 100}`);
+    expect(store.probeWrite()).toBe(true);
+    expect(store.writeFailure).toBeUndefined();
+    expect(store.loadState('write-probe')).toBeUndefined();
+  });
+
+  it('does not report a transaction that failed for a reason of its own', () => {
+    expect(() =>
+      store.transaction(() => {
+        store.attemptLog.append('k1', server({ key: 'k1' }));
+        throw new Error('the detector failed');
+      }),
+    ).toThrow('the detector failed');
+    expect(store.writeFailure).toBeUndefined();
+  });
+});

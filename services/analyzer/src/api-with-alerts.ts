@@ -13,6 +13,7 @@ export interface ApiWithAlertsOptions {
   detector: () => Pick<Detector, 'scopeReport'>;
   metrics: () => Promise<string>;
   ready: () => boolean;
+  notReadyReason?: () => string | undefined;
   now: () => number;
   logger: Logger;
 }
@@ -41,6 +42,7 @@ export async function startApiWithAlerts(options: ApiWithAlertsOptions): Promise
     publicUrl: config.api.publicUrl,
     metrics: options.metrics,
     ready: options.ready,
+    notReadyReason: options.notReadyReason,
     now,
     // A manual resolve is paged like the detector's own, inside its own transaction.
     incidentUpdated: (id) => {

@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { type AlertsConfig, defaultAlertsConfig, parseAlertsConfig } from '@keyscope/alerts';
 import { isKeyscopeError, KeyscopeError } from '@keyscope/errors';
+import { INTEGRITY_CHECKS, type IntegrityCheck } from '@keyscope/store';
 import { parse as parseYaml } from 'yaml';
 import type { ApiToken } from './api/auth.ts';
 import { ANALYZER_CONFIG_INVALID } from './errors.ts';
@@ -52,6 +53,10 @@ export interface ServeConfig {
   readonly db: {
     /** SQLite file, or `:memory:`. */
     readonly path: string;
+    /** Read at open to refuse a damaged file: `quick` (quick_check), `full` (integrity_check) or `off`. */
+    readonly integrityCheck: IntegrityCheck;
+    /** Pages in use past which the oldest rows are purged (packages/store/src/size-bound.ts). */
+    readonly maxBytes: number;
   };
   readonly otlp: {
     readonly http: {
@@ -149,7 +154,7 @@ export function defaultServeConfig(): ServeConfig {
     retention: { findingsDays: 30 },
     alerts: defaultAlertsConfig(),
     telemetry: { otlpEndpoint: '', allowSelfIngest: false },
-    db: { path: 'keyscope.db' },
+    db: { path: 'keyscope.db', integrityCheck: 'quick', maxBytes: 10 * 1024 * MIB },
     otlp: {
       http: {
         host: '127.0.0.1',
@@ -190,7 +195,8 @@ type Leaf =
   | 'tracesEncoding'
   | 'brokers'
   | 'topic'
-  | 'optionalTopic';
+  | 'optionalTopic'
+  | 'integrityCheck';
 interface Schema {
   readonly [key: string]: Leaf | Schema;
 }
@@ -226,7 +232,7 @@ const SCHEMA: Schema = {
   retention: { findingsDays: 'positiveInteger' },
   alerts: 'alerts',
   telemetry: { otlpEndpoint: 'optionalText', allowSelfIngest: 'boolean' },
-  db: { path: 'path' },
+  db: { path: 'path', integrityCheck: 'integrityCheck', maxBytes: 'positiveInteger' },
   otlp: {
     http: {
       host: 'host',
@@ -408,6 +414,9 @@ function checkLeaf(leaf: Leaf, value: unknown, field: string): unknown {
     case 'tracesEncoding':
       if (TRACES_ENCODINGS.includes(value as TracesEncoding)) return value;
       throw invalid(`${field} must be one of ${TRACES_ENCODINGS.join(', ')}, received ${describe(value)}`);
+    case 'integrityCheck':
+      if (INTEGRITY_CHECKS.includes(value as IntegrityCheck)) return value;
+      throw invalid(`${field} must be one of ${INTEGRITY_CHECKS.join(', ')}, received ${describe(value)}`);
     case 'brokers':
       return checkBrokers(value, field);
     case 'topic':

@@ -14,6 +14,18 @@ export interface MetricSources {
   openIncidents?: () => number;
   alerts?: () => DeliveryCountersSnapshot;
   pendingAlerts?: () => number;
+  db?: () => DbSnapshot;
+}
+
+/** The embedded service's database, as /metrics shows it. */
+export interface DbSnapshot {
+  /** Pages in use (free pages left out), what `db.maxBytes` bounds. */
+  bytes: number;
+  maxBytes: number;
+  /** False while its writes fail (the store's `writeFailure`). */
+  writable: boolean;
+  /** Rows purged since start, by why: past retention, or over `db.maxBytes`. */
+  purgedRows: { retention: number; size: number };
 }
 
 /**
@@ -199,6 +211,47 @@ export function createMetrics(sources: MetricSources): { registry: Registry; ren
     collect() {
       const pending = sources.pendingAlerts?.();
       if (pending !== undefined) this.set(pending);
+    },
+  });
+
+  // Read once per scrape, by the first database metric; the ones after it reuse the snapshot.
+  let db: DbSnapshot | undefined;
+  new Gauge({
+    name: 'keyscope_db_bytes',
+    help: 'Bytes of the SQLite pages in use (free pages left out): what db.maxBytes bounds.',
+    registers: [registry],
+    collect() {
+      db = sources.db?.();
+      if (db !== undefined) this.set(db.bytes);
+    },
+  });
+  new Gauge({
+    name: 'keyscope_db_max_bytes',
+    help: 'db.maxBytes: past it the oldest rows are purged.',
+    registers: [registry],
+    collect() {
+      if (db !== undefined) this.set(db.maxBytes);
+    },
+  });
+  new Gauge({
+    name: 'keyscope_db_writable',
+    help: '1 while database writes succeed, 0 while they fail (disk full, I/O error, damaged file); /readyz is 503 then.',
+    registers: [registry],
+    collect() {
+      if (db !== undefined) this.set(db.writable ? 1 : 0);
+    },
+  });
+  new Counter({
+    name: 'keyscope_db_purged_rows_total',
+    help: 'Rows purged, by reason: retention (past their time) or size (oldest first, over db.maxBytes).',
+    labelNames: ['reason'],
+    registers: [registry],
+    collect() {
+      if (db === undefined) return;
+      absolute(this, [
+        [{ reason: 'retention' }, db.purgedRows.retention],
+        [{ reason: 'size' }, db.purgedRows.size],
+      ]);
     },
   });
 

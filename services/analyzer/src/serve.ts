@@ -5,7 +5,7 @@ import { type DetectorConfig, defaultDetectorConfig } from '@keyscope/detector';
 import { KeyscopeStore } from '@keyscope/store';
 import { startApiWithAlerts } from './api-with-alerts.ts';
 import type { ServeConfig } from './config.ts';
-import { consoleLogger, type Logger } from './logger.ts';
+import { consoleLogger, type Logger, REPEAT_WINDOW_MILLIS, rateLimitedLogger } from './logger.ts';
 import { createMetrics } from './metrics.ts';
 import { DetectionPipeline } from './pipeline/detection-pipeline.ts';
 import type { IngestCountersSnapshot } from './receivers/ingest-counters.ts';
@@ -40,16 +40,32 @@ export interface RunningService {
 const TICK_MILLIS = 1_000;
 const PURGE_MILLIS = 10_000;
 const PURGE_CHUNK_ROWS = 5_000;
+/**
+ * How often the size bound is checked (three pragmas), and the rows it purges at a time: ~25 ms
+ * of deleting here. Past the bound, one purge follows the other with the event loop's other work
+ * in between until the database is back under its target; purging an attempt costs a fraction of
+ * ingesting it (~200,000 a second of one core here, against ~80,000 ingested at most), so the
+ * bound keeps up with any spike.
+ */
+const SIZE_BOUND_MILLIS = 1_000;
+const SIZE_BOUND_ROWS = 5_000;
+/** While writes fail, how often a probe write checks whether the storage takes them again. */
+const WRITE_PROBE_MILLIS = 5_000;
 
 /**
  * The embedded service: OTLP receivers → attempts → detector → SQLite, the HTTP API and web page,
- * the alert outbox, /metrics. Logs one `… listening on …` line per listener.
+ * the alert outbox, /metrics. Logs one `… listening on …` line per listener, and any line that
+ * repeats at most once a minute, with its count (`rateLimitedLogger`).
+ *
+ * A damaged database stops startup (KS_STORE_CORRUPT, `db.integrityCheck`). While database
+ * writes fail, /readyz answers 503 with the reason; the first write that succeeds (a request's,
+ * or a probe's every few seconds) makes it 200 again. Past `db.maxBytes` the oldest rows are purged (packages/store/src/size-bound.ts).
  */
 export async function startServe(
   config: ServeConfig,
   dependencies: ServeDependencies = {},
 ): Promise<RunningService> {
-  const logger = dependencies.logger ?? consoleLogger;
+  const logger = rateLimitedLogger(dependencies.logger ?? consoleLogger);
   const now = dependencies.now ?? Date.now;
   const mapping = await readMapping(config.mapping.file);
   const detectorConfig: DetectorConfig = Object.freeze({
@@ -59,12 +75,18 @@ export async function startServe(
   });
 
   const stops = new ShutdownStack();
+  // Pushed first, so run last: the counts of lines held back by everything stopped before.
+  stops.push(() => logger.close());
   try {
     const telemetry = await startSelfTelemetry(config, logger);
     stops.push(() => telemetry.stop());
 
     // The pipeline commits under load: WAL checkpoints go to a worker thread, off the event loop.
-    const store = new KeyscopeStore({ path: config.db.path, backgroundCheckpoints: true });
+    const store = new KeyscopeStore({
+      path: config.db.path,
+      backgroundCheckpoints: true,
+      integrityCheck: config.db.integrityCheck,
+    });
     stops.push(() => store.close());
     // Started before the first request rather than during it: the thread's start is tens of
     // milliseconds of CPU that the first requests would otherwise share a core with.
@@ -89,6 +111,13 @@ export async function startServe(
 
     let receivers: RunningReceivers | undefined;
     let ready = false;
+    const notReadyReason = (): string | undefined => {
+      if (!ready) return 'starting or stopping';
+      const failure = store.writeFailure;
+      if (failure === undefined) return undefined;
+      return `database ${config.db.path} cannot be written: ${failure.message} (${failure.code}); ${failure.failures} transactions failed since the last that wrote`;
+    };
+    const purgedRows = { retention: 0, size: 0 };
     const metrics = createMetrics({
       ingest: () => receivers?.counters.snapshot(),
       queue: () => receivers?.inFlight() ?? { requests: 0, spans: 0 },
@@ -97,6 +126,12 @@ export async function startServe(
       openIncidents: () => store.openIncidents(),
       alerts: () => alerter?.snapshot() ?? {},
       pendingAlerts: () => store.pendingAlerts(),
+      db: () => ({
+        bytes: store.usedBytes(),
+        maxBytes: config.db.maxBytes,
+        writable: store.writeFailure === undefined,
+        purgedRows: { ...purgedRows },
+      }),
     });
 
     const served = await startApiWithAlerts({
@@ -104,7 +139,8 @@ export async function startServe(
       store,
       detector: () => pipeline.detector,
       metrics: metrics.render,
-      ready: () => ready,
+      ready: () => notReadyReason() === undefined,
+      notReadyReason,
       now,
       logger,
     });
@@ -125,7 +161,7 @@ export async function startServe(
       () =>
         safely(logger, 'retention', () => {
           const at = now();
-          store.purge({
+          purgedRows.retention += store.purge({
             attemptsBeforeUnixMillis: at - config.detector.retryHorizonMillis,
             recordsBeforeUnixMillis: at - retentionMillis,
             maxRows: PURGE_CHUNK_ROWS,
@@ -133,11 +169,31 @@ export async function startServe(
         }),
       PURGE_MILLIS,
     );
-    tick.unref();
-    purge.unref();
+    let sizePurging = false;
+    let stopping = false;
+    const purgeToSize = (resume: boolean) => {
+      sizePurging = false;
+      if (stopping) return;
+      safely(logger, 'size bound', () => {
+        if (!boundSize(store, config, logger, purgedRows, resume)) return;
+        sizePurging = true;
+        setImmediate(() => purgeToSize(true));
+      });
+    };
+    const sizeBound = setInterval(() => {
+      if (!sizePurging) purgeToSize(false);
+    }, SIZE_BOUND_MILLIS);
+    // Without it, a service whose readiness took it out of a load balancer would get no request
+    // to try a write with, and stay out once the disk has room again.
+    const probe = setInterval(() => {
+      if (store.writeFailure !== undefined) safely(logger, 'write probe', () => store.probeWrite());
+    }, WRITE_PROBE_MILLIS);
+    const flushLog = setInterval(() => logger.flush(), REPEAT_WINDOW_MILLIS);
+    const timers = [tick, purge, sizeBound, probe, flushLog];
+    for (const timer of timers) timer.unref();
     stops.push(() => {
-      clearInterval(tick);
-      clearInterval(purge);
+      stopping = true;
+      for (const timer of timers) clearInterval(timer);
       // What the drained requests changed, regrouped and resolved once more before closing.
       safely(logger, 'tick', () => pipeline.tick(now()));
     });
@@ -166,6 +222,32 @@ export async function startServe(
 async function readMapping(file: string): Promise<Mapping> {
   if (file === '') return defaultMapping();
   return loadMapping(await readFile(file, 'utf8'), file);
+}
+
+/**
+ * One purge of the oldest rows while the database is past `db.maxBytes`; true when there is more
+ * to purge. Its log lines carry no counts, so that the logger folds their repeats into one.
+ */
+function boundSize(
+  store: KeyscopeStore,
+  config: ServeConfig,
+  logger: Logger,
+  purgedRows: { size: number },
+  resume: boolean,
+): boolean {
+  const purge = store.purgeToSize({ maxBytes: config.db.maxBytes, maxRows: SIZE_BOUND_ROWS, resume });
+  const rows = purge.attempts + purge.activity + purge.incidents + purge.findings + purge.alerts;
+  purgedRows.size += rows;
+  if (purge.exhausted) {
+    logger.error(
+      `db: ${config.db.path} is past db.maxBytes (${config.db.maxBytes} bytes) with nothing left to purge but open incidents, their findings and undelivered alerts; writes go on until the disk refuses them`,
+    );
+  } else if (rows > 0) {
+    logger.info(
+      `db: ${config.db.path} is past db.maxBytes (${config.db.maxBytes} bytes): purging the oldest rows (keyscope_db_purged_rows_total{reason="size"})`,
+    );
+  }
+  return purge.more;
 }
 
 function safely(logger: Logger, what: string, work: () => void): void {

@@ -53,10 +53,17 @@ describe('serve configuration', () => {
     [{ otlp: { http: { headersTimeoutMillis: 2 ** 31 } } }, 'otlp.http.headersTimeoutMillis'],
     [{ otlp: { grpc: { keepaliveTimeMillis: 1.5 } } }, 'otlp.grpc.keepaliveTimeMillis'],
     [{ otlp: { grpc: { maxConcurrentStreams: 0 } } }, 'otlp.grpc.maxConcurrentStreams'],
+    [{ db: { integrityCheck: 'fast' } }, 'db.integrityCheck'],
+    [{ db: { maxBytes: 0 } }, 'db.maxBytes'],
   ])('names the invalid field in %j', (overrides, field) => {
     const error = configError(() => resolveServeConfig(overrides));
     expect(error.code).toBe(ANALYZER_CONFIG_INVALID.code);
     expect(error.message.startsWith(field)).toBe(true);
+  });
+
+  it('checks the database at open and bounds its size by default', () => {
+    expect(defaultServeConfig().db).toMatchObject({ integrityCheck: 'quick', maxBytes: 10 * 1024 ** 3 });
+    expect(resolveServeConfig({ db: { integrityCheck: 'off' } }).db.integrityCheck).toBe('off');
   });
 
   it('refuses two listeners on one port', () => {

@@ -28,8 +28,10 @@ export interface ApiDependencies {
   tokens: readonly ApiToken[];
   /** Prometheus exposition text. */
   metrics: () => Promise<string>;
-  /** False while the service is starting or draining: /readyz answers 503. */
+  /** False while the service is starting or draining, or cannot write its database: /readyz answers 503. */
   ready: () => boolean;
+  /** Why `ready` is false, for /readyz's body. */
+  notReadyReason?: () => string | undefined;
   now?: () => number;
   /** Called after an incident is acknowledged or resolved by hand (alerts follow it). */
   incidentUpdated?: (id: string) => void;
@@ -321,12 +323,16 @@ export function createApiServer(deps: ApiDependencies): FastifyInstance {
 
   route({ method: 'GET', url: '/healthz', summary: 'Liveness.', public: true }, () => ({ status: 'ok' }));
   app.get('/readyz', async (_request, reply) =>
-    deps.ready() ? { status: 'ready' } : reply.status(503).send({ status: 'not ready' }),
+    deps.ready()
+      ? { status: 'ready' }
+      : reply
+          .status(503)
+          .send({ status: 'not ready', reason: deps.notReadyReason?.() ?? 'starting or stopping' }),
   );
   docs.push({
     method: 'GET',
     url: '/readyz',
-    summary: 'Readiness: 503 while starting or draining.',
+    summary: 'Readiness: 503 while starting or draining, or while database writes fail; the body says why.',
     public: true,
   });
   app.get('/metrics', async (_request, reply) =>
