@@ -9,6 +9,13 @@ export interface DetectorConfig {
   readonly retryHorizonMillis: number;
   /** Keys held in memory; the least recently touched beyond this go to the KeyStateStore. */
   readonly maxKeys: number;
+  /**
+   * Attempts kept per key within the retry horizon. A key that reaches it (typically a client
+   * sending one constant key, "undefined" or "", on every request) is a hot key: its later
+   * attempts are counted (`DetectorStats.cappedAttempts`), not kept, and its findings say their
+   * evidence was capped. Bounds what one key costs in memory, in the AttemptLog and to judge.
+   */
+  readonly maxAttemptsPerKey: number;
   /** Findings without a routing event are grouped into incidents per bucket of this size. */
   readonly incidentBucketMillis: number;
   /** An open incident with no new finding for this long (event time) is resolved. */
@@ -35,6 +42,7 @@ export function defaultDetectorConfig(): DetectorConfig {
     keyNamespace: 'global' as const,
     retryHorizonMillis: 24 * 60 * 60 * 1000,
     maxKeys: 1_000_000,
+    maxAttemptsPerKey: 10_000,
     incidentBucketMillis: 60 * 60 * 1000,
     quietPeriodMillis: 30 * 60 * 1000,
     routingSlackMillis: 60 * 1000,

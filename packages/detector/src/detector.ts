@@ -39,13 +39,25 @@ export interface DetectorStats {
   evictedKeys: number;
   /** Keys rebuilt from the AttemptLog after an eviction or a restart. */
   rebuiltKeys: number;
+  /**
+   * Attempts not kept because their key already held `maxAttemptsPerKey` (counted before the
+   * redelivery check, so a redelivered attempt of such a key counts here).
+   */
+  cappedAttempts: number;
+  /** Keys in memory that reached `maxAttemptsPerKey`: hot keys, one constant key on many requests. */
+  hotKeys: number;
   /** Tier, node and tenant names held for the keys in memory (and some since forgotten). */
   internedNames: number;
   watermarkUnixMillis: number;
 }
 
 export interface Detector {
-  /** Judges a batch of attempts; findings are emitted as soon as their evidence is complete. */
+  /**
+   * Judges a batch of attempts; findings are emitted as soon as their evidence is complete. A
+   * key with more than LARGE_KEY_ATTEMPTS attempts is re-judged here only when its attempts
+   * doubled since its last judgement (or reached `maxAttemptsPerKey`), otherwise by the next
+   * `tick`: so what a batch costs does not grow with the history of the keys in it.
+   */
   ingest(batch: ExtractedAttempts): DetectorChanges;
   /**
    * Re-infers routing events, re-groups findings whose routing changed, resolves quiet incidents
@@ -86,6 +98,12 @@ function noop(): void {}
 /** Names the interner may hold before it is first compacted. */
 const MIN_INTERNER_LIMIT = 65_536;
 
+/**
+ * Attempts past which a key is judged lazily. Judging reads and sorts all of a key's attempts;
+ * doing that on every batch made a key's cost grow with its history (quadratic for a hot key).
+ */
+const LARGE_KEY_ATTEMPTS = 64;
+
 class Changes {
   readonly findings = new Map<string, Finding>();
   readonly retractedFindings = new Set<string>();
@@ -108,7 +126,7 @@ export function createDetector(
   dependencies: DetectorDependencies = {},
 ): Detector {
   const log = dependencies.attemptLog ?? createMemoryAttemptLog();
-  const keys = new KeyTable();
+  const keys = new KeyTable(config.maxAttemptsPerKey);
   let interner = new Interner();
   /** Names interned before the interner is compacted (see compactInterner). */
   let internerLimit = MIN_INTERNER_LIMIT;
@@ -131,23 +149,23 @@ export function createDetector(
   let duplicateAttempts = 0;
   let evictedKeys = 0;
   let rebuiltKeys = 0;
+  let cappedAttempts = 0;
+  /** Attempts of each large key at its last judgement (see LARGE_KEY_ATTEMPTS). */
+  const judgedAttempts = new Map<string, number>();
+  /** Large keys with attempts not yet judged: the next tick judges them. */
+  const deferred = new Set<string>();
 
   function partitionKeyOf(attempt: Attempt): string {
     return partitionKey(attempt, config);
   }
 
-  /**
-   * The key's compact state; when it is not in memory, rebuilt from the attempts the log holds
-   * (all but `pending`, the attempt the caller is about to observe).
-   */
-  function slotOf(partitionKey: string, pending?: Attempt): number {
+  /** The key's compact state; when it is not in memory, rebuilt from the attempts the log holds. */
+  function slotOf(partitionKey: string): number {
     const known = keys.find(partitionKey);
     if (known !== undefined) return known;
     const slot = keys.add(partitionKey);
     let replayed = 0;
     for (const attempt of log.attemptsOf(partitionKey)) {
-      if (pending !== undefined && attempt.spanId === pending.spanId && attempt.traceId === pending.traceId)
-        continue;
       observe(slot, attempt, false);
       replayed++;
     }
@@ -163,7 +181,7 @@ export function createDetector(
       if (keys.size - victims.length <= target) break;
       victims.push(partitionKey);
     }
-    for (const partitionKey of victims) keys.delete(partitionKey);
+    for (const partitionKey of victims) forget(partitionKey);
     evictedKeys += victims.length;
   }
 
@@ -189,8 +207,24 @@ export function createDetector(
     );
   }
 
+  /** Drops the key's compact state (its attempts stay in the log, to rebuild it from). */
+  function forget(partitionKey: string): void {
+    keys.delete(partitionKey);
+    judgedAttempts.delete(partitionKey);
+  }
+
+  /** Whether a key changed by a batch is judged now, or left to the next tick (see `ingest`). */
+  function judgesNow(partitionKey: string): boolean {
+    const attempts = keys.attemptCount(partitionKey);
+    if (attempts <= LARGE_KEY_ATTEMPTS || attempts >= config.maxAttemptsPerKey) return true;
+    return attempts >= 2 * (judgedAttempts.get(partitionKey) ?? 0);
+  }
+
   function judge(partitionKey: string, changes: Changes): void {
+    deferred.delete(partitionKey);
     const evidence = log.attemptsOf(partitionKey);
+    if (evidence.length > LARGE_KEY_ATTEMPTS) judgedAttempts.set(partitionKey, evidence.length);
+    else judgedAttempts.delete(partitionKey);
     if (evidence.length === 0) return;
     updateSpreads(partitionKey, evidence);
     const key = evidence[0]!.key;
@@ -290,7 +324,7 @@ export function createDetector(
       if (keys.lastSeen(partitionKey) >= cutoff) break;
       expired.push(partitionKey);
     }
-    for (const partitionKey of expired) keys.delete(partitionKey);
+    for (const partitionKey of expired) forget(partitionKey);
     for (const [partitionKey, seen] of spreads)
       if (seen.lastSeenUnixMillis < cutoff) spreads.delete(partitionKey);
     log.expire(cutoff);
@@ -301,6 +335,7 @@ export function createDetector(
 
   function tick(nowUnixMillis: number): DetectorChanges {
     const changes = new Changes();
+    if (deferred.size > 0) for (const partitionKey of [...deferred].sort()) judge(partitionKey, changes);
     regroup(changes);
     book.resolveQuiet(nowUnixMillis, changes.incidents);
     expire(nowUnixMillis);
@@ -335,13 +370,21 @@ export function createDetector(
         attemptsSeen++;
         if (attempt.endUnixMillis > watermark) watermark = attempt.endUnixMillis;
         const partitionKey = partitionKeyOf(attempt);
+        const slot = slotOf(partitionKey);
+        if (keys.isCapped(slot)) {
+          cappedAttempts++;
+          continue;
+        }
         if (!log.append(partitionKey, attempt)) {
           duplicateAttempts++;
           continue;
         }
-        if (observe(slotOf(partitionKey, attempt), attempt, true)) dirty.add(partitionKey);
+        if (observe(slot, attempt, true)) dirty.add(partitionKey);
       }
-      for (const partitionKey of dirty) judge(partitionKey, changes);
+      for (const partitionKey of dirty) {
+        if (judgesNow(partitionKey)) judge(partitionKey, changes);
+        else deferred.add(partitionKey);
+      }
       book.settle();
       compactInterner();
       return changes.result();
@@ -359,6 +402,8 @@ export function createDetector(
       duplicateAttempts,
       evictedKeys,
       rebuiltKeys,
+      cappedAttempts,
+      hotKeys: keys.cappedKeys,
       internedNames: interner.size,
       watermarkUnixMillis: watermark,
     }),

@@ -145,12 +145,10 @@ function downstreamOf(upstream: Tier, tiers: Map<string, Tier>): Tier[] {
 function isAbsorbed(tier: Tier, executions: ServerAttempt[], tiers: Map<string, Tier>): boolean {
   const downstream = downstreamOf(tier, tiers);
   if (downstream.length === 0) return false;
-  for (const repeat of executions.slice(1)) {
-    const caught = downstream.some((below) =>
-      below.server.some((a) => a.traceId === repeat.traceId && a.outcome === 'hit'),
-    );
-    if (!caught) return false;
-  }
+  const caughtTraces = new Set<string>();
+  for (const below of downstream)
+    for (const a of below.server) if (a.outcome === 'hit') caughtTraces.add(a.traceId);
+  for (let i = 1; i < executions.length; i++) if (!caughtTraces.has(executions[i]!.traceId)) return false;
   return true;
 }
 
@@ -189,10 +187,21 @@ function causeOfRepeat(
   executions: readonly ServerAttempt[],
   evidence: readonly Attempt[],
 ): 'race' | 'ttl_expired' {
-  const windows = executions.map((execution) => requestWindow(execution, evidence));
+  // The first arrival of each span, so finding an execution's request costs a lookup, not a scan.
+  const arrivals = new Map<string, Attempt>();
+  for (const a of evidence) {
+    const span = `${a.traceId}/${a.spanId}`;
+    if (a.kind === 'arrival' && !arrivals.has(span)) arrivals.set(span, a);
+  }
+  const windows = executions.map((execution) => requestWindow(execution, arrivals));
   for (let j = 1; j < windows.length; j++) {
     const repeat = windows[j]!;
-    const overlapsEarlier = windows.slice(0, j).some((a) => a.start < repeat.end && repeat.start < a.end);
+    // Nearest first: a racing repeat overlaps the execution just before it.
+    let overlapsEarlier = false;
+    for (let i = j - 1; i >= 0 && !overlapsEarlier; i--) {
+      const a = windows[i]!;
+      overlapsEarlier = a.start < repeat.end && repeat.start < a.end;
+    }
     if (!overlapsEarlier) return 'ttl_expired';
   }
   return 'race';
@@ -200,11 +209,9 @@ function causeOfRepeat(
 
 function requestWindow(
   execution: ServerAttempt,
-  evidence: readonly Attempt[],
+  arrivals: ReadonlyMap<string, Attempt>,
 ): { start: number; end: number } {
-  const request = evidence.find(
-    (a) => a.kind === 'arrival' && a.traceId === execution.traceId && a.spanId === execution.parentSpanId,
-  );
+  const request = arrivals.get(`${execution.traceId}/${execution.parentSpanId}`);
   const span = request ?? execution;
   return { start: span.startUnixMillis, end: Math.max(span.endUnixMillis, execution.endUnixMillis) };
 }
@@ -215,12 +222,14 @@ function keyCollision(
   const server = evidence.filter((a): a is ServerAttempt => a.kind === 'server' && a.tenant !== '');
   const tenants = distinct(server.map((a) => a.tenant));
   if (tenants.length < 2) return null;
-  // Worst case: a store replayed to one tenant the result it stored for another.
+  // Worst case: a store replayed to one tenant the result it stored for another. The owner is the
+  // store's first execution (attempts are in start order), if it started no later than the hit.
+  const firstMiss = new Map<string, ServerAttempt>();
+  for (const a of server) if (a.outcome === 'miss' && !firstMiss.has(a.store)) firstMiss.set(a.store, a);
   for (const hit of server) {
     if (hit.outcome !== 'hit') continue;
-    const owner = server.find(
-      (a) => a.outcome === 'miss' && a.store === hit.store && a.startUnixMillis <= hit.startUnixMillis,
-    );
+    const first = firstMiss.get(hit.store);
+    const owner = first !== undefined && first.startUnixMillis <= hit.startUnixMillis ? first : undefined;
     if (owner !== undefined && owner.tenant !== hit.tenant) {
       return { cause: 'cross_tenant_replay', service: hit.placement.service, operation: hit.operation };
     }
@@ -243,12 +252,8 @@ function draft(
   const tenants = distinct(evidence.map((a) => a.tenant).filter((t) => t !== ''));
   let gapMillis: number | null = null;
   if (executions.length >= 2) gapMillis = executions[1]!.startUnixMillis - executions[0]!.endUnixMillis;
-  const windowFrom = Math.min(
-    ...(executions.length > 0 ? executions : tier.server).map((a) => a.startUnixMillis),
-  );
-  const windowTo = Math.max(
-    ...(executions.length > 0 ? executions : tier.server).map((a) => a.endUnixMillis),
-  );
+  const window = spanOf(executions.length > 0 ? executions : tier.server);
+  const seen = spanOf(evidence);
   return {
     id: stableId('f', [findingClass, key]),
     key,
@@ -266,12 +271,27 @@ function draft(
     gapMillis,
     routing: {
       affinityBroken: nodes.length >= 2,
-      event: overlappingEvent(tier, routing(tier.service), windowFrom, windowTo, config),
+      event: overlappingEvent(tier, routing(tier.service), window.from, window.to, config),
     },
-    firstSeenUnixMillis: Math.min(...evidence.map((a) => a.startUnixMillis)),
-    lastSeenUnixMillis: Math.max(...evidence.map((a) => a.endUnixMillis)),
+    firstSeenUnixMillis: seen.from,
+    lastSeenUnixMillis: seen.to,
     attempts: evidence,
+    evidenceCapped: evidence.length >= config.maxAttemptsPerKey,
   };
+}
+
+/**
+ * The earliest start and the latest end of `attempts`, in one pass (a spread into Math.min
+ * overflows the stack for a key with a few hundred thousand attempts).
+ */
+function spanOf(attempts: readonly Attempt[]): { from: number; to: number } {
+  let from = Number.POSITIVE_INFINITY;
+  let to = Number.NEGATIVE_INFINITY;
+  for (const a of attempts) {
+    if (a.startUnixMillis < from) from = a.startUnixMillis;
+    if (a.endUnixMillis > to) to = a.endUnixMillis;
+  }
+  return { from, to };
 }
 
 /**
@@ -305,7 +325,9 @@ function retriedBy(tier: Tier, executions: ServerAttempt[], evidence: Attempt[])
     callerServices.size > 0 ? callerServices.has(c.placement.service) : c.placement.service !== tier.service,
   );
   if (sends.length === 0) return 'unknown';
-  const sendCount = Math.max(sends.length, 1 + Math.max(...sends.map((c) => c.resendCount)));
+  let resends = Number.NEGATIVE_INFINITY;
+  for (const send of sends) if (send.resendCount > resends) resends = send.resendCount;
+  const sendCount = Math.max(sends.length, 1 + resends);
   if (sendCount >= 2) return 'client';
   return landings.length >= 2 ? 'proxy' : 'unknown';
 }

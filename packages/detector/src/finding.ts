@@ -67,4 +67,9 @@ export interface Finding {
   lastSeenUnixMillis: number;
   /** Every attempt of the key (client, arrival, server), in time order. */
   attempts: Attempt[];
+  /**
+   * The key reached `maxAttemptsPerKey`: `attempts` are its first ones, those after them were
+   * counted and not kept, so the finding is judged on part of the key's traffic (a hot key).
+   */
+  evidenceCapped: boolean;
 }

@@ -12,8 +12,14 @@
  *
  * Nothing here needs persisting: the AttemptLog holds every attempt, so a key evicted beyond
  * `maxKeys`, or lost in a restart, is rebuilt by replaying its attempts.
+ *
+ * Each key also counts its attempts, up to `maxAttemptsPerKey`: a key at that count is *capped*
+ * (a hot key), and the detector keeps none of its later attempts.
  */
 export class KeyTable {
+  readonly #maxAttemptsPerKey: number;
+  /** Keys in the table whose count reached `maxAttemptsPerKey`. */
+  #capped = 0;
   /**
    * Key → slot, in least-recently-touched order give or take RETOUCH_MILLIS: touching re-inserts a
    * key, unless its last attempt is that recent (see `find`).
@@ -30,8 +36,15 @@ export class KeyTable {
   #tierB = new Int32Array(0);
   #nodeB = new Int32Array(0);
   #tenant = new Int32Array(0);
+  /** Attempts observed, saturating at `maxAttemptsPerKey`. */
+  #attempts = new Uint32Array(0);
   /** Bits 0–1: server attempts at tier A (saturating at 2); bits 2–3: at tier B; bit 4: suspect. */
   #flags = new Uint8Array(0);
+
+  constructor(maxAttemptsPerKey = Number.POSITIVE_INFINITY) {
+    // Counts are 32-bit: a key with 2^32 attempts in the log is not reached in practice.
+    this.#maxAttemptsPerKey = Math.min(maxAttemptsPerKey, 0xffff_ffff);
+  }
 
   get size(): number {
     return this.#slots.size;
@@ -67,6 +80,7 @@ export class KeyTable {
     this.#nodeB[slot] = -1;
     this.#tenant[slot] = -1;
     this.#flags[slot] = 0;
+    this.#attempts[slot] = 0;
     this.#slots.set(key, slot);
     return slot;
   }
@@ -76,11 +90,28 @@ export class KeyTable {
     if (slot === undefined) return;
     this.#slots.delete(key);
     this.#free.push(slot);
+    if (this.#attempts[slot] === this.#maxAttemptsPerKey) this.#capped--;
   }
 
   /** Keys, least recently touched first. */
   keys(): IterableIterator<string> {
     return this.#slots.keys();
+  }
+
+  /** Attempts the key has observed (0 when it is not in memory). */
+  attemptCount(key: string): number {
+    const slot = this.#slots.get(key);
+    return slot === undefined ? 0 : this.#attempts[slot]!;
+  }
+
+  /** Whether the slot's key reached `maxAttemptsPerKey`. */
+  isCapped(slot: number): boolean {
+    return this.#attempts[slot] === this.#maxAttemptsPerKey;
+  }
+
+  /** Keys in the table that reached `maxAttemptsPerKey`. */
+  get cappedKeys(): number {
+    return this.#capped;
   }
 
   lastSeen(key: string): number {
@@ -89,7 +120,7 @@ export class KeyTable {
   }
 
   /**
-   * Records one attempt; true when the key is (now) suspect. `tier` is -1 for a client attempt
+   * Records (and counts) one attempt; true when the key is (now) suspect. `tier` is -1 for a client attempt
    * (no tier); `firstAtTier` is called when the key lands at a tier it had not reached.
    */
   observe(
@@ -101,6 +132,11 @@ export class KeyTable {
     server: boolean,
     firstAtTier: () => void,
   ): boolean {
+    const attempts = this.#attempts[slot]!;
+    if (attempts < this.#maxAttemptsPerKey) {
+      this.#attempts[slot] = attempts + 1;
+      if (attempts + 1 === this.#maxAttemptsPerKey) this.#capped++;
+    }
     if (endUnixMillis > this.#lastSeen[slot]!) this.#lastSeen[slot] = endUnixMillis;
     if (endUnixMillis > this.#latestSeen) this.#latestSeen = endUnixMillis;
     let flags = this.#flags[slot]!;
@@ -147,7 +183,10 @@ export class KeyTable {
 
   #grow(): void {
     const capacity = Math.max(1024, this.#capacity * 2);
-    const grown = <T extends Float64Array | Int32Array | Uint8Array>(from: T, make: (n: number) => T): T => {
+    const grown = <T extends Float64Array | Int32Array | Uint32Array | Uint8Array>(
+      from: T,
+      make: (n: number) => T,
+    ): T => {
       const to = make(capacity);
       to.set(from);
       return to;
@@ -159,6 +198,7 @@ export class KeyTable {
     this.#nodeB = grown(this.#nodeB, (n) => new Int32Array(n));
     this.#tenant = grown(this.#tenant, (n) => new Int32Array(n));
     this.#flags = grown(this.#flags, (n) => new Uint8Array(n));
+    this.#attempts = grown(this.#attempts, (n) => new Uint32Array(n));
     this.#capacity = capacity;
   }
 }

@@ -93,7 +93,8 @@ export class RoutingInference {
 
   all(): RoutingEvent[] {
     const out = [...this.frozen.values()];
-    for (const [name, series] of this.services) out.push(...this.refresh(name, series));
+    for (const [name, series] of this.services)
+      for (const event of this.refresh(name, series)) out.push(event);
     return out.sort(compareEvents);
   }
 
@@ -132,23 +133,28 @@ export class RoutingInference {
   }
 
   private infer(service: string, series: ServiceSeries): RoutingEvent[] {
-    let maxIndex = Number.NEGATIVE_INFINITY;
-    for (const index of series.totals.keys()) if (index > maxIndex) maxIndex = index;
-    if (maxIndex === Number.NEGATIVE_INFINITY) return [];
+    if (series.totals.size === 0) return [];
+    const totals = serviceTotals(series.totals);
+    const maxIndex = totals.indexes[totals.indexes.length - 1]!;
 
     const downs: RoutingEvent[] = [];
     const spikes: RoutingEvent[] = [];
     for (const node of series.nodes.values()) {
       const indexes = [...node.buckets.keys()].sort((a, b) => a - b);
-      this.findSilences(service, series, node, indexes, maxIndex, downs);
+      this.findSilences(service, totals, node, indexes, maxIndex, downs);
       this.findSpikes(service, node, indexes, spikes);
     }
     return [...this.composeFailovers(service, series, downs), ...spikes].sort(compareEvents);
   }
 
+  /**
+   * Silences are the gaps between a node's active buckets, and their cost is the buckets that
+   * hold data, never the gap's length: the service's traffic during a gap comes from prefix sums
+   * over its sorted active buckets (two spans at times 0 and 2^53 ms are two buckets, not 2^43).
+   */
   private findSilences(
     service: string,
-    series: ServiceSeries,
+    totals: ServiceTotals,
     node: NodeSeries,
     indexes: number[],
     maxIndex: number,
@@ -162,21 +168,17 @@ export class RoutingInference {
       if (nextActive - lastActive - 1 < minBuckets) continue;
       // A silence of the whole service is an outage or a lull, not traffic moving away from this
       // node: what counts is how much the node should have served at its usual share.
-      let servedElsewhere = 0;
-      let serviceSpansDuring = 0;
-      for (let index = lastActive + 1; index < nextActive; index++) {
-        const total = series.totals.get(index) ?? 0;
-        if (total > 0) servedElsewhere++;
-        serviceSpansDuring += total;
-      }
+      const from = upperBound(totals.indexes, lastActive);
+      const to = lowerBound(totals.indexes, nextActive);
+      const servedElsewhere = totals.servingBefore[to]! - totals.servingBefore[from]!;
+      const serviceSpansDuring = totals.spansBefore[to]! - totals.spansBefore[from]!;
       if (servedElsewhere < minBuckets) continue;
       const baselineFrom = Math.max(firstIndex, lastActive + 1 - BASELINE_BUCKETS);
       let nodeSpans = 0;
-      let serviceSpans = 0;
-      for (let index = baselineFrom; index <= lastActive; index++) {
-        nodeSpans += node.buckets.get(index)?.[0] ?? 0;
-        serviceSpans += series.totals.get(index) ?? 0;
-      }
+      for (let j = i; j >= 0 && indexes[j]! >= baselineFrom; j--)
+        nodeSpans += node.buckets.get(indexes[j]!)![0];
+      const baselineAt = lowerBound(totals.indexes, baselineFrom);
+      const serviceSpans = totals.spansBefore[from]! - totals.spansBefore[baselineAt]!;
       const expected = serviceSpans === 0 ? 0 : (nodeSpans / serviceSpans) * serviceSpansDuring;
       if (expected < this.config.silenceMinExpectedSpans) continue;
       const ended = nextActive <= maxIndex;
@@ -257,8 +259,12 @@ export class RoutingInference {
         if (group.nodes.size < 2) continue;
         const together = overlappingCover(group.events, group.nodes);
         if (together === null) continue;
-        const startUnixMillis = Math.min(...together.map((e) => e.startUnixMillis));
-        const endUnixMillis = Math.max(...together.map((e) => e.endUnixMillis));
+        let startUnixMillis = Number.POSITIVE_INFINITY;
+        let endUnixMillis = Number.NEGATIVE_INFINITY;
+        for (const event of together) {
+          if (event.startUnixMillis < startUnixMillis) startUnixMillis = event.startUnixMillis;
+          if (event.endUnixMillis > endUnixMillis) endUnixMillis = event.endUnixMillis;
+        }
         const ended = together.every((e) => e.ended);
         const type = level === 'region' ? 'region_failover' : 'cluster_failover';
         const first = together[0]!;
@@ -282,6 +288,53 @@ export class RoutingInference {
     }
     return [...composed, ...remaining];
   }
+}
+
+/**
+ * A service's active buckets in order, with running sums: `spansBefore[i]` is the spans of the
+ * buckets before `indexes[i]`, `servingBefore[i]` how many of them served any (both one longer
+ * than `indexes`, so a range's sum is a difference of two entries).
+ */
+interface ServiceTotals {
+  indexes: number[];
+  spansBefore: Float64Array;
+  servingBefore: Float64Array;
+}
+
+function serviceTotals(totals: Map<number, number>): ServiceTotals {
+  const indexes = [...totals.keys()].sort((a, b) => a - b);
+  const spansBefore = new Float64Array(indexes.length + 1);
+  const servingBefore = new Float64Array(indexes.length + 1);
+  for (let i = 0; i < indexes.length; i++) {
+    const spans = totals.get(indexes[i]!)!;
+    spansBefore[i + 1] = spansBefore[i]! + spans;
+    servingBefore[i + 1] = servingBefore[i]! + (spans > 0 ? 1 : 0);
+  }
+  return { indexes, spansBefore, servingBefore };
+}
+
+/** The first position in ascending `sorted` whose value is at least `value` (its length if none). */
+function lowerBound(sorted: readonly number[], value: number): number {
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (sorted[mid]! < value) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** The first position in ascending `sorted` whose value is greater than `value` (its length if none). */
+function upperBound(sorted: readonly number[], value: number): number {
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (sorted[mid]! <= value) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }
 
 /** One down event per node of the group, all sharing a common instant; null if there is none. */

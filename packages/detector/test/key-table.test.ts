@@ -29,6 +29,22 @@ describe('KeyTable', () => {
     expect(firsts).toBe(3);
   });
 
+  it('counts a key’s attempts up to maxAttemptsPerKey, and how many keys reached it', () => {
+    const table = new KeyTable(3);
+    const hot = table.add('hot');
+    for (let i = 0; i < 5; i++) table.observe(hot, i, -1, -1, -1, false, noop);
+    const calm = table.add('calm');
+    table.observe(calm, 0, -1, -1, -1, false, noop);
+    expect(table.attemptCount('hot')).toBe(3);
+    expect(table.isCapped(hot)).toBe(true);
+    expect(table.isCapped(calm)).toBe(false);
+    expect(table.cappedKeys).toBe(1);
+    table.delete('hot');
+    expect(table.cappedKeys).toBe(0);
+    const reused = table.add('next');
+    expect(table.isCapped(reused)).toBe(false);
+  });
+
   it('keeps keys in least-recently-touched order and reuses freed slots', () => {
     const table = new KeyTable();
     for (let i = 0; i < 3000; i++) table.observe(table.add(`k${i}`), i, -1, -1, -1, false, noop);

@@ -229,6 +229,13 @@ function attemptsOfSlices(slices: readonly Buffer[], placements: PlacementTable)
   return attempts;
 }
 
+/** What tells one attempt of a key from another: its trace and span ids. */
+function spanIdentity(attempt: Attempt): string {
+  return `${attempt.traceId}/${attempt.spanId}`;
+}
+
+const NO_ATTEMPTS: readonly Attempt[] = Object.freeze([]);
+
 /** Whether `attempts` holds `attempt`'s span. */
 function holds(attempts: readonly Attempt[], attempt: Attempt): boolean {
   for (const known of attempts) {
@@ -249,6 +256,17 @@ export interface AttemptTableOptions {
  * transactions write ~40 KB (one row), a Kafka detect batch or a replay may write megabytes.
  */
 const BATCH_ROW_BYTES = 64 * 1024;
+
+/**
+ * Attempts of one key in the log (tail and index) from which its span identities are kept in
+ * memory, so its redelivery check stops reading its history (see `AttemptTable.#hotSpans`).
+ */
+const HOT_KEY_ATTEMPTS = 64;
+/**
+ * Span identities kept for hot keys in all, about 80 bytes each (10 MiB); past it the keys made hot
+ * first are forgotten (read again from the log if they come back), never the one being appended.
+ */
+const MAX_HOT_SPANS = 131_072;
 
 /** The key filter's capacity when the index holds few keys. */
 const MIN_FILTER_KEYS = 65_536;
@@ -284,9 +302,11 @@ interface FilterRebuild {
  * Redelivery is refused exactly: an attempt is new unless the tail or an indexed batch holds its
  * (partition key, trace id, span id). A Bloom filter of the partition keys in the index (built at
  * open, added to as batches are indexed) spares the attempts of keys it never held — most of them —
- * the index lookups. Once it holds more keys than it was sized for, a new one, sized for twice the
- * index's entries, is filled from the index 50,000 keys per indexing and then takes over: no
- * transaction on the ingest path reads the whole index. A crash loses nothing committed: unindexed
+ * the index lookups, and the attempts of a hot key (HOT_KEY_ATTEMPTS or more) are checked against
+ * the identities of its attempts kept in memory instead of its rows. Once the filter holds more
+ * keys than it was sized for, a new one, sized for twice the index's entries, is filled from the
+ * index 50,000 keys per indexing and then takes over: no transaction on the ingest path reads the
+ * whole index. A crash loses nothing committed: unindexed
  * batches are the ones past `attempt_index.indexed_through`, indexed when the store opens. After a
  * failed transaction the tail is read back from the database (`afterRollback`), since SQLite
  * rolled its rows back.
@@ -311,6 +331,17 @@ export class AttemptTable implements AttemptLog {
   readonly #body = new JsonBytes(2 * BATCH_ROW_BYTES);
   readonly #byKey: Statement;
   readonly #slice: Statement;
+  /**
+   * For each key with HOT_KEY_ATTEMPTS or more attempts in the log, the identity (trace and span
+   * id) of every one of them: such a key's redelivery check is then one lookup, where reading its
+   * rows made each append cost the key's whole history (a client sending one constant key on every
+   * request). Exact while it lasts: every append adds to it, and it is dropped whenever the log
+   * loses attempts (a rollback, a purge).
+   */
+  readonly #hotSpans = new Map<string, Set<string>>();
+  #hotSpanCount = 0;
+  /** Attempts decoded from rows, by reads and redelivery checks alike. */
+  #attemptsRead = 0;
 
   constructor(db: Database, options: AttemptTableOptions) {
     this.#db = db;
@@ -344,6 +375,17 @@ export class AttemptTable implements AttemptLog {
     if (!this.#db.inTransaction) throw new Error('attempts are appended inside KeyscopeStore.transaction');
     const tail = this.#tail;
     let slot = tail.slotOf(partitionKey);
+    const hot = this.#hotSpans.get(partitionKey);
+    if (hot !== undefined) {
+      const span = spanIdentity(attempt);
+      if (hot.has(span)) return false;
+      hot.add(span);
+      this.#hotSpanCount++;
+      if (slot === -1) slot = tail.add(partitionKey, this.#indexedKeys.mayContain(partitionKey));
+      if (tail.addPending(slot, attempt)) this.#unwritten.push(slot);
+      this.#trimHotSpans(partitionKey);
+      return true;
+    }
     // The key filter's answer holds for the life of a tail slot: the index gains keys only when it
     // indexes the tail, which empties the tail.
     let mayBeIndexed: boolean;
@@ -352,10 +394,46 @@ export class AttemptTable implements AttemptLog {
       if (this.#tailHolds(slot, attempt)) return false;
       mayBeIndexed = tail.mayBeIndexed(slot);
     }
-    if (mayBeIndexed && holds(this.#indexed(partitionKey), attempt)) return false;
+    const indexed = mayBeIndexed ? this.#indexed(partitionKey) : NO_ATTEMPTS;
+    if (holds(indexed, attempt)) return false;
     if (slot === -1) slot = tail.add(partitionKey, mayBeIndexed);
     if (tail.addPending(slot, attempt)) this.#unwritten.push(slot);
+    if (indexed.length + tail.attemptsIn(slot) >= HOT_KEY_ATTEMPTS)
+      this.#keepHotSpans(partitionKey, slot, indexed);
     return true;
+  }
+
+  /** Starts keeping the identities of the key's attempts: `indexed`, read from the index, and the tail slot's. */
+  #keepHotSpans(partitionKey: string, slot: number, indexed: readonly Attempt[]): void {
+    const spans = new Set<string>();
+    for (const attempt of indexed) spans.add(spanIdentity(attempt));
+    const tailed: Attempt[] = [];
+    this.#tailed(slot, tailed);
+    for (const attempt of tailed) spans.add(spanIdentity(attempt));
+    this.#hotSpans.set(partitionKey, spans);
+    this.#hotSpanCount += spans.size;
+    this.#trimHotSpans(partitionKey);
+  }
+
+  /** Forgets the hot keys kept longest until MAX_HOT_SPANS identities are left, `keep` aside. */
+  #trimHotSpans(keep: string): void {
+    if (this.#hotSpanCount <= MAX_HOT_SPANS) return;
+    for (const [partitionKey, spans] of this.#hotSpans) {
+      if (this.#hotSpanCount <= MAX_HOT_SPANS) break;
+      if (partitionKey === keep) continue;
+      this.#hotSpans.delete(partitionKey);
+      this.#hotSpanCount -= spans.size;
+    }
+  }
+
+  #forgetHotSpans(): void {
+    this.#hotSpans.clear();
+    this.#hotSpanCount = 0;
+  }
+
+  /** Attempts decoded from rows since the table opened; for tests that count what an append costs. */
+  get attemptsRead(): number {
+    return this.#attemptsRead;
   }
 
   attemptsOf(partitionKey: string): Attempt[] {
@@ -467,10 +545,12 @@ export class AttemptTable implements AttemptLog {
 
   /** Appends the attempts written in the tail slot's segments to `into`, read back from their rows. */
   #written(slot: number, into: Attempt[]): void {
+    const before = into.length;
     this.#tail.forEachSegment(slot, (rowId, start, length) => {
       const slice = this.#slice.get(start, length, rowId) as Buffer;
       attemptsOfSegment(slice.toString('utf8'), this.#placements, into);
     });
+    this.#attemptsRead += into.length - before;
   }
 
   /**
@@ -481,6 +561,7 @@ export class AttemptTable implements AttemptLog {
     const tail = this.#tail;
     tail.clear();
     this.#unwritten.length = 0;
+    this.#forgetHotSpans();
     const rows = this.#db
       .prepare('SELECT id, keys, body FROM attempt_batches WHERE id > ? ORDER BY id')
       .all(this.#indexedThrough()) as { id: number; keys: string; body: Buffer }[];
@@ -583,6 +664,7 @@ export class AttemptTable implements AttemptLog {
       removed += row.attempts;
       if (entries >= maxRows) break;
     }
+    if (removed > 0) this.#forgetHotSpans();
     return removed;
   }
 
@@ -599,7 +681,9 @@ export class AttemptTable implements AttemptLog {
 
   /** The attempts of the partition key's indexed batches. */
   #indexed(partitionKey: string): Attempt[] {
-    return attemptsOfSlices(this.#byKey.all(partitionKey) as Buffer[], this.#placements);
+    const attempts = attemptsOfSlices(this.#byKey.all(partitionKey) as Buffer[], this.#placements);
+    this.#attemptsRead += attempts.length;
+    return attempts;
   }
 
   /** An empty filter with room for twice the keys the index holds (entries bound the keys). */

@@ -25,6 +25,8 @@ export class AttemptTail {
   readonly #pending: (Attempt[] | undefined)[] = [];
   /** Slot → whether the index may hold the key (the key filter's answer when the slot was made). */
   #mayBeIndexed = new Uint8Array(0);
+  /** Slot → the key's attempts in the tail, written or pending. */
+  #attempts = new Int32Array(0);
   /** Per slot, its segments: row id, start, length (in bytes of the row's body). */
   readonly #segments = new RecordChains(3);
   /** Per slot, the span id hash of each attempt written in its segments. */
@@ -40,11 +42,15 @@ export class AttemptTail {
   /** A slot for a key not in the tail. */
   add(partitionKey: string, mayBeIndexed: boolean): number {
     const slot = this.#slots.size;
-    if (slot === this.#mayBeIndexed.length) this.#mayBeIndexed = widened(this.#mayBeIndexed, slot);
+    if (slot === this.#mayBeIndexed.length) {
+      this.#mayBeIndexed = widened(this.#mayBeIndexed, slot);
+      this.#attempts = widened(this.#attempts, slot);
+    }
     this.#slots.set(partitionKey, slot);
     this.#keys[slot] = partitionKey;
     this.#pending[slot] = undefined;
     this.#mayBeIndexed[slot] = mayBeIndexed ? 1 : 0;
+    this.#attempts[slot] = 0;
     this.#segments.start(slot);
     this.#hashes.start(slot);
     return slot;
@@ -58,6 +64,11 @@ export class AttemptTail {
     return this.#mayBeIndexed[slot] === 1;
   }
 
+  /** The slot's attempts, written or pending. */
+  attemptsIn(slot: number): number {
+    return this.#attempts[slot]!;
+  }
+
   /** The attempts of the transaction under way; undefined when none. */
   pending(slot: number): Attempt[] | undefined {
     return this.#pending[slot];
@@ -66,6 +77,7 @@ export class AttemptTail {
   /** Adds an attempt of the transaction under way; true when it is the slot's first. */
   addPending(slot: number, attempt: Attempt): boolean {
     this.size++;
+    this.#attempts[slot]!++;
     const pending = this.#pending[slot];
     if (pending === undefined) {
       this.#pending[slot] = [attempt];
@@ -82,7 +94,7 @@ export class AttemptTail {
   written(slot: number, rowId: number, start: number, length: number): void {
     const pending = this.#pending[slot];
     if (pending !== undefined) {
-      for (const attempt of pending) this.addHash(slot, spanIdHash(attempt.spanId));
+      for (const attempt of pending) this.#hashes.append(slot, spanIdHash(attempt.spanId), 0, 0);
       this.#pending[slot] = undefined;
     }
     this.addSegment(slot, rowId, start, length);
@@ -93,9 +105,10 @@ export class AttemptTail {
     this.#segments.append(slot, rowId, start, length);
   }
 
-  /** Adds the span id hash of an attempt written in the slot's segments. */
+  /** Adds an attempt written in the slot's segments (read back after a rollback): its span id's hash. */
   addHash(slot: number, hash: number): void {
     this.#hashes.append(slot, hash, 0, 0);
+    this.#attempts[slot]!++;
   }
 
   /** Whether an attempt written in the slot's segments has a span id with this hash. */

@@ -583,4 +583,70 @@ describe('the attempt log in SQLite', () => {
     expect(store.attemptLog.attemptsOf('k1')).toEqual([full, emptied, positional]);
     expect(store.counts().attempts).toBe(3);
   });
+
+  describe('a hot key (one key on many requests)', () => {
+    /** Appends `count` attempts of `key`, `perTransaction` a transaction; returns them. */
+    const appendMany = (key: string, count: number, perTransaction = 100, fromSecond = 0) => {
+      const appended = Array.from({ length: count }, (_, i) =>
+        attempt(key, `n${i % 4}`, fromSecond + i / 100),
+      );
+      for (let from = 0; from < count; from += perTransaction) {
+        store.transaction(() => {
+          for (const a of appended.slice(from, from + perTransaction)) store.attemptLog.append(key, a);
+        });
+      }
+      return appended;
+    };
+
+    it('checks redeliveries without reading its history: no attempt read per append at 10,000 as at 1,000', () => {
+      const readPerAppend = (history: number) => {
+        store.close();
+        rmSync(path);
+        store = open(500);
+        const earlier = appendMany('undefined', history);
+        const table = store.attemptLog as AttemptTable;
+        const before = table.attemptsRead;
+        const fresh = Array.from({ length: 100 }, (_, i) => attempt('undefined', 'n0', 1_000 + i));
+        store.transaction(() => {
+          for (const a of fresh) expect(store.attemptLog.append('undefined', a)).toBe(true);
+          // Redeliveries of indexed attempts, of ones waiting in the tail and of this transaction's.
+          for (const a of [earlier[0]!, earlier.at(-1)!, fresh[0]!])
+            expect(store.attemptLog.append('undefined', { ...a })).toBe(false);
+        });
+        const read = (table.attemptsRead - before) / 103;
+        expect(store.attemptLog.attemptsOf('undefined')).toHaveLength(history + 100);
+        return read;
+      };
+      expect(readPerAppend(1_000)).toBe(0);
+      expect(readPerAppend(10_000)).toBe(0);
+    });
+
+    it('takes back an attempt of a failed transaction, and still refuses what was committed', () => {
+      const committed = appendMany('hot', 200);
+      const lost = attempt('hot', 'n0', 500);
+      expect(() =>
+        store.transaction(() => {
+          expect(store.attemptLog.append('hot', lost)).toBe(true);
+          throw new Error('disk full');
+        }),
+      ).toThrow('disk full');
+      store.transaction(() => {
+        expect(store.attemptLog.append('hot', { ...lost })).toBe(true);
+        expect(store.attemptLog.append('hot', { ...committed[0]! })).toBe(false);
+        expect(store.attemptLog.append('hot', { ...committed[150]! })).toBe(false);
+      });
+      expect(store.attemptLog.attemptsOf('hot')).toHaveLength(201);
+    });
+
+    it('refuses a redelivery of an attempt still kept after a purge took its older ones', () => {
+      appendMany('hot', 100, 100, 0);
+      const recent = appendMany('hot', 100, 100, 100);
+      expect(purgeBefore(store, 50)).toBe(100);
+      store.transaction(() => {
+        expect(store.attemptLog.append('hot', { ...recent[0]! })).toBe(false);
+        expect(store.attemptLog.append('hot', attempt('hot', 'n1', 300))).toBe(true);
+      });
+      expect(store.attemptLog.attemptsOf('hot')).toHaveLength(101);
+    });
+  });
 });

@@ -35,6 +35,8 @@ export interface ServeConfig {
   readonly detector: {
     readonly retryHorizonMillis: number;
     readonly maxKeys: number;
+    /** Attempts kept per key; a key past it is a hot key (`keyscope_hot_keys`), its later attempts counted. */
+    readonly maxAttemptsPerKey: number;
     readonly incidentBucketMillis: number;
     readonly quietPeriodMillis: number;
   };
@@ -148,6 +150,7 @@ export function defaultServeConfig(): ServeConfig {
     detector: {
       retryHorizonMillis: 24 * 60 * 60 * 1000,
       maxKeys: 1_000_000,
+      maxAttemptsPerKey: 10_000,
       incidentBucketMillis: 60 * 60 * 1000,
       quietPeriodMillis: 30 * 60 * 1000,
     },
@@ -226,6 +229,7 @@ const SCHEMA: Schema = {
   detector: {
     retryHorizonMillis: 'positiveInteger',
     maxKeys: 'positiveInteger',
+    maxAttemptsPerKey: 'positiveInteger',
     incidentBucketMillis: 'positiveInteger',
     quietPeriodMillis: 'positiveInteger',
   },

@@ -186,6 +186,24 @@ export function createMetrics(sources: MetricSources): { registry: Registry; ren
       if (stats !== undefined) this.set(stats.internedNames);
     },
   });
+  new Gauge({
+    name: 'keyscope_hot_keys',
+    help: 'Idempotency keys in memory that reached detector.maxAttemptsPerKey (one key sent on many requests); their later attempts are not kept.',
+    registers: [registry],
+    collect() {
+      const stats = sources.detector?.();
+      if (stats !== undefined) this.set(stats.hotKeys);
+    },
+  });
+  new Counter({
+    name: 'keyscope_key_attempts_capped_total',
+    help: 'Attempts not kept as evidence because their key already held detector.maxAttemptsPerKey.',
+    registers: [registry],
+    collect() {
+      const stats = sources.detector?.();
+      if (stats !== undefined) absolute(this, [[{}, stats.cappedAttempts]]);
+    },
+  });
   new Counter({
     name: 'keyscope_alert_deliveries_total',
     help: 'Alert deliveries by sink and outcome.',

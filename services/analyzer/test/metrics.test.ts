@@ -38,6 +38,8 @@ describe('Prometheus metrics', () => {
         duplicateAttempts: 0,
         evictedKeys: 0,
         rebuiltKeys: 0,
+        cappedAttempts: 190_000,
+        hotKeys: 1,
         internedNames: 12,
         watermarkUnixMillis: 0,
       }),
@@ -60,6 +62,8 @@ describe('Prometheus metrics', () => {
     expect(first).toContain('keyscope_open_incidents 1');
     expect(first).toContain('keyscope_detector_keys{state="in_memory"} 50');
     expect(first).toContain('keyscope_detector_interned_names 12');
+    expect(first).toContain('keyscope_hot_keys 1');
+    expect(first).toContain('keyscope_key_attempts_capped_total 190000');
     expect(first).toContain('keyscope_alert_deliveries_total{sink="pagerduty",outcome="retried"} 2');
     expect(first).toContain('keyscope_store_write_seconds_count 2');
     accepted = 25;

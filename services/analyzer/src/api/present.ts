@@ -55,6 +55,8 @@ export function presentFinding(finding: Finding) {
     firstSeen: isoTime(finding.firstSeenUnixMillis),
     lastSeen: isoTime(finding.lastSeenUnixMillis),
     attempts: finding.attempts.map(presentAttempt),
+    // Findings stored before the field existed were judged on every attempt.
+    evidenceCapped: finding.evidenceCapped === true,
   };
 }
 

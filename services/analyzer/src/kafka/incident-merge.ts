@@ -22,9 +22,9 @@ export function mergeIncidentParts(parts: readonly Incident[]): Incident {
     keys,
     stores: union(parts.map((part) => part.stores)),
     nodes: union(parts.map((part) => part.nodes)),
-    openedUnixMillis: Math.min(...parts.map((part) => part.openedUnixMillis)),
-    lastFindingUnixMillis: Math.max(...parts.map((part) => part.lastFindingUnixMillis)),
-    resolvedUnixMillis: open ? null : Math.max(...parts.map((part) => part.resolvedUnixMillis ?? 0)),
+    openedUnixMillis: extreme(parts, (part) => part.openedUnixMillis, Math.min),
+    lastFindingUnixMillis: extreme(parts, (part) => part.lastFindingUnixMillis, Math.max),
+    resolvedUnixMillis: open ? null : extreme(parts, (part) => part.resolvedUnixMillis ?? 0, Math.max),
     title: retitle(largest, keys),
   };
 }
@@ -37,6 +37,17 @@ function retitle(part: Incident, keys: number): string {
   const prefix = `${part.service} ${part.operation}: ${keysText(part.keys)}`;
   if (!part.title.startsWith(prefix)) return part.title;
   return `${part.service} ${part.operation}: ${keysText(keys)}${part.title.slice(prefix.length)}`;
+}
+
+/** `pick(a, b)` folded over the parts' values, without spreading them into one call's arguments. */
+function extreme(
+  parts: readonly Incident[],
+  value: (part: Incident) => number,
+  pick: typeof Math.max,
+): number {
+  let result = value(parts[0]!);
+  for (let i = 1; i < parts.length; i++) result = pick(result, value(parts[i]!));
+  return result;
 }
 
 function keysText(keys: number): string {
