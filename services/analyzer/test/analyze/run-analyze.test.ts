@@ -370,6 +370,7 @@ describe('keyscope analyze reports', () => {
         'firstSeen',
         'lastSeen',
         'attempts',
+        'evidenceCapped',
       ].sort(),
     );
     expect(report.findings[0].firstSeen).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
