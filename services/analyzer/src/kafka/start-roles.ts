@@ -1,7 +1,7 @@
 import { KeyscopeError } from '@keyscope/errors';
 import type { ServeConfig } from '../config.ts';
 import { ANALYZER_CONFIG_INVALID } from '../errors.ts';
-import { consoleLogger, type Logger } from '../logger.ts';
+import { consoleLogger, type Logger, REPEAT_WINDOW_MILLIS, rateLimitedLogger } from '../logger.ts';
 import { createMetrics, type MetricSources } from '../metrics.ts';
 import type { ListenAddress } from '../receivers/listen-address.ts';
 import { startSelfTelemetry } from '../self-telemetry.ts';
@@ -37,7 +37,6 @@ export async function startRoles(
   config: ServeConfig,
   dependencies: { logger?: Logger; now?: () => number } = {},
 ): Promise<RunningRoles> {
-  const logger = dependencies.logger ?? consoleLogger;
   const role = config.role;
   if (config.kafka.brokers.length === 0) {
     if (role !== 'all') {
@@ -55,9 +54,22 @@ export async function startRoles(
     };
   }
 
+  // As in the embedded service (startServe): a broker or disk that fails every batch the same way
+  // writes one line a minute with its count, not one a batch.
+  const logger = rateLimitedLogger(dependencies.logger ?? consoleLogger);
+  const flushLog = setInterval(() => logger.flush(), REPEAT_WINDOW_MILLIS);
+  flushLog.unref();
   const counters = new KafkaCounters();
   const kafkaMetrics = createKafkaMetrics(counters);
-  const started: RunningRole[] = [];
+  const started: RunningRole[] = [
+    {
+      stop: async () => {
+        clearInterval(flushLog);
+        logger.close();
+      },
+      failed: new Promise<never>(() => {}),
+    },
+  ];
   const stopAll = async () => {
     for (const part of started.reverse()) await part.stop();
   };
