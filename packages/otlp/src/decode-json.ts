@@ -8,7 +8,14 @@ import {
   type ResolvedDecodeOptions,
   resolveDecodeOptions,
 } from './decode-options.ts';
-import { OTLP_ID_LENGTH, OTLP_ID_ZERO, OTLP_JSON, OTLP_NESTING, OTLP_TIME_RANGE, OTLP_UTF8 } from './errors.ts';
+import {
+  OTLP_ID_LENGTH,
+  OTLP_ID_ZERO,
+  OTLP_JSON,
+  OTLP_NESTING,
+  OTLP_TIME_RANGE,
+  OTLP_UTF8,
+} from './errors.ts';
 import type {
   Attributes,
   AttributeValue,
@@ -357,7 +364,8 @@ function time(message: JsonObject, camel: string, snake: string): number {
   let millis = Number.NaN;
   if (typeof value === 'string') millis = millisFromNanoString(value);
   else if (typeof value === 'number' && Number.isInteger(value)) {
-    millis = value >= 0 && value < NANOS_NUMBER_LIMIT ? millisFromNanoNumber(value) : Number.POSITIVE_INFINITY;
+    millis =
+      value >= 0 && value < NANOS_NUMBER_LIMIT ? millisFromNanoNumber(value) : Number.POSITIVE_INFINITY;
   }
   if (Number.isNaN(millis)) throw wrongType(camel, 'unsigned nanoseconds as a decimal string', value);
   if (millis === Number.POSITIVE_INFINITY) {

@@ -51,7 +51,7 @@ export function millisFromNanoString(text: string): number {
 }
 
 /** 2⁶⁴: the first JSON number of nanoseconds a fixed64 cannot hold. */
-export const NANOS_NUMBER_LIMIT = 18446744073709551616;
+export const NANOS_NUMBER_LIMIT = 2 ** 64;
 
 /**
  * From a JSON number of nanoseconds, an integer from 0 to below NANOS_NUMBER_LIMIT (the decoder

@@ -2,7 +2,14 @@ import { JsonTraceSerializer, ProtobufTraceSerializer } from '@opentelemetry/otl
 import { describe, expect, it } from 'vitest';
 import { decodeTracesJson } from '../src/decode-json.ts';
 import { decodeTraces } from '../src/decode-protobuf.ts';
-import { OTLP_ID_LENGTH, OTLP_ID_ZERO, OTLP_JSON, OTLP_NESTING, OTLP_TIME_RANGE, OTLP_UTF8 } from '../src/errors.ts';
+import {
+  OTLP_ID_LENGTH,
+  OTLP_ID_ZERO,
+  OTLP_JSON,
+  OTLP_NESTING,
+  OTLP_TIME_RANGE,
+  OTLP_UTF8,
+} from '../src/errors.ts';
 import { expectCode } from './support/expect-code.ts';
 import { referenceDecode } from './support/reference-decoder.ts';
 import { sdkSpans } from './support/sdk-spans.ts';
