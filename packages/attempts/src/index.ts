@@ -47,6 +47,7 @@ export { mergeExtracted } from './merge-extracted.ts';
 export { partitionKey } from './partition-key.ts';
 export {
   type CheckedAttempts,
+  EARLIEST_SPAN_UNIX_MILLIS,
   SPAN_REFUSALS,
   type SpanLimits,
   type SpanRefusals,

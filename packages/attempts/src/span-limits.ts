@@ -39,6 +39,13 @@ export interface SpanLimits {
   readonly maxValueBytes: number;
 }
 
+/**
+ * 2000-01-01T00:00:00Z: no span a tracing SDK sends is older. An earlier time is an unset field
+ * (0) or a unit mistake (seconds, milliseconds or microseconds sent as nanoseconds all land in
+ * 1970), so every window starts here at the earliest.
+ */
+export const EARLIEST_SPAN_UNIX_MILLIS = Date.UTC(2000, 0, 1);
+
 /** The codes a span can be refused with: the reasons refused spans are counted under. */
 export const SPAN_REFUSALS: readonly ErrorDefinition[] = [
   SPAN_TOO_OLD,

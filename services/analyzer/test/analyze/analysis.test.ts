@@ -17,7 +17,15 @@ describe('Analysis', () => {
     const detectorConfig = { ...defaultDetectorConfig(), keyNamespace: mapping.keyNamespace };
 
     const store = new KeyscopeStore({ path: ':memory:' });
-    const pipeline = new DetectionPipeline({ mapping, detectorConfig, store, logger: silentLogger });
+    // serve's clock as the archive's traffic was sent: at its last span's end.
+    const sentAt = Math.max(...requests.flat().map((s) => s.endTimeUnixMillis));
+    const pipeline = new DetectionPipeline({
+      mapping,
+      detectorConfig,
+      store,
+      logger: silentLogger,
+      now: () => sentAt,
+    });
     const analysis = new Analysis(mapping, detectorConfig);
     // The same attributes; analyze is also given the spans the pipeline never reads (see below).
     expect(analysis.decodeOptions).toBe(mappingDecodeOptions(mapping, 'all'));
