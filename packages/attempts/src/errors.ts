@@ -58,7 +58,7 @@ export const SPAN_TOO_OLD = defineError(
   'KS_SPAN_TOO_OLD',
   400,
   false,
-  'A span starts before the time window: in serve, more than the retry horizon plus spans.maxLateMillis before the service clock; in analyze, before 2000-01-01. A start of 0 (unset) is refused so.',
+  'A span starts before the time window: before 2000-01-01, or (in serve) more than the retry horizon plus spans.maxLateMillis before the service clock. A start of 0 (unset) is refused so.',
 );
 
 export const SPAN_IN_FUTURE = defineError(

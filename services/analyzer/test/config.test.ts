@@ -49,10 +49,23 @@ describe('serve configuration', () => {
     [{ otlp: { admission: { maxInFlightSpans: 1.5 } } }, 'otlp.admission.maxInFlightSpans'],
     [{ api: { host: '' } }, 'api.host'],
     [{ db: 'keyscope.db' }, 'db'],
+    [{ spans: { maxKeyBytes: 0 } }, 'spans.maxKeyBytes'],
+    [{ spans: { maxFutureMillis: -1 } }, 'spans.maxFutureMillis'],
   ])('names the invalid field in %j', (overrides, field) => {
     const error = configError(() => resolveServeConfig(overrides));
     expect(error.code).toBe(ANALYZER_CONFIG_INVALID.code);
     expect(error.message.startsWith(field)).toBe(true);
+  });
+
+  it('holds spans to a 5 min future, the retry horizon plus 1 h, 1 KiB keys and names, 4 KiB values', () => {
+    expect(defaultServeConfig().spans).toEqual({
+      maxFutureMillis: 300_000,
+      maxLateMillis: 3_600_000,
+      maxKeyBytes: 1024,
+      maxNameBytes: 1024,
+      maxValueBytes: 4096,
+    });
+    expect(resolveServeConfig({ spans: { maxKeyBytes: 255 } }).spans.maxKeyBytes).toBe(255);
   });
 
   it('refuses two listeners on one port', () => {
