@@ -29,6 +29,7 @@ import {
   limitAttempt,
   refuseSpan,
   type SpanLimits,
+  type SpanRefusals,
   timeRefusal,
   timeRefusalDetail,
   tooLong,
@@ -78,17 +79,6 @@ export function extractAttempts(
   const activity = createActivityCounter(compiled.activityBucketMillis);
   const invalid: InvalidValueCounts = { outcome: 0, hit: 0, scope: 0 };
   const refusals = limits === undefined ? null : createSpanRefusals();
-  /** Whether `attempt` passes the limits (cutting what it may cut); counts it when it does not. */
-  const admitted = (attempt: Attempt, span: Span, view: ResourceView): boolean => {
-    if (refusals === null) return true;
-    const statedStore =
-      attempt.kind === 'server' ? readText(span.attributes, names.store, view.fields.store) : undefined;
-    const detail = limitAttempt(attempt, statedStore, limits!, refusals);
-    if (detail === null) return true;
-    refuseSpan(refusals, SPAN_NAME_TOO_LONG, span, () => detail);
-    return false;
-  };
-
   for (let i = 0; i < spans.length; i++) {
     const span = spans[i]!;
     const view = compiled.view(span.resource);
@@ -125,7 +115,9 @@ export function extractAttempts(
 
     if (span.kind === SpanKind.CLIENT) {
       const attempt = clientAttempt(span, key, compiled, view);
-      if (admitted(attempt, span, view)) attempts.push(attempt);
+      if (refusals === null || admitted(attempt, span, view, compiled, limits!, refusals)) {
+        attempts.push(attempt);
+      }
       continue;
     }
 
@@ -146,13 +138,36 @@ export function extractAttempts(
       }
       attempt = serverAttempt(span, key, outcome, scope, compiled, view);
     }
-    if (!admitted(attempt, span, view)) continue;
+    if (refusals !== null && !admitted(attempt, span, view, compiled, limits!, refusals)) continue;
     if (server) activity.count(view, span.startTimeUnixMillis, isServerError(span, compiled, view));
     attempts.push(attempt);
   }
 
   const extracted = { attempts, activity: activity.activity, invalid };
   return refusals === null ? extracted : { ...extracted, refusals };
+}
+
+/** Whether `attempt` passes the limits (cutting what it may cut); counts its span when it does not. */
+function admitted(
+  attempt: Attempt,
+  span: Span,
+  view: ResourceView,
+  compiled: CompiledMapping,
+  limits: SpanLimits,
+  refusals: SpanRefusals,
+): boolean {
+  let detail = limitAttempt(attempt, limits, refusals);
+  if (
+    detail === null &&
+    attempt.kind === 'server' &&
+    exceedsBytes(attempt.store, limits.maxNameBytes) &&
+    readText(span.attributes, compiled.names.store, view.fields.store) !== undefined
+  ) {
+    detail = tooLong('the store', attempt.store, limits.maxNameBytes);
+  }
+  if (detail === null) return true;
+  refuseSpan(refusals, SPAN_NAME_TOO_LONG, span, () => detail);
+  return false;
 }
 
 function placementDetail(view: ResourceView, maxBytes: number): string {

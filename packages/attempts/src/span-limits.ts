@@ -138,22 +138,14 @@ export function truncateToBytes(text: string, maxBytes: number): string {
 }
 
 /**
- * Applies the attempt rules: a tenant or a stated store over `maxNameBytes` refuses it (the
- * returned detail); an operation, target or error over its limit is cut. `key` is checked by the
- * caller, before the attempt is built. A store derived from the placement is not checked: its
- * parts are.
+ * Applies the attempt rules but the store's: a tenant over `maxNameBytes` refuses it (the
+ * returned detail); an operation, target or error over its limit is cut. The caller checks the
+ * key before the attempt is built, and a stated store after (a store derived from the placement is
+ * not checked: its parts are).
  */
-export function limitAttempt(
-  attempt: Attempt,
-  statedStore: string | undefined,
-  limits: SpanLimits,
-  refusals: SpanRefusals,
-): string | null {
+export function limitAttempt(attempt: Attempt, limits: SpanLimits, refusals: SpanRefusals): string | null {
   const maxName = limits.maxNameBytes;
   if (exceedsBytes(attempt.tenant, maxName)) return tooLong('the tenant', attempt.tenant, maxName);
-  if (statedStore !== undefined && exceedsBytes(statedStore, maxName)) {
-    return tooLong('the store', statedStore, maxName);
-  }
   if (exceedsBytes(attempt.operation, maxName)) {
     attempt.operation = truncateToBytes(attempt.operation, maxName);
     refusals.truncatedValues++;
