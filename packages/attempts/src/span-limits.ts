@@ -22,7 +22,8 @@ import {
  * - its resource's service, node, cluster, region or zone name is longer than `maxNameBytes`
  *   (SPAN_NAME_TOO_LONG);
  * - its idempotency key is longer than `maxKeyBytes` (SPAN_KEY_TOO_LONG);
- * - its attempt's tenant or store is longer than `maxNameBytes` (SPAN_NAME_TOO_LONG).
+ * - its attempt's tenant, or the store it states (a derived one is made of checked names), is
+ *   longer than `maxNameBytes` (SPAN_NAME_TOO_LONG).
  *
  * Cut to their limit at a character boundary, the span kept (counted in `truncatedValues`): the
  * operation (`http.route` or the span name, which some instrumentations fill with a URL or a
