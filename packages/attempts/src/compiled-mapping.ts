@@ -34,6 +34,8 @@ export interface ResourceView {
   readonly placement: Placement;
   /** Equal for two resources with equal placements: activity merges on it. */
   readonly placementKey: string;
+  /** UTF-8 bytes of the placement's longest name, for the limits' `maxNameBytes` (span-limits.ts). */
+  readonly placementNameBytes: number;
   /** Per field: null when the resource carries none of the field's names (the usual case). */
   readonly fields: Readonly<Record<SpanField, ResourceValues | null>>;
   /** Derived store ids for every scope but `tenant`, whose id depends on the span's tenant. */
@@ -106,6 +108,11 @@ function createResourceView(attributes: Attributes, mapping: Mapping): ResourceV
       placement.region,
       placement.zone,
     ].join('\u0000'),
+    placementNameBytes: Math.max(
+      ...[placement.service, placement.node, placement.cluster, placement.region, placement.zone].map(
+        (name) => Buffer.byteLength(name, 'utf8'),
+      ),
+    ),
     fields,
     storeByScope: {
       node: derivedStoreId(placement, 'node', ''),

@@ -2,7 +2,8 @@ import { defineError } from '@keyscope/errors';
 
 /**
  * The attempts stage's error codes. Extraction itself never throws on span content (bad values
- * are counted in `ExtractedAttempts.invalid`); only a bad attribute mapping file does, at startup.
+ * are counted in `ExtractedAttempts.invalid`, spans refused under limits by the SPAN_* codes
+ * below); only a bad attribute mapping file throws, at startup.
  * Messages name the path in the file (`fields.ky`) and say what was expected.
  */
 export const MAPPING_SYNTAX = defineError(
@@ -47,6 +48,47 @@ export const MAPPING_INVALID_VALUE = defineError(
   'A value in the attribute mapping has the right type but is not allowed: an unknown keyNamespace, a non-positive or fractional activityBucketMillis, or an attribute name listed twice for one field.',
 );
 
+/*
+ * Why extraction refuses a span under limits (span-limits.ts). Never thrown: each refused span is
+ * counted under its code and reported to the sender in OTLP partial_success, which senders treat
+ * as permanent (the same span is refused again).
+ */
+
+export const SPAN_TOO_OLD = defineError(
+  'KS_SPAN_TOO_OLD',
+  400,
+  false,
+  'A span starts before the time window: before 2000-01-01, or (in serve) more than the retry horizon plus spans.maxLateMillis before the service clock. A start of 0 (unset) is refused so.',
+);
+
+export const SPAN_IN_FUTURE = defineError(
+  'KS_SPAN_IN_FUTURE',
+  400,
+  false,
+  'A span starts or ends more than spans.maxFutureMillis after the clock (serve: the service clock; analyze: the machine clock, since an archive cannot hold spans from the future).',
+);
+
+export const SPAN_ENDS_BEFORE_START = defineError(
+  'KS_SPAN_ENDS_BEFORE_START',
+  400,
+  false,
+  'A span ends before it starts (a missing end time reads as 0).',
+);
+
+export const SPAN_KEY_TOO_LONG = defineError(
+  'KS_SPAN_KEY_TOO_LONG',
+  400,
+  false,
+  'A span carries an idempotency key longer than spans.maxKeyBytes bytes of UTF-8; it is neither judged nor stored.',
+);
+
+export const SPAN_NAME_TOO_LONG = defineError(
+  'KS_SPAN_NAME_TOO_LONG',
+  400,
+  false,
+  "A name keyscope stores to say where a key ran is longer than spans.maxNameBytes bytes of UTF-8: the resource's service, node, cluster, region or zone, or the attempt's tenant or store.",
+);
+
 /** Every code this package declares, for the documentation test. */
 export const ATTEMPTS_ERRORS = [
   MAPPING_SYNTAX,
@@ -55,4 +97,9 @@ export const ATTEMPTS_ERRORS = [
   MAPPING_EMPTY_LIST,
   MAPPING_EMPTY_NAME,
   MAPPING_INVALID_VALUE,
+  SPAN_TOO_OLD,
+  SPAN_IN_FUTURE,
+  SPAN_ENDS_BEFORE_START,
+  SPAN_KEY_TOO_LONG,
+  SPAN_NAME_TOO_LONG,
 ] as const;

@@ -20,7 +20,20 @@ import {
   readText,
   readValue,
 } from './compiled-mapping.ts';
+import { SPAN_KEY_TOO_LONG, SPAN_NAME_TOO_LONG } from './errors.ts';
 import type { Mapping } from './mapping.ts';
+import {
+  type CheckedAttempts,
+  createSpanRefusals,
+  exceedsBytes,
+  limitAttempt,
+  refuseSpan,
+  type SpanLimits,
+  type SpanRefusals,
+  timeRefusal,
+  timeRefusalDetail,
+  tooLong,
+} from './span-limits.ts';
 import { derivedStoreId } from './store-id.ts';
 
 const OUTCOME_SET: ReadonlySet<string> = new Set(OUTCOMES);
@@ -43,18 +56,43 @@ const REFUSED = Symbol('refused');
  * A redelivered span gives its attempt again: the detector's attempt log refuses it by (trace id,
  * span id), exactly and for as long as it keeps the key's attempts.
  *
+ * With `limits`, spans outside its time window or with names or keys over its sizes are refused
+ * (no attempt, no activity) and counted in `refusals`, and over-long free text is cut: see
+ * span-limits.ts.
+ *
  * Never throws on span content. `spans` is only read.
  */
-export function extractAttempts(spans: readonly Span[], mapping: Mapping): ExtractedAttempts {
+export function extractAttempts(spans: readonly Span[], mapping: Mapping): ExtractedAttempts;
+export function extractAttempts(
+  spans: readonly Span[],
+  mapping: Mapping,
+  limits: SpanLimits,
+): CheckedAttempts;
+export function extractAttempts(
+  spans: readonly Span[],
+  mapping: Mapping,
+  limits?: SpanLimits,
+): ExtractedAttempts | CheckedAttempts {
   const compiled = compileMapping(mapping);
   const names = compiled.names;
   const attempts: Attempt[] = [];
   const activity = createActivityCounter(compiled.activityBucketMillis);
   const invalid: InvalidValueCounts = { outcome: 0, hit: 0, scope: 0 };
-
+  const refusals = limits === undefined ? null : createSpanRefusals();
   for (let i = 0; i < spans.length; i++) {
     const span = spans[i]!;
     const view = compiled.view(span.resource);
+    if (refusals !== null) {
+      const code = timeRefusal(span, limits!);
+      if (code !== null) {
+        refuseSpan(refusals, code, span, () => timeRefusalDetail(code, span, limits!));
+        continue;
+      }
+      if (view.placementNameBytes > limits!.maxNameBytes) {
+        refuseSpan(refusals, SPAN_NAME_TOO_LONG, span, () => placementDetail(view, limits!.maxNameBytes));
+        continue;
+      }
+    }
     const attributes = span.attributes;
     const fromResource = view.fields;
     const server = span.kind === SpanKind.SERVER;
@@ -68,8 +106,18 @@ export function extractAttempts(spans: readonly Span[], mapping: Mapping): Extra
       continue;
     }
 
+    if (refusals !== null && exceedsBytes(key, limits!.maxKeyBytes)) {
+      refuseSpan(refusals, SPAN_KEY_TOO_LONG, span, () =>
+        tooLong('the idempotency key', key, limits!.maxKeyBytes),
+      );
+      continue;
+    }
+
     if (span.kind === SpanKind.CLIENT) {
-      attempts.push(clientAttempt(span, key, compiled, view));
+      const attempt = clientAttempt(span, key, compiled, view);
+      if (refusals === null || admitted(attempt, span, view, compiled, limits!, refusals)) {
+        attempts.push(attempt);
+      }
       continue;
     }
 
@@ -78,22 +126,57 @@ export function extractAttempts(spans: readonly Span[], mapping: Mapping): Extra
       if (server) activity.count(view, span.startTimeUnixMillis, isServerError(span, compiled, view));
       continue;
     }
-    if (server) activity.count(view, span.startTimeUnixMillis, isServerError(span, compiled, view));
 
-    if (outcome === undefined) {
-      attempts.push(arrival(span, key, compiled, view));
-      continue;
+    let attempt: Attempt;
+    if (outcome === undefined) attempt = arrival(span, key, compiled, view);
+    else {
+      let scope: ScopeLevel | '' = '';
+      const declared = readValue(attributes, names.scope, fromResource.scope);
+      if (declared !== undefined) {
+        if (typeof declared === 'string' && SCOPE_SET.has(declared)) scope = declared as ScopeLevel;
+        else invalid.scope++;
+      }
+      attempt = serverAttempt(span, key, outcome, scope, compiled, view);
     }
-    let scope: ScopeLevel | '' = '';
-    const declared = readValue(attributes, names.scope, fromResource.scope);
-    if (declared !== undefined) {
-      if (typeof declared === 'string' && SCOPE_SET.has(declared)) scope = declared as ScopeLevel;
-      else invalid.scope++;
-    }
-    attempts.push(serverAttempt(span, key, outcome, scope, compiled, view));
+    if (refusals !== null && !admitted(attempt, span, view, compiled, limits!, refusals)) continue;
+    if (server) activity.count(view, span.startTimeUnixMillis, isServerError(span, compiled, view));
+    attempts.push(attempt);
   }
 
-  return { attempts, activity: activity.activity, invalid };
+  const extracted = { attempts, activity: activity.activity, invalid };
+  return refusals === null ? extracted : { ...extracted, refusals };
+}
+
+/** Whether `attempt` passes the limits (cutting what it may cut); counts its span when it does not. */
+function admitted(
+  attempt: Attempt,
+  span: Span,
+  view: ResourceView,
+  compiled: CompiledMapping,
+  limits: SpanLimits,
+  refusals: SpanRefusals,
+): boolean {
+  let detail = limitAttempt(attempt, limits, refusals);
+  if (
+    detail === null &&
+    attempt.kind === 'server' &&
+    exceedsBytes(attempt.store, limits.maxNameBytes) &&
+    readText(span.attributes, compiled.names.store, view.fields.store) !== undefined
+  ) {
+    detail = tooLong('the store', attempt.store, limits.maxNameBytes);
+  }
+  if (detail === null) return true;
+  refuseSpan(refusals, SPAN_NAME_TOO_LONG, span, () => detail);
+  return false;
+}
+
+function placementDetail(view: ResourceView, maxBytes: number): string {
+  const placement = view.placement;
+  for (const field of ['service', 'node', 'cluster', 'region', 'zone'] as const) {
+    if (exceedsBytes(placement[field], maxBytes))
+      return tooLong(`the ${field} name`, placement[field], maxBytes);
+  }
+  return '';
 }
 
 /** The recorded outcome, else the `hit` boolean, else (SERVER spans, when enabled) the inferred one. */

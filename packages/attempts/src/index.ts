@@ -22,6 +22,11 @@ export {
   MAPPING_SYNTAX,
   MAPPING_UNKNOWN_KEY,
   MAPPING_WRONG_TYPE,
+  SPAN_ENDS_BEFORE_START,
+  SPAN_IN_FUTURE,
+  SPAN_KEY_TOO_LONG,
+  SPAN_NAME_TOO_LONG,
+  SPAN_TOO_OLD,
 } from './errors.ts';
 export { extractAttempts } from './extract-attempts.ts';
 export {
@@ -40,4 +45,11 @@ export {
 } from './mapping.ts';
 export { mergeExtracted } from './merge-extracted.ts';
 export { partitionKey } from './partition-key.ts';
+export {
+  type CheckedAttempts,
+  EARLIEST_SPAN_UNIX_MILLIS,
+  SPAN_REFUSALS,
+  type SpanLimits,
+  type SpanRefusals,
+} from './span-limits.ts';
 export { derivedStoreId } from './store-id.ts';

@@ -13,7 +13,7 @@ import type { Span } from './span.ts';
  *   answer 429/503 or RESOURCE_EXHAUSTED/UNAVAILABLE so the sender retries the whole payload;
  *   a permanent one makes it answer 400 / INVALID_ARGUMENT.
  * - Spans the consumer refuses individually are reported back in `rejectedSpans`; the receiver
- *   turns them into OTLP `partial_success`.
+ *   turns them into OTLP `partial_success` and counts them by `rejectedByReason`.
  */
 export interface SpanConsumer {
   consumeSpans(spans: Span[]): Promise<ConsumeResult>;
@@ -24,6 +24,12 @@ export interface ConsumeResult {
   rejectedSpans: number;
   /** Why, for `partial_success.error_message`; '' when nothing was rejected. */
   errorMessage: string;
+  /**
+   * The rejected spans by the `KS_*` code of the rule each broke, for the receivers' counters
+   * (a closed list: codes are declared once). Spans `rejectedSpans` counts beyond these are
+   * counted as refused without a reason.
+   */
+  rejectedByReason?: Readonly<Record<string, number>>;
 }
 
 export const ACCEPTED_ALL: ConsumeResult = Object.freeze({ rejectedSpans: 0, errorMessage: '' });

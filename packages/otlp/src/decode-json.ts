@@ -8,7 +8,14 @@ import {
   type ResolvedDecodeOptions,
   resolveDecodeOptions,
 } from './decode-options.ts';
-import { OTLP_ID_LENGTH, OTLP_ID_ZERO, OTLP_JSON, OTLP_NESTING, OTLP_UTF8 } from './errors.ts';
+import {
+  OTLP_ID_LENGTH,
+  OTLP_ID_ZERO,
+  OTLP_JSON,
+  OTLP_NESTING,
+  OTLP_TIME_RANGE,
+  OTLP_UTF8,
+} from './errors.ts';
 import type {
   Attributes,
   AttributeValue,
@@ -19,7 +26,7 @@ import type {
   SpanKind,
   StatusCode,
 } from './span.ts';
-import { millisFromNanoNumber, millisFromNanoString } from './time.ts';
+import { millisFromNanoNumber, millisFromNanoString, NANOS_NUMBER_LIMIT } from './time.ts';
 
 /**
  * Decodes an OTLP/JSON `ExportTraceServiceRequest` (the OTLP specification's JSON mapping of the
@@ -31,13 +38,14 @@ import { millisFromNanoNumber, millisFromNanoString } from './time.ts';
  * - enums are integers or their proto names (`SPAN_KIND_SERVER`, `STATUS_CODE_ERROR`); integers
  *   outside the known values become UNSPECIFIED / UNSET, unknown names are refused;
  * - field names are lowerCamelCase or, as protobuf's JSON parsers also accept, snake_case;
- * - int64 and fixed64 fields (times, intValue) are decimal strings or JSON numbers;
+ * - int64 and fixed64 fields (times, intValue) are decimal strings or JSON numbers; a time outside
+ *   the unsigned 64-bit range (a string above 2⁶⁴ − 1, a negative number, 1e300) is OTLP_TIME_RANGE;
  * - doubleValue is a number or "NaN" / "Infinity" / "-Infinity" / a numeric string;
  * - bytesValue is base64 (standard or URL-safe alphabet, padding optional);
  * - null means "not set"; unknown fields are ignored.
  *
  * Malformed input fails with OTLP_JSON (naming the path of the offending field), OTLP_UTF8 for
- * bytes that are not UTF-8, or the id and nesting codes above.
+ * bytes that are not UTF-8, or the id, time and nesting codes above.
  */
 export function decodeTracesJson(input: string | Uint8Array, options?: DecodeOptions): Span[] {
   return decodeTraceRequestJson(input, options).spans;
@@ -355,10 +363,17 @@ function time(message: JsonObject, camel: string, snake: string): number {
   if (value === undefined) return 0;
   let millis = Number.NaN;
   if (typeof value === 'string') millis = millisFromNanoString(value);
-  else if (typeof value === 'number' && Number.isInteger(value) && value >= 0) {
-    millis = millisFromNanoNumber(value);
+  else if (typeof value === 'number' && Number.isInteger(value)) {
+    millis =
+      value >= 0 && value < NANOS_NUMBER_LIMIT ? millisFromNanoNumber(value) : Number.POSITIVE_INFINITY;
   }
   if (Number.isNaN(millis)) throw wrongType(camel, 'unsigned nanoseconds as a decimal string', value);
+  if (millis === Number.POSITIVE_INFINITY) {
+    throw new KeyscopeError(
+      OTLP_TIME_RANGE,
+      `${camel} must be unsigned 64-bit nanoseconds (0 to 18446744073709551615), received ${describe(value)}`,
+    );
+  }
   return millis;
 }
 

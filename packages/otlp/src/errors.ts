@@ -68,6 +68,13 @@ export const OTLP_JSON = defineError(
   'The OTLP/JSON payload is not valid JSON, or a field has the wrong JSON type or an unparseable value (hex id, int64 string, base64, enum name).',
 );
 
+export const OTLP_TIME_RANGE = defineError(
+  'KS_OTLP_TIME_RANGE',
+  400,
+  false,
+  'An OTLP/JSON time (startTimeUnixNano, endTimeUnixNano, timeUnixNano) is an integer outside the unsigned 64-bit nanoseconds OTLP carries: a decimal string above 18446744073709551615, or a JSON number below 0 or at least 2^64 (such as 1e300).',
+);
+
 /** Every code this package declares, for the registry test and for receivers that list them. */
 export const OTLP_ERRORS = [
   OTLP_TRUNCATED,
@@ -79,4 +86,5 @@ export const OTLP_ERRORS = [
   OTLP_UTF8,
   OTLP_NESTING,
   OTLP_JSON,
+  OTLP_TIME_RANGE,
 ] as const;

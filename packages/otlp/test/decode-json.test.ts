@@ -2,7 +2,14 @@ import { JsonTraceSerializer, ProtobufTraceSerializer } from '@opentelemetry/otl
 import { describe, expect, it } from 'vitest';
 import { decodeTracesJson } from '../src/decode-json.ts';
 import { decodeTraces } from '../src/decode-protobuf.ts';
-import { OTLP_ID_LENGTH, OTLP_ID_ZERO, OTLP_JSON, OTLP_NESTING, OTLP_UTF8 } from '../src/errors.ts';
+import {
+  OTLP_ID_LENGTH,
+  OTLP_ID_ZERO,
+  OTLP_JSON,
+  OTLP_NESTING,
+  OTLP_TIME_RANGE,
+  OTLP_UTF8,
+} from '../src/errors.ts';
 import { expectCode } from './support/expect-code.ts';
 import { referenceDecode } from './support/reference-decoder.ts';
 import { sdkSpans } from './support/sdk-spans.ts';
@@ -213,6 +220,28 @@ describe('decodeTracesJson', () => {
       expectCode(() => decodeOne(request({ startTimeUnixNano: '-5' })), OTLP_JSON);
       expectCode(() => decodeOne(request({ startTimeUnixNano: '1.5e18' })), OTLP_JSON);
       expectCode(() => decodeOne(request({ traceId: 'zz'.repeat(16) })), OTLP_JSON);
+    });
+
+    it('refuses times past the unsigned 64-bit nanoseconds OTLP carries, with their own code', () => {
+      for (const startTimeUnixNano of [
+        '18446744073709551616',
+        '99999999999999999999',
+        '1'.repeat(21),
+        1e300,
+        2 ** 64,
+        -1,
+      ]) {
+        expectCode(() => decodeOne(request({ startTimeUnixNano })), OTLP_TIME_RANGE);
+      }
+      expectCode(() => decodeOne(request({ endTimeUnixNano: '99999999999999999999' })), OTLP_TIME_RANGE);
+    });
+
+    it('reads the largest fixed64 and leading zeros as times, for the time window to judge', () => {
+      const span = decodeOne(
+        request({ startTimeUnixNano: '18446744073709551615', endTimeUnixNano: '0001700000000123456789' }),
+      );
+      expect(span.startTimeUnixMillis).toBe(18_446_744_073_709.551);
+      expect(span.endTimeUnixMillis).toBe(1_700_000_000_123.456);
     });
 
     it('refuses ids of the wrong length, missing ids and all-zero ids', () => {

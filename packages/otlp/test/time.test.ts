@@ -38,9 +38,18 @@ describe('time conversion', () => {
   });
 
   it('rejects strings that are not unsigned decimal integers', () => {
-    for (const text of ['', '-1', '1.5', '1e9', ' 1', '0x10', '1'.repeat(21)]) {
+    for (const text of ['', '-1', '1.5', '1e9', ' 1', '0x10']) {
       expect(millisFromNanoString(text), text).toBeNaN();
     }
+  });
+
+  it('reads digits above 2^64 - 1 as out of range (Infinity), not counting leading zeros', () => {
+    for (const text of ['18446744073709551616', '99999999999999999999', '1'.repeat(21)]) {
+      expect(millisFromNanoString(text), text).toBe(Number.POSITIVE_INFINITY);
+    }
+    expect(millisFromNanoString('18446744073709551615')).toBe(expected(2n ** 64n - 1n));
+    expect(millisFromNanoString('000000001700000000123456789')).toBe(1_700_000_000_123.456);
+    expect(millisFromNanoString('0000')).toBe(0);
   });
 
   it('encodes whole microseconds back to the same nanoseconds', () => {

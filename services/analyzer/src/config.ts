@@ -44,6 +44,8 @@ export interface ServeConfig {
     /** Findings and resolved incidents are kept this long; attempts for the retry horizon. */
     readonly findingsDays: number;
   };
+  /** What the pipeline refuses span by span (OTLP partial_success); docs/configuration.md. */
+  readonly spans: SpansConfig;
   readonly alerts: AlertsConfig;
   /** keyscope's own traces (OpenTelemetry SDK), off unless an endpoint is set. */
   readonly telemetry: {
@@ -97,6 +99,23 @@ export interface ServeConfig {
     /** How long a stopping receiver waits for in-flight requests before closing their connections. */
     readonly drainTimeoutMillis: number;
   };
+}
+
+/**
+ * The time window and size limits spans are held to (packages/attempts/src/span-limits.ts). A span
+ * may start no earlier than the retry horizon plus `maxLateMillis` before the service clock, and
+ * start and end no later than `maxFutureMillis` after it. Sizes are UTF-8 bytes.
+ */
+export interface SpansConfig {
+  /** Clock skew between the sender's host and this one. */
+  readonly maxFutureMillis: number;
+  /** Beyond the retry horizon: exporter queues and retries deliver late. */
+  readonly maxLateMillis: number;
+  readonly maxKeyBytes: number;
+  /** Service, node, cluster, region, zone, tenant and store names; operations are cut to it. */
+  readonly maxNameBytes: number;
+  /** Free text kept with a client attempt (its target and error), cut to it. */
+  readonly maxValueBytes: number;
 }
 
 export type ServeRole = 'all' | 'ingest' | 'detect' | 'serve';
@@ -155,6 +174,13 @@ export function defaultServeConfig(): ServeConfig {
       quietPeriodMillis: 30 * 60 * 1000,
     },
     retention: { findingsDays: 30 },
+    spans: {
+      maxFutureMillis: 5 * 60 * 1000,
+      maxLateMillis: 60 * 60 * 1000,
+      maxKeyBytes: 1024,
+      maxNameBytes: 1024,
+      maxValueBytes: 4096,
+    },
     alerts: defaultAlertsConfig(),
     telemetry: { otlpEndpoint: '', allowSelfIngest: false },
     db: { path: 'keyscope.db', integrityCheck: 'quick', maxBytes: 10 * 1024 * MIB },
@@ -234,6 +260,13 @@ const SCHEMA: Schema = {
     quietPeriodMillis: 'positiveInteger',
   },
   retention: { findingsDays: 'positiveInteger' },
+  spans: {
+    maxFutureMillis: 'positiveInteger',
+    maxLateMillis: 'positiveInteger',
+    maxKeyBytes: 'positiveInteger',
+    maxNameBytes: 'positiveInteger',
+    maxValueBytes: 'positiveInteger',
+  },
   alerts: 'alerts',
   telemetry: { otlpEndpoint: 'optionalText', allowSelfIngest: 'boolean' },
   db: { path: 'path', integrityCheck: 'integrityCheck', maxBytes: 'positiveInteger' },

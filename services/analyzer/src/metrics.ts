@@ -144,6 +144,14 @@ export function createMetrics(sources: MetricSources): { registry: Registry; ren
     },
   });
   new Counter({
+    name: 'keyscope_values_truncated_total',
+    help: 'Operations, client targets and errors cut to their size limit (spans.maxNameBytes, maxValueBytes) on spans that were kept.',
+    registers: [registry],
+    collect() {
+      if (pipeline !== undefined) absolute(this, [[{}, pipeline.truncatedValues]]);
+    },
+  });
+  new Counter({
     name: 'keyscope_findings_total',
     help: 'Findings reported (new or updated), by class.',
     labelNames: ['class'],

@@ -55,6 +55,8 @@ describe('serve configuration', () => {
     [{ otlp: { grpc: { maxConcurrentStreams: 0 } } }, 'otlp.grpc.maxConcurrentStreams'],
     [{ db: { integrityCheck: 'fast' } }, 'db.integrityCheck'],
     [{ db: { maxBytes: 0 } }, 'db.maxBytes'],
+    [{ spans: { maxKeyBytes: 0 } }, 'spans.maxKeyBytes'],
+    [{ spans: { maxFutureMillis: -1 } }, 'spans.maxFutureMillis'],
   ])('names the invalid field in %j', (overrides, field) => {
     const error = configError(() => resolveServeConfig(overrides));
     expect(error.code).toBe(ANALYZER_CONFIG_INVALID.code);
@@ -64,6 +66,17 @@ describe('serve configuration', () => {
   it('checks the database at open and bounds its size by default', () => {
     expect(defaultServeConfig().db).toMatchObject({ integrityCheck: 'quick', maxBytes: 10 * 1024 ** 3 });
     expect(resolveServeConfig({ db: { integrityCheck: 'off' } }).db.integrityCheck).toBe('off');
+  });
+
+  it('holds spans to a 5 min future, the retry horizon plus 1 h, 1 KiB keys and names, 4 KiB values', () => {
+    expect(defaultServeConfig().spans).toEqual({
+      maxFutureMillis: 300_000,
+      maxLateMillis: 3_600_000,
+      maxKeyBytes: 1024,
+      maxNameBytes: 1024,
+      maxValueBytes: 4096,
+    });
+    expect(resolveServeConfig({ spans: { maxKeyBytes: 255 } }).spans.maxKeyBytes).toBe(255);
   });
 
   it('refuses two listeners on one port', () => {

@@ -9,6 +9,8 @@ import { DetectionPipeline } from '../src/pipeline/detection-pipeline.ts';
 
 let store: KeyscopeStore;
 let pipeline: DetectionPipeline;
+/** The service clock: a minute after the first execution below. */
+const NOW = 1_767_225_600_000 + 60_000;
 
 /** The dedup decision of one request: key `key` executed (`miss`) in node `node`'s store. */
 function execution(key: string, node: string, id: number): Span {
@@ -40,6 +42,7 @@ beforeEach(() => {
     detectorConfig: defaultDetectorConfig(),
     store,
     logger: silentLogger,
+    now: () => NOW,
   });
 });
 
@@ -111,6 +114,7 @@ describe('the detection pipeline', () => {
         detectorConfig: defaultDetectorConfig(),
         store: own,
         logger: silentLogger,
+        now: () => NOW,
       });
       const payload = [execution('k1', 'a', 1), execution('k1', 'b', 2)];
       await redelivering.consumeSpans(payload);

@@ -22,6 +22,8 @@ describe('Prometheus metrics', () => {
         attempts: { server: 3, arrival: 1, client: 2 },
         duplicateSpans: 1,
         invalidValues: {},
+        refusedSpans: { KS_SPAN_TOO_OLD: 1 },
+        truncatedValues: 3,
         findings: {
           cross_store_duplicate: 2,
           same_store_duplicate: 0,
@@ -59,6 +61,7 @@ describe('Prometheus metrics', () => {
     expect(first).toContain('keyscope_ingest_queue_depth{unit="spans"} 700');
     expect(first).toContain('keyscope_attempts_total{kind="server"} 3');
     expect(first).toContain('keyscope_findings_total{class="cross_store_duplicate"} 2');
+    expect(first).toContain('keyscope_values_truncated_total 3');
     expect(first).toContain('keyscope_open_incidents 1');
     expect(first).toContain('keyscope_detector_keys{state="in_memory"} 50');
     expect(first).toContain('keyscope_detector_interned_names 12');

@@ -1,4 +1,10 @@
-import { extractAttempts, type Mapping, mappingDecodeOptions } from '@keyscope/attempts';
+import {
+  EARLIEST_SPAN_UNIX_MILLIS,
+  extractAttempts,
+  type Mapping,
+  mappingDecodeOptions,
+  type SpanLimits,
+} from '@keyscope/attempts';
 import {
   createDetector,
   type Detector,
@@ -10,6 +16,7 @@ import {
   type ScopeReportRow,
 } from '@keyscope/detector';
 import type { DecodeOptions, Span } from '@keyscope/otlp';
+import { defaultServeConfig, type SpansConfig } from '../config.ts';
 
 export interface AnalysisCounts {
   spans: number;
@@ -19,7 +26,14 @@ export interface AnalysisCounts {
   attempts: { server: number; arrival: number; client: number };
   /** Outcome, hit or scope values outside their closed lists, by attribute. */
   invalidValues: Record<string, number>;
-  /** Event time of the earliest span start and the latest span end; null before any span. */
+  /** Spans refused under the time window and size limits, by code (see AnalysisOptions). */
+  refusedSpans: Record<string, number>;
+  /** Operations, targets and errors cut to their size limit. */
+  truncatedValues: number;
+  /**
+   * Event time of the earliest span start and the latest span end, among spans inside the time
+   * window; null before any span.
+   */
   firstSpanUnixMillis: number | null;
   lastSpanUnixMillis: number | null;
 }
@@ -34,6 +48,19 @@ export interface AnalysisResult {
   counts: AnalysisCounts;
 }
 
+export interface AnalysisOptions {
+  /**
+   * The machine clock, read once when the run starts (Date.now by default). An archive is old and
+   * comes in any order, so analyze does not hold spans to serve's window behind the service
+   * clock; it refuses only what no archive can hold: a span starting before 2000-01-01 (an unset
+   * time, or a unit mistake) or starting or ending more than `spans.maxFutureMillis` after this
+   * clock.
+   */
+  readonly nowUnixMillis?: number;
+  /** Size limits and `maxFutureMillis`, as serve's; serve's defaults when absent. */
+  readonly spans?: SpansConfig;
+}
+
 /**
  * The detection engine of `keyscope serve` without its store: spans → attempts (the same mapping
  * as the embedded pipeline) → a detector with an in-memory attempt log, which like serve's store
@@ -43,6 +70,7 @@ export interface AnalysisResult {
  * Results are what serve's store would hold after the same requests: every change the detector
  * reports is applied in order, so a finding older than the retry
  * horizon, which the detector itself forgets, stays in the report as it stays in the database.
+ * Spans are held to the same size limits as in serve, and to the time window of AnalysisOptions.
  */
 export class Analysis {
   readonly decodeOptions: DecodeOptions;
@@ -55,13 +83,24 @@ export class Analysis {
     duplicateSpans: 0,
     attempts: { server: 0, arrival: 0, client: 0 },
     invalidValues: {},
+    refusedSpans: {},
+    truncatedValues: 0,
     firstSpanUnixMillis: null,
     lastSpanUnixMillis: null,
   };
+  readonly #limits: SpanLimits;
   #finished = false;
 
-  constructor(mapping: Mapping, detectorConfig: DetectorConfig) {
+  constructor(mapping: Mapping, detectorConfig: DetectorConfig, options: AnalysisOptions = {}) {
     this.#mapping = mapping;
+    const spans = options.spans ?? defaultServeConfig().spans;
+    this.#limits = Object.freeze({
+      notBeforeUnixMillis: EARLIEST_SPAN_UNIX_MILLIS,
+      notAfterUnixMillis: (options.nowUnixMillis ?? Date.now()) + spans.maxFutureMillis,
+      maxKeyBytes: spans.maxKeyBytes,
+      maxNameBytes: spans.maxNameBytes,
+      maxValueBytes: spans.maxValueBytes,
+    });
     this.#detector = createDetector(detectorConfig);
     // As in serve: materialize only the attributes the mapping reads; but every span, since the
     // report's time window reads spans extractAttempts does not.
@@ -72,9 +111,14 @@ export class Analysis {
   ingest(spans: readonly Span[]): void {
     if (this.#finished) throw new Error('Analysis.ingest called after finish');
     // As in serve: the attempt log refuses redelivered attempts, which the detector counts.
-    const extracted = extractAttempts(spans, this.#mapping);
+    const extracted = extractAttempts(spans, this.#mapping, this.#limits);
     const duplicatesBefore = this.#detector.stats().duplicateAttempts;
     for (const attempt of extracted.attempts) this.#counts.attempts[attempt.kind]++;
+    const { refusedSpans } = this.#counts;
+    for (const [code, n] of Object.entries(extracted.refusals.byCode)) {
+      refusedSpans[code] = (refusedSpans[code] ?? 0) + n;
+    }
+    this.#counts.truncatedValues += extracted.refusals.truncatedValues;
     this.#apply(this.#detector.ingest(extracted));
     this.#count(spans, this.#detector.stats().duplicateAttempts - duplicatesBefore, extracted.invalid);
   }
@@ -119,12 +163,19 @@ export class Analysis {
     }
     let first = counts.firstSpanUnixMillis ?? Number.POSITIVE_INFINITY;
     let last = counts.lastSpanUnixMillis ?? Number.NEGATIVE_INFINITY;
+    const { notBeforeUnixMillis, notAfterUnixMillis } = this.#limits;
+    let inWindow = 0;
     for (let i = 0; i < spans.length; i++) {
       const span = spans[i]!;
-      if (span.startTimeUnixMillis < first) first = span.startTimeUnixMillis;
-      if (span.endTimeUnixMillis > last) last = span.endTimeUnixMillis;
+      const start = span.startTimeUnixMillis;
+      const end = span.endTimeUnixMillis;
+      // As extraction's time rules (span-limits.ts): a refused time says nothing about the archive.
+      if (!(start >= notBeforeUnixMillis && end <= notAfterUnixMillis && end >= start)) continue;
+      inWindow++;
+      if (start < first) first = start;
+      if (end > last) last = end;
     }
-    if (spans.length > 0) {
+    if (inWindow > 0) {
       counts.firstSpanUnixMillis = first;
       counts.lastSpanUnixMillis = last;
     }

@@ -40,6 +40,15 @@ export function renderTable(result: AnalysisResult, read: ReadSummary, options: 
       `${count(counts.spans)}${counts.duplicateSpans > 0 ? ` (${count(counts.duplicateSpans)} redelivered, ignored)` : ''}`,
     ],
   ];
+  const refused = Object.entries(counts.refusedSpans);
+  if (refused.length > 0) {
+    const total = refused.reduce((sum, [, n]) => sum + n, 0);
+    const codes = refused.map(([code, n]) => `${code} ${count(n)}`).join(', ');
+    summary.push([
+      'refused spans',
+      style.warning(`${count(total)} (${codes}; see docs/configuration.md, Spans)`),
+    ]);
+  }
   if (counts.firstSpanUnixMillis !== null && counts.lastSpanUnixMillis !== null) {
     summary.push(['traced', formatWindow(counts.firstSpanUnixMillis, counts.lastSpanUnixMillis)]);
   }

@@ -1,9 +1,12 @@
 import {
-  type ExtractedAttempts,
+  type CheckedAttempts,
+  EARLIEST_SPAN_UNIX_MILLIS,
   extractAttempts,
   type Mapping,
   mappingDecodeOptions,
   mergeExtracted,
+  type SpanLimits,
+  type SpanRefusals,
 } from '@keyscope/attempts';
 import {
   type Detector,
@@ -22,6 +25,7 @@ import {
 } from '@keyscope/otlp';
 import type { KeyscopeStore } from '@keyscope/store';
 import { trace } from '@opentelemetry/api';
+import { defaultServeConfig, type SpansConfig } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import { restoreDetector, saveScopeState } from './stored-detector.ts';
 
@@ -39,7 +43,10 @@ export interface DetectionPipelineOptions {
   store: KeyscopeStore;
   alerts?: IncidentListener;
   logger: Logger;
+  /** The service clock: ticks, and the spans' time window. Date.now by default. */
   now?: () => number;
+  /** The time window and size limits spans are held to; serve's defaults when absent. */
+  spans?: SpansConfig;
 }
 
 export interface PipelineCounts {
@@ -53,6 +60,10 @@ export interface PipelineCounts {
   /** Attempts the attempt log already held (a span delivered again), ignored by the detector. */
   duplicateSpans: number;
   invalidValues: Record<string, number>;
+  /** Spans refused under the limits, by code (also counted by the receivers, per transport). */
+  refusedSpans: Record<string, number>;
+  /** Operations, targets and errors cut to their limit, on spans that were kept. */
+  truncatedValues: number;
   /** Findings reported (new or updated), by class. */
   findings: Record<FindingClass, number>;
   /** Seconds spent in store transactions, for the write-latency histogram. */
@@ -71,7 +82,7 @@ export class DetectionPipeline implements SpanConsumer {
   #detector: Detector;
   readonly #options: DetectionPipelineOptions;
   readonly #pending: {
-    extracted: ExtractedAttempts;
+    extracted: CheckedAttempts;
     resolve: (result: ConsumeResult) => void;
     reject: (error: unknown) => void;
   }[] = [];
@@ -80,12 +91,17 @@ export class DetectionPipeline implements SpanConsumer {
     attempts: { server: 0, arrival: 0, client: 0 },
     duplicateSpans: 0,
     invalidValues: {},
+    refusedSpans: {},
+    truncatedValues: 0,
     findings: Object.fromEntries(FINDING_CLASSES.map((c) => [c, 0])) as Record<FindingClass, number>,
     storeWriteSeconds: [],
   };
 
+  readonly #spans: SpansConfig;
+
   constructor(options: DetectionPipelineOptions) {
     this.#options = options;
+    this.#spans = options.spans ?? defaultServeConfig().spans;
     // The decoder materializes only what the mapping reads: most spans carry no key and must
     // cost almost nothing, and those that are not SERVER spans are not even returned.
     this.decodeOptions = mappingDecodeOptions(options.mapping);
@@ -104,13 +120,16 @@ export class DetectionPipeline implements SpanConsumer {
    * before it is durable. The group goes to the detector as one batch (`mergeExtracted`): a key
    * whose attempts came in several of its payloads (a trace's services export apart) is judged
    * once, and a node's activity in one second is one sample, not one per payload.
+   *
+   * Spans outside the time window or over the size limits (`spans`, see SpansConfig) are refused
+   * during extraction and resolved as rejected, by code, once the rest is committed.
    */
   consumeSpans(spans: Span[]): Promise<ConsumeResult> {
     // A no-op unless self-telemetry started the SDK (telemetry.otlpEndpoint).
     return tracer.startActiveSpan('keyscope.consume', (span) => {
       // A redelivered span gives its attempt again: the store's attempt log refuses it exactly
       // (see AttemptTable) and the detector counts it (#commitPending).
-      const extracted = extractAttempts(spans, this.#options.mapping);
+      const extracted = extractAttempts(spans, this.#options.mapping, this.#limits());
       this.#count(spans.length, extracted);
       span.setAttribute('keyscope.spans', spans.length);
       span.setAttribute('keyscope.attempts', extracted.attempts.length);
@@ -140,7 +159,21 @@ export class DetectionPipeline implements SpanConsumer {
       return;
     }
     this.#counts.duplicateSpans += this.#detector.stats().duplicateAttempts - duplicatesBefore;
-    for (const { resolve } of group) resolve(ACCEPTED_ALL);
+    for (const { extracted, resolve } of group) resolve(consumeResultOf(extracted.refusals));
+  }
+
+  /** The limits for spans arriving now: the window moves with the service clock. */
+  #limits(): SpanLimits {
+    const spans = this.#spans;
+    const now = (this.#options.now ?? Date.now)();
+    const oldest = now - this.#options.detectorConfig.retryHorizonMillis - spans.maxLateMillis;
+    return {
+      notBeforeUnixMillis: Math.max(EARLIEST_SPAN_UNIX_MILLIS, oldest),
+      notAfterUnixMillis: now + spans.maxFutureMillis,
+      maxKeyBytes: spans.maxKeyBytes,
+      maxNameBytes: spans.maxNameBytes,
+      maxValueBytes: spans.maxValueBytes,
+    };
   }
 
   /** Re-groups, resolves quiet incidents, forgets expired state; called on a timer. */
@@ -182,12 +215,29 @@ export class DetectionPipeline implements SpanConsumer {
     return restoreDetector(this.#options.store, this.#options.detectorConfig);
   }
 
-  #count(spans: number, extracted: ExtractedAttempts): void {
+  #count(spans: number, extracted: CheckedAttempts): void {
     const counts = this.#counts;
     counts.spans += spans;
+    for (const [code, n] of Object.entries(extracted.refusals.byCode)) {
+      counts.refusedSpans[code] = (counts.refusedSpans[code] ?? 0) + n;
+    }
+    counts.truncatedValues += extracted.refusals.truncatedValues;
     for (const attempt of extracted.attempts) counts.attempts[attempt.kind]++;
     for (const [reason, n] of Object.entries(extracted.invalid)) {
       counts.invalidValues[reason] = (counts.invalidValues[reason] ?? 0) + n;
     }
   }
+}
+
+/** What a payload's sender is told about the spans extraction refused. */
+function consumeResultOf(refusals: SpanRefusals): ConsumeResult {
+  if (refusals.total === 0) return ACCEPTED_ALL;
+  const codes = Object.entries(refusals.byCode)
+    .map(([code, n]) => `${code} ×${n}`)
+    .join(', ');
+  return {
+    rejectedSpans: refusals.total,
+    errorMessage: `${refusals.total} ${refusals.total === 1 ? 'span' : 'spans'} refused (${codes}); the first: ${refusals.firstMessage}`,
+    rejectedByReason: { ...refusals.byCode },
+  };
 }

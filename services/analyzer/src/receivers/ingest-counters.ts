@@ -7,8 +7,10 @@ export type Transport = 'http' | 'grpc';
 
 /**
  * Why a payload or span was refused, from a closed list: the receiver's own reasons below, or the
- * `KS_*` code of the KeyscopeError a decoder or consumer threw (closed too: codes are declared
- * once, at load, in each package's errors.ts). Anything else counts as `internal_error`.
+ * `KS_*` code of the KeyscopeError a decoder or consumer threw, or of the rule a consumer refused
+ * single spans under (`ConsumeResult.rejectedByReason`, e.g. `KS_SPAN_TOO_OLD`) — closed too:
+ * codes are declared once, at load, in each package's errors.ts. Anything else counts as
+ * `internal_error`.
  */
 export const RECEIVER_REJECT_REASONS = [
   'body_too_large',
@@ -22,7 +24,7 @@ export const RECEIVER_REJECT_REASONS = [
   'shutting_down',
   /** The sender closed the connection before its body arrived. */
   'request_aborted',
-  /** Spans the consumer refused one by one, answered with partial_success. */
+  /** Spans the consumer refused one by one without naming a code, answered with partial_success. */
   'consumer_refused',
   'internal_error',
 ] as const;

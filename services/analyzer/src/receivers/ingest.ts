@@ -11,7 +11,7 @@ import {
 import { ANALYZER_SATURATED } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import type { Admission, AdmissionSlot } from './admission.ts';
-import type { IngestCounters, Transport } from './ingest-counters.ts';
+import type { IngestCounters, RejectReason, Transport } from './ingest-counters.ts';
 import { INTERNAL_FAILURE, type IngestFailure, ingestFailureFor } from './ingest-failure.ts';
 import type { PayloadBytes } from './payload-bytes.ts';
 
@@ -125,7 +125,15 @@ export class Ingest {
       }
       const rejected = Math.min(Math.max(result.rejectedSpans, 0), count);
       counters.payloadAccepted(transport, count - rejected);
-      counters.spansRejected(transport, 'consumer_refused', rejected);
+      // By the consumer's codes where it gave them; whatever is left has no reason but refusal.
+      let unexplained = rejected;
+      for (const [reason, n] of Object.entries(result.rejectedByReason ?? {})) {
+        const spans = Math.min(Math.max(n, 0), unexplained);
+        if (!reason.startsWith('KS_') || spans === 0) continue;
+        counters.spansRejected(transport, reason as RejectReason, spans);
+        unexplained -= spans;
+      }
+      counters.spansRejected(transport, 'consumer_refused', unexplained);
       return { accepted: true, result };
     } finally {
       slot.release();

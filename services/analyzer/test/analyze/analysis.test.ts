@@ -17,7 +17,15 @@ describe('Analysis', () => {
     const detectorConfig = { ...defaultDetectorConfig(), keyNamespace: mapping.keyNamespace };
 
     const store = new KeyscopeStore({ path: ':memory:' });
-    const pipeline = new DetectionPipeline({ mapping, detectorConfig, store, logger: silentLogger });
+    // serve's clock as the archive's traffic was sent: at its last span's end.
+    const sentAt = Math.max(...requests.flat().map((s) => s.endTimeUnixMillis));
+    const pipeline = new DetectionPipeline({
+      mapping,
+      detectorConfig,
+      store,
+      logger: silentLogger,
+      now: () => sentAt,
+    });
     const analysis = new Analysis(mapping, detectorConfig);
     // The same attributes; analyze is also given the spans the pipeline never reads (see below).
     expect(analysis.decodeOptions).toBe(mappingDecodeOptions(mapping, 'all'));
@@ -86,5 +94,32 @@ describe('Analysis', () => {
     expect(counts.spans).toBe(3);
     expect(counts.firstSpanUnixMillis).toBe(early.startTimeUnixMillis);
     expect(counts.lastSpanUnixMillis).toBe(late.endTimeUnixMillis);
+  });
+
+  it('analyses an old archive and refuses only spans no archive can hold', () => {
+    const { spans, truthKeys } = simulatedFailover();
+    // The machine clock a year and a half after the simulated traffic.
+    const analysis = new Analysis(defaultMapping(), defaultDetectorConfig(), {
+      nowUnixMillis: Date.UTC(2026, 11, 1),
+    });
+    const [first] = spans;
+    const unset = { ...first!, spanId: 'f000000000000001', startTimeUnixMillis: 0 };
+    const future = { ...first!, spanId: 'f000000000000002', endTimeUnixMillis: 18_446_744_073_709.551 };
+    const oversized = {
+      ...first!,
+      spanId: 'f000000000000003',
+      attributes: { ...first!.attributes, 'idempotency.key': 'k'.repeat(2_000) },
+    };
+    analysis.ingest([unset, ...spans, future, oversized]);
+    const { findings, counts } = analysis.finish();
+    expect([...new Set(findings.map((f) => f.key))].sort()).toEqual(truthKeys);
+    expect(counts.refusedSpans).toEqual({
+      KS_SPAN_TOO_OLD: 1,
+      KS_SPAN_IN_FUTURE: 1,
+      KS_SPAN_KEY_TOO_LONG: 1,
+    });
+    // The traced window is the archive's, not 1970 to the year 586 000.
+    expect(counts.firstSpanUnixMillis).toBe(Math.min(...spans.map((s) => s.startTimeUnixMillis)));
+    expect(counts.lastSpanUnixMillis).toBe(Math.max(...spans.map((s) => s.endTimeUnixMillis)));
   });
 });

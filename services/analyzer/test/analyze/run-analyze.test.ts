@@ -402,6 +402,19 @@ describe('keyscope analyze reports', () => {
     expect(run.stdout).not.toContain('\x1b[');
   });
 
+  it('--format table lists the spans it refused, by code, and still reports the old archive', async () => {
+    const [first] = failover.spans;
+    const unset = { ...first!, spanId: 'f000000000000001', startTimeUnixMillis: 0 };
+    const path = writeInput(
+      join(temporaryFolder(), 'with-unset-time.jsonl'),
+      `${jsonLines(failover.requests)}${jsonRequest([unset])}\n`,
+    );
+    const run = await analyze([path], { format: 'table' });
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/refused spans\s+1 \(KS_SPAN_TOO_OLD 1;/);
+    expect(run.stdout).toMatch(new RegExp(`keys ran twice\\s+${failover.truthKeys.length}\\n`));
+  });
+
   it('colours the table only for a terminal', async () => {
     const run = await analyze([jsonl], { format: 'table', stdoutTTY: true });
     expect(run.stdout).toContain('\x1b[1;31mcross_store_duplicate');
