@@ -1,7 +1,14 @@
-import { type Attempt, extractAttempts, type Mapping, partitionKey } from '@keyscope/attempts';
+import {
+  type Attempt,
+  extractAttempts,
+  type Mapping,
+  partitionKey,
+  type SpanLimits,
+} from '@keyscope/attempts';
 import { isKeyscopeError, KeyscopeError } from '@keyscope/errors';
-import { ACCEPTED_ALL, type ConsumeResult, type Span, type SpanConsumer } from '@keyscope/otlp';
+import type { ConsumeResult, Span, SpanConsumer } from '@keyscope/otlp';
 import type { Message, Producer } from 'kafkajs';
+import { consumeResultOf } from '../pipeline/span-window.ts';
 import { type ActivityEntry, encodeActivityRecord, encodeAttemptRecord } from './attempt-records.ts';
 import { sendInChunks } from './chunked-send.ts';
 import type { KafkaCounters } from './kafka-counters.ts';
@@ -14,6 +21,8 @@ export interface AttemptsWriterOptions {
   readonly partitions: number;
   readonly mapping: Mapping;
   readonly counters: KafkaCounters;
+  /** The time window and size limits spans are held to, for spans arriving now (span-window.ts). */
+  readonly limits: () => SpanLimits;
 }
 
 /**
@@ -34,14 +43,14 @@ export class AttemptsWriter implements SpanConsumer {
   }
 
   async consumeSpans(spans: Span[]): Promise<ConsumeResult> {
-    const extracted = extractAttempts(spans, this.#options.mapping);
+    const extracted = extractAttempts(spans, this.#options.mapping, this.#options.limits());
     try {
       await this.write(extracted.attempts, [{ source: '', offset: 0, samples: extracted.activity }]);
     } catch (error) {
       if (isKeyscopeError(error)) throw error;
       throw new KeyscopeError(KAFKA_UNAVAILABLE, (error as Error).message, { cause: error });
     }
-    return ACCEPTED_ALL;
+    return consumeResultOf(extracted.refusals);
   }
 
   /** Resolves once everything is acknowledged by Kafka; rejects with KS_KAFKA_UNAVAILABLE. */

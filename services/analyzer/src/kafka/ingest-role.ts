@@ -2,6 +2,7 @@ import { type Attempt, extractAttempts, mappingDecodeOptions } from '@keyscope/a
 import type { Consumer, EachBatchPayload, Producer } from 'kafkajs';
 import type { ServeConfig } from '../config.ts';
 import type { Logger } from '../logger.ts';
+import { spanLimitsAt } from '../pipeline/span-window.ts';
 import type { ListenAddress } from '../receivers/listen-address.ts';
 import { type RunningReceivers, startReceivers } from '../receivers/start-receivers.ts';
 import { ShutdownStack } from '../shutdown-stack.ts';
@@ -45,7 +46,7 @@ export interface RunningIngest extends RunningRole {
  */
 export async function startIngestRole(
   config: ServeConfig,
-  dependencies: { logger: Logger; counters: KafkaCounters },
+  dependencies: { logger: Logger; counters: KafkaCounters; now?: () => number },
 ): Promise<RunningIngest> {
   const { logger, counters } = dependencies;
   const kafkaConfig = config.kafka;
@@ -60,6 +61,10 @@ export async function startIngestRole(
     logger,
   );
 
+  // Spans from OTLP and from the traces topic are held to the same window and limits as in the
+  // embedded service: a span decades off would make the detectors reason about decades of activity.
+  const limits = () =>
+    spanLimitsAt(dependencies.now?.() ?? Date.now(), config.detector.retryHorizonMillis, config.spans);
   const stops = new ShutdownStack();
   try {
     const producer: Producer = kafka.producer({ allowAutoTopicCreation: false });
@@ -71,6 +76,7 @@ export async function startIngestRole(
       partitions: partitions.get(kafkaConfig.attempts.topic)!,
       mapping,
       counters,
+      limits,
     });
 
     const receivers = await startReceivers(config, { consumer: writer, decodeOptions, logger });
@@ -122,7 +128,10 @@ export async function startIngestRole(
             counters.spansDecoded += decoded.spanCount;
             // A message read again after a crash yields its attempts again, and the detectors'
             // attempt logs drop the copies.
-            const extracted = extractAttempts(decoded.spans, mapping);
+            const extracted = extractAttempts(decoded.spans, mapping, limits());
+            for (const [code, n] of Object.entries(extracted.refusals.byCode)) {
+              counters.count(counters.spansRefused, code, n);
+            }
             for (const attempt of extracted.attempts) pending.attempts.push(attempt);
             pending.activity.push({ source, offset: Number(message.offset), samples: extracted.activity });
           }

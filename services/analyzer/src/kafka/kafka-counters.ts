@@ -14,6 +14,8 @@ export class KafkaCounters {
   /** Records written, by topic. */
   readonly produced = new Map<string, number>();
   spansDecoded = 0;
+  /** Spans of the traces topic refused under the time window and size limits, by `KS_SPAN_*` code. */
+  readonly spansRefused = new Map<string, number>();
   attemptsExtracted = 0;
   /** Writes of gathered attempts and activity to the attempts topic by the ingest role's consumer. */
   attemptWrites = 0;
@@ -48,6 +50,7 @@ export class KafkaCounters {
       }),
       produced: Object.fromEntries(this.produced),
       spansDecoded: this.spansDecoded,
+      spansRefused: Object.fromEntries(this.spansRefused),
       attemptsExtracted: this.attemptsExtracted,
       attemptWrites: this.attemptWrites,
       attemptsDetected: this.attemptsDetected,
@@ -89,6 +92,18 @@ export function createKafkaMetrics(counters: KafkaCounters): { render: () => Pro
       absolute(
         this,
         counters.snapshot().skipped.map(({ topic, reason, count }) => [{ topic, reason }, count]),
+      );
+    },
+  });
+  new Counter({
+    name: 'keyscope_kafka_spans_refused_total',
+    help: "Spans of the traces topic refused under the time window and size limits, by the rule's code.",
+    labelNames: ['reason'],
+    registers: [registry],
+    collect() {
+      absolute(
+        this,
+        [...counters.spansRefused].map(([reason, n]) => [{ reason }, n]),
       );
     },
   });

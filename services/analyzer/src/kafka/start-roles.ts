@@ -85,7 +85,7 @@ export async function startRoles(
       started.push(detect);
     }
     if (role === 'ingest' || role === 'all') {
-      ingest = await startIngestRole(config, { logger, counters });
+      ingest = await startIngestRole(config, { logger, counters, now: dependencies.now });
       started.push(ingest);
     }
     const receivers = ingest?.receivers;

@@ -1,12 +1,10 @@
 import {
   type CheckedAttempts,
-  EARLIEST_SPAN_UNIX_MILLIS,
   extractAttempts,
   type Mapping,
   mappingDecodeOptions,
   mergeExtracted,
   type SpanLimits,
-  type SpanRefusals,
 } from '@keyscope/attempts';
 import {
   type Detector,
@@ -17,7 +15,6 @@ import {
   type Incident,
 } from '@keyscope/detector';
 import {
-  ACCEPTED_ALL,
   type ConsumeResult,
   type DecodeOptions,
   type Span,
@@ -27,6 +24,7 @@ import type { KeyscopeStore } from '@keyscope/store';
 import { trace } from '@opentelemetry/api';
 import { defaultServeConfig, type SpansConfig } from '../config.ts';
 import type { Logger } from '../logger.ts';
+import { consumeResultOf, spanLimitsAt } from './span-window.ts';
 import { restoreDetector, saveScopeState } from './stored-detector.ts';
 
 const tracer = trace.getTracer('keyscope');
@@ -164,16 +162,8 @@ export class DetectionPipeline implements SpanConsumer {
 
   /** The limits for spans arriving now: the window moves with the service clock. */
   #limits(): SpanLimits {
-    const spans = this.#spans;
     const now = (this.#options.now ?? Date.now)();
-    const oldest = now - this.#options.detectorConfig.retryHorizonMillis - spans.maxLateMillis;
-    return {
-      notBeforeUnixMillis: Math.max(EARLIEST_SPAN_UNIX_MILLIS, oldest),
-      notAfterUnixMillis: now + spans.maxFutureMillis,
-      maxKeyBytes: spans.maxKeyBytes,
-      maxNameBytes: spans.maxNameBytes,
-      maxValueBytes: spans.maxValueBytes,
-    };
+    return spanLimitsAt(now, this.#options.detectorConfig.retryHorizonMillis, this.#spans);
   }
 
   /** Re-groups, resolves quiet incidents, forgets expired state; called on a timer. */
@@ -230,14 +220,3 @@ export class DetectionPipeline implements SpanConsumer {
 }
 
 /** What a payload's sender is told about the spans extraction refused. */
-function consumeResultOf(refusals: SpanRefusals): ConsumeResult {
-  if (refusals.total === 0) return ACCEPTED_ALL;
-  const codes = Object.entries(refusals.byCode)
-    .map(([code, n]) => `${code} ×${n}`)
-    .join(', ');
-  return {
-    rejectedSpans: refusals.total,
-    errorMessage: `${refusals.total} ${refusals.total === 1 ? 'span' : 'spans'} refused (${codes}); the first: ${refusals.firstMessage}`,
-    rejectedByReason: { ...refusals.byCode },
-  };
-}

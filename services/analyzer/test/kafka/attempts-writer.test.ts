@@ -1,8 +1,9 @@
-import { defaultMapping, type Mapping } from '@keyscope/attempts';
+import { defaultMapping, EARLIEST_SPAN_UNIX_MILLIS, type Mapping, type SpanLimits } from '@keyscope/attempts';
 import { scenarios, simulate } from '@keyscope/simulator';
 import { activity, server } from '@keyscope/testkit';
 import type { Message, Producer, ProducerRecord } from 'kafkajs';
 import { describe, expect, it } from 'vitest';
+import { span } from '../../../../test/support/span-fixtures.ts';
 import { decodeAttemptsRecord } from '../../src/kafka/attempt-records.ts';
 import { AttemptsWriter } from '../../src/kafka/attempts-writer.ts';
 import { KafkaCounters } from '../../src/kafka/kafka-counters.ts';
@@ -20,13 +21,23 @@ function fakeProducer(refuse = false) {
   return { producer, messages: () => sent.flatMap((record) => record.messages as Message[]) };
 }
 
-function writer(producer: Producer, mapping: Mapping = defaultMapping()) {
+/** Every span from 2000 to the far future is in the window, as in a test of old simulated traffic. */
+const OPEN_WINDOW: SpanLimits = {
+  notBeforeUnixMillis: EARLIEST_SPAN_UNIX_MILLIS,
+  notAfterUnixMillis: Date.UTC(2100, 0, 1),
+  maxKeyBytes: 1024,
+  maxNameBytes: 1024,
+  maxValueBytes: 4096,
+};
+
+function writer(producer: Producer, mapping: Mapping = defaultMapping(), limits = OPEN_WINDOW) {
   return new AttemptsWriter({
     producer,
     topic: 'attempts',
     partitions: 3,
     mapping,
     counters: new KafkaCounters(),
+    limits: () => limits,
   });
 }
 
@@ -88,5 +99,27 @@ describe('the ingest role writing attempts', () => {
       code: 'KS_KAFKA_UNAVAILABLE',
       retryable: true,
     });
+  });
+
+  it('refuses spans outside the time window or over the key limit one by one, and writes only the rest', async () => {
+    const fake = fakeProducer();
+    const result = await writer(fake.producer).consumeSpans([
+      span({ id: 1, attributes: { 'idempotency.key': 'k-good', 'idempotency.outcome': 'miss' } }),
+      span({
+        id: 2,
+        startTimeUnixMillis: 0,
+        endTimeUnixMillis: 1,
+        attributes: { 'idempotency.key': 'k-zero' },
+      }),
+      span({ id: 3, attributes: { 'idempotency.key': 'k'.repeat(2_000) } }),
+    ]);
+    expect(result.rejectedSpans).toBe(2);
+    expect(result.rejectedByReason).toEqual({ KS_SPAN_TOO_OLD: 1, KS_SPAN_KEY_TOO_LONG: 1 });
+    expect(
+      fake
+        .messages()
+        .filter((message) => message.key !== undefined)
+        .map((message) => message.key),
+    ).toEqual(['k-good']);
   });
 });
