@@ -4,6 +4,8 @@ import {
   type Arrival,
   type Attempt,
   type ClientAttempt,
+  EFFECTS,
+  type Effect,
   type ExtractedAttempts,
   type InvalidValueCounts,
   OUTCOMES,
@@ -11,6 +13,7 @@ import {
   SCOPE_LEVELS,
   type ScopeLevel,
   type ServerAttempt,
+  type SideEffect,
 } from './attempt.ts';
 import {
   type CompiledMapping,
@@ -25,6 +28,7 @@ import { derivedStoreId } from './store-id.ts';
 
 const OUTCOME_SET: ReadonlySet<string> = new Set(OUTCOMES);
 const SCOPE_SET: ReadonlySet<string> = new Set(SCOPE_LEVELS);
+const EFFECT_SET: ReadonlySet<string> = new Set(EFFECTS);
 /** An outcome or hit value outside its closed list: the span is no attempt. */
 const REFUSED = Symbol('refused');
 
@@ -38,7 +42,13 @@ const REFUSED = Symbol('refused');
  *   from the `hit` boolean, or, on SERVER spans only, inferred from HTTP): a `ServerAttempt` —
  *   the dedup decision is often recorded on an internal child span, or in a queue consumer;
  * - SERVER with a key and no outcome: an `Arrival`; other kinds without an outcome: nothing;
+ * - any kind with a key, no outcome, and a name the mapping declares in `sideEffectSpans`: a
+ *   `SideEffect` (before the rules above: a CLIENT span that makes the charge is the charge);
  * - an outcome or hit value outside its closed list: nothing, counted in `invalid`.
+ *
+ * Server attempts and arrivals carry how their request ended (HTTP status, ERROR status, the
+ * stated effect and release), so the detector can tell an admitted request that failed from an
+ * execution.
  *
  * A redelivered span gives its attempt again: the detector's attempt log refuses it by (trace id,
  * span id), exactly and for as long as it keeps the key's attempts.
@@ -68,6 +78,12 @@ export function extractAttempts(spans: readonly Span[], mapping: Mapping): Extra
       continue;
     }
 
+    if (compiled.sideEffectSpans?.has(span.name) === true && !recordsDecision(span, compiled, view)) {
+      if (server) activity.count(view, span.startTimeUnixMillis, isServerError(span, compiled, view));
+      attempts.push(sideEffect(span, key, compiled, view));
+      continue;
+    }
+
     if (span.kind === SpanKind.CLIENT) {
       attempts.push(clientAttempt(span, key, compiled, view));
       continue;
@@ -78,10 +94,12 @@ export function extractAttempts(spans: readonly Span[], mapping: Mapping): Extra
       if (server) activity.count(view, span.startTimeUnixMillis, isServerError(span, compiled, view));
       continue;
     }
-    if (server) activity.count(view, span.startTimeUnixMillis, isServerError(span, compiled, view));
+    const statusCode = readNumber(attributes, names.statusCode, fromResource.statusCode) ?? 0;
+    const failed = span.status.code === StatusCode.ERROR || statusCode >= 500;
+    if (server) activity.count(view, span.startTimeUnixMillis, failed);
 
     if (outcome === undefined) {
-      attempts.push(arrival(span, key, compiled, view));
+      attempts.push(arrival(span, key, statusCode, failed, compiled, view));
       continue;
     }
     let scope: ScopeLevel | '' = '';
@@ -90,7 +108,7 @@ export function extractAttempts(spans: readonly Span[], mapping: Mapping): Extra
       if (typeof declared === 'string' && SCOPE_SET.has(declared)) scope = declared as ScopeLevel;
       else invalid.scope++;
     }
-    attempts.push(serverAttempt(span, key, outcome, scope, compiled, view));
+    attempts.push(serverAttempt(span, key, outcome, scope, statusCode, failed, compiled, view));
   }
 
   return { attempts, activity: activity.activity, invalid };
@@ -117,6 +135,27 @@ function outcomeOf(
     return REFUSED;
   }
   return server && compiled.inferOutcomeFromHttp ? inferredOutcome(span, compiled, view) : undefined;
+}
+
+/** Whether a span records a store decision (an outcome or the hit boolean, readable or not). */
+function recordsDecision(span: Span, compiled: CompiledMapping, view: ResourceView): boolean {
+  return (
+    readValue(span.attributes, compiled.names.outcome, view.fields.outcome) !== undefined ||
+    readValue(span.attributes, compiled.names.hit, view.fields.hit) !== undefined
+  );
+}
+
+/** `idempotency.effect`: '' when absent; a value outside the list says nothing either way. */
+function effectOf(span: Span, compiled: CompiledMapping, view: ResourceView): Effect | '' {
+  const stated = readValue(span.attributes, compiled.names.effect, view.fields.effect);
+  if (stated === undefined) return '';
+  return typeof stated === 'string' && EFFECT_SET.has(stated) ? (stated as Effect) : 'unknown';
+}
+
+/** `idempotency.released`: the boolean true, or the string `true` (a header or a log field). */
+function releasedOf(span: Span, compiled: CompiledMapping, view: ResourceView): boolean {
+  const released = readValue(span.attributes, compiled.names.released, view.fields.released);
+  return released === true || (typeof released === 'string' && released.trim().toLowerCase() === 'true');
 }
 
 function isServerError(span: Span, compiled: CompiledMapping, view: ResourceView): boolean {
@@ -154,6 +193,8 @@ function serverAttempt(
   key: string,
   outcome: Outcome,
   scope: ScopeLevel | '',
+  statusCode: number,
+  failed: boolean,
   compiled: CompiledMapping,
   view: ResourceView,
 ): ServerAttempt {
@@ -175,10 +216,22 @@ function serverAttempt(
     outcome,
     store,
     scope,
+    statusCode,
+    failed,
+    effect: effectOf(span, compiled, view),
+    released: releasedOf(span, compiled, view),
+    effectSpansDeclared: compiled.sideEffectSpans !== null,
   };
 }
 
-function arrival(span: Span, key: string, compiled: CompiledMapping, view: ResourceView): Arrival {
+function arrival(
+  span: Span,
+  key: string,
+  statusCode: number,
+  failed: boolean,
+  compiled: CompiledMapping,
+  view: ResourceView,
+): Arrival {
   return {
     kind: 'arrival',
     key,
@@ -190,6 +243,26 @@ function arrival(span: Span, key: string, compiled: CompiledMapping, view: Resou
     endUnixMillis: span.endTimeUnixMillis,
     placement: view.placement,
     operation: operationOf(span, compiled, view),
+    statusCode,
+    failed,
+    effect: effectOf(span, compiled, view),
+    released: releasedOf(span, compiled, view),
+  };
+}
+
+function sideEffect(span: Span, key: string, compiled: CompiledMapping, view: ResourceView): SideEffect {
+  return {
+    kind: 'effect',
+    key,
+    tenant: tenantOf(span, compiled, view),
+    traceId: span.traceId,
+    spanId: span.spanId,
+    parentSpanId: span.parentSpanId,
+    startUnixMillis: span.startTimeUnixMillis,
+    endUnixMillis: span.endTimeUnixMillis,
+    placement: view.placement,
+    operation: span.name,
+    failed: span.status.code === StatusCode.ERROR,
   };
 }
 

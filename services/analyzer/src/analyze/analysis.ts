@@ -16,7 +16,7 @@ export interface AnalysisCounts {
   /** Attempt spans seen before by (trace id, span id): a redelivery, not a second execution. */
   duplicateSpans: number;
   /** Attempts extracted, by kind, redelivered ones included. */
-  attempts: { server: number; arrival: number; client: number };
+  attempts: { server: number; arrival: number; client: number; effect: number };
   /** Outcome, hit or scope values outside their closed lists, by attribute. */
   invalidValues: Record<string, number>;
   /** Event time of the earliest span start and the latest span end; null before any span. */
@@ -53,7 +53,7 @@ export class Analysis {
   readonly #counts: AnalysisCounts = {
     spans: 0,
     duplicateSpans: 0,
-    attempts: { server: 0, arrival: 0, client: 0 },
+    attempts: { server: 0, arrival: 0, client: 0, effect: 0 },
     invalidValues: {},
     firstSpanUnixMillis: null,
     lastSpanUnixMillis: null,
