@@ -222,7 +222,10 @@ function parseNameList(
   const names: string[] = [];
   value.forEach((name, index) => {
     if (typeof name !== 'string') {
-      fail(MAPPING_WRONG_TYPE, `${path}[${index}] must be ${of === 'span' ? 'a span' : 'an attribute'} name, received ${describe(name)}`);
+      fail(
+        MAPPING_WRONG_TYPE,
+        `${path}[${index}] must be ${of === 'span' ? 'a span' : 'an attribute'} name, received ${describe(name)}`,
+      );
     }
     if ((name as string).trim() === '') {
       fail(MAPPING_EMPTY_NAME, `${path}[${index}] is an empty ${of} name`);

@@ -1,7 +1,7 @@
 import type { Attempt, ClientAttempt, ServerAttempt } from '@keyscope/attempts';
 import type { DetectorConfig } from './config.ts';
-import { type Finding, type FindingCause, type FindingClass, type RetriedBy, SEVERITY } from './finding.ts';
 import { executionOutcomes } from './execution-outcome.ts';
+import { type Finding, type FindingCause, type FindingClass, type RetriedBy, SEVERITY } from './finding.ts';
 import { stableId } from './ids.ts';
 import type { RoutingEvent } from './routing-event.ts';
 

@@ -87,7 +87,8 @@ function spanKey(traceId: string, spanId: string): string {
 
 /** `committed` over `none` over `unknown` over unstated. */
 function strongest(a: Effect | '', b: Effect | ''): Effect | '' {
-  for (const effect of ['committed', 'none', 'unknown'] as const) if (a === effect || b === effect) return effect;
+  for (const effect of ['committed', 'none', 'unknown'] as const)
+    if (a === effect || b === effect) return effect;
   return '';
 }
 

@@ -49,7 +49,10 @@ const KIND_CODES = { server: 0, client: 1, arrival: 2, effect: 3 } as const;
 const KINDS = ['server', 'client', 'arrival', 'effect'] as const;
 
 /** A request's end as one number (see COMPACT); 0 for "no status, succeeded, kept, none declared". */
-function resultCode(a: { statusCode: number; failed: boolean; released: boolean }, declared: boolean): number {
+function resultCode(
+  a: { statusCode: number; failed: boolean; released: boolean },
+  declared: boolean,
+): number {
   return a.statusCode * 8 + (a.failed ? 4 : 0) + (a.released ? 2 : 0) + (declared ? 1 : 0);
 }
 

@@ -69,7 +69,7 @@ function common(input: CommonInput) {
   };
 }
 
-/** How the request ended: by default it succeeded (201) and stated nothing about its effect. */
+/** How the request ended: by default it succeeded, with no HTTP status and nothing stated. */
 interface RequestInput {
   statusCode?: number;
   /** Default: `statusCode` is 5xx. */
@@ -79,7 +79,7 @@ interface RequestInput {
 }
 
 function request(input: RequestInput) {
-  const statusCode = input.statusCode ?? 201;
+  const statusCode = input.statusCode ?? 0;
   return {
     statusCode,
     failed: input.failed ?? statusCode >= 500,

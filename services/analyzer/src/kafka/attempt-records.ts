@@ -1,4 +1,11 @@
-import { type Attempt, EFFECTS, type Effect, type NodeActivity, OUTCOMES, type Outcome } from '@keyscope/attempts';
+import {
+  type Attempt,
+  EFFECTS,
+  type Effect,
+  type NodeActivity,
+  OUTCOMES,
+  type Outcome,
+} from '@keyscope/attempts';
 import { KeyscopeError } from '@keyscope/errors';
 import { KAFKA_RECORD_INVALID } from './kafka-errors.ts';
 

@@ -85,7 +85,11 @@ function storeOrTarget(attempt: AttemptJson): string {
 
 function outcomeOf(attempt: AttemptJson): Node | string {
   if (attempt.kind === 'server') {
-    const outcome = el('span', { class: `outcome outcome-text-${attempt.outcome}` }, OUTCOME_LABELS[attempt.outcome]);
+    const outcome = el(
+      'span',
+      { class: `outcome outcome-text-${attempt.outcome}` },
+      OUTCOME_LABELS[attempt.outcome],
+    );
     return attempt.outcome === 'miss' && (attempt.failed || attempt.released)
       ? el('span', {}, outcome, ` · then failed${requestEnd(attempt)}`)
       : outcome;

@@ -23,7 +23,7 @@ export const CAUSE_LABELS: Readonly<Record<NonNullable<FindingCause>, string>> =
   race: 'attempts overlapped (no in-flight lock)',
   cross_tenant_replay: "a tenant was served another tenant's replay",
   shared_key: 'tenants generated the same key',
-  effect_unknown: "the first attempt failed after admission; whether its effect committed is unknown",
+  effect_unknown: 'the first attempt failed after admission; whether its effect committed is unknown',
 };
 
 export const OUTCOME_LABELS: Readonly<Record<Outcome, string>> = {
