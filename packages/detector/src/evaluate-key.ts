@@ -50,10 +50,13 @@ export function evaluateKey(
   for (const tier of tiers.values()) {
     for (const admitted of executionsByTenant(tier.server)) {
       if (admitted.length < 2) continue;
-      // An admitted attempt that failed before its effect did not execute (execution-outcome.ts).
-      const executions = admitted.filter((a) => outcomes(a) !== 'not_executed');
+      // An admitted attempt that failed before its effect did not execute (execution-outcome.ts);
+      // two that did are a duplicate whatever else is unknown.
+      const possible = admitted.filter((a) => outcomes(a) !== 'not_executed');
+      const executed = possible.filter((a) => outcomes(a) === 'executed');
+      const confirmed = executed.length >= 2;
+      const executions = confirmed ? executed : possible;
       if (executions.length < 2) continue;
-      const confirmed = executions.every((a) => outcomes(a) === 'executed');
       duplicates.push({ tier, executions, absorbed: isAbsorbed(tier, executions, tiers), confirmed });
     }
   }

@@ -105,6 +105,14 @@ describe('an admitted attempt that failed', () => {
     expect(incident.advice).toContain('sideEffectSpans');
   });
 
+  it('is a confirmed duplicate when two other attempts executed, whatever the failed one did', () => {
+    const attempts = resentAfterFailure();
+    attempts.push(server({ key: 'k1', node: 'c', store: 'payments/node:c', at: 5 }));
+    const finding = only(run(attempts).findings());
+    expect(finding.class).toBe('cross_store_duplicate');
+    expect(finding.executions).toBe(2);
+  });
+
   it('reads `unknown` stated by the service as no evidence either way', () => {
     expect(only(run(resentAfterFailure({ effect: 'unknown' })).findings()).class).toBe('suspected_duplicate');
   });
