@@ -15,7 +15,8 @@ export interface CheckoutClient {
   readonly provider: BasicTracerProvider;
   /**
    * Sends one logical payment, attempt `i` to `route[i]` (the failover the load balancer would
-   * do), with the same key every time; stops at the first answer that is not a timeout or a 409.
+   * do), with the same key every time; stops at the first answer that is not a timeout, a 409 or a
+   * 5xx (what a proxy re-sending non-idempotent requests on errors does).
    */
   pay(key: string, body: object, route: readonly PaymentsNode[]): Promise<Send[]>;
   /** Waits for requests the client abandoned but the servers are still executing. */
@@ -83,7 +84,7 @@ export function createCheckoutClient(options: {
         sends.push(result);
         if (result.statusCode === 409)
           await new Promise((resolve) => setTimeout(resolve, options.backoffMillis));
-        else if (result.statusCode !== 0) break;
+        else if (result.statusCode !== 0 && result.statusCode < 500) break;
       }
       return sends;
     },

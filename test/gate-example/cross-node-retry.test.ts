@@ -4,6 +4,7 @@ import { createDetector, type Finding } from '@keyscope/detector';
 import {
   createMemoryDedupStore,
   dedupMode,
+  type Effect,
   IdempotencyScopeError,
   placementFromResource,
   type ScopeConfig,
@@ -14,7 +15,7 @@ import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { RecordingConsumer } from '../support/recording-consumer.ts';
-import { type CardNetwork, createCardNetwork } from './card-network.ts';
+import { type CardNetwork, createCardNetwork, ProcessorUnavailableError } from './card-network.ts';
 import { type CheckoutClient, createCheckoutClient } from './checkout-client.ts';
 import { type PaymentsNode, startPaymentsNode } from './payments-service.ts';
 
@@ -73,16 +74,19 @@ async function deploy(
     keyScope: ScopeConfig['keyScope'];
     retryScope: ScopeConfig['retryScope'];
   },
+  options: { cardNetwork?: CardNetwork; effectOfError?: (error: unknown) => Effect } = {},
 ): Promise<Deployment> {
   const url = `http://127.0.0.1:${serve.addresses.otlpHttp.port}/v1/traces`;
   const processor = () => new BatchSpanProcessor(new OTLPTraceExporter({ url }));
-  const cardNetwork = createCardNetwork(CARD_LATENCIES_MILLIS);
+  const cardNetwork = options.cardNetwork ?? createCardNetwork(CARD_LATENCIES_MILLIS);
+  const effect = options.effectOfError === undefined ? {} : { effectOfError: options.effectOfError };
   const nodeA = await startPaymentsNode({
     resource: NODE_A,
     spanProcessor: processor(),
     store: stores.a,
     cardNetwork,
     ...scope,
+    ...effect,
   });
   const nodeB = await startPaymentsNode({
     resource: NODE_B,
@@ -90,6 +94,7 @@ async function deploy(
     store: stores.b,
     cardNetwork,
     ...scope,
+    ...effect,
   });
   const client = createCheckoutClient({
     spanProcessor: processor(),
@@ -214,5 +219,50 @@ describe('payments behind a failover, with node-scoped dedup stores', () => {
       'payments/cluster:eu-1',
     ]);
     expect(findingsFor('order-7782', spans)).toEqual([]);
+  });
+});
+
+describe('payments whose first node fails before the charge and releases the key', () => {
+  const unavailableOnA = () => createCardNetwork([10], { unavailableFor: 'payments-a-1' });
+  const beforeTheCharge = (error: unknown): Effect =>
+    error instanceof ProcessorUnavailableError ? 'none' : 'unknown';
+
+  it('charges once, and keyscope reports the retry’s second store as a scope violation, not a duplicate', async () => {
+    const cardNetwork = unavailableOnA();
+    const { nodeA, nodeB, client, exportedSpans } = await deploy(
+      { a: createMemoryDedupStore(), b: createMemoryDedupStore() },
+      { keyScope: 'node', retryScope: BELIEVED_RETRY_SCOPE },
+      { cardNetwork, effectOfError: beforeTheCharge },
+    );
+    const sends = await client.pay('order-7790', PAYMENT, [nodeA, nodeB]);
+    expect(sends.map((send) => [send.node, send.statusCode])).toEqual([
+      ['payments-a-1', 500],
+      ['payments-a-2', 201],
+    ]);
+    const spans = await exportedSpans();
+    expect(cardNetwork.charges.map((charge) => charge.node)).toEqual(['payments-a-2']);
+    const gated = spans.filter((span) => span.attributes['idempotency.outcome'] !== undefined);
+    expect(gated.map((span) => span.attributes['idempotency.effect'])).toEqual(['none', 'committed']);
+
+    const findings = findingsFor('order-7790', spans);
+    expect(findings).toHaveLength(1);
+    expect(findings[0]).toMatchObject({
+      class: 'scope_violation',
+      severity: 'warning',
+      executions: 1,
+      stores: ['payments/node:payments-a-1', 'payments/node:payments-a-2'],
+    });
+  });
+
+  it('is a suspected duplicate, high and not critical, when the service cannot say how far it got', async () => {
+    const { nodeA, nodeB, client, exportedSpans } = await deploy(
+      { a: createMemoryDedupStore(), b: createMemoryDedupStore() },
+      { keyScope: 'node', retryScope: BELIEVED_RETRY_SCOPE },
+      { cardNetwork: unavailableOnA() },
+    );
+    await client.pay('order-7791', PAYMENT, [nodeA, nodeB]);
+    const findings = findingsFor('order-7791', await exportedSpans());
+    expect(findings).toHaveLength(1);
+    expect(findings[0]).toMatchObject({ class: 'suspected_duplicate', severity: 'high', executions: 2 });
   });
 });

@@ -10,6 +10,7 @@ describe('the gate writes what keyscope reads', () => {
   it('uses the scope levels and outcomes the attempts stage accepts', () => {
     expect(gate.SCOPE_LEVELS).toEqual(attempts.SCOPE_LEVELS);
     expect(gate.OUTCOMES).toEqual(attempts.OUTCOMES);
+    expect(gate.EFFECTS).toEqual(attempts.EFFECTS);
   });
 
   it('records the attributes the default mapping reads first', () => {
@@ -19,6 +20,8 @@ describe('the gate writes what keyscope reads', () => {
     expect(fields.scope[0]).toBe(gate.IDEMPOTENCY_ATTRIBUTES.scope);
     expect(fields.outcome[0]).toBe(gate.IDEMPOTENCY_ATTRIBUTES.outcome);
     expect(fields.tenant[0]).toBe(gate.IDEMPOTENCY_ATTRIBUTES.tenant);
+    expect(fields.effect[0]).toBe(gate.IDEMPOTENCY_ATTRIBUTES.effect);
+    expect(fields.released[0]).toBe(gate.IDEMPOTENCY_ATTRIBUTES.released);
   });
 
   it('derives the store id keyscope derives from the same scope and resource', () => {

@@ -1,6 +1,7 @@
 import {
   createIdempotencyGate,
   type DedupStore,
+  type Effect,
   idempotencyPlugin,
   placementFromResource,
   type RetryScope,
@@ -23,6 +24,8 @@ export interface PaymentsNodeOptions {
   /** What the team declared its clients' retries can reach. */
   readonly retryScope: RetryScope;
   readonly cardNetwork: CardNetwork;
+  /** The plugin's `effectOfError`: how far a request that threw got. Default: the plugin's. */
+  readonly effectOfError?: (error: unknown) => Effect;
 }
 
 export interface PaymentsNode {
@@ -72,7 +75,11 @@ export async function startPaymentsNode(options: PaymentsNodeOptions): Promise<P
     if (reply.statusCode >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
     span.end();
   });
-  await app.register(idempotencyPlugin, { gate, spanOf: (request) => spans.get(request) });
+  await app.register(idempotencyPlugin, {
+    gate,
+    spanOf: (request) => spans.get(request),
+    ...(options.effectOfError === undefined ? {} : { effectOfError: options.effectOfError }),
+  });
 
   app.post<{ Body: { amount: number; card: string } }>(
     '/payments',

@@ -35,6 +35,11 @@ function cleanAttempt(n: number, startUnixMillis: number): ServerAttempt {
     outcome: 'miss',
     store: 'A',
     scope: '',
+    statusCode: 201,
+    failed: false,
+    effect: '',
+    released: false,
+    effectSpansDeclared: false,
   };
 }
 

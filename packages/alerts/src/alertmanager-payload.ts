@@ -20,6 +20,7 @@ export const ALERT_NAMES: Readonly<Record<FindingClass, string>> = {
   cross_store_duplicate: 'KeyscopeDuplicateExecution',
   same_store_duplicate: 'KeyscopeDuplicateExecution',
   absorbed_duplicate: 'KeyscopeAbsorbedDuplicate',
+  suspected_duplicate: 'KeyscopeSuspectedDuplicate',
   key_collision: 'KeyscopeKeyCollision',
   scope_violation: 'KeyscopeScopeViolation',
 };

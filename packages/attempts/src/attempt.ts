@@ -7,6 +7,14 @@
 export type Outcome = 'miss' | 'hit' | 'in_progress' | 'mismatch' | 'error';
 export const OUTCOMES: readonly Outcome[] = ['miss', 'hit', 'in_progress', 'mismatch', 'error'];
 
+/**
+ * What happened to the side effect of an admitted request, as the service states it
+ * (`idempotency.effect`): `committed` (it took place: a charge, a write), `none` (the request
+ * failed before it), `unknown` (the service cannot tell, e.g. a call to the processor timed out).
+ */
+export type Effect = 'committed' | 'none' | 'unknown';
+export const EFFECTS: readonly Effect[] = ['committed', 'none', 'unknown'];
+
 /** Key scope levels, narrowest first. `tenant` is a namespace, not a placement level. */
 export type ScopeLevel = 'node' | 'cluster' | 'region' | 'tenant' | 'global';
 export const SCOPE_LEVELS: readonly ScopeLevel[] = ['node', 'cluster', 'region', 'tenant', 'global'];
@@ -37,19 +45,52 @@ interface AttemptBase {
   operation: string;
 }
 
+/**
+ * How the span's request ended, read for every server attempt and arrival: with the decision on
+ * a child span of the SERVER span, the detector reads the request's end from the arrival that
+ * the SERVER span is (same trace, its span id the decision's parent).
+ */
+interface RequestResult {
+  /** `http.response.status_code`; 0 when the span has none. */
+  statusCode: number;
+  /** The span's status is ERROR, or its HTTP status is 5xx. */
+  failed: boolean;
+  /** `idempotency.effect`; '' when the span does not state it. */
+  effect: Effect | '';
+  /** `idempotency.released` is true: the service gave the key back, so a retry executes. */
+  released: boolean;
+}
+
 /** A server-side span in which a dedup store was consulted. */
-export interface ServerAttempt extends AttemptBase {
+export interface ServerAttempt extends AttemptBase, RequestResult {
   kind: 'server';
   outcome: Outcome;
   /** Id of the dedup store instance (given, or derived from the declared scope and placement). */
   store: string;
   /** Declared key scope, or '' when the span did not declare one. */
   scope: ScopeLevel | '';
+  /**
+   * The mapping it was extracted under names the side-effect spans (`sideEffectSpans`): an
+   * effect that committed under this attempt leaves one, so none under a failed request means
+   * the effect did not commit. Carried on the attempt so that the judgement needs only evidence.
+   */
+  effectSpansDeclared: boolean;
 }
 
 /** A server span carrying the key without an outcome: evidence of where a request landed. */
-export interface Arrival extends AttemptBase {
+export interface Arrival extends AttemptBase, RequestResult {
   kind: 'arrival';
+}
+
+/**
+ * A span that carries the key and whose name the mapping declares as the side effect
+ * (`sideEffectSpans`, e.g. `ledger.charge`): the effect took place under the attempt it descends
+ * from, unless the span failed. `operation` is the span's name.
+ */
+export interface SideEffect extends AttemptBase {
+  kind: 'effect';
+  /** The span's status is ERROR: the effect was tried, and whether it took place is unknown. */
+  failed: boolean;
 }
 
 /** A CLIENT span carrying the key: one send of the request by a client (or a retry of it). */
@@ -65,7 +106,7 @@ export interface ClientAttempt extends AttemptBase {
   error: string;
 }
 
-export type Attempt = ServerAttempt | Arrival | ClientAttempt;
+export type Attempt = ServerAttempt | Arrival | ClientAttempt | SideEffect;
 
 /**
  * Traffic seen per placement and time bucket, from every SERVER span (with a key or not): the
@@ -90,6 +131,8 @@ export interface ExtractedAttempts {
 /**
  * Why an attribute value was refused. `outcome` and `hit` make the span no attempt at all (a store
  * decision we cannot read must not be guessed); `scope` keeps the attempt with scope ''.
+ * (`idempotency.effect` outside its list reads as `unknown`, which is what an unreadable statement
+ * about the effect is: nothing is refused.)
  */
 export type InvalidValueReason = 'outcome' | 'hit' | 'scope';
 export const INVALID_VALUE_REASONS: readonly InvalidValueReason[] = ['outcome', 'hit', 'scope'];

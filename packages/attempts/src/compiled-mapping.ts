@@ -24,6 +24,8 @@ const SPAN_FIELDS: readonly SpanField[] = [
   'peerAddress',
   'errorType',
   'replayed',
+  'effect',
+  'released',
 ];
 
 /** The resource's values for one field's names, index-aligned with the names. */
@@ -46,6 +48,8 @@ export interface CompiledMapping {
   readonly names: Readonly<Record<SpanField, readonly string[]>>;
   readonly inferOutcomeFromHttp: boolean;
   readonly activityBucketMillis: number;
+  /** `sideEffectSpans` as a set; null when the mapping names none (the usual case). */
+  readonly sideEffectSpans: ReadonlySet<string> | null;
   view(resource: Resource): ResourceView;
 }
 
@@ -72,6 +76,7 @@ function createCompiledMapping(mapping: Mapping): CompiledMapping {
     names,
     inferOutcomeFromHttp: mapping.inferOutcomeFromHttp,
     activityBucketMillis: mapping.activityBucketMillis,
+    sideEffectSpans: mapping.sideEffectSpans.length === 0 ? null : new Set(mapping.sideEffectSpans),
     view(resource) {
       if (resource === lastResource) return lastView!;
       let view = views.get(resource);

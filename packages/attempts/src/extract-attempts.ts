@@ -4,6 +4,8 @@ import {
   type Arrival,
   type Attempt,
   type ClientAttempt,
+  EFFECTS,
+  type Effect,
   type ExtractedAttempts,
   type InvalidValueCounts,
   OUTCOMES,
@@ -11,6 +13,7 @@ import {
   SCOPE_LEVELS,
   type ScopeLevel,
   type ServerAttempt,
+  type SideEffect,
 } from './attempt.ts';
 import {
   type CompiledMapping,
@@ -38,6 +41,7 @@ import { derivedStoreId } from './store-id.ts';
 
 const OUTCOME_SET: ReadonlySet<string> = new Set(OUTCOMES);
 const SCOPE_SET: ReadonlySet<string> = new Set(SCOPE_LEVELS);
+const EFFECT_SET: ReadonlySet<string> = new Set(EFFECTS);
 /** An outcome or hit value outside its closed list: the span is no attempt. */
 const REFUSED = Symbol('refused');
 
@@ -51,7 +55,13 @@ const REFUSED = Symbol('refused');
  *   from the `hit` boolean, or, on SERVER spans only, inferred from HTTP): a `ServerAttempt` —
  *   the dedup decision is often recorded on an internal child span, or in a queue consumer;
  * - SERVER with a key and no outcome: an `Arrival`; other kinds without an outcome: nothing;
+ * - any kind with a key, no outcome, and a name the mapping declares in `sideEffectSpans`: a
+ *   `SideEffect` (before the rules above: a CLIENT span that makes the charge is the charge);
  * - an outcome or hit value outside its closed list: nothing, counted in `invalid`.
+ *
+ * Server attempts and arrivals carry how their request ended (HTTP status, ERROR status, the
+ * stated effect and release), so the detector can tell an admitted request that failed from an
+ * execution.
  *
  * A redelivered span gives its attempt again: the detector's attempt log refuses it by (trace id,
  * span id), exactly and for as long as it keeps the key's attempts.
@@ -113,6 +123,14 @@ export function extractAttempts(
       continue;
     }
 
+    if (compiled.sideEffectSpans?.has(span.name) === true && !recordsDecision(span, compiled, view)) {
+      const effect = sideEffect(span, key, compiled, view);
+      if (refusals !== null && !admitted(effect, span, view, compiled, limits!, refusals)) continue;
+      if (server) activity.count(view, span.startTimeUnixMillis, isServerError(span, compiled, view));
+      attempts.push(effect);
+      continue;
+    }
+
     if (span.kind === SpanKind.CLIENT) {
       const attempt = clientAttempt(span, key, compiled, view);
       if (refusals === null || admitted(attempt, span, view, compiled, limits!, refusals)) {
@@ -126,9 +144,11 @@ export function extractAttempts(
       if (server) activity.count(view, span.startTimeUnixMillis, isServerError(span, compiled, view));
       continue;
     }
+    const statusCode = readNumber(attributes, names.statusCode, fromResource.statusCode) ?? 0;
+    const failed = span.status.code === StatusCode.ERROR || statusCode >= 500;
 
     let attempt: Attempt;
-    if (outcome === undefined) attempt = arrival(span, key, compiled, view);
+    if (outcome === undefined) attempt = arrival(span, key, statusCode, failed, compiled, view);
     else {
       let scope: ScopeLevel | '' = '';
       const declared = readValue(attributes, names.scope, fromResource.scope);
@@ -136,10 +156,10 @@ export function extractAttempts(
         if (typeof declared === 'string' && SCOPE_SET.has(declared)) scope = declared as ScopeLevel;
         else invalid.scope++;
       }
-      attempt = serverAttempt(span, key, outcome, scope, compiled, view);
+      attempt = serverAttempt(span, key, outcome, scope, statusCode, failed, compiled, view);
     }
     if (refusals !== null && !admitted(attempt, span, view, compiled, limits!, refusals)) continue;
-    if (server) activity.count(view, span.startTimeUnixMillis, isServerError(span, compiled, view));
+    if (server) activity.count(view, span.startTimeUnixMillis, failed);
     attempts.push(attempt);
   }
 
@@ -202,6 +222,27 @@ function outcomeOf(
   return server && compiled.inferOutcomeFromHttp ? inferredOutcome(span, compiled, view) : undefined;
 }
 
+/** Whether a span records a store decision (an outcome or the hit boolean, readable or not). */
+function recordsDecision(span: Span, compiled: CompiledMapping, view: ResourceView): boolean {
+  return (
+    readValue(span.attributes, compiled.names.outcome, view.fields.outcome) !== undefined ||
+    readValue(span.attributes, compiled.names.hit, view.fields.hit) !== undefined
+  );
+}
+
+/** `idempotency.effect`: '' when absent; a value outside the list says nothing either way. */
+function effectOf(span: Span, compiled: CompiledMapping, view: ResourceView): Effect | '' {
+  const stated = readValue(span.attributes, compiled.names.effect, view.fields.effect);
+  if (stated === undefined) return '';
+  return typeof stated === 'string' && EFFECT_SET.has(stated) ? (stated as Effect) : 'unknown';
+}
+
+/** `idempotency.released`: the boolean true, or the string `true` (a header or a log field). */
+function releasedOf(span: Span, compiled: CompiledMapping, view: ResourceView): boolean {
+  const released = readValue(span.attributes, compiled.names.released, view.fields.released);
+  return released === true || (typeof released === 'string' && released.trim().toLowerCase() === 'true');
+}
+
 function isServerError(span: Span, compiled: CompiledMapping, view: ResourceView): boolean {
   if (span.status.code === StatusCode.ERROR) return true;
   const status = readNumber(span.attributes, compiled.names.statusCode, view.fields.statusCode);
@@ -237,6 +278,8 @@ function serverAttempt(
   key: string,
   outcome: Outcome,
   scope: ScopeLevel | '',
+  statusCode: number,
+  failed: boolean,
   compiled: CompiledMapping,
   view: ResourceView,
 ): ServerAttempt {
@@ -258,10 +301,22 @@ function serverAttempt(
     outcome,
     store,
     scope,
+    statusCode,
+    failed,
+    effect: effectOf(span, compiled, view),
+    released: releasedOf(span, compiled, view),
+    effectSpansDeclared: compiled.sideEffectSpans !== null,
   };
 }
 
-function arrival(span: Span, key: string, compiled: CompiledMapping, view: ResourceView): Arrival {
+function arrival(
+  span: Span,
+  key: string,
+  statusCode: number,
+  failed: boolean,
+  compiled: CompiledMapping,
+  view: ResourceView,
+): Arrival {
   return {
     kind: 'arrival',
     key,
@@ -273,6 +328,26 @@ function arrival(span: Span, key: string, compiled: CompiledMapping, view: Resou
     endUnixMillis: span.endTimeUnixMillis,
     placement: view.placement,
     operation: operationOf(span, compiled, view),
+    statusCode,
+    failed,
+    effect: effectOf(span, compiled, view),
+    released: releasedOf(span, compiled, view),
+  };
+}
+
+function sideEffect(span: Span, key: string, compiled: CompiledMapping, view: ResourceView): SideEffect {
+  return {
+    kind: 'effect',
+    key,
+    tenant: tenantOf(span, compiled, view),
+    traceId: span.traceId,
+    spanId: span.spanId,
+    parentSpanId: span.parentSpanId,
+    startUnixMillis: span.startTimeUnixMillis,
+    endUnixMillis: span.endTimeUnixMillis,
+    placement: view.placement,
+    operation: span.name,
+    failed: span.status.code === StatusCode.ERROR,
   };
 }
 

@@ -2,6 +2,8 @@ export {
   type Arrival,
   type Attempt,
   type ClientAttempt,
+  EFFECTS,
+  type Effect,
   type ExtractedAttempts,
   INVALID_VALUE_REASONS,
   type InvalidValueCounts,
@@ -13,6 +15,7 @@ export {
   SCOPE_LEVELS,
   type ScopeLevel,
   type ServerAttempt,
+  type SideEffect,
 } from './attempt.ts';
 export {
   ATTEMPTS_ERRORS,

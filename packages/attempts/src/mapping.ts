@@ -38,6 +38,8 @@ export const MAPPING_FIELDS = [
   'peerAddress',
   'errorType',
   'replayed',
+  'effect',
+  'released',
 ] as const;
 export type MappingField = (typeof MAPPING_FIELDS)[number];
 
@@ -55,6 +57,11 @@ export interface Mapping {
   readonly keyNamespace: KeyNamespace;
   /** Width of the `NodeActivity` time buckets. */
   readonly activityBucketMillis: number;
+  /**
+   * Names of the spans that are the side effect (`ledger.charge`); a span of one of these names
+   * that carries the key is a `SideEffect`. Empty (the default): no span is.
+   */
+  readonly sideEffectSpans: readonly string[];
 }
 
 const DEFAULT_FIELDS: Record<MappingField, readonly string[]> = {
@@ -78,15 +85,24 @@ const DEFAULT_FIELDS: Record<MappingField, readonly string[]> = {
   peerAddress: ['network.peer.address'],
   errorType: ['error.type'],
   replayed: ['http.response.header.idempotent-replayed'],
+  effect: ['idempotency.effect'],
+  released: ['idempotency.released'],
 };
 
 const DEFAULT_OPTIONS = {
   inferOutcomeFromHttp: false,
   keyNamespace: 'global' as KeyNamespace,
   activityBucketMillis: 1000,
+  sideEffectSpans: [] as readonly string[],
 };
 
-const TOP_LEVEL_KEYS = ['fields', 'inferOutcomeFromHttp', 'keyNamespace', 'activityBucketMillis'] as const;
+const TOP_LEVEL_KEYS = [
+  'fields',
+  'inferOutcomeFromHttp',
+  'keyNamespace',
+  'activityBucketMillis',
+  'sideEffectSpans',
+] as const;
 
 export function defaultMapping(): Mapping {
   return freezeMapping({ fields: { ...DEFAULT_FIELDS }, ...DEFAULT_OPTIONS });
@@ -178,6 +194,12 @@ export function parseMapping(value: unknown, sourceName = 'mapping'): Mapping {
     }
     options.activityBucketMillis = millis as number;
   }
+  if (input.sideEffectSpans !== undefined) {
+    const spans = input.sideEffectSpans;
+    // Unlike a field, the list may be empty: it is off by default.
+    options.sideEffectSpans =
+      Array.isArray(spans) && spans.length === 0 ? [] : parseNameList(spans, 'sideEffectSpans', fail, 'span');
+  }
 
   return freezeMapping({ fields, ...options });
 }
@@ -186,9 +208,10 @@ function parseNameList(
   value: unknown,
   path: string,
   fail: (definition: ErrorDefinition, message: string) => never,
+  of: 'attribute' | 'span' = 'attribute',
 ): readonly string[] {
   if (!Array.isArray(value)) {
-    return fail(MAPPING_WRONG_TYPE, `${path} must be a list of attribute names, received ${describe(value)}`);
+    return fail(MAPPING_WRONG_TYPE, `${path} must be a list of ${of} names, received ${describe(value)}`);
   }
   if (value.length === 0) {
     return fail(
@@ -199,10 +222,13 @@ function parseNameList(
   const names: string[] = [];
   value.forEach((name, index) => {
     if (typeof name !== 'string') {
-      fail(MAPPING_WRONG_TYPE, `${path}[${index}] must be an attribute name, received ${describe(name)}`);
+      fail(
+        MAPPING_WRONG_TYPE,
+        `${path}[${index}] must be ${of === 'span' ? 'a span' : 'an attribute'} name, received ${describe(name)}`,
+      );
     }
     if ((name as string).trim() === '') {
-      fail(MAPPING_EMPTY_NAME, `${path}[${index}] is an empty attribute name`);
+      fail(MAPPING_EMPTY_NAME, `${path}[${index}] is an empty ${of} name`);
     }
     if (names.includes(name as string)) {
       fail(MAPPING_INVALID_VALUE, `${path}[${index}] repeats ${name}`);
@@ -286,6 +312,7 @@ function freezeMapping(mapping: {
   inferOutcomeFromHttp: boolean;
   keyNamespace: KeyNamespace;
   activityBucketMillis: number;
+  sideEffectSpans: readonly string[];
 }): Mapping {
   const fields = {} as Record<MappingField, readonly string[]>;
   for (const field of MAPPING_FIELDS) fields[field] = Object.freeze([...mapping.fields[field]]);
@@ -294,6 +321,7 @@ function freezeMapping(mapping: {
     inferOutcomeFromHttp: mapping.inferOutcomeFromHttp,
     keyNamespace: mapping.keyNamespace,
     activityBucketMillis: mapping.activityBucketMillis,
+    sideEffectSpans: Object.freeze([...mapping.sideEffectSpans]),
   });
 }
 

@@ -1,6 +1,6 @@
 import { SpanKind } from '@keyscope/otlp';
 import { describe, expect, it } from 'vitest';
-import type { Arrival, ClientAttempt, ServerAttempt } from '../src/attempt.ts';
+import type { Arrival, ClientAttempt, ServerAttempt, SideEffect } from '../src/attempt.ts';
 import { extractAttempts } from '../src/extract-attempts.ts';
 import { defaultMapping, parseMapping } from '../src/mapping.ts';
 import { clientSpan, internalSpan, resource, serverSpan, span } from './span-builders.ts';
@@ -55,6 +55,11 @@ describe('server attempts', () => {
       outcome: 'miss',
       store: 'redis-a',
       scope: 'node',
+      statusCode: 0,
+      failed: false,
+      effect: '',
+      released: false,
+      effectSpansDeclared: false,
     });
   });
 
@@ -260,6 +265,10 @@ describe('arrivals', () => {
       endUnixMillis: input.endTimeUnixMillis,
       placement: { service: 'payments', node: 'payments-a-1', cluster: '', region: '', zone: '' },
       operation: '/payments',
+      statusCode: 0,
+      failed: false,
+      effect: '',
+      released: false,
     });
   });
 
@@ -399,5 +408,141 @@ describe('client attempts', () => {
 
   it('ignores an outcome attribute on a client span', () => {
     expect(only<ClientAttempt>([clientSpan({ key: 'k1', outcome: 'miss' })]).kind).toBe('client');
+  });
+});
+
+describe('how a request ended', () => {
+  it('reads the HTTP status and the ERROR status of a SERVER span that admitted its key', () => {
+    const attempt = only<ServerAttempt>([
+      serverSpan({
+        key: 'k1',
+        outcome: 'miss',
+        statusCode: 503,
+        error: true,
+        statusMessage: 'processor down',
+      }),
+    ]);
+    expect([attempt.outcome, attempt.statusCode, attempt.failed]).toEqual(['miss', 503, true]);
+  });
+
+  it('counts a 5xx without ERROR status as failed, and a 4xx as not', () => {
+    expect(only<ServerAttempt>([serverSpan({ key: 'k1', outcome: 'miss', statusCode: 500 })]).failed).toBe(
+      true,
+    );
+    expect(only<ServerAttempt>([serverSpan({ key: 'k1', outcome: 'miss', statusCode: 402 })]).failed).toBe(
+      false,
+    );
+  });
+
+  it('reads the decision span’s own status on an INTERNAL decision span', () => {
+    const attempt = only<ServerAttempt>([internalSpan({ key: 'k1', outcome: 'miss', error: true })]);
+    expect([attempt.statusCode, attempt.failed]).toEqual([0, true]);
+  });
+
+  it('reads the failure of the SERVER span an arrival is', () => {
+    const input = serverSpan({ key: 'k1', statusCode: 503, error: true });
+    expect(only<Arrival>([input])).toMatchObject({ kind: 'arrival', statusCode: 503, failed: true });
+  });
+
+  it('reads idempotency.effect and idempotency.released on a decision and on a SERVER span', () => {
+    const stated = { 'idempotency.effect': 'none', 'idempotency.released': true };
+    expect(
+      only<ServerAttempt>([internalSpan({ key: 'k1', outcome: 'miss', attributes: stated })]),
+    ).toMatchObject({
+      effect: 'none',
+      released: true,
+    });
+    expect(only<Arrival>([serverSpan({ key: 'k1', attributes: stated })])).toMatchObject({
+      effect: 'none',
+      released: true,
+    });
+  });
+
+  it('reads an effect outside committed, none and unknown as unknown, and released only when true', () => {
+    const attempt = only<ServerAttempt>([
+      serverSpan({
+        key: 'k1',
+        outcome: 'miss',
+        attributes: { 'idempotency.effect': 'charged', 'idempotency.released': 'yes' },
+      }),
+    ]);
+    expect([attempt.effect, attempt.released]).toEqual(['unknown', false]);
+    const textual = only<ServerAttempt>([
+      serverSpan({ key: 'k1', outcome: 'miss', attributes: { 'idempotency.released': 'true' } }),
+    ]);
+    expect(textual.released).toBe(true);
+  });
+
+  it('follows renamed effect and released attributes', () => {
+    const renamed = parseMapping({ fields: { effect: ['app.charge_state'], released: ['app.key_freed'] } });
+    const attempt = only<ServerAttempt>(
+      [
+        serverSpan({
+          key: 'k1',
+          outcome: 'miss',
+          attributes: {
+            'app.charge_state': 'committed',
+            'app.key_freed': true,
+            'idempotency.effect': 'none',
+          },
+        }),
+      ],
+      renamed,
+    );
+    expect([attempt.effect, attempt.released]).toEqual(['committed', true]);
+  });
+});
+
+describe('side effects', () => {
+  const declaring = parseMapping({ sideEffectSpans: ['ledger.charge'] });
+
+  it('turns a keyed span named as the side effect into a SideEffect, of any kind', () => {
+    for (const make of [internalSpan, clientSpan]) {
+      const input = make({ key: 'k1', name: 'ledger.charge', parentSpanId: 'bbbbbbbbbbbbbbbb' });
+      expect(only<SideEffect>([input], declaring)).toEqual({
+        kind: 'effect',
+        key: 'k1',
+        tenant: '',
+        traceId: input.traceId,
+        spanId: input.spanId,
+        parentSpanId: 'bbbbbbbbbbbbbbbb',
+        startUnixMillis: input.startTimeUnixMillis,
+        endUnixMillis: input.endTimeUnixMillis,
+        placement: { service: 'payments', node: 'payments-a-1', cluster: '', region: '', zone: '' },
+        operation: 'ledger.charge',
+        failed: false,
+      });
+    }
+  });
+
+  it('marks a side-effect span that failed', () => {
+    const input = internalSpan({ key: 'k1', name: 'ledger.charge', error: true });
+    expect(only<SideEffect>([input], declaring).failed).toBe(true);
+  });
+
+  it('keeps a side-effect span that records a store decision a server attempt', () => {
+    const input = serverSpan({ key: 'k1', name: 'ledger.charge', outcome: 'hit' });
+    expect(only<ServerAttempt>([input], declaring).kind).toBe('server');
+  });
+
+  it('makes no side effect of a span without the key, or under a mapping that names none', () => {
+    expect(extractAttempts([internalSpan({ name: 'ledger.charge' })], declaring).attempts).toEqual([]);
+    expect(extractAttempts([internalSpan({ key: 'k1', name: 'ledger.charge' })], mapping).attempts).toEqual(
+      [],
+    );
+  });
+
+  it('tells server attempts whether the mapping names side-effect spans', () => {
+    const input = serverSpan({ key: 'k1', outcome: 'miss' });
+    expect(only<ServerAttempt>([input], declaring).effectSpansDeclared).toBe(true);
+    expect(only<ServerAttempt>([input], mapping).effectSpansDeclared).toBe(false);
+  });
+
+  it('counts a SERVER side-effect span into node activity', () => {
+    const result = extractAttempts(
+      [serverSpan({ key: 'k1', name: 'ledger.charge', statusCode: 503, error: true })],
+      declaring,
+    );
+    expect(result.activity.map((a) => [a.spans, a.errors])).toEqual([[1, 1]]);
   });
 });

@@ -24,6 +24,26 @@ function codeOf(action: () => unknown): string {
   throw new Error('expected a KeyscopeError, nothing was thrown');
 }
 
+describe('side-effect spans', () => {
+  it('are none by default and read as a list of span names', () => {
+    expect(defaultMapping().sideEffectSpans).toEqual([]);
+    expect(parseMapping({ sideEffectSpans: ['ledger.charge', 'payments.capture'] }).sideEffectSpans).toEqual([
+      'ledger.charge',
+      'payments.capture',
+    ]);
+    expect(parseMapping({ sideEffectSpans: [] }).sideEffectSpans).toEqual([]);
+    expect(Object.isFrozen(parseMapping({ sideEffectSpans: ['ledger.charge'] }).sideEffectSpans)).toBe(true);
+  });
+
+  it('refuses a list that is not of span names', () => {
+    const code = (value: unknown) => codeOf(() => parseMapping({ sideEffectSpans: value }));
+    expect(code('ledger.charge')).toBe('KS_MAPPING_WRONG_TYPE');
+    expect(code([3])).toBe('KS_MAPPING_WRONG_TYPE');
+    expect(code([' '])).toBe('KS_MAPPING_EMPTY_NAME');
+    expect(code(['ledger.charge', 'ledger.charge'])).toBe('KS_MAPPING_INVALID_VALUE');
+  });
+});
+
 describe('default mapping', () => {
   it('lists the conventions of DESIGN.md', () => {
     const { fields, ...options } = defaultMapping();
@@ -47,11 +67,14 @@ describe('default mapping', () => {
       peerAddress: ['network.peer.address'],
       errorType: ['error.type'],
       replayed: ['http.response.header.idempotent-replayed'],
+      effect: ['idempotency.effect'],
+      released: ['idempotency.released'],
     });
     expect(options).toEqual({
       inferOutcomeFromHttp: false,
       keyNamespace: 'global',
       activityBucketMillis: 1000,
+      sideEffectSpans: [],
     });
   });
 
@@ -283,6 +306,27 @@ describe('mapping decode options', () => {
     expect(all.spans).toHaveLength(spans.length);
     expect(all.spanCount).toBe(spans.length);
     expect(read).toEqual(all.spans.filter((_, i) => i !== 2));
+  });
+
+  it('keep what a failed admission is judged by: status, effect, release and side-effect spans', () => {
+    const declaring = parseMapping({ sideEffectSpans: ['ledger.charge'] });
+    const failure = encodeTraces([
+      serverSpan({
+        key: 'k-9',
+        statusCode: 503,
+        error: true,
+        attributes: { 'idempotency.effect': 'none', 'idempotency.released': true },
+      }),
+      internalSpan({ key: 'k-9', outcome: 'miss', error: true }),
+      internalSpan({ key: 'k-9', name: 'ledger.charge', parentSpanId: 'cccccccccccccccc' }),
+    ]);
+    const selected = extractAttempts(decodeTraces(failure, mappingDecodeOptions(declaring)), declaring);
+    expect(selected.attempts).toEqual(extractAttempts(decodeTraces(failure), declaring).attempts);
+    expect(selected.attempts).toMatchObject([
+      { kind: 'arrival', statusCode: 503, failed: true, effect: 'none', released: true },
+      { kind: 'server', failed: true, effectSpansDeclared: true },
+      { kind: 'effect', operation: 'ledger.charge', parentSpanId: 'cccccccccccccccc' },
+    ]);
   });
 
   it('are one object per mapping and span choice, sharing their key sets', () => {

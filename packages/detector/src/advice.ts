@@ -45,6 +45,17 @@ export function adviceFor(findingClass: FindingClass, facts: AdviceFacts): strin
       }
       return parts.join(' ');
     }
+    case 'suspected_duplicate': {
+      const head =
+        'A key ran again after an earlier attempt of it had been admitted and failed. The first attempt failed after admission; whether its effect committed is unknown, so this is a double side effect only if it did.';
+      const settle =
+        'To settle it, record idempotency.effect (committed or none) on the decision or SERVER span of a request that fails after admission, or name the side-effect spans in the attribute mapping (sideEffectSpans, e.g. ledger.charge) and put the key on them.';
+      const scope =
+        stores >= 2
+          ? `Either way, the repeats reached ${stores} dedup stores (keys have ${declaredText}; retries reached ${NEXT_LEVEL_NAME[spread]}). ${widenAdvice(declared, spread)}`
+          : '';
+      return [head, settle, scope, proxyAdvice(proxies)].filter((s) => s !== '').join(' ');
+    }
     case 'absorbed_duplicate':
       return `The front tier executed one key twice, and a downstream service's dedup caught the repeat: no double side effect, thanks to downstream idempotency. The front tier's keys have ${declaredText} while its retries reached ${NEXT_LEVEL_NAME[spread]}; ${widenAdvice(declared, spread, true)}`;
     case 'key_collision':
@@ -108,7 +119,9 @@ export function factsOf(finding: Finding): FindingFacts {
   }
   const landed = finding.attempts.filter(
     (a) =>
-      a.kind !== 'client' && a.placement.service === finding.service && a.operation === finding.operation,
+      (a.kind === 'server' || a.kind === 'arrival') &&
+      a.placement.service === finding.service &&
+      a.operation === finding.operation,
   );
   return {
     stores: finding.stores,

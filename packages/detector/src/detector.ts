@@ -191,7 +191,8 @@ export function createDetector(
    */
   function observe(slot: number, attempt: Attempt, fresh: boolean): boolean {
     const tenant = attempt.tenant === '' ? -1 : interner.id(attempt.tenant);
-    if (attempt.kind === 'client')
+    // A side effect lands at no tier, like a client send; a suspect key is judged again with it.
+    if (attempt.kind === 'client' || attempt.kind === 'effect')
       return keys.observe(slot, attempt.endUnixMillis, tenant, -1, -1, false, noop);
     const { service, node } = attempt.placement;
     const name = tierName(service, attempt.operation);
@@ -235,7 +236,7 @@ export function createDetector(
   function updateSpreads(partitionKey: string, evidence: Attempt[]): void {
     const byTier = new Map<string, Attempt[]>();
     for (const attempt of evidence) {
-      if (attempt.kind === 'client') continue;
+      if (attempt.kind === 'client' || attempt.kind === 'effect') continue;
       const name = tierName(attempt.placement.service, attempt.operation);
       const list = byTier.get(name);
       if (list === undefined) byTier.set(name, [attempt]);

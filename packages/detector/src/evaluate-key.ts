@@ -1,5 +1,6 @@
 import type { Attempt, ClientAttempt, ServerAttempt } from '@keyscope/attempts';
 import type { DetectorConfig } from './config.ts';
+import { executionOutcomes } from './execution-outcome.ts';
 import { type Finding, type FindingCause, type FindingClass, type RetriedBy, SEVERITY } from './finding.ts';
 import { stableId } from './ids.ts';
 import type { RoutingEvent } from './routing-event.ts';
@@ -22,6 +23,8 @@ interface Duplicate {
   tier: Tier;
   executions: ServerAttempt[];
   absorbed: boolean;
+  /** false: some of `executions` failed after admission with an effect nobody can tell. */
+  confirmed: boolean;
 }
 
 export function tierName(service: string, operation: string): string {
@@ -43,21 +46,32 @@ export function evaluateKey(
   const drafts: FindingDraft[] = [];
 
   const duplicates: Duplicate[] = [];
+  const outcomes = executionOutcomes(evidence);
   for (const tier of tiers.values()) {
-    for (const executions of executionsByTenant(tier.server)) {
+    for (const admitted of executionsByTenant(tier.server)) {
+      if (admitted.length < 2) continue;
+      // An admitted attempt that failed before its effect did not execute (execution-outcome.ts);
+      // two that did are a duplicate whatever else is unknown.
+      const possible = admitted.filter((a) => outcomes(a) !== 'not_executed');
+      const executed = possible.filter((a) => outcomes(a) === 'executed');
+      const confirmed = executed.length >= 2;
+      const executions = confirmed ? executed : possible;
       if (executions.length < 2) continue;
-      duplicates.push({ tier, executions, absorbed: isAbsorbed(tier, executions, tiers) });
+      duplicates.push({ tier, executions, absorbed: isAbsorbed(tier, executions, tiers), confirmed });
     }
   }
 
   const reported = chooseReportedDuplicate(duplicates, tiers);
   if (reported !== null) {
-    const { tier, executions, absorbed } = reported;
+    const { tier, executions, absorbed, confirmed } = reported;
     const stores = distinct(executions.map((e) => e.store));
     let findingClass: FindingClass;
     let cause: FindingCause = null;
     if (absorbed) findingClass = 'absorbed_duplicate';
-    else if (stores.length >= 2) findingClass = 'cross_store_duplicate';
+    else if (!confirmed) {
+      findingClass = 'suspected_duplicate';
+      cause = 'effect_unknown';
+    } else if (stores.length >= 2) findingClass = 'cross_store_duplicate';
     else {
       findingClass = 'same_store_duplicate';
       cause = causeOfRepeat(executions, evidence);
@@ -68,7 +82,7 @@ export function evaluateKey(
     violation: for (const tier of tiers.values()) {
       for (const requests of byTenant(tier.server)) {
         if (distinct(requests.map((a) => a.store)).length < 2) continue;
-        const executions = requests.filter((a) => a.outcome === 'miss');
+        const executions = requests.filter((a) => a.outcome === 'miss' && outcomes(a) !== 'not_executed');
         drafts.push(draft(key, 'scope_violation', null, tier, executions, evidence, routing, config));
         break violation;
       }
@@ -87,7 +101,7 @@ export function evaluateKey(
 function groupTiers(evidence: readonly Attempt[]): Map<string, Tier> {
   const tiers = new Map<string, Tier>();
   for (const attempt of evidence) {
-    if (attempt.kind === 'client') continue;
+    if (attempt.kind === 'client' || attempt.kind === 'effect') continue;
     const name = tierName(attempt.placement.service, attempt.operation);
     let tier = tiers.get(name);
     if (tier === undefined) {
@@ -160,7 +174,8 @@ function isAbsorbed(tier: Tier, executions: ServerAttempt[], tiers: Map<string, 
 function chooseReportedDuplicate(duplicates: Duplicate[], tiers: Map<string, Tier>): Duplicate | null {
   if (duplicates.length === 0) return null;
   const real = duplicates.filter((d) => !d.absorbed);
-  const pool = real.length > 0 ? real : duplicates;
+  const confirmed = real.filter((d) => d.confirmed);
+  const pool = confirmed.length > 0 ? confirmed : real.length > 0 ? real : duplicates;
   const deepest = pool.filter(
     (candidate) =>
       !pool.some((other) => other !== candidate && downstreamOf(candidate.tier, tiers).includes(other.tier)),

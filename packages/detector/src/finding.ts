@@ -5,6 +5,7 @@ export type FindingClass =
   | 'cross_store_duplicate'
   | 'same_store_duplicate'
   | 'absorbed_duplicate'
+  | 'suspected_duplicate'
   | 'key_collision'
   | 'scope_violation';
 
@@ -12,6 +13,7 @@ export const FINDING_CLASSES: readonly FindingClass[] = [
   'cross_store_duplicate',
   'same_store_duplicate',
   'absorbed_duplicate',
+  'suspected_duplicate',
   'key_collision',
   'scope_violation',
 ];
@@ -22,15 +24,25 @@ export const SEVERITY: Readonly<Record<FindingClass, Severity>> = {
   cross_store_duplicate: 'critical',
   same_store_duplicate: 'critical',
   absorbed_duplicate: 'warning',
+  // Unconfirmed: worth a look, never a critical page.
+  suspected_duplicate: 'high',
   key_collision: 'high',
   scope_violation: 'warning',
 };
 
 /**
  * Why, within a class: `ttl_expired` / `race` for same-store duplicates, `cross_tenant_replay` /
- * `shared_key` for key collisions; null where the class says it all.
+ * `shared_key` for key collisions, `effect_unknown` for suspected duplicates (an earlier attempt
+ * failed after admission, and whether its effect committed is unknown); null where the class says
+ * it all.
  */
-export type FindingCause = 'ttl_expired' | 'race' | 'cross_tenant_replay' | 'shared_key' | null;
+export type FindingCause =
+  | 'ttl_expired'
+  | 'race'
+  | 'cross_tenant_replay'
+  | 'shared_key'
+  | 'effect_unknown'
+  | null;
 
 export type RetriedBy = 'client' | 'proxy' | 'unknown';
 
@@ -56,7 +68,10 @@ export interface Finding {
   tenants: string[];
   stores: string[];
   nodes: string[];
-  /** Executions (`miss`) at the finding's tier. */
+  /**
+   * Executions (`miss`) at the finding's tier, less the admitted attempts that failed before their
+   * effect; a suspected duplicate counts those whose effect is unknown too.
+   */
   executions: number;
   retriedBy: RetriedBy;
   /** Between the first execution's end and the second's start; null with fewer than two. */

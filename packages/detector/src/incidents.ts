@@ -243,6 +243,7 @@ const CLASS_TITLE: Record<FindingClass, string> = {
   cross_store_duplicate: 'executed twice in different dedup stores',
   same_store_duplicate: 'executed twice in one dedup store',
   absorbed_duplicate: 'executed twice, caught downstream',
+  suspected_duplicate: 'ran again after a failed attempt whose effect is unknown',
   key_collision: 'idempotency key shared across tenants',
   scope_violation: 'retries reach more than one dedup store',
 };

@@ -1,9 +1,17 @@
-import { defaultMapping, extractAttempts } from '@keyscope/attempts';
-import type { Span } from '@keyscope/otlp';
+import {
+  defaultMapping,
+  extractAttempts,
+  type Mapping,
+  mappingDecodeOptions,
+  parseMapping,
+} from '@keyscope/attempts';
+import { decodeTraces, encodeTraces, type Span } from '@keyscope/otlp';
 import {
   duplicateSome,
+  type EffectConvention,
   type GroundTruth,
   type Scenario,
+  SIDE_EFFECT_SPAN_NAME,
   scenarios,
   shuffle,
   simulate,
@@ -135,3 +143,100 @@ function summarize(detector: Detector) {
       .sort(),
   };
 }
+
+/**
+ * A payments node that, for 20 s, admits payments, fails 60% of them, releases the key and answers
+ * with an error, while a proxy re-sends each POST to the next node. The spans go through the real
+ * OTLP encoder and the decoders with the mapping's selection, as the receivers hand them on.
+ */
+describe('admitted attempts that failed and released their key', () => {
+  const SIDE_EFFECT_MAPPING = parseMapping({ sideEffectSpans: [SIDE_EFFECT_SPAN_NAME] });
+  const CONFIRMED = new Set(['cross_store_duplicate', 'same_store_duplicate']);
+
+  function runReleased(
+    make: () => Scenario,
+    convention: EffectConvention | undefined,
+  ): { detector: Detector; truth: GroundTruth } {
+    const scenario = make();
+    if (convention !== undefined) scenario.services[0]!.effectConvention = convention;
+    const { spans, truth } = simulate(scenario, { seed: 11 });
+    const mapping: Mapping = convention === 'span' ? SIDE_EFFECT_MAPPING : defaultMapping();
+    const detector = createDetector();
+    for (const payload of splitIntoPayloads(spans, 50, 3)) {
+      const decoded = decodeTraces(encodeTraces(payload), mappingDecodeOptions(mapping));
+      detector.ingest(extractAttempts(decoded, mapping));
+    }
+    detector.flush();
+    return { detector, truth };
+  }
+
+  it.each(['attribute', 'span'] as const)(
+    'reports no duplicate for a payment that failed before the charge and ran once elsewhere, and a scope violation for each (%s convention)',
+    (convention) => {
+      const { detector, truth } = runReleased(scenarios.releaseBeforeEffect, convention);
+      const ranOnce = truth.keys.filter((k) => k.class === 'scope_violation');
+      expect(ranOnce.length).toBeGreaterThanOrEqual(50);
+      const ranTwice = new Set(truth.keys.filter((k) => k.executions.length >= 2).map((k) => k.key));
+      const findings = detector.findings();
+      const confirmed = findings.filter((f) => CONFIRMED.has(f.class));
+      const correct = confirmed.filter((f) => ranTwice.has(f.key)).length;
+      expect(confirmed.length - correct).toBe(0);
+      if (confirmed.length > 0) expect(correct / confirmed.length).toBeGreaterThanOrEqual(0.99);
+      expect(findings.filter((f) => f.class === 'suspected_duplicate')).toEqual([]);
+      const violations = new Map(
+        findings.filter((f) => f.class === 'scope_violation').map((f) => [f.key, f]),
+      );
+      for (const key of ranOnce) {
+        const violation = violations.get(key.key);
+        expect(violation, `no scope violation for ${key.key}`).toBeDefined();
+        expect(violation!.executions).toBe(1);
+        expect(violation!.stores).toHaveLength(2);
+      }
+      const report = detector.scopeReport().find((row) => row.service === 'payments')!;
+      expect(report.status).toBe('narrower');
+      expect(report.keysAtRisk).toBeGreaterThanOrEqual(ranOnce.length);
+      expect(detector.incidents().filter((i) => i.severity === 'critical')).toEqual([]);
+    },
+  );
+
+  it.each(['attribute', 'span'] as const)(
+    'reports every payment that failed after the charge as a confirmed duplicate (%s convention)',
+    (convention) => {
+      const { detector, truth } = runReleased(scenarios.releaseAfterEffect, convention);
+      expect(truth.keys.length).toBeGreaterThanOrEqual(50);
+      expectMatchesTruth(detector.findings(), truth);
+      for (const finding of detector.findings()) {
+        expect(finding.class).toBe('cross_store_duplicate');
+        expect(finding.severity).toBe('critical');
+        expect(finding.retriedBy).toBe('proxy');
+      }
+    },
+  );
+
+  it.each([
+    ['before', scenarios.releaseBeforeEffect],
+    ['after', scenarios.releaseAfterEffect],
+  ] as const)(
+    'calls every re-sent payment an unconfirmed repeat, high and never critical, without effect evidence (failure %s the charge)',
+    (_phase, make) => {
+      const { detector, truth } = runReleased(make, undefined);
+      expect(truth.keys.length).toBeGreaterThanOrEqual(50);
+      const findings = detector.findings();
+      expect(new Set(findings.map((f) => f.key))).toEqual(new Set(truth.keys.map((k) => k.key)));
+      for (const finding of findings) {
+        expect(finding).toMatchObject({
+          class: 'suspected_duplicate',
+          cause: 'effect_unknown',
+          severity: 'high',
+        });
+      }
+      const incidents = detector.incidents();
+      expect(incidents.length).toBeGreaterThan(0);
+      for (const incident of incidents) {
+        expect(incident.class).toBe('suspected_duplicate');
+        expect(incident.severity).toBe('high');
+        expect(incident.advice).toContain('whether its effect committed is unknown');
+      }
+    },
+  );
+});

@@ -6,6 +6,7 @@ import { GATE_IN_PROGRESS, GATE_KEY_MISSING, GATE_KEY_REUSED } from './errors.ts
 import { requestFingerprint } from './fingerprint.ts';
 import type { Execution, IdempotencyGate } from './gate.ts';
 import { keyFromHeader } from './idempotency-key.ts';
+import type { Effect } from './span-decision.ts';
 import { decodeStoredResponse, encodeStoredResponse } from './stored-response.ts';
 
 /** A route opts in with `config: { idempotency: 'required' }` (400 without a key) or `'optional'`. */
@@ -31,11 +32,17 @@ export interface IdempotencyPluginOptions {
   readonly replayHeaders?: readonly string[];
   /** The problem+json `type` of the gate's 400/409/422 answers; omitted (about:blank) by default. */
   readonly problemType?: string;
+  /**
+   * Whether the side effect took place before the handler threw this error, recorded when its key
+   * is released (`Execution.fail`). Default: `unknown`.
+   */
+  readonly effectOfError?: (error: unknown, request: FastifyRequest) => Effect;
 }
 
 interface Pending {
   readonly execution: Execution;
-  threw: boolean;
+  /** Set when the handler threw: the effect to release the key with. */
+  thrownEffect: Effect | undefined;
 }
 
 const KNOWN_OPTIONS = [
@@ -46,6 +53,7 @@ const KNOWN_OPTIONS = [
   'spanOf',
   'replayHeaders',
   'problemType',
+  'effectOfError',
   // fastify's own register options, which it hands to every plugin too
   'prefix',
   'logLevel',
@@ -110,7 +118,7 @@ export const idempotencyPlugin: FastifyPluginAsync<IdempotencyPluginOptions> = a
       });
       switch (admission.outcome) {
         case 'miss':
-          pending.set(request, { execution: admission.execution, threw: false });
+          pending.set(request, { execution: admission.execution, thrownEffect: undefined });
           return;
         case 'hit': {
           const stored = decodeStoredResponse(admission.response);
@@ -139,19 +147,24 @@ export const idempotencyPlugin: FastifyPluginAsync<IdempotencyPluginOptions> = a
     }
   });
 
-  app.addHook('onError', async (request) => {
+  app.addHook('onError', async (request, _reply, error) => {
     const entry = pending.get(request);
-    if (entry !== undefined) entry.threw = true;
+    if (entry !== undefined) entry.thrownEffect = options.effectOfError?.(error, request) ?? 'unknown';
   });
 
   app.addHook('onSend', async (request, reply, payload) => {
     const entry = pending.get(request);
     if (entry === undefined) return payload;
     pending.delete(request);
-    if (entry.threw || !(typeof payload === 'string' || Buffer.isBuffer(payload) || payload == null)) {
+    if (entry.thrownEffect !== undefined) {
+      await entry.execution.fail(entry.thrownEffect);
+      return payload;
+    }
+    if (!(typeof payload === 'string' || Buffer.isBuffer(payload) || payload == null)) {
       // A streamed body cannot be stored for replay; releasing lets a retry run rather than
-      // replaying nothing. Mutation endpoints answer with small bodies, not streams.
-      await entry.execution.fail();
+      // replaying nothing. Mutation endpoints answer with small bodies, not streams. The handler
+      // finished: its effect took place, and a retry will do it again.
+      await entry.execution.fail('committed');
       return payload;
     }
     const stored = await entry.execution.complete(

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { KeyscopeError } from '@keyscope/errors';
 import { type Span, trace } from '@opentelemetry/api';
-import { nonEmptyStringAt, objectAt, positiveIntegerAt } from './config-check.ts';
+import { nonEmptyStringAt, objectAt, oneOf, positiveIntegerAt } from './config-check.ts';
 import type { DedupStore } from './dedup-store.ts';
 import {
   GATE_IN_PROGRESS,
@@ -12,7 +12,7 @@ import {
 } from './errors.ts';
 import { checkIdempotencyKey } from './idempotency-key.ts';
 import { checkScopeConfig, type ScopeConfig } from './scope-config.ts';
-import { type Outcome, recordDecision } from './span-decision.ts';
+import { EFFECTS, type Effect, type Outcome, recordDecision } from './span-decision.ts';
 import { storeIdFor } from './store-id.ts';
 import { type DedupMode, verify } from './verify.ts';
 
@@ -65,10 +65,14 @@ export interface Execution {
    */
   complete(response: string): Promise<boolean>;
   /**
-   * The execution threw: the key is released so a retry executes, and the span's outcome becomes
-   * `error` (keyscope does not count it as an execution).
+   * The execution failed: the key is released so a retry executes, and the span says so
+   * (`idempotency.released` true, the outcome stays `miss`). `effect` says whether the side effect
+   * took place before the failure: `none` (it failed before it: keyscope then counts no
+   * execution), `committed` (the retry will do it again), or `unknown` (the default: a timeout
+   * against the processor; keyscope reports a retry that executes as a suspected duplicate).
+   * Throws KS_GATE_CONFIG_INVALID, before releasing anything, for another value.
    */
-  fail(): Promise<void>;
+  fail(effect?: Effect): Promise<void>;
 }
 
 export interface RunOptions {
@@ -76,6 +80,12 @@ export interface RunOptions {
   readonly span?: Span;
   /** Default true: a missing key is KS_GATE_KEY_MISSING. With false, work runs without the gate. */
   readonly required?: boolean;
+  /**
+   * Whether the side effect took place before `work` threw this error, recorded with the release
+   * (see `Execution.fail`). Default: `unknown`. A service that knows its errors says so, e.g.
+   * `(error) => (error instanceof ProcessorUnavailable ? 'none' : 'unknown')`.
+   */
+  readonly effectOfError?: (error: unknown) => Effect;
 }
 
 export interface RunResult<T> {
@@ -139,8 +149,17 @@ export function createIdempotencyGate(options: IdempotencyGateOptions): Idempote
       throw new KeyscopeError(GATE_TENANT_MISSING, 'key scope is tenant, and the request named no tenant');
     }
     const span = request.span ?? trace.getActiveSpan();
-    const record = (outcome: Outcome) =>
-      recordDecision(span, { key, store: storeIdOf(tenant), scope: scope.keyScope, outcome, tenant });
+    // Only an admitted request can have an effect; every other answer ran nothing.
+    const record = (outcome: Outcome, effect: Effect = 'none', released = false) =>
+      recordDecision(span, {
+        key,
+        store: storeIdOf(tenant),
+        scope: scope.keyScope,
+        outcome,
+        effect,
+        released,
+        tenant,
+      });
     // Within one store, a key belongs to its tenant: another tenant's identical key is another request.
     const storeKey = tenant === '' ? key : `${tenant}\u0000${key}`;
     const owner = randomUUID();
@@ -166,7 +185,8 @@ export function createIdempotencyGate(options: IdempotencyGateOptions): Idempote
     }
 
     if (existing === null) {
-      record('miss');
+      // Until it completes or fails, nobody knows whether the effect took place.
+      record('miss', 'unknown');
       return { outcome: 'miss', execution: execution(storeKey, owner, span, record) };
     }
     // A different payload is the client's mistake whatever state the first request is in.
@@ -186,13 +206,15 @@ export function createIdempotencyGate(options: IdempotencyGateOptions): Idempote
     storeKey: string,
     owner: string,
     span: Span | undefined,
-    record: (outcome: Outcome) => void,
+    record: (outcome: Outcome, effect?: Effect, released?: boolean) => void,
   ): Execution {
     let settled = false;
     return {
       async complete(response) {
         if (settled) return false;
         settled = true;
+        // The work has been done, whether or not its response can be stored for replay.
+        record('miss', 'committed');
         try {
           if (await store.complete(storeKey, owner, response, clock() + ttlMillis)) return true;
           span?.addEvent('idempotency.lock_lost', {
@@ -203,10 +225,11 @@ export function createIdempotencyGate(options: IdempotencyGateOptions): Idempote
         }
         return false;
       },
-      async fail() {
+      async fail(effect: Effect = 'unknown') {
+        oneOf(effect, 'execution.fail(effect)', EFFECTS);
         if (settled) return;
         settled = true;
-        record('error');
+        record('miss', effect, true);
         try {
           await store.release(storeKey, owner);
         } catch (error) {
@@ -250,7 +273,7 @@ export function createIdempotencyGate(options: IdempotencyGateOptions): Idempote
           value = await work();
           response = JSON.stringify({ value });
         } catch (error) {
-          await admission.execution.fail();
+          await admission.execution.fail(runOptions.effectOfError?.(error) ?? 'unknown');
           throw error;
         }
         await admission.execution.complete(response);

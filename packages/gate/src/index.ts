@@ -33,7 +33,14 @@ export {
   type ScopeConfig,
   type ScopeLevel,
 } from './scope-config.ts';
-export { IDEMPOTENCY_ATTRIBUTES, OUTCOMES, type Outcome, recordDecision } from './span-decision.ts';
+export {
+  EFFECTS,
+  type Effect,
+  IDEMPOTENCY_ATTRIBUTES,
+  OUTCOMES,
+  type Outcome,
+  recordDecision,
+} from './span-decision.ts';
 export { createSqliteDedupStore, type SqliteDedupStoreOptions } from './sqlite-store.ts';
 export { storeIdFor } from './store-id.ts';
 export { type DedupMode, dedupMode, smallestCoveringLevel, verify } from './verify.ts';

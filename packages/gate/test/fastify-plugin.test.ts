@@ -90,6 +90,11 @@ async function paymentsApp(store: DedupStore, pluginOptions: Partial<Idempotency
   };
 }
 
+/** `[idempotency.effect, idempotency.released]` of each finished span. */
+function decisionsOf(tracing: { decisions(): Record<string, unknown>[] }): unknown[][] {
+  return tracing.decisions().map((d) => [d['idempotency.effect'], d['idempotency.released']]);
+}
+
 describe.each(STORES)('idempotencyPlugin on the %s', (_name, makeStore) => {
   it('executes the first request and stores its response', async () => {
     const { pay, state, tracing } = await paymentsApp(makeStore());
@@ -104,6 +109,8 @@ describe.each(STORES)('idempotencyPlugin on the %s', (_name, makeStore) => {
         'idempotency.store': 'payments/node:payments-a-1',
         'idempotency.scope': 'node',
         'idempotency.outcome': 'miss',
+        'idempotency.effect': 'committed',
+        'idempotency.released': false,
       },
     ]);
   });
@@ -209,7 +216,7 @@ describe.each(STORES)('idempotencyPlugin on the %s', (_name, makeStore) => {
   });
 
   it('releases the key when the handler throws, so the retry executes', async () => {
-    const { pay, state, outcomes } = await paymentsApp(makeStore());
+    const { pay, state, outcomes, tracing } = await paymentsApp(makeStore());
     state.fail = true;
     expect((await pay('k1')).statusCode).toBe(500);
     state.fail = false;
@@ -217,7 +224,21 @@ describe.each(STORES)('idempotencyPlugin on the %s', (_name, makeStore) => {
     expect(retry.statusCode).toBe(201);
     expect(retry.headers['idempotent-replayed']).toBeUndefined();
     expect(state.executions).toBe(2);
-    expect(outcomes()).toEqual(['error', 'miss']);
+    // The failed request was admitted and then released; how far it got is unknown.
+    expect(outcomes()).toEqual(['miss', 'miss']);
+    expect(decisionsOf(tracing)).toEqual([
+      ['unknown', true],
+      ['committed', false],
+    ]);
+  });
+
+  it('records the effect effectOfError names for the error the handler threw', async () => {
+    const { pay, state, tracing } = await paymentsApp(makeStore(), {
+      effectOfError: (error) => ((error as Error).message === 'card network timeout' ? 'none' : 'unknown'),
+    });
+    state.fail = true;
+    expect((await pay('k1')).statusCode).toBe(500);
+    expect(decisionsOf(tracing)).toEqual([['none', true]]);
   });
 
   it('stores and replays an error response the handler sent', async () => {

@@ -54,6 +54,11 @@ function setup(store: DedupStore, options: Partial<IdempotencyGateOptions> = {})
   return { gate, clock, tracing, request, executions: () => executions };
 }
 
+/** `[outcome, effect, released]` of one recorded decision. */
+function decisionOf(decision: Record<string, unknown>): unknown[] {
+  return [decision['idempotency.outcome'], decision['idempotency.effect'], decision['idempotency.released']];
+}
+
 describe.each(STORES)('gate.run on the %s', (_name, makeStore) => {
   it('executes the first request and records a miss', async () => {
     const { request, tracing, executions } = setup(makeStore());
@@ -68,6 +73,8 @@ describe.each(STORES)('gate.run on the %s', (_name, makeStore) => {
         'idempotency.store': STORE_ID,
         'idempotency.scope': 'node',
         'idempotency.outcome': 'miss',
+        'idempotency.effect': 'committed',
+        'idempotency.released': false,
       },
     ]);
   });
@@ -152,7 +159,7 @@ describe.each(STORES)('gate.run on the %s', (_name, makeStore) => {
     expect(executions()).toBe(2);
   });
 
-  it('releases the key when the work throws, records error, and lets the retry execute', async () => {
+  it('releases the key when the work throws, records the release with an unknown effect, and lets the retry execute', async () => {
     const { request, tracing, executions } = setup(makeStore());
     await expect(
       request('k1', 'fp', () => {
@@ -164,7 +171,55 @@ describe.each(STORES)('gate.run on the %s', (_name, makeStore) => {
       replayed: false,
     });
     expect(executions()).toBe(2);
-    expect(tracing.decisions().map((d) => d['idempotency.outcome'])).toEqual(['error', 'miss']);
+    expect(tracing.decisions().map(decisionOf)).toEqual([
+      ['miss', 'unknown', true],
+      ['miss', 'committed', false],
+    ]);
+  });
+
+  it('records the effect effectOfError names when the work throws before its side effect', async () => {
+    const { gate, tracing } = setup(makeStore());
+    const span = tracing.serverSpan();
+    await expect(
+      gate.run(
+        'k1',
+        'fp',
+        () => {
+          throw new RangeError('processor unavailable');
+        },
+        { span, effectOfError: (error) => (error instanceof RangeError ? 'none' : 'unknown') },
+      ),
+    ).rejects.toThrow('processor unavailable');
+    span.end();
+    expect(tracing.decisions().map(decisionOf)).toEqual([['miss', 'none', true]]);
+  });
+
+  it('records the effect given to fail(), and refuses one outside committed, none and unknown', async () => {
+    const { gate, tracing } = setup(makeStore());
+    const span = tracing.serverSpan();
+    const admission = await gate.admit({ key: 'k1', fingerprint: 'fp', span });
+    if (admission.outcome !== 'miss') throw new Error('expected a miss');
+    await expect(admission.execution.fail('charged' as never)).rejects.toMatchObject({
+      code: 'KS_GATE_CONFIG_INVALID',
+    });
+    await admission.execution.fail('committed');
+    span.end();
+    expect(tracing.decisions().map(decisionOf)).toEqual([['miss', 'committed', true]]);
+  });
+
+  it('records no effect on a replay, a conflict or a mismatch', async () => {
+    const { request, gate, tracing } = setup(makeStore());
+    await request('k1', 'fp', () => 1);
+    await request('k1', 'fp', () => 2);
+    await gate.admit({ key: 'k2', fingerprint: 'fp' });
+    await expect(request('k2', 'fp', () => 3)).rejects.toMatchObject({ code: 'KS_GATE_IN_PROGRESS' });
+    await expect(request('k1', 'other', () => 4)).rejects.toMatchObject({ code: 'KS_GATE_KEY_REUSED' });
+    expect(tracing.decisions().map(decisionOf)).toEqual([
+      ['miss', 'committed', false],
+      ['hit', 'none', false],
+      ['in_progress', 'none', false],
+      ['mismatch', 'none', false],
+    ]);
   });
 
   it('lets a retry take over a lock whose owner outlived lockTtlMillis, and keeps the new owner’s response', async () => {
@@ -224,7 +279,11 @@ describe('gate.run', () => {
       retryable: true,
     });
     expect(executions()).toBe(0);
-    expect(tracing.decisions()[0]).toMatchObject({ 'idempotency.outcome': 'error' });
+    expect(tracing.decisions()[0]).toMatchObject({
+      'idempotency.outcome': 'error',
+      'idempotency.effect': 'none',
+      'idempotency.released': false,
+    });
   });
 
   it('records on the active span when none is given', async () => {

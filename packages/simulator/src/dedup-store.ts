@@ -36,7 +36,7 @@ export function storeIdFor(service: string, dedup: DedupSpec, node: SimNode, ten
 export interface Decision {
   outcome: Exclude<Outcome, 'error'>;
   /** For a `miss`: why the key was admitted. */
-  admission: 'fresh' | 'expired' | 'concurrent' | 'lease_expired' | undefined;
+  admission: 'fresh' | 'expired' | 'released' | 'concurrent' | 'lease_expired' | undefined;
   /** For a `miss`: pass to `complete` when the execution finishes. */
   record: KeyRecord | undefined;
 }
@@ -47,6 +47,8 @@ export interface KeyRecord {
   /** Undefined while the execution runs. */
   completedUnixMillis: number | undefined;
   payload: string;
+  /** Given back by a failed execution: forgotten as if expired. */
+  released: boolean;
 }
 
 /**
@@ -79,13 +81,14 @@ export class KeyStores {
     } else if (live.length > 0) {
       admission = 'concurrent';
     } else if (records.length > 0) {
-      admission = 'expired';
+      admission = records[records.length - 1]!.released ? 'released' : 'expired';
     }
     const record: KeyRecord = {
       admittedUnixMillis: t,
       expiresUnixMillis: t + dedup.keyTtlMillis,
       completedUnixMillis: undefined,
       payload,
+      released: false,
     };
     records.push(record);
     return { outcome: 'miss', admission, record };
@@ -93,5 +96,12 @@ export class KeyStores {
 
   complete(record: KeyRecord, t: number): void {
     record.completedUnixMillis = t;
+  }
+
+  /** A failed execution gives its key back at `t`: the next attempt is admitted. */
+  release(record: KeyRecord, t: number): void {
+    record.completedUnixMillis = t;
+    record.expiresUnixMillis = Math.min(record.expiresUnixMillis, t);
+    record.released = true;
   }
 }

@@ -10,8 +10,10 @@ export interface ScheduledFailure {
   endUnixMillis: number;
   /** When load balancers stop sending to the affected nodes. */
   detectedUnixMillis: number;
-  /** `error_spike` only. */
+  /** `error_spike`: of store lookups; `execution_failure`: of admitted requests. */
   errorRate: number;
+  /** `execution_failure` only. */
+  phase?: 'before_effect' | 'after_effect';
 }
 
 /**
@@ -22,6 +24,7 @@ export class FailureSchedule {
   readonly routingEvents: TruthRoutingEvent[] = [];
   private readonly outages = new Map<SimNode, NodeFailures>();
   private readonly spikes = new Map<SimNode, NodeFailures>();
+  private readonly executionFailures = new Map<SimNode, NodeFailures>();
 
   constructor(scenario: Scenario, topology: Topology, rng: Prng) {
     scenario.failures.forEach((spec, i) => {
@@ -62,10 +65,20 @@ export class FailureSchedule {
           startUnixMillis,
           endUnixMillis,
         },
-        spec.type === 'error_spike' ? spec.errorRate : 0,
+        spec.type === 'error_spike'
+          ? spec.errorRate
+          : spec.type === 'execution_failure'
+            ? spec.failureRate
+            : 0,
       );
+      if (spec.type === 'execution_failure') scheduled.phase = spec.phase;
       this.routingEvents.push(scheduled.event);
-      add(spec.type === 'error_spike' ? this.spikes : this.outages, node, scheduled);
+      const byType = {
+        error_spike: this.spikes,
+        execution_failure: this.executionFailures,
+        node_down: this.outages,
+      };
+      add(byType[spec.type], node, scheduled);
     });
   }
 
@@ -87,6 +100,11 @@ export class FailureSchedule {
 
   spikeAt(node: SimNode, t: number): ScheduledFailure | undefined {
     return this.spikes.get(node)?.at(t);
+  }
+
+  /** The `execution_failure` of `node` at `t`, if any. */
+  executionFailureAt(node: SimNode, t: number): ScheduledFailure | undefined {
+    return this.executionFailures.get(node)?.at(t);
   }
 }
 

@@ -4,7 +4,9 @@ export type {
   ClientSpec,
   DedupSpec,
   DownstreamSpec,
+  EffectConvention,
   ErrorSpikeSpec,
+  ExecutionFailureSpec,
   FailureSpec,
   LatencySpec,
   MutationServiceSpec,
@@ -28,5 +30,5 @@ export {
   simulate,
   simulateBatches,
 } from './simulate.ts';
-export { IDEMPOTENCY_KEY_HEADER } from './span-builder.ts';
+export { IDEMPOTENCY_KEY_HEADER, SIDE_EFFECT_SPAN_NAME } from './span-builder.ts';
 export type { GroundTruth, TruthClass, TruthExecution, TruthKey, TruthRoutingEvent } from './truth.ts';

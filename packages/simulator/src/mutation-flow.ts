@@ -19,6 +19,7 @@ import {
   internalSpan,
   micros,
   serverSpan,
+  sideEffectSpan,
 } from './span-builder.ts';
 import { TimeQueue } from './time-queue.ts';
 import type { FrontService, SimNode, SimService } from './topology.ts';
@@ -91,6 +92,8 @@ interface ServerRequest {
   statusCode: number;
   plannedEndUnixMillis: number;
   decision: DecisionAttributes | undefined;
+  /** An admitted request that fails (an `execution_failure`): before or after its side effect. */
+  failure: 'before_effect' | 'after_effect' | undefined;
   /** Spans recorded on this node for this request (decision, downstream sends): lost with it. */
   ownSpans: Span[];
   onResponse: (t: number, statusCode: number) => void;
@@ -357,6 +360,7 @@ class MutationFlow {
       statusCode: 0,
       plannedEndUnixMillis: 0,
       decision: undefined,
+      failure: undefined,
       ownSpans: [],
       onResponse,
     };
@@ -383,6 +387,15 @@ class MutationFlow {
     const checkEnd =
       t + (request.outcome === 'error' ? this.rng.between(50, 250) : this.rng.between(0.3, 2.5));
     request.statusCode = STATUS_BY_OUTCOME[request.outcome];
+    if (request.outcome === 'miss') {
+      // Drawn only during a failure, so that other runs keep their random sequence.
+      const failing = this.ctx.schedule.executionFailureAt(node, t);
+      if (failing && this.rng.chance(failing.errorRate)) {
+        this.noteEvent(failing);
+        request.failure = failing.phase;
+        request.statusCode = failing.phase === 'before_effect' ? 503 : 500;
+      }
+    }
     request.decision = {
       key: this.key,
       outcome: request.outcome,
@@ -417,6 +430,7 @@ class MutationFlow {
       tenant: series.tenant,
       outcome: request.outcome,
       admission,
+      effect: request.outcome === 'miss' && request.failure !== 'before_effect' ? 'committed' : 'none',
       spanId: visitSpanId,
       traceId: series.traceId,
       startUnixMillis: micros(onCheckSpan ? t : request.arriveUnixMillis),
@@ -429,8 +443,31 @@ class MutationFlow {
       this.at(end, () => this.respond(request));
       return;
     }
+    if (request.failure === 'before_effect') {
+      // The processor is unavailable: the request fails fast, before anything is charged.
+      this.at(checkEnd + this.rng.between(5, 40), () => this.respond(request));
+      return;
+    }
     const latency = this.rng.logNormal(spec.latency.medianMillis, spec.latency.p99Millis);
     request.plannedEndUnixMillis = Math.max(request.arriveUnixMillis + latency, checkEnd + 1);
+    if (spec.effectConvention === 'span') {
+      const chargeAt = checkEnd + this.rng.between(0.1, 0.3) * (request.plannedEndUnixMillis - checkEnd);
+      const chargeEnd = chargeAt + Math.min(this.rng.between(2, 20), request.plannedEndUnixMillis - chargeAt);
+      request.ownSpans.push(
+        sideEffectSpan(
+          {
+            traceId: series.traceId,
+            spanId: this.rng.hex(16),
+            parentSpanId: visitSpanId,
+            node,
+            startUnixMillis: chargeAt,
+            endUnixMillis: chargeEnd,
+          },
+          this.key,
+          request.service.appScope,
+        ),
+      );
+    }
     const downstream =
       request.service.role === 'mutation' ? (request.service as FrontService).downstream : undefined;
     if (!downstream) {
@@ -463,8 +500,12 @@ class MutationFlow {
   /** The server finishes; the response is lost if the node failed while the request was in flight. */
   private respond(request: ServerRequest): void {
     const t = this.now;
-    if (request.record) this.stores.complete(request.record, t);
     const { node, series, spec } = request;
+    const released = request.failure !== undefined && spec.dedup.releaseOnFailure === true;
+    if (request.record) {
+      if (released) this.stores.release(request.record, t);
+      else this.stores.complete(request.record, t);
+    }
     const lostBy = this.ctx.schedule.outageBeginningIn(node, request.arriveUnixMillis, t);
     const onServerSpan = spec.dedup.decisionOn === 'server_span';
     const server = serverSpan({
@@ -484,7 +525,17 @@ class MutationFlow {
       statusCode: request.statusCode,
       key: this.key,
       ...(onServerSpan ? { decision: request.decision! } : {}),
-      errorMessage: request.outcome === 'error' ? 'idempotency store unavailable' : 'downstream call failed',
+      ...(spec.effectConvention === 'attribute' && request.outcome === 'miss'
+        ? { effect: { effect: request.failure === 'before_effect' ? 'none' : 'committed', released } }
+        : {}),
+      errorMessage:
+        request.outcome === 'error'
+          ? 'idempotency store unavailable'
+          : request.failure === 'before_effect'
+            ? 'payment processor unavailable'
+            : request.failure === 'after_effect'
+              ? 'request failed after the charge'
+              : 'downstream call failed',
     });
     if (!lostBy || this.ctx.scenario.inFlightSpansOnFailure === 'emitted') {
       this.spans.push(server);

@@ -82,7 +82,21 @@ export interface DedupSpec {
   recordStoreId: boolean;
   /** Probability that a store lookup fails (`error`, 503) outside error spikes. */
   storeErrorRate: number;
+  /**
+   * When an admitted request fails (an `execution_failure`), the service gives its key back so
+   * that a retry executes (AWS Lambda Powertools deletes the record on an exception). Default
+   * false: the failed request completes its key like any other.
+   */
+  releaseOnFailure?: boolean;
 }
+
+/**
+ * How the service says what happened to the side effect of an admitted request:
+ * `attribute` — `idempotency.effect` (`committed` / `none`) and `idempotency.released` on its
+ * SERVER span; `span` — an INTERNAL `SIDE_EFFECT_SPAN_NAME` span carrying the key around each
+ * charge that commits (the mapping names it in `sideEffectSpans`). Unset: it says nothing.
+ */
+export type EffectConvention = 'attribute' | 'span';
 
 export interface RoutingSpec {
   /** `session`: sticky by customer session; `random`: any healthy node per send. */
@@ -130,6 +144,7 @@ export interface ServiceSpec {
   latency: LatencySpec;
   dedup: DedupSpec;
   routing: RoutingSpec;
+  effectConvention?: EffectConvention;
 }
 
 /** A service the front service calls with the same key while it executes (e.g. `ledger`). */
@@ -181,7 +196,20 @@ export interface ErrorSpikeSpec extends FailureBase {
   errorRate: number;
 }
 
-export type FailureSpec = NodeDownSpec | RegionFailoverSpec | ErrorSpikeSpec;
+/**
+ * A node fails `failureRate` of the requests it admitted (its dedup store works): `before_effect`,
+ * the processor is unavailable and nothing is charged (503); `after_effect`, the charge commits and
+ * then the request fails (500: it timed out writing the result, or crashed). With
+ * `dedup.releaseOnFailure` the key is given back, so a retry executes.
+ */
+export interface ExecutionFailureSpec extends FailureBase {
+  type: 'execution_failure';
+  node?: number;
+  failureRate: number;
+  phase: 'before_effect' | 'after_effect';
+}
+
+export type FailureSpec = NodeDownSpec | RegionFailoverSpec | ErrorSpikeSpec | ExecutionFailureSpec;
 
 /** Rejects scenarios that cannot run; the message names the field. */
 export function validateScenario(scenario: Scenario): void {
@@ -237,5 +265,7 @@ export function validateScenario(scenario: Scenario): void {
     if (failure.type === 'region_failover' && !scenario.regions.some((r) => r.name === failure.region))
       fail(`failures[${i}].region`, 'a region of the scenario', failure.region);
     if (!(failure.durationMillis > 0)) fail(`failures[${i}].durationMillis`, '> 0', failure.durationMillis);
+    if (failure.type === 'execution_failure' && !(failure.failureRate >= 0 && failure.failureRate <= 1))
+      fail(`failures[${i}].failureRate`, 'in [0, 1]', failure.failureRate);
   });
 }

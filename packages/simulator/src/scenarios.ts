@@ -230,6 +230,53 @@ export function scopeViolation(overrides: ScenarioOverrides = {}): Scenario {
   });
 }
 
+/**
+ * One payments node, for 20 s, admits payments and fails 60% of them before the charge (its
+ * processor is unavailable): it releases the key and answers 503 before anything is charged, and a
+ * proxy that re-sends non-idempotent requests on 503 (nginx `proxy_next_upstream http_503
+ * non_idempotent`) sends each to another node, where it runs once. Nothing ran twice; every such
+ * key reached a second store. The spans say so only with an `effectConvention`.
+ */
+export function releaseBeforeEffect(overrides: ScenarioOverrides = {}): Scenario {
+  return releaseOnFailure('release-before-effect', 'before_effect', overrides);
+}
+
+/**
+ * The same node and proxy, but the failures come after the charge committed (the request then
+ * times out writing its result and answers 500): every re-sent key is charged twice.
+ */
+export function releaseAfterEffect(overrides: ScenarioOverrides = {}): Scenario {
+  return releaseOnFailure('release-after-effect', 'after_effect', overrides);
+}
+
+function releaseOnFailure(
+  name: string,
+  phase: 'before_effect' | 'after_effect',
+  overrides: ScenarioOverrides,
+): Scenario {
+  const service = payments({
+    latency: { medianMillis: 150, p99Millis: 500 },
+    client: { timeoutMillis: 5 * SECOND, maxAttempts: 1, backoffMillis: 200 },
+    proxy: { address: '10.0.0.10', perTryTimeoutMillis: 2 * SECOND, maxTries: 2, retryOn5xx: true },
+  });
+  service.dedup.releaseOnFailure = true;
+  return base(name, [service], {
+    requests: 1500,
+    failures: [
+      {
+        type: 'execution_failure',
+        service: 'payments',
+        node: 0,
+        startOffsetMillis: 5 * SECOND,
+        durationMillis: 20 * SECOND,
+        failureRate: 0.6,
+        phase,
+      },
+    ],
+    ...overrides,
+  });
+}
+
 /** Control: node-local stores, but retries are enforced to the first node (even when it is down). */
 export function pinnedRetries(overrides: ScenarioOverrides = {}): Scenario {
   const service = payments({ latency: { medianMillis: 600, p99Millis: 2400 } });

@@ -97,6 +97,13 @@ export interface InboundRequest extends SpanBase {
   /** The caller's own attribute, on spans where the application records the tenant. */
   tenant?: string;
   errorMessage?: string;
+  /** `idempotency.effect` and `idempotency.released`, where the service records them. */
+  effect?: EffectAttributes;
+}
+
+export interface EffectAttributes {
+  effect: 'committed' | 'none';
+  released: boolean;
 }
 
 /** A SERVER span: the user's request at the caller, or a call arriving at a service. */
@@ -117,6 +124,10 @@ export function serverSpan(request: InboundRequest): Span {
   if (request.key !== undefined) attributes[IDEMPOTENCY_KEY_HEADER] = [request.key];
   if (request.tenant !== undefined) attributes['tenant.id'] = request.tenant;
   if (request.decision) Object.assign(attributes, decisionAttributes(request.decision));
+  if (request.effect) {
+    attributes['idempotency.effect'] = request.effect.effect;
+    attributes['idempotency.released'] = request.effect.released;
+  }
   const failed = request.statusCode >= 500;
   if (failed) attributes['error.type'] = String(request.statusCode);
   const events = failed
@@ -269,4 +280,12 @@ export function internalSpan(
   attributes: Attributes,
 ): Span {
   return span(base, name, SpanKind.INTERNAL, scope, attributes, undefined);
+}
+
+/** The name of the span around a charge, as the mapping's `sideEffectSpans` names it. */
+export const SIDE_EFFECT_SPAN_NAME = 'ledger.charge';
+
+/** The application's INTERNAL span around the side effect (a charge that committed), with the key. */
+export function sideEffectSpan(base: SpanBase, key: string, scope: InstrumentationScope): Span {
+  return span(base, SIDE_EFFECT_SPAN_NAME, SpanKind.INTERNAL, scope, { 'idempotency.key': key }, undefined);
 }

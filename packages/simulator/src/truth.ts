@@ -31,7 +31,7 @@ export interface TruthKey {
   service: string;
   operation: string;
   tenants: string[];
-  /** The real executions (`miss`) at that tier, in time order. */
+  /** The real executions (a `miss` whose effect committed) at that tier, in time order. */
   executions: TruthExecution[];
   /** Distinct stores the key's attempts reached at that tier, in order of first reach. */
   stores: string[];
@@ -42,7 +42,7 @@ export interface TruthKey {
 
 export interface TruthRoutingEvent {
   id: string;
-  type: 'node_down' | 'region_failover' | 'error_spike';
+  type: 'node_down' | 'region_failover' | 'error_spike' | 'execution_failure';
   service: string;
   node?: string;
   cluster?: string;
@@ -71,7 +71,12 @@ export interface StoreVisit {
   tenant: string;
   outcome: Outcome;
   /** Why a `miss` was admitted although the key had been seen: `fresh` when it had not. */
-  admission: 'fresh' | 'expired' | 'concurrent' | 'lease_expired' | undefined;
+  admission: 'fresh' | 'expired' | 'released' | 'concurrent' | 'lease_expired' | undefined;
+  /**
+   * For a `miss`, whether its side effect took place: `none` when the request failed before it (an
+   * `execution_failure` before the effect). Only committed misses are executions.
+   */
+  effect: 'committed' | 'none';
   spanId: string;
   traceId: string;
   startUnixMillis: number;
@@ -130,7 +135,7 @@ export function classifyKey(history: KeyHistory): KeyVerdict {
     // Different tenants' uses of one key are different requests: count executions per tenant.
     const groups = collision ? groupBy(visits, (v) => v.tenant) : [visits];
     for (const group of groups) {
-      const executions = group.filter((v) => v.outcome === 'miss');
+      const executions = group.filter(isExecution);
       if (executions.length !== 1) everyTierOnce = false;
       const stores = distinct(group.map((v) => v.store));
       if (executions.length >= 2) {
@@ -200,21 +205,24 @@ function truthKey(
     service: first.service,
     operation: first.operation,
     tenants: [...tenants],
-    executions: visits
-      .filter((v) => v.outcome === 'miss')
-      .map((v) => ({
-        store: v.store,
-        node: v.node,
-        spanId: v.spanId,
-        traceId: v.traceId,
-        startUnixMillis: v.startUnixMillis,
-      })),
+    executions: visits.filter(isExecution).map((v) => ({
+      store: v.store,
+      node: v.node,
+      spanId: v.spanId,
+      traceId: v.traceId,
+      startUnixMillis: v.startUnixMillis,
+    })),
     stores: distinct(visits.map((v) => v.store)),
     retriedBy: retried,
   };
   if (cause !== undefined) truth.cause = cause;
   if (routingEventId !== undefined) truth.routingEventId = routingEventId;
   return truth;
+}
+
+/** An admitted attempt executed unless it failed before its side effect. */
+function isExecution(visit: StoreVisit): boolean {
+  return visit.outcome === 'miss' && visit.effect === 'committed';
 }
 
 function distinct(values: string[]): string[] {

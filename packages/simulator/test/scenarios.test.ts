@@ -1,5 +1,12 @@
+import { SpanKind, StatusCode } from '@keyscope/otlp';
 import { describe, expect, it } from 'vitest';
-import { type GroundTruth, scenarios, simulate, simulateBatches } from '../src/index.ts';
+import {
+  type GroundTruth,
+  SIDE_EFFECT_SPAN_NAME,
+  scenarios,
+  simulate,
+  simulateBatches,
+} from '../src/index.ts';
 import type { Scenario } from '../src/scenario.ts';
 
 /** A named scenario at its default size and seed; its spans stream past, only the truth is kept. */
@@ -128,6 +135,65 @@ describe('scenarios', () => {
       expect(key.stores.length).toBeGreaterThanOrEqual(2);
       expect(key.routingEventId).toBe('error_spike-1');
     }
+  });
+
+  it('releaseBeforeEffect runs each re-sent key once, in a second store, after a release and a 503', () => {
+    const { spans, truth } = simulate(scenarios.releaseBeforeEffect());
+    expect(truth.keys.length).toBeGreaterThanOrEqual(50);
+    expect(classes({ truth })).toEqual(['scope_violation']);
+    const failing = truth.routingEvents.find((e) => e.type === 'execution_failure')!;
+    for (const key of truth.keys) {
+      expect(key.executions).toHaveLength(1);
+      expect(key.stores).toHaveLength(2);
+      expect(key.retriedBy).toBe('proxy');
+      expect(key.routingEventId).toBe(failing.id);
+      expect(key.executions[0]!.node).not.toBe(failing.node);
+    }
+    // The failed request: admitted (its decision says miss), then 503 and ERROR on its SERVER span.
+    const failed = spans.filter(
+      (span) =>
+        span.attributes['http.response.status_code'] === 503 &&
+        span.resource.attributes['service.instance.id'] === failing.node,
+    );
+    expect(failed.length).toBeGreaterThanOrEqual(truth.keys.length);
+    expect(failed.every((span) => span.status.code === StatusCode.ERROR)).toBe(true);
+  });
+
+  it('releaseAfterEffect charges each re-sent key twice', () => {
+    const result = run(scenarios.releaseAfterEffect);
+    expect(result.truth.keys.length).toBeGreaterThanOrEqual(50);
+    expect(classes(result)).toEqual(['cross_store_duplicate']);
+    for (const key of result.truth.keys) {
+      expect(key.executions).toHaveLength(2);
+      expect(key.retriedBy).toBe('proxy');
+    }
+  });
+
+  it('states the effect and the release on the SERVER span with the attribute convention', () => {
+    const scenario = scenarios.releaseBeforeEffect();
+    scenario.services[0]!.effectConvention = 'attribute';
+    const { spans } = simulate(scenario);
+    const stated = (effect: string, released: boolean) =>
+      spans.filter(
+        (span) =>
+          span.attributes['idempotency.effect'] === effect &&
+          span.attributes['idempotency.released'] === released,
+      );
+    expect(stated('none', true).length).toBeGreaterThanOrEqual(50);
+    expect(stated('none', true).every((span) => span.kind === SpanKind.SERVER)).toBe(true);
+    expect(stated('committed', false).length).toBeGreaterThan(scenario.requests * 0.9);
+  });
+
+  it('emits a keyed side-effect span under each charge that committed with the span convention', () => {
+    const scenario = scenarios.releaseAfterEffect();
+    scenario.services[0]!.effectConvention = 'span';
+    const { spans, truth } = simulate(scenario);
+    const charges = spans.filter((span) => span.name === SIDE_EFFECT_SPAN_NAME);
+    const executions = truth.keys.reduce((sum, key) => sum + key.executions.length, 0);
+    expect(charges.length).toBeGreaterThanOrEqual(executions + truth.cleanKeys);
+    expect(charges.every((span) => typeof span.attributes['idempotency.key'] === 'string')).toBe(true);
+    const decisions = new Set(truth.keys.flatMap((key) => key.executions.map((e) => e.spanId)));
+    expect(charges.filter((span) => decisions.has(span.parentSpanId)).length).toBe(executions);
   });
 
   it.each([

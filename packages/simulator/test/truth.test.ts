@@ -14,6 +14,7 @@ function visit(overrides: Partial<StoreVisit> & { send?: string } = {}): StoreVi
     tenant: 'acme',
     outcome: 'miss',
     admission: 'fresh',
+    effect: 'committed',
     spanId: `span-${nextSpan}`,
     traceId: 'trace-1',
     startUnixMillis: nextSpan * 1000,
@@ -108,6 +109,24 @@ describe('classifyKey', () => {
       retriedBy: 'client',
     });
     expect(verdict.keys[0]!.executions).toHaveLength(1);
+  });
+
+  it('counts an admitted attempt that failed before its effect as no execution: a scope violation', () => {
+    const verdict = classifyKey(
+      history([visit({ effect: 'none', send: 'c1' }), visit({ store: 'node-b', node: 'b', send: 'c1' })]),
+    );
+    expect(verdict.keys).toMatchObject([{ class: 'scope_violation', stores: ['node-a', 'node-b'] }]);
+    expect(verdict.keys[0]!.executions).toHaveLength(1);
+  });
+
+  it('calls a key retried in the same store after a release before the effect clean', () => {
+    const verdict = classifyKey(history([visit({ effect: 'none' }), visit({ admission: 'released' })]));
+    expect(verdict).toEqual({ keys: [], clean: true });
+  });
+
+  it('counts an admitted attempt that failed after its effect as an execution', () => {
+    const verdict = classifyKey(history([visit({ send: 'c1' }), visit({ store: 'node-b', send: 'c1' })]));
+    expect(verdict.keys).toMatchObject([{ class: 'cross_store_duplicate', retriedBy: 'proxy' }]);
   });
 
   it('reports a key two tenants used as a collision, not as a duplicate', () => {

@@ -1,4 +1,4 @@
-import type { Attempt, Outcome, ScopeLevel } from '@keyscope/attempts';
+import type { Attempt, Effect, Outcome, ScopeLevel } from '@keyscope/attempts';
 import type { AttemptLog } from '@keyscope/detector';
 import type { Database, Statement } from 'better-sqlite3';
 import { AttemptTail, spanIdHash } from './attempt-tail.ts';
@@ -21,8 +21,12 @@ type Located = [string, number, number];
  *   [key, 2, baseStartUnixMillis, ...entries]
  *   entry: [traceId or 0, spanId, kind, tenant, parentSpanId, start, duration, placementId,
  *           operation, ...kind's own fields]
- *   kind: 0 server (outcome, store, scope) · 1 client (resendCount, target, statusCode, error) ·
- *         2 arrival (none)
+ *   kind: 0 server (outcome, store, scope, [result, [effect]]) · 1 client (resendCount, target,
+ *         statusCode, error) · 2 arrival ([result, [effect]]) · 3 effect (failed: 0 or 1)
+ *   result: how the request ended, one number: statusCode·8 + failed·4 + released·2 +
+ *         effectSpansDeclared·1; left out with the effect when both are at their defaults (0 and
+ *         ''), and the effect left out when it is ''. Entries written before requests' ends were
+ *         kept have neither, and read as those defaults.
  *
  * A key's attempts mostly share their trace and start within a second of each other, and a batch's
  * bytes are what its commit writes (twice, counting the checkpoint): the trace id is 0 when it is
@@ -41,8 +45,35 @@ type Located = [string, number, number];
  * rows).
  */
 const COMPACT = 2;
-const KIND_CODES = { server: 0, client: 1, arrival: 2 } as const;
-const KINDS = ['server', 'client', 'arrival'] as const;
+const KIND_CODES = { server: 0, client: 1, arrival: 2, effect: 3 } as const;
+const KINDS = ['server', 'client', 'arrival', 'effect'] as const;
+
+/** A request's end as one number (see COMPACT); 0 for "no status, succeeded, kept, none declared". */
+function resultCode(
+  a: { statusCode: number; failed: boolean; released: boolean },
+  declared: boolean,
+): number {
+  return a.statusCode * 8 + (a.failed ? 4 : 0) + (a.released ? 2 : 0) + (declared ? 1 : 0);
+}
+
+/** Writes `[result, [effect]]` unless both are at their defaults. */
+function writeResult(out: JsonBytes, result: number, effect: string): void {
+  if (result === 0 && effect === '') return;
+  out.nextNumber(result);
+  if (effect !== '') out.nextString(effect);
+}
+
+/** The inverse of `resultCode` and `writeResult`, from the entry's fields at `i` and `i + 1`. */
+function readResult(f: unknown[], i: number) {
+  const result = (f[i] as number | undefined) ?? 0;
+  return {
+    statusCode: Math.floor(result / 8),
+    failed: (result & 4) !== 0,
+    effect: ((f[i + 1] as string | undefined) ?? '') as Effect | '',
+    released: (result & 2) !== 0,
+    declared: (result & 1) !== 0,
+  };
+}
 
 /** Writes the compact array of one partition key's `attempts` (see COMPACT). */
 function writeSegment(out: JsonBytes, attempts: readonly Attempt[], placements: PlacementTable): void {
@@ -73,11 +104,16 @@ function writeSegment(out: JsonBytes, attempts: readonly Attempt[], placements: 
       out.nextString(a.outcome);
       out.nextString(a.store);
       out.nextString(a.scope);
+      writeResult(out, resultCode(a, a.effectSpansDeclared), a.effect);
     } else if (a.kind === 'client') {
       out.nextNumber(a.resendCount);
       out.nextString(a.target);
       out.nextNumber(a.statusCode);
       out.nextString(a.error);
+    } else if (a.kind === 'arrival') {
+      writeResult(out, resultCode(a, false), a.effect);
+    } else {
+      out.nextNumber(a.failed ? 1 : 0);
     }
     out.punctuation(CLOSE_BRACKET);
     previousTrace = a.traceId;
@@ -138,13 +174,31 @@ function attemptsOfCompact(segment: unknown[], placements: PlacementTable, into:
     };
     const kind = KINDS[f[2] as number];
     if (kind === 'server') {
+      const result = readResult(f, 12);
       into.push({
         kind,
         ...common,
         outcome: f[9] as Outcome,
         store: f[10] as string,
         scope: f[11] as ScopeLevel | '',
+        statusCode: result.statusCode,
+        failed: result.failed,
+        effect: result.effect,
+        released: result.released,
+        effectSpansDeclared: result.declared,
       });
+    } else if (kind === 'arrival') {
+      const result = readResult(f, 9);
+      into.push({
+        kind,
+        ...common,
+        statusCode: result.statusCode,
+        failed: result.failed,
+        effect: result.effect,
+        released: result.released,
+      });
+    } else if (kind === 'effect') {
+      into.push({ kind, ...common, failed: f[9] === 1 });
     } else if (kind === 'client') {
       into.push({
         kind,
@@ -154,7 +208,7 @@ function attemptsOfCompact(segment: unknown[], placements: PlacementTable, into:
         statusCode: f[11] as number,
         error: f[12] as string,
       });
-    } else into.push({ kind: 'arrival', ...common });
+    }
   }
 }
 
@@ -168,6 +222,10 @@ function attemptOf(key: string, f: unknown[], placements: PlacementTable): Attem
     attempt.key = key;
     attempt.traceId = traceId;
     attempt.spanId = spanId;
+    if (attempt.kind === 'server' || attempt.kind === 'arrival') {
+      Object.assign(attempt, { ...FIRST_FORM_RESULT, ...attempt });
+      if (attempt.kind === 'server') attempt.effectSpansDeclared ??= false;
+    }
     return attempt;
   }
   const text = (i: number) => f[i] as string;
@@ -195,6 +253,8 @@ function attemptOf(key: string, f: unknown[], placements: PlacementTable): Attem
       outcome: text(next + 1) as Outcome,
       store: text(next + 2),
       scope: text(next + 3) as ScopeLevel | '',
+      ...FIRST_FORM_RESULT,
+      effectSpansDeclared: false,
     };
   }
   if (f[2] === 'client') {
@@ -207,8 +267,11 @@ function attemptOf(key: string, f: unknown[], placements: PlacementTable): Attem
       error: text(next + 4),
     };
   }
-  return { kind: 'arrival', ...base };
+  return { kind: 'arrival', ...base, ...FIRST_FORM_RESULT };
 }
+
+/** The first form predates requests' ends: every entry of it reads as a request that succeeded. */
+const FIRST_FORM_RESULT = { statusCode: 0, failed: false, effect: '' as const, released: false };
 
 /** The attempts of one partition key's array, in either form, as JSON. */
 function attemptsOfSegment(json: string, placements: PlacementTable, into: Attempt[] = []): Attempt[] {

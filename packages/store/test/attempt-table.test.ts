@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { activity, arrival, client, server, TEST_EPOCH_UNIX_MILLIS } from '@keyscope/testkit';
+import { activity, arrival, client, effect, server, TEST_EPOCH_UNIX_MILLIS } from '@keyscope/testkit';
 import BetterSqlite3 from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { AttemptTable } from '../src/attempt-table.ts';
@@ -304,6 +304,38 @@ describe('the attempt log in SQLite', () => {
     const read = store.attemptLog.attemptsOf('k1');
     expect(read).toEqual(attempts);
     expect(read.map((a) => Object.keys(a))).toEqual(attempts.map((a) => Object.keys(a)));
+  });
+
+  it('keeps how a request ended and side effects, and adds nothing for a request that succeeded silently', () => {
+    store.close();
+    store = open(1);
+    const attempts = [
+      server({
+        key: 'k1',
+        node: 'a',
+        statusCode: 503,
+        effect: 'none',
+        released: true,
+        effectSpansDeclared: true,
+      }),
+      arrival({ key: 'k1', node: 'a', statusCode: 500, failed: true, effect: 'committed' }),
+      effect({ key: 'k1', node: 'a', failed: true }),
+      effect({ key: 'k1', node: 'b' }),
+      server({ key: 'k1', node: 'b' }),
+      arrival({ key: 'k1', node: 'b' }),
+    ];
+    store.transaction(() => {
+      for (const a of attempts) store.attemptLog.append('k1', a);
+    });
+    const read = store.attemptLog.attemptsOf('k1');
+    expect(read).toEqual(attempts);
+    expect(read.map((a) => Object.keys(a))).toEqual(attempts.map((a) => Object.keys(a)));
+    const entries = entriesOf(batches()[0]!, 'k1');
+    // 503·8 + failed·4 + released·2 + declared·1, then the effect; a silent success writes neither.
+    expect(entries[0]!.slice(12)).toEqual([503 * 8 + 4 + 2 + 1, 'none']);
+    expect(entries[2]!.slice(2, 3)).toEqual([3]);
+    expect(entries[4]).toHaveLength(12);
+    expect(entries[5]).toHaveLength(9);
   });
 
   it('writes a trace id once while the entries after it share it, and times after the first start', () => {

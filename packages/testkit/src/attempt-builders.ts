@@ -1,11 +1,13 @@
 import type {
   Arrival,
   ClientAttempt,
+  Effect,
   NodeActivity,
   Outcome,
   Placement,
   ScopeLevel,
   ServerAttempt,
+  SideEffect,
 } from '@keyscope/attempts';
 
 /**
@@ -67,8 +69,33 @@ function common(input: CommonInput) {
   };
 }
 
+/** How the request ended: by default it succeeded, with no HTTP status and nothing stated. */
+interface RequestInput {
+  statusCode?: number;
+  /** Default: `statusCode` is 5xx. */
+  failed?: boolean;
+  effect?: Effect | '';
+  released?: boolean;
+}
+
+function request(input: RequestInput) {
+  const statusCode = input.statusCode ?? 0;
+  return {
+    statusCode,
+    failed: input.failed ?? statusCode >= 500,
+    effect: input.effect ?? '',
+    released: input.released ?? false,
+  };
+}
+
 export function server(
-  input: CommonInput & { outcome?: Outcome; store?: string; scope?: ScopeLevel | '' } = {},
+  input: CommonInput &
+    RequestInput & {
+      outcome?: Outcome;
+      store?: string;
+      scope?: ScopeLevel | '';
+      effectSpansDeclared?: boolean;
+    } = {},
 ): ServerAttempt {
   const base = common(input);
   return {
@@ -77,11 +104,22 @@ export function server(
     outcome: input.outcome ?? 'miss',
     store: input.store ?? `${base.placement.service}/node:${base.placement.node}`,
     scope: input.scope ?? 'node',
+    ...request(input),
+    effectSpansDeclared: input.effectSpansDeclared ?? false,
   };
 }
 
-export function arrival(input: CommonInput = {}): Arrival {
-  return { kind: 'arrival', ...common(input) };
+export function arrival(input: CommonInput & RequestInput = {}): Arrival {
+  return { kind: 'arrival', ...common(input), ...request(input) };
+}
+
+/** A side-effect span (`ledger.charge` by default) under the attempt named by `parentSpanId`. */
+export function effect(input: CommonInput & { failed?: boolean } = {}): SideEffect {
+  return {
+    kind: 'effect',
+    ...common({ operation: 'ledger.charge', ...input }),
+    failed: input.failed ?? false,
+  };
 }
 
 export function client(

@@ -2,6 +2,7 @@ export {
   activity,
   arrival,
   client,
+  effect,
   type PlacementInput,
   placement,
   server,

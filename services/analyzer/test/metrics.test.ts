@@ -19,7 +19,7 @@ describe('Prometheus metrics', () => {
       queue: () => ({ requests: 2, spans: 700 }),
       pipeline: () => ({
         spans: accepted,
-        attempts: { server: 3, arrival: 1, client: 2 },
+        attempts: { server: 3, arrival: 1, client: 2, effect: 0 },
         duplicateSpans: 1,
         invalidValues: {},
         refusedSpans: { KS_SPAN_TOO_OLD: 1 },
@@ -28,6 +28,7 @@ describe('Prometheus metrics', () => {
           cross_store_duplicate: 2,
           same_store_duplicate: 0,
           absorbed_duplicate: 0,
+          suspected_duplicate: 0,
           key_collision: 0,
           scope_violation: 0,
         },

@@ -23,7 +23,7 @@ export interface AnalysisCounts {
   /** Attempt spans seen before by (trace id, span id): a redelivery, not a second execution. */
   duplicateSpans: number;
   /** Attempts extracted, by kind, redelivered ones included. */
-  attempts: { server: number; arrival: number; client: number };
+  attempts: { server: number; arrival: number; client: number; effect: number };
   /** Outcome, hit or scope values outside their closed lists, by attribute. */
   invalidValues: Record<string, number>;
   /** Spans refused under the time window and size limits, by code (see AnalysisOptions). */
@@ -81,7 +81,7 @@ export class Analysis {
   readonly #counts: AnalysisCounts = {
     spans: 0,
     duplicateSpans: 0,
-    attempts: { server: 0, arrival: 0, client: 0 },
+    attempts: { server: 0, arrival: 0, client: 0, effect: 0 },
     invalidValues: {},
     refusedSpans: {},
     truncatedValues: 0,

@@ -56,7 +56,7 @@ export function renderTable(result: AnalysisResult, read: ReadSummary, options: 
   summary.push(
     [
       'attempts',
-      `${count(attempts.server + attempts.arrival + attempts.client)}: ${count(attempts.server)} server, ${count(attempts.arrival)} arrival, ${count(attempts.client)} client`,
+      `${count(attempts.server + attempts.arrival + attempts.client + attempts.effect)}: ${count(attempts.server)} server, ${count(attempts.arrival)} arrival, ${count(attempts.client)} client${attempts.effect > 0 ? `, ${count(attempts.effect)} side effect` : ''}`,
     ],
     ['keys ran twice', ranTwice.size > 0 ? style.critical(count(ranTwice.size)) : '0'],
     ['findings', `${count(result.findings.length)}${breakdown(result.findings.map((f) => f.class))}`],

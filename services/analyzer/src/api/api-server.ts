@@ -301,7 +301,10 @@ export function createApiServer(deps: ApiDependencies): FastifyInstance {
       return {
         key,
         executions,
-        ranTwice: findings.some((f) => f.class !== 'scope_violation' && f.class !== 'key_collision'),
+        ranTwice: findings.some(
+          (f) =>
+            f.class !== 'scope_violation' && f.class !== 'key_collision' && f.class !== 'suspected_duplicate',
+        ),
         attempts: attempts.map(presentAttempt),
         findings: findings.map(presentFinding),
       };

@@ -1,4 +1,11 @@
-import { type Attempt, type NodeActivity, OUTCOMES, type Outcome } from '@keyscope/attempts';
+import {
+  type Attempt,
+  EFFECTS,
+  type Effect,
+  type NodeActivity,
+  OUTCOMES,
+  type Outcome,
+} from '@keyscope/attempts';
 import { KeyscopeError } from '@keyscope/errors';
 import { KAFKA_RECORD_INVALID } from './kafka-errors.ts';
 
@@ -72,6 +79,10 @@ function checkAttempt(value: unknown): Attempt {
       if (!OUTCOMES.includes(value.outcome as Outcome)) throw invalid('attempt.outcome is not an outcome');
       if (typeof value.store !== 'string' || typeof value.scope !== 'string')
         throw invalid('attempt.store and attempt.scope must be strings');
+      checkRequestResult(value);
+      if (value.effectSpansDeclared === undefined) value.effectSpansDeclared = false;
+      else if (typeof value.effectSpansDeclared !== 'boolean')
+        throw invalid('attempt.effectSpansDeclared must be true or false');
       break;
     case 'client':
       if (!Number.isFinite(value.resendCount) || !Number.isFinite(value.statusCode))
@@ -80,11 +91,33 @@ function checkAttempt(value: unknown): Attempt {
         throw invalid('attempt.target and attempt.error must be strings');
       break;
     case 'arrival':
+      checkRequestResult(value);
+      break;
+    case 'effect':
+      if (typeof value.failed !== 'boolean') throw invalid('attempt.failed must be true or false');
       break;
     default:
-      throw invalid(`attempt.kind must be server, arrival or client, received ${describe(value.kind)}`);
+      throw invalid(
+        `attempt.kind must be server, arrival, client or effect, received ${describe(value.kind)}`,
+      );
   }
   return value as unknown as Attempt;
+}
+
+/**
+ * How a server attempt's or arrival's request ended. Records written before attempts carried it
+ * have none of the fields: they read as a request that succeeded and stated nothing.
+ */
+function checkRequestResult(value: Record<string, unknown>): void {
+  value.statusCode ??= 0;
+  value.failed ??= false;
+  value.effect ??= '';
+  value.released ??= false;
+  if (!Number.isFinite(value.statusCode)) throw invalid('attempt.statusCode must be a number');
+  if (typeof value.failed !== 'boolean' || typeof value.released !== 'boolean')
+    throw invalid('attempt.failed and attempt.released must be true or false');
+  if (value.effect !== '' && !EFFECTS.includes(value.effect as Effect))
+    throw invalid(`attempt.effect must be '', ${EFFECTS.join(', ')}, received ${describe(value.effect)}`);
 }
 
 function checkEntry(value: unknown, index: number): ActivityEntry {

@@ -54,7 +54,7 @@ export interface PipelineCounts {
    */
   spans: number;
   /** Attempts extracted, by kind, redelivered ones included (they are counted in duplicateSpans). */
-  attempts: { server: number; arrival: number; client: number };
+  attempts: { server: number; arrival: number; client: number; effect: number };
   /** Attempts the attempt log already held (a span delivered again), ignored by the detector. */
   duplicateSpans: number;
   invalidValues: Record<string, number>;
@@ -86,7 +86,7 @@ export class DetectionPipeline implements SpanConsumer {
   }[] = [];
   readonly #counts: PipelineCounts = {
     spans: 0,
-    attempts: { server: 0, arrival: 0, client: 0 },
+    attempts: { server: 0, arrival: 0, client: 0, effect: 0 },
     duplicateSpans: 0,
     invalidValues: {},
     refusedSpans: {},

@@ -148,10 +148,14 @@ describe('keyscope analyze input formats', () => {
     const dir = temporaryFolder();
     const run = await analyze([writeInput(join(dir, 'export.jsonl.gz'), readFileSync(fixture))]);
     const report = JSON.parse(run.stdout);
+    // Node a's SERVER span ended in ERROR (504, "client went away") and says nothing of its
+    // effect: the repeat on node b is reported, as a suspected duplicate, not a confirmed one.
     expect(report.findings).toMatchObject([
       {
         key: '9d4e1f0a-7c55-4a7e-b1e2-cc0ffee00001',
-        class: 'cross_store_duplicate',
+        class: 'suspected_duplicate',
+        cause: 'effect_unknown',
+        severity: 'high',
         stores: ['redis-node-a', 'redis-node-b'],
         executions: 2,
       },

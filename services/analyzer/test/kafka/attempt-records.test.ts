@@ -1,4 +1,4 @@
-import { activity, arrival, client, server } from '@keyscope/testkit';
+import { activity, arrival, client, effect, server } from '@keyscope/testkit';
 import { describe, expect, it } from 'vitest';
 import {
   decodeAttemptsRecord,
@@ -26,6 +26,31 @@ describe('attempts topic records', () => {
     }
   });
 
+  it('carries how a request ended, and side effects, unchanged', () => {
+    for (const attempt of [
+      server({ key: 'k1', statusCode: 503, effect: 'none', released: true, effectSpansDeclared: true }),
+      arrival({ key: 'k1', statusCode: 500, effect: 'unknown' }),
+      effect({ key: 'k1', failed: true }),
+    ]) {
+      expect(decodeAttemptsRecord(encodeAttemptRecord(attempt))).toEqual({ type: 'attempt', attempt });
+    }
+  });
+
+  it('reads a record written before attempts said how their request ended as a silent success', () => {
+    const {
+      statusCode,
+      failed,
+      effect: stated,
+      released,
+      effectSpansDeclared,
+      ...earlier
+    } = server({ key: 'k1' });
+    const record = Buffer.from(JSON.stringify({ v: 1, attempt: earlier }));
+    expect(decodeAttemptsRecord(record)).toMatchObject({
+      attempt: { statusCode: 0, failed: false, effect: '', released: false, effectSpansDeclared: false },
+    });
+  });
+
   it('carries node activity with the traces message it was counted from', () => {
     const entries = [
       { source: 'otlp_spans/3', offset: 17, samples: activity({ node: 'a', fromSecond: 0, toSecond: 2 }) },
@@ -47,6 +72,9 @@ describe('attempts topic records', () => {
       Buffer.from(JSON.stringify({ v: 1, attempt: { ...server(), key: '' } })),
       Buffer.from(JSON.stringify({ v: 1, attempt: { ...server(), placement: null } })),
       Buffer.from(JSON.stringify({ v: 1, attempt: { ...client(), statusCode: 'x' } })),
+      Buffer.from(JSON.stringify({ v: 1, attempt: { ...server(), effect: 'charged' } })),
+      Buffer.from(JSON.stringify({ v: 1, attempt: { ...arrival(), released: 'yes' } })),
+      Buffer.from(JSON.stringify({ v: 1, attempt: { ...effect(), failed: 1 } })),
       Buffer.from('{"v":1,"activity":[{"source":"s","offset":1.5,"samples":[]}]}'),
       Buffer.from(
         JSON.stringify({

@@ -1,4 +1,4 @@
-import type { Arrival, ClientAttempt, ServerAttempt } from '@keyscope/attempts';
+import type { Arrival, ClientAttempt, ServerAttempt, SideEffect } from '@keyscope/attempts';
 import type { FindingClass, ScopeReportRow } from '@keyscope/detector';
 import type { KeyscopeStore } from '@keyscope/store';
 import type { presentFinding, presentIncident } from '../../api/present.ts';
@@ -21,7 +21,11 @@ type Presented<A> = Omit<A, 'startUnixMillis' | 'endUnixMillis' | 'placement'> &
 };
 
 // presentAttempt spreads a union, which TypeScript flattens; this keeps each kind's own fields.
-export type AttemptJson = Presented<ServerAttempt> | Presented<Arrival> | Presented<ClientAttempt>;
+export type AttemptJson =
+  | Presented<ServerAttempt>
+  | Presented<Arrival>
+  | Presented<ClientAttempt>
+  | Presented<SideEffect>;
 export type ServerAttemptJson = Presented<ServerAttempt>;
 export type ClientAttemptJson = Presented<ClientAttempt>;
 

@@ -72,6 +72,7 @@ export function attemptTable(
 function sideOf(attempt: AttemptJson): string {
   if (attempt.kind === 'client') return `client send #${attempt.resendCount}`;
   if (attempt.kind === 'arrival') return 'request on server';
+  if (attempt.kind === 'effect') return 'side effect';
   return 'store check';
 }
 
@@ -84,14 +85,32 @@ function storeOrTarget(attempt: AttemptJson): string {
 
 function outcomeOf(attempt: AttemptJson): Node | string {
   if (attempt.kind === 'server') {
-    return el('span', { class: `outcome outcome-text-${attempt.outcome}` }, OUTCOME_LABELS[attempt.outcome]);
+    const outcome = el(
+      'span',
+      { class: `outcome outcome-text-${attempt.outcome}` },
+      OUTCOME_LABELS[attempt.outcome],
+    );
+    return attempt.outcome === 'miss' && (attempt.failed || attempt.released)
+      ? el('span', {}, outcome, ` · then failed${requestEnd(attempt)}`)
+      : outcome;
   }
+  if (attempt.kind === 'arrival') return attempt.failed ? `failed${requestEnd(attempt)}` : '—';
+  if (attempt.kind === 'effect') return attempt.failed ? 'failed' : 'took place';
   if (attempt.kind === 'client') {
     if (attempt.error !== '')
       return `failed: ${attempt.error}${attempt.statusCode === 0 ? '' : ` (${attempt.statusCode})`}`;
     return attempt.statusCode === 0 ? 'no answer' : `HTTP ${attempt.statusCode}`;
   }
   return '—';
+}
+
+/** `(HTTP 503, key released, effect none)`: what a failed request's spans said. */
+function requestEnd(attempt: { statusCode: number; released: boolean; effect: string }): string {
+  const parts: string[] = [];
+  if (attempt.statusCode !== 0) parts.push(`HTTP ${attempt.statusCode}`);
+  if (attempt.released) parts.push('key released');
+  if (attempt.effect !== '') parts.push(`effect ${attempt.effect}`);
+  return parts.length === 0 ? '' : ` (${parts.join(', ')})`;
 }
 
 export function traceCell(attempt: { traceId: string; spanId: string }, template: string): HTMLElement {

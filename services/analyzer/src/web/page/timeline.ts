@@ -200,6 +200,9 @@ export function drawTimeline(options: TimelineOptions): Timeline {
         svg('rect', { x: x1, y: cy - 2, width: x2 - x1, height: 4, class: `bar bar-${attempt.outcome}` }),
         outcomeGlyph(attempt.outcome, x1, cy),
       );
+    } else if (attempt.kind === 'effect') {
+      mark.append(svg('rect', { x: x1, y: cy + 3, width: x2 - x1, height: 3, class: 'bar bar-effect' }));
+      if (attempt.failed) mark.append(failedEndGlyph(x2, cy + 4.5));
     } else {
       mark.append(
         svg('rect', { x: x1, y: cy - 1.5, width: x2 - x1, height: 3, class: 'bar bar-send' }),
@@ -370,6 +373,9 @@ function describeMark(key: string, attempt: AttemptJson): string {
           ? 'no answer'
           : `HTTP ${attempt.statusCode}`;
     return `client send #${attempt.resendCount} → ${attempt.target || 'unknown target'} (${result}) · key ${key} · ${where} · ${when} · trace ${attempt.traceId}`;
+  }
+  if (attempt.kind === 'effect') {
+    return `side effect ${attempt.operation} ${attempt.failed ? 'failed' : 'took place'} · key ${key} · ${where} · ${when} · trace ${attempt.traceId}`;
   }
   return `request reached ${where} · key ${key} · ${when} · trace ${attempt.traceId}`;
 }

@@ -11,6 +11,7 @@ export const CLASS_LABELS: Readonly<Record<FindingClass, string>> = {
   cross_store_duplicate: 'Executed in two stores',
   same_store_duplicate: 'Executed twice in one store',
   absorbed_duplicate: 'Repeat absorbed downstream',
+  suspected_duplicate: 'Ran again after a failed attempt',
   key_collision: 'Key shared by tenants',
   scope_violation: 'Retries outran key scope',
 };
@@ -22,6 +23,7 @@ export const CAUSE_LABELS: Readonly<Record<NonNullable<FindingCause>, string>> =
   race: 'attempts overlapped (no in-flight lock)',
   cross_tenant_replay: "a tenant was served another tenant's replay",
   shared_key: 'tenants generated the same key',
+  effect_unknown: 'the first attempt failed after admission; whether its effect committed is unknown',
 };
 
 export const OUTCOME_LABELS: Readonly<Record<Outcome, string>> = {
