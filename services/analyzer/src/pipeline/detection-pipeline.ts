@@ -14,12 +14,7 @@ import {
   type FindingClass,
   type Incident,
 } from '@keyscope/detector';
-import {
-  type ConsumeResult,
-  type DecodeOptions,
-  type Span,
-  type SpanConsumer,
-} from '@keyscope/otlp';
+import type { ConsumeResult, DecodeOptions, Span, SpanConsumer } from '@keyscope/otlp';
 import type { KeyscopeStore } from '@keyscope/store';
 import { trace } from '@opentelemetry/api';
 import { defaultServeConfig, type SpansConfig } from '../config.ts';
