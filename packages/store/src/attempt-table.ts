@@ -270,7 +270,7 @@ function attemptOf(key: string, f: unknown[], placements: PlacementTable): Attem
   return { kind: 'arrival', ...base, ...FIRST_FORM_RESULT };
 }
 
-/** The first form predates requests' ends: every entry of it reads as a request that succeeded. */
+/** The plain array form carries no request ends: every entry of it reads as a request that succeeded. */
 const FIRST_FORM_RESULT = { statusCode: 0, failed: false, effect: '' as const, released: false };
 
 /** The attempts of one partition key's array, in either form, as JSON. */

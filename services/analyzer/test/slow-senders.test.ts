@@ -44,7 +44,8 @@ async function startService(): Promise<RunningService> {
       otlp: { http: { port: 0, bodyTimeoutMillis: BODY_TIMEOUT_MILLIS }, grpc: { port: 0 } },
       shutdown: { drainTimeoutMillis: 1_000 },
     }),
-    { logger: silentLogger },
+    // The fixtures' spans start on 2026-01-01: the service's clock is a minute later.
+    { logger: silentLogger, now: () => Date.UTC(2026, 0, 1, 0, 1) },
   );
   services.push(service);
   return service;
