@@ -217,18 +217,23 @@ export interface DetectRun extends RoleRun {
 
 /**
  * The ingest role over the traces topic, which holds `messages` messages yielding `attempts`
- * attempts; its progress is the spans decoded. The run ends when every message was read and every
+ * attempts, with its clock at `nowUnixMillis`; its progress is the spans decoded. The run ends when every message was read and every
  * attempt acknowledged on the attempts topic (acks=-1: only then does the role mark a message's
  * offset for commit); the commit, made once a second, is awaited afterwards, outside the timed span.
  */
 export async function runIngest(
   deployment: MockKafkaDeployment,
-  expected: { messages: number; attempts: number },
+  expected: { messages: number; attempts: number; nowUnixMillis: number },
 ): Promise<IngestRun> {
   const { topics } = deployment;
   const counters = new FirstRecordCounters();
   const config = roleConfig(deployment, 'ingest', '');
-  const role = await startIngestRole(config, { logger: silentLogger, counters });
+  // The clock the workload's spans are held to (the window of docs/configuration.md, "Spans").
+  const role = await startIngestRole(config, {
+    logger: silentLogger,
+    counters,
+    now: () => expected.nowUnixMillis,
+  });
   const run = await timeRole(role, counters, deployment, {
     progress: () => counters.spansDecoded,
     done: () =>

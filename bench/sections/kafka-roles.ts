@@ -42,7 +42,11 @@ export const kafkaSection: Section = {
     let everythingKept: boolean;
     try {
       await deployment.publishTraces(workload.bodies);
-      ingest = await runIngest(deployment, { messages: workload.bodies.length, attempts });
+      ingest = await runIngest(deployment, {
+        messages: workload.bodies.length,
+        attempts,
+        nowUnixMillis: workload.endUnixMillis,
+      });
       detect = await runDetect(deployment, {
         attempts: ingest.attemptsWritten,
         stateDir: context.freshDir('kafka-detect'),
