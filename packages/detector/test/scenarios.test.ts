@@ -7,6 +7,7 @@ import {
 } from '@keyscope/attempts';
 import { decodeTraces, encodeTraces, type Span } from '@keyscope/otlp';
 import {
+  type DedupScope,
   duplicateSome,
   type EffectConvention,
   type GroundTruth,
@@ -128,6 +129,73 @@ describe('ground-truth scenarios', () => {
     const incidents = detector.incidents().filter((i) => i.class === 'cross_store_duplicate');
     expect(incidents).toHaveLength(1);
     expect(incidents[0]!.routingEvent?.type).toBe('region_failover');
+  });
+});
+
+/**
+ * Services that write only `idempotency.scope`, never `idempotency.store`: keyscope derives every
+ * store id, and the simulator's truth spells the documented id on its own, so a derivation that
+ * named stores differently would show here as findings whose stores are not truth's.
+ */
+describe('ground-truth scenarios whose spans name no store', () => {
+  function withDerivedStores(scenario: Scenario, scope?: DedupScope): Scenario {
+    for (const service of scenario.services) {
+      service.dedup.recordStoreId = false;
+      if (scope !== undefined) service.dedup.scope = scope;
+      if (service.downstream) service.downstream.dedup.recordStoreId = false;
+    }
+    return scenario;
+  }
+
+  const DERIVED: [string, () => Scenario, RegExp][] = [
+    [
+      'node stores in a node failover',
+      () => withDerivedStores(scenarios.nodeFailover()),
+      /^payments\/node:shop\./,
+    ],
+    [
+      'node stores behind a store error spike',
+      () => withDerivedStores(scenarios.scopeViolation()),
+      /^payments\/node:/,
+    ],
+    [
+      'cluster stores in a region failover',
+      () => withDerivedStores(scenarios.regionFailover(), 'cluster'),
+      /^payments\/cluster:prod-(euw1|use1)-(blue|green)$/,
+    ],
+    [
+      'region stores in a region failover',
+      () => withDerivedStores(scenarios.regionFailover()),
+      /^payments\/region:(eu-west-1|us-east-1)$/,
+    ],
+    [
+      'tenant stores under racing double submits',
+      () => withDerivedStores(scenarios.race(), 'tenant'),
+      /^payments\/tenant:/,
+    ],
+    [
+      'a global store shared by tenants',
+      () => withDerivedStores(scenarios.keyCollision()),
+      /^payments\/global$/,
+    ],
+    [
+      'every service at once',
+      () => withDerivedStores(scenarios.mixed()),
+      /^[a-z]+\/(node:|cluster:|region:|tenant:|global$)/,
+    ],
+  ];
+
+  it.each(DERIVED)('reports the stores truth names for %s', (_name, make, spelling) => {
+    const { spans, truth } = simulate(make(), { seed: 11 });
+    expect(spans.some((s) => s.attributes['idempotency.store'] !== undefined)).toBe(false);
+    expect(truth.keys.length).toBeGreaterThan(0);
+    const findings = detect([spans]).findings();
+    expectMatchesTruth(findings, truth);
+    const storesByKey = new Map(findings.map((f) => [f.key, [...f.stores].sort()]));
+    for (const expected of truth.keys) {
+      for (const store of expected.stores) expect(store).toMatch(spelling);
+      expect(storesByKey.get(expected.key), `stores of ${expected.key}`).toEqual([...expected.stores].sort());
+    }
   });
 });
 

@@ -1,24 +1,21 @@
-import { derivedStoreId, type Outcome } from '@keyscope/attempts';
-import type { DedupSpec } from './scenario.ts';
+import type { DedupScope, DedupSpec } from './scenario.ts';
 import type { SimNode } from './topology.ts';
 
 /**
- * The id of the store a node consults for a tenant's key. With `recordStoreId` it is an explicit
- * instance id written on the span; without, it is the id the attempts stage derives from the
- * declared scope and the resource (`derivedStoreId`), so ground truth names stores the way the
- * pipeline will.
+ * A store's answer, the values the services write as `idempotency.outcome` (DESIGN.md). `error`
+ * is a lookup that failed: the flow injects it (`storeErrorRate`, error spikes); `KeyStores` never
+ * answers it.
+ */
+export type DedupOutcome = 'miss' | 'hit' | 'in_progress' | 'mismatch' | 'error';
+
+/**
+ * The id of the store a node consults for a tenant's key. With `recordStoreId` the service names
+ * its store instance itself, as `idempotency.store` (`payments-idem@prod-a`). Without, the span
+ * carries only `idempotency.scope` and keyscope derives the id: truth then spells the id keyscope
+ * documents for that scope and placement (`documentedDerivedStoreId`).
  */
 export function storeIdFor(service: string, dedup: DedupSpec, node: SimNode, tenant: string): string {
-  if (!dedup.recordStoreId) {
-    const placement = {
-      service,
-      node: node.instanceId,
-      cluster: node.cluster,
-      region: node.region,
-      zone: node.zone,
-    };
-    return derivedStoreId(placement, dedup.scope, tenant);
-  }
+  if (!dedup.recordStoreId) return documentedDerivedStoreId(service, dedup.scope, node, tenant);
   switch (dedup.scope) {
     case 'node':
       return `${service}-idem@${node.instanceId}`;
@@ -33,8 +30,31 @@ export function storeIdFor(service: string, dedup: DedupSpec, node: SimNode, ten
   }
 }
 
+/**
+ * The store id packages/attempts/README.md ("Store ids") documents for a span that declares a
+ * scope but no store: `<service>/node:<service.instance.id>`, `<service>/cluster:<k8s.cluster.name>`,
+ * `<service>/region:<cloud.region>`, `<service>/tenant:<tenant>`, `<service>/global`. It is written
+ * here from that rule, not borrowed from the attempts stage: ground truth that reused the stage's
+ * own derivation would agree with any mistake in it. Every simulated resource carries each of these
+ * attributes, so the documented `?` for a missing one never arises.
+ */
+function documentedDerivedStoreId(service: string, scope: DedupScope, node: SimNode, tenant: string): string {
+  switch (scope) {
+    case 'node':
+      return `${service}/node:${node.instanceId}`;
+    case 'cluster':
+      return `${service}/cluster:${node.cluster}`;
+    case 'region':
+      return `${service}/region:${node.region}`;
+    case 'tenant':
+      return `${service}/tenant:${tenant}`;
+    case 'global':
+      return `${service}/global`;
+  }
+}
+
 export interface Decision {
-  outcome: Exclude<Outcome, 'error'>;
+  outcome: Exclude<DedupOutcome, 'error'>;
   /** For a `miss`: why the key was admitted. */
   admission: 'fresh' | 'expired' | 'released' | 'concurrent' | 'lease_expired' | undefined;
   /** For a `miss`: pass to `complete` when the execution finishes. */

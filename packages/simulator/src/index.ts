@@ -1,7 +1,9 @@
+export type { DedupOutcome } from './dedup-store.ts';
 export { duplicateSome, shuffle, splitIntoPayloads } from './delivery.ts';
 export type {
   CallerSpec,
   ClientSpec,
+  DedupScope,
   DedupSpec,
   DownstreamSpec,
   EffectConvention,

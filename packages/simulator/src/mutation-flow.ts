@@ -1,6 +1,5 @@
-import type { Outcome } from '@keyscope/attempts';
 import type { Span } from '@keyscope/otlp';
-import { type KeyRecord, KeyStores, storeIdFor } from './dedup-store.ts';
+import { type DedupOutcome, type KeyRecord, KeyStores, storeIdFor } from './dedup-store.ts';
 import type { ScheduledFailure } from './failure-schedule.ts';
 import { routeRequest } from './load-balancer.ts';
 import type { ClientSpec, ProxySpec, ServiceSpec } from './scenario.ts';
@@ -87,7 +86,7 @@ interface ServerRequest {
   arriveUnixMillis: number;
   serverSpanId: string;
   decisionSpanId: string;
-  outcome: Outcome;
+  outcome: DedupOutcome;
   record: KeyRecord | undefined;
   statusCode: number;
   plannedEndUnixMillis: number;
@@ -99,7 +98,7 @@ interface ServerRequest {
   onResponse: (t: number, statusCode: number) => void;
 }
 
-const STATUS_BY_OUTCOME: Record<Outcome, number> = {
+const STATUS_BY_OUTCOME: Record<DedupOutcome, number> = {
   miss: 201,
   hit: 200,
   in_progress: 409,

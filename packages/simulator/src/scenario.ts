@@ -1,5 +1,3 @@
-import type { ScopeLevel } from '@keyscope/attempts';
-
 /**
  * A scenario is plain data: the topology, the traffic and the failures of one simulated run. The
  * named builders in `scenarios.ts` return these; tests tweak fields on the returned object. Times
@@ -62,8 +60,14 @@ export interface LatencySpec {
   p99Millis: number;
 }
 
+/**
+ * How widely a service's dedup store is shared, narrowest first: the values the services write as
+ * `idempotency.scope` (DESIGN.md). `tenant` is a namespace, not a placement level.
+ */
+export type DedupScope = 'node' | 'cluster' | 'region' | 'tenant' | 'global';
+
 export interface DedupSpec {
-  scope: ScopeLevel;
+  scope: DedupScope;
   /** How long an admitted key is remembered, from admission. */
   keyTtlMillis: number;
   /**

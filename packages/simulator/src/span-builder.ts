@@ -1,4 +1,3 @@
-import type { Outcome, ScopeLevel } from '@keyscope/attempts';
 import {
   type Attributes,
   type InstrumentationScope,
@@ -7,6 +6,8 @@ import {
   SpanKind,
   StatusCode,
 } from '@keyscope/otlp';
+import type { DedupOutcome } from './dedup-store.ts';
+import type { DedupScope } from './scenario.ts';
 import type { SimNode } from './topology.ts';
 
 /**
@@ -193,10 +194,10 @@ export function clientSpan(request: OutboundRequest): Span {
 
 export interface DecisionAttributes {
   key: string;
-  outcome: Outcome;
+  outcome: DedupOutcome;
   /** Undefined when the service does not record it (consumers derive it). */
   store: string | undefined;
-  scope: ScopeLevel;
+  scope: DedupScope;
   tenant: string;
 }
 

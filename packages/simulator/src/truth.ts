@@ -1,4 +1,4 @@
-import type { Outcome } from '@keyscope/attempts';
+import type { DedupOutcome } from './dedup-store.ts';
 
 /**
  * Ground truth: what really happened to each key, computed from the simulation's own record of
@@ -69,7 +69,7 @@ export interface StoreVisit {
   store: string;
   node: string;
   tenant: string;
-  outcome: Outcome;
+  outcome: DedupOutcome;
   /** Why a `miss` was admitted although the key had been seen: `fresh` when it had not. */
   admission: 'fresh' | 'expired' | 'released' | 'concurrent' | 'lease_expired' | undefined;
   /**

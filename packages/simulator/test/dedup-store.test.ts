@@ -93,12 +93,14 @@ describe('storeIdFor', () => {
     expect(storeIdFor('payments', dedup({ scope: 'global' }), node, 'acme')).toBe('payments-idem@global');
   });
 
-  it('uses the id the attempts stage derives when spans omit idempotency.store', () => {
+  it('spells the id keyscope documents deriving from the scope and resource when spans omit idempotency.store', () => {
     const spec = (scope: DedupSpec['scope']) => dedup({ scope, recordStoreId: false });
     expect(storeIdFor('payments', spec('node'), node, 'acme')).toBe(
       'payments/node:shop.payments-abc-1.payments',
     );
     expect(storeIdFor('payments', spec('cluster'), node, 'acme')).toBe('payments/cluster:prod-a');
+    expect(storeIdFor('payments', spec('region'), node, 'acme')).toBe('payments/region:eu-west-1');
+    expect(storeIdFor('payments', spec('tenant'), node, 'acme')).toBe('payments/tenant:acme');
     expect(storeIdFor('payments', spec('global'), node, 'acme')).toBe('payments/global');
   });
 });
