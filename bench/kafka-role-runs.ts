@@ -1,7 +1,7 @@
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { resolveServeConfig, type ServeConfig, silentLogger } from '@keyscope/analyzer';
-import { KeyscopeStore } from '@keyscope/store';
+import BetterSqlite3 from 'better-sqlite3';
 import { startDetectRole } from '../services/analyzer/src/kafka/detect-role.ts';
 import { startIngestRole } from '../services/analyzer/src/kafka/ingest-role.ts';
 import { createKafkaClient } from '../services/analyzer/src/kafka/kafka-client.ts';
@@ -391,11 +391,11 @@ function committedFindingIds(stateDir: string): string[] {
   const ids: string[] = [];
   for (const name of readdirSync(stateDir)) {
     if (!name.endsWith('.db')) continue;
-    const store = new KeyscopeStore({ path: join(stateDir, name) });
+    const db = new BetterSqlite3(join(stateDir, name));
     try {
-      ids.push(...(store.db.prepare('SELECT id FROM findings').pluck().all() as string[]));
+      ids.push(...(db.prepare('SELECT id FROM findings').pluck().all() as string[]));
     } finally {
-      store.close();
+      db.close();
     }
   }
   return ids;

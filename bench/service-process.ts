@@ -1,3 +1,4 @@
+import BetterSqlite3 from 'better-sqlite3';
 import { type EmbeddedService, startEmbeddedService } from './in-process-service.ts';
 
 /**
@@ -18,14 +19,14 @@ export type ServiceReply =
   | { type: 'stopped'; spans: number; cpuSeconds: number; checkpointCpuSeconds: number }
   | { type: 'failed'; message: string };
 
-let running: { embedded: EmbeddedService; cpu: NodeJS.CpuUsage } | undefined;
+let running: { embedded: EmbeddedService; dbPath: string; cpu: NodeJS.CpuUsage } | undefined;
 
 async function handle(command: ServiceCommand): Promise<ServiceReply> {
   if (command.type === 'start') {
     if (running !== undefined) throw new Error('the service is already running');
     // Simulated traffic carries simulated times: the service's clock is the workload's.
     const embedded = await startEmbeddedService(command.dbPath, () => command.nowUnixMillis);
-    running = { embedded, cpu: process.cpuUsage() };
+    running = { embedded, dbPath: command.dbPath, cpu: process.cpuUsage() };
     return { type: 'started', tracesUrl: embedded.tracesUrl, execArgv: process.execArgv };
   }
   if (running === undefined) throw new Error('the service is not running');
@@ -33,12 +34,12 @@ async function handle(command: ServiceCommand): Promise<ServiceReply> {
     running.cpu = process.cpuUsage();
     return { type: 'measuring' };
   }
-  const { embedded, cpu } = running;
+  const { embedded, dbPath, cpu } = running;
   running = undefined;
   // CPU time of every thread of this process since the start, or since `measure` (the checkpoint
   // thread included).
   const used = process.cpuUsage(cpu);
-  const checkpointCpuSeconds = checkpointWal(embedded);
+  const checkpointCpuSeconds = checkpointWal(dbPath);
   // Every span the receivers accepted (the pipeline is not given those it never reads).
   const spans = embedded.spansAccepted();
   await embedded.stop();
@@ -51,9 +52,20 @@ async function handle(command: ServiceCommand): Promise<ServiceReply> {
  * checkpoint every second): on one core, that is core time its ingest does not get, while a run
  * of the bench is over in less, before the thread has copied much or anything.
  */
-function checkpointWal(embedded: EmbeddedService): number {
+function checkpointWal(dbPath: string): number {
   const start = process.cpuUsage();
-  const db = embedded.service.store.db;
+  // A connection of its own, as the checkpoint thread's: a checkpoint copies the whole WAL,
+  // whichever connection runs it.
+  const db = new BetterSqlite3(dbPath);
+  try {
+    checkpointOn(db);
+  } finally {
+    db.close();
+  }
+  return cpuSeconds(process.cpuUsage(start));
+}
+
+function checkpointOn(db: BetterSqlite3.Database): void {
   for (let attempt = 0; attempt < CHECKPOINT_ATTEMPTS; attempt++) {
     // The thread may hold the checkpoint lock at this moment: then its copying is what counts.
     const [result] = db.pragma('wal_checkpoint(PASSIVE)') as {
@@ -64,7 +76,6 @@ function checkpointWal(embedded: EmbeddedService): number {
     if (result!.busy === 0 && result!.checkpointed === result!.log) break;
     Atomics.wait(PAUSE, 0, 0, 5);
   }
-  return cpuSeconds(process.cpuUsage(start));
 }
 
 const CHECKPOINT_ATTEMPTS = 400;

@@ -2,7 +2,7 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Finding } from '@keyscope/detector';
 import type { DecodeOptions } from '@keyscope/otlp';
-import { KeyscopeStore } from '@keyscope/store';
+import BetterSqlite3 from 'better-sqlite3';
 import type { BenchContext } from '../bench-context.ts';
 import { cpuAffinity } from '../cpu-affinity.ts';
 import { detectInMemory } from '../in-memory-detection.ts';
@@ -325,11 +325,11 @@ function inMemoryOn(cpu: number, workload: EncodedPayloads, filter: DecodeOption
 
 /** Finding ids in the database once the service has stopped: what a restart would find. */
 function committedFindingIds(dbPath: string): string[] {
-  const store = new KeyscopeStore({ path: dbPath });
+  const db = new BetterSqlite3(dbPath);
   try {
-    return store.db.prepare('SELECT id FROM findings').pluck().all() as string[];
+    return db.prepare('SELECT id FROM findings').pluck().all() as string[];
   } finally {
-    store.close();
+    db.close();
   }
 }
 

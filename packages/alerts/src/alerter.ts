@@ -1,6 +1,6 @@
 import type { Incident } from '@keyscope/detector';
-import type { KeyscopeStore, OutboxEntry } from '@keyscope/store';
 import { type AlertEvent, dedupKeyOf, pageOfDedupKey, readAlertEvent } from './alert-event.ts';
+import type { AlertedIncidents, AlertOutbox, OutboxEntry } from './alert-outbox.ts';
 import { alertmanagerRequest, postableAlert } from './alertmanager-payload.ts';
 import type { AlertmanagerSinkConfig, AlertsConfig, SinkConfig } from './alerts-config.ts';
 import { buildRequest } from './build-request.ts';
@@ -11,7 +11,10 @@ import { meetsSeverity } from './severity-order.ts';
 import type { SinkRequest } from './sink-request.ts';
 
 export interface AlerterOptions {
-  store: KeyscopeStore;
+  /** Where deliveries are enqueued and tracked: the store's outbox (its SQLite table). */
+  outbox: AlertOutbox;
+  /** The stored incidents: what is paged reflects what people did to them (a manual resolve). */
+  incidents: AlertedIncidents;
   config: AlertsConfig;
   /** Base URL of keyscope's web page; every message links to `${publicUrl}/incidents/${id}`. */
   publicUrl: string;
@@ -42,7 +45,7 @@ export interface Alerter {
    * and sink) and, when the incident is resolved, a resolve (once). An incident that reopens after
    * its resolve was enqueued is paged again: a trigger of its next page, later resolved in turn.
    * Whether it is open again is read from the store (a manual resolve holds until the incident
-   * gains keys, whatever the detector says), so call it after `store.applyChanges`. Synchronous,
+   * gains keys, whatever the detector says), so call it after the store has written them. Synchronous,
    * so the pipeline calls it inside the SQLite transaction that stores the incidents: the page is
    * enqueued if and only if the incident is committed. Upserting an incident again enqueues nothing
    * new. Returns the number of entries enqueued.
@@ -51,8 +54,8 @@ export interface Alerter {
   /**
    * Enqueues a resolve for retracted incidents (their findings moved to another incident) that
    * already have a trigger, so no page stays open for an incident that no longer exists. Reads
-   * the incidents from the store, so call it inside the transaction *before*
-   * `store.applyChanges` deletes them. A trigger not yet delivered is dropped instead (see
+   * the incidents from the store, so call it inside the transaction *before* the store deletes
+   * them. A trigger not yet delivered is dropped instead (see
    * `deliverDue`). Returns the number of entries enqueued.
    */
   incidentsRetracted(incidentIds: readonly string[]): number;
@@ -94,7 +97,8 @@ const REFRESH_CHUNK = 100;
 const REFRESH_MAX_INCIDENTS = 10_000;
 
 export function createAlerter(options: AlerterOptions): Alerter {
-  const { store, config, publicUrl } = options;
+  const { outbox, config, publicUrl } = options;
+  const storedIncidents = options.incidents;
   const clock = options.now ?? Date.now;
   const fetchImpl = options.fetch ?? globalThis.fetch;
   const random = options.random ?? Math.random;
@@ -126,7 +130,7 @@ export function createAlerter(options: AlerterOptions): Alerter {
   }
 
   function enqueue(sink: SinkConfig, event: AlertEvent): boolean {
-    return store.enqueueAlert({
+    return outbox.enqueue({
       sink: sink.name,
       dedupKey: dedupKeyOf(event.incident.id, event.action, event.page),
       incidentId: event.incident.id,
@@ -142,7 +146,7 @@ export function createAlerter(options: AlerterOptions): Alerter {
    * past retention while later ones remain.
    */
   function latestPage(sink: SinkConfig, incidentId: string): { page: number; resolved: boolean } {
-    const keys = store.alertKeysStartingWith(sink.name, `${incidentId}:`);
+    const keys = outbox.keysStartingWith(sink.name, `${incidentId}:`);
     let page = 0;
     for (const key of keys) page = Math.max(page, pageOfDedupKey(key, incidentId, 'trigger'));
     return { page, resolved: page > 0 && keys.includes(dedupKeyOf(incidentId, 'resolve', page)) };
@@ -161,7 +165,7 @@ export function createAlerter(options: AlerterOptions): Alerter {
           page = 1;
           if (enqueue(sink, { action: 'trigger', incident })) enqueued++;
         } else if (resolved) {
-          stored ??= store.getIncident(incident.id)?.status ?? incident.status;
+          stored ??= storedIncidents.get(incident.id)?.status ?? incident.status;
           if (stored !== 'open') continue;
           page++;
           if (enqueue(sink, { action: 'trigger', incident, page })) enqueued++;
@@ -175,7 +179,7 @@ export function createAlerter(options: AlerterOptions): Alerter {
   function incidentsRetracted(incidentIds: readonly string[]): number {
     let enqueued = 0;
     for (const id of incidentIds) {
-      const stored = store.getIncident(id);
+      const stored = storedIncidents.get(id);
       if (stored === undefined) continue;
       const incident: Incident = { ...stored, status: 'resolved', resolvedUnixMillis: clock() };
       for (const sink of config.sinks) {
@@ -194,7 +198,7 @@ export function createAlerter(options: AlerterOptions): Alerter {
     const result: DeliveryPassResult = { delivered: 0, retried: 0, abandoned: 0, deferred: 0, late: 0 };
     // An entry whose request is still open is not sent twice, even if its entry fell due again
     // (the clock moved past the late deadline while the abort was on its way).
-    const due = store.dueAlerts(clock(), config.batchSize).filter((entry) => !late.has(entry.id));
+    const due = outbox.due(clock(), config.batchSize).filter((entry) => !late.has(entry.id));
     // Entries of one incident and sink go in outbox order (trigger before resolve), one at a
     // time; different incidents and sinks go in parallel.
     const groups = new Map<string, OutboxEntry[]>();
@@ -215,7 +219,7 @@ export function createAlerter(options: AlerterOptions): Alerter {
     if (sink === undefined) return abandon(entry, `sink "${entry.sink}" is no longer configured`);
     const event = readAlertEvent(entry.payload);
     if (event === undefined) return abandon(entry, 'the outbox payload is not an alert event');
-    const stored = store.getIncident(entry.incidentId);
+    const stored = storedIncidents.get(entry.incidentId);
     if (event.action === 'trigger' && stored === undefined) {
       return abandon(entry, 'the incident was retracted or purged before its trigger was delivered');
     }
@@ -225,14 +229,14 @@ export function createAlerter(options: AlerterOptions): Alerter {
     const backoff = backoffOf(incident.severity, config);
     if (event.action === 'resolve') {
       const triggerKey = dedupKeyOf(entry.incidentId, 'trigger', event.page);
-      const trigger = store
-        .alertsOfIncident(entry.incidentId)
+      const trigger = outbox
+        .deliveriesOf(entry.incidentId)
         .find((row) => row.sink === entry.sink && row.dedupKey === triggerKey);
       if (trigger !== undefined && !trigger.delivered) {
         // The trigger's next attempt is at most one backoff ceiling after its last failure, which
         // was before now; waiting that long puts the resolve behind it without knowing its time.
         const wait = retryCeilingMillis(Math.max(0, trigger.attempts - 1), backoff);
-        store.alertFailed(entry.id, 'waiting for the trigger to this sink to be delivered', clock() + wait);
+        outbox.markFailed(entry.id, 'waiting for the trigger to this sink to be delivered', clock() + wait);
         counters.add(sink.name, 'deferred');
         return 'deferred';
       }
@@ -244,7 +248,7 @@ export function createAlerter(options: AlerterOptions): Alerter {
     if (open >= config.concurrency) {
       // Only late requests get a sink this far: another would add an open socket to the ones it sits on.
       const error = `waiting: ${open} requests to this sink are still open`;
-      store.alertFailed(entry.id, error, clock() + config.requestTimeoutMillis);
+      outbox.markFailed(entry.id, error, clock() + config.requestTimeoutMillis);
       counters.add(sink.name, 'deferred');
       return 'deferred';
     }
@@ -264,7 +268,7 @@ export function createAlerter(options: AlerterOptions): Alerter {
     if (sent !== undefined) return record(entry, backoff, sent);
     // The sink may be acting on the request: sending the page again now could page twice. The
     // entry is rescheduled past the late deadline, so it takes no batch slot while it waits.
-    store.alertFailed(
+    outbox.markFailed(
       entry.id,
       `no answer within ${config.requestTimeoutMillis} ms; waiting up to ${config.lateRequestTimeoutMillis} ms for a late answer`,
       clock() + config.lateRequestTimeoutMillis - config.requestTimeoutMillis,
@@ -282,7 +286,7 @@ export function createAlerter(options: AlerterOptions): Alerter {
   /** Records how a request to the entry's sink ended, and counts it. */
   function record(entry: OutboxEntry, backoff: Backoff, sent: SendResult): keyof DeliveryPassResult {
     if (sent.outcome === 'delivered') {
-      store.alertDelivered(entry.id, clock());
+      outbox.markDelivered(entry.id, clock());
       counters.add(entry.sink, 'delivered');
       return 'delivered';
     }
@@ -293,13 +297,13 @@ export function createAlerter(options: AlerterOptions): Alerter {
       sent.retryAfterMillis ?? retryDelayMillis(entry.attempts, backoff, random),
       backoff.retryCapMillis,
     );
-    store.alertFailed(entry.id, sent.error, clock() + wait);
+    outbox.markFailed(entry.id, sent.error, clock() + wait);
     counters.add(entry.sink, 'retried');
     return 'retried';
   }
 
   function abandon(entry: OutboxEntry, error: string): 'abandoned' {
-    store.alertAbandoned(entry.id, error, clock());
+    outbox.markAbandoned(entry.id, error, clock());
     counters.add(entry.sink, 'abandoned');
     return 'abandoned';
   }
@@ -325,7 +329,7 @@ export function createAlerter(options: AlerterOptions): Alerter {
     const acceptedBy = (id: string): Set<string> => {
       let names = accepted.get(id);
       if (names === undefined) {
-        const rows = store.alertsOfIncident(id);
+        const rows = outbox.deliveriesOf(id);
         names = new Set(
           targets
             .filter((sink) => {
@@ -368,7 +372,7 @@ export function createAlerter(options: AlerterOptions): Alerter {
     const out: Incident[] = [];
     let cursor: string | undefined;
     do {
-      const page = store.listIncidents({ status: 'open' }, { limit: 500, cursor });
+      const page = storedIncidents.list({ status: 'open' }, { limit: 500, cursor });
       out.push(...page.items);
       cursor = page.nextCursor ?? undefined;
     } while (cursor !== undefined && out.length < REFRESH_MAX_INCIDENTS);

@@ -1,4 +1,5 @@
 export { type AlertAction, type AlertEvent, dedupKeyOf, incidentUrl } from './alert-event.ts';
+export type { AlertedIncidents, AlertOutbox, OutboxEntry } from './alert-outbox.ts';
 export {
   type Alerter,
   type AlerterOptions,

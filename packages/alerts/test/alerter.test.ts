@@ -46,7 +46,8 @@ async function receiver(plan?: Parameters<typeof startReceiver>[0]): Promise<Htt
 /** An alerter on the test's store and clock; jitter fixed at half the backoff ceiling. */
 function alerter(sinks: unknown[], extra: Record<string, unknown> = {}, random = () => 0.5): Alerter {
   const created = createAlerter({
-    store,
+    outbox: store.outbox,
+    incidents: store.incidents,
     config: parseAlertsConfig({
       sinks,
       retryBaseMillis: BASE_MILLIS,
@@ -108,12 +109,12 @@ describe('enqueueing', () => {
     });
     expect(hook.accepted()).toHaveLength(1);
     expect(slack.accepted()).toHaveLength(1);
-    expect(store.alertsOfIncident(incident.id).map((row) => [row.sink, row.dedupKey, row.delivered])).toEqual(
-      [
-        ['webhook', `${incident.id}:trigger`, true],
-        ['slack', `${incident.id}:trigger`, true],
-      ],
-    );
+    expect(
+      store.outbox.deliveriesOf(incident.id).map((row) => [row.sink, row.dedupKey, row.delivered]),
+    ).toEqual([
+      ['webhook', `${incident.id}:trigger`, true],
+      ['slack', `${incident.id}:trigger`, true],
+    ]);
   });
 
   it('delivers the incident as stored when it went out, not as first enqueued', async () => {
@@ -150,7 +151,7 @@ describe('enqueueing', () => {
         throw new Error('the OTLP request failed after the detector ran');
       }),
     ).toThrow();
-    expect(store.pendingAlerts()).toBe(0);
+    expect(store.outbox.pending()).toBe(0);
     expect(store.counts().incidents).toBe(0);
   });
 });
@@ -176,7 +177,7 @@ describe('retries', () => {
 
     expect(hook.requests.map((r) => r.answer)).toEqual([503, 'reset', 202]);
     expect(hook.accepted()).toHaveLength(1);
-    expect(store.pendingAlerts()).toBe(0);
+    expect(store.outbox.pending()).toBe(0);
     expect(alerts.snapshot().webhook).toMatchObject({ delivered: 1, retried: 2, abandoned: 0 });
   });
 
@@ -218,9 +219,9 @@ describe('retries', () => {
     now += 24 * 60 * 60 * 1000;
     expect(await alerts.deliverDue()).toMatchObject({ abandoned: 0, retried: 0 });
     expect(hook.requests).toHaveLength(1);
-    const [row] = store.alertsOfIncident(incident.id);
+    const [row] = store.outbox.deliveriesOf(incident.id);
     expect(row!.lastError).toMatch(/^abandoned: HTTP 400/);
-    expect(store.pendingAlerts()).toBe(0);
+    expect(store.outbox.pending()).toBe(0);
     expect(alerts.snapshot().pagerduty).toMatchObject({ abandoned: 1, delivered: 0 });
   });
 
@@ -255,7 +256,7 @@ describe('restarts', () => {
       { type: 'webhook', name: 'later', url: back.url },
     ]);
     // The restarted pipeline re-reports the same incident: nothing new is enqueued.
-    const restored = createPipeline(store, after, store.recentFindings(0));
+    const restored = createPipeline(store, after, store.findings.recent(0));
     restored.ingest(duplicate('k1'));
     expect(after.incidentsChanged([incident])).toBe(0);
     now += 60_000;
@@ -265,7 +266,7 @@ describe('restarts', () => {
     expect(down.accepted()).toHaveLength(0);
     expect(back.accepted()).toHaveLength(1);
     expect(back.accepted()[0]!.headers['idempotency-key']).toBe(`${incident.id}:trigger`);
-    expect(store.pendingAlerts()).toBe(0);
+    expect(store.outbox.pending()).toBe(0);
   });
 });
 
@@ -281,7 +282,7 @@ describe('trigger and resolve', () => {
     expect(resolved).toMatchObject({ id: opened.id, status: 'resolved' });
     // The resolve is due now, the trigger only after its backoff: the resolve must wait.
     expect(await alerts.deliverDue()).toMatchObject({ deferred: 1, delivered: 0 });
-    for (let pass = 0; pass < 10 && store.pendingAlerts() > 0; pass++) {
+    for (let pass = 0; pass < 10 && store.outbox.pending() > 0; pass++) {
       now += 5_000;
       await alerts.deliverDue();
     }
@@ -301,7 +302,7 @@ describe('trigger and resolve', () => {
     // A second alerter sees the incident for the first time after it resolved (e.g. new config).
     const late = alerter([{ type: 'webhook', name: 'late', url: hook.url }]);
     pipeline.tick(QUIET_SECOND);
-    expect(late.incidentsChanged([store.getIncident(opened.id)!])).toBe(2);
+    expect(late.incidentsChanged([store.incidents.get(opened.id)!])).toBe(2);
     await late.deliverDue();
     expect(hook.accepted().map((r) => (r.body as { event: string }).event)).toEqual([
       'incident.opened',
@@ -383,10 +384,12 @@ describe('trigger and resolve', () => {
     await alerts.deliverDue();
     // Retention takes the first page's delivered rows; the incident, open, stays.
     store.purge({ attemptsBeforeUnixMillis: 0, recordsBeforeUnixMillis: T0 + DAY_MILLIS, maxRows: 100 });
-    expect(store.alertsOfIncident(opened.id).map((row) => row.dedupKey)).toEqual([`${opened.id}:trigger:2`]);
+    expect(store.outbox.deliveriesOf(opened.id).map((row) => row.dedupKey)).toEqual([
+      `${opened.id}:trigger:2`,
+    ]);
 
     pipeline.ingest(duplicate('k3', 52 * 60)); // the open incident gains a key: no new page
-    expect(store.pendingAlerts()).toBe(0);
+    expect(store.outbox.pending()).toBe(0);
     pipeline.tick(120 * 60);
     await alerts.deliverDue();
     expect(idempotencyKeys(hook)).toEqual([
@@ -404,8 +407,8 @@ describe('trigger and resolve', () => {
     const opened = onlyIncident(pipeline.ingest(duplicate('k1', 0)).incidents);
     await alerts.deliverDue();
     // Resolved by hand, paged the way the API pages it.
-    store.resolve(opened.id, 'alice', now);
-    store.transaction(() => alerts.incidentsChanged([store.getIncident(opened.id)!]));
+    store.incidents.resolve(opened.id, 'alice', now);
+    store.transaction(() => alerts.incidentsChanged([store.incidents.get(opened.id)!]));
     await alerts.deliverDue();
 
     // The same key runs a third time: the detector reports its incident (still open to it), changed.
@@ -413,11 +416,11 @@ describe('trigger and resolve', () => {
     expect(changed.map((incident) => [incident.id, incident.status, incident.keys])).toEqual([
       [opened.id, 'open', 1],
     ]);
-    expect(store.getIncident(opened.id)).toMatchObject({ status: 'resolved', resolvedBy: 'alice' });
-    expect(store.pendingAlerts()).toBe(0);
+    expect(store.incidents.get(opened.id)).toMatchObject({ status: 'resolved', resolvedBy: 'alice' });
+    expect(store.outbox.pending()).toBe(0);
 
     pipeline.ingest(duplicate('k2', 60));
-    expect(store.getIncident(opened.id)).toMatchObject({ status: 'open', keys: 2 });
+    expect(store.incidents.get(opened.id)).toMatchObject({ status: 'open', keys: 2 });
     await alerts.deliverDue();
     expect(idempotencyKeys(hook)).toEqual([
       `${opened.id}:trigger`,
@@ -464,7 +467,8 @@ describe('critical pages after an outage', () => {
     const backUnixMillis = T0 + options.outageMillis;
     const hook = await receiver(() => (clock < backUnixMillis ? { status: 503 } : { status: 202 }));
     const alerts = createAlerter({
-      store: outageStore,
+      outbox: outageStore.outbox,
+      incidents: outageStore.incidents,
       config: parseAlertsConfig({
         sinks: [{ type: 'webhook', url: hook.url, minSeverity: 'warning' }],
         pollIntervalMillis: POLL_MILLIS,
@@ -557,8 +561,8 @@ describe('slow sinks', () => {
 
     expect(hook.requests).toHaveLength(1);
     expect(hook.requests[0]!.headers['idempotency-key']).toBe(`${incident.id}:trigger`);
-    expect(store.pendingAlerts()).toBe(0);
-    expect(store.alertsOfIncident(incident.id)).toMatchObject([{ delivered: true, lastError: null }]);
+    expect(store.outbox.pending()).toBe(0);
+    expect(store.outbox.deliveriesOf(incident.id)).toMatchObject([{ delivered: true, lastError: null }]);
     expect(alerts.snapshot().webhook).toMatchObject({ delivered: 1, retried: 0 });
   });
 
@@ -594,12 +598,12 @@ describe('slow sinks', () => {
     });
     const pipeline = createPipeline(store, alerts);
     for (const hour of [0, 1, 2, 3]) pipeline.ingest(duplicate(`k${hour}`, hour * 3600));
-    expect(store.pendingAlerts()).toBe(4);
+    expect(store.outbox.pending()).toBe(4);
 
     expect(await alerts.deliverDue()).toMatchObject({ late: 2, deferred: 2 });
     await sleep(100);
     expect(hook.requests).toHaveLength(2);
-    await passUntil(alerts, () => store.pendingAlerts() === 0);
+    await passUntil(alerts, () => store.outbox.pending() === 0);
 
     expect(hook.accepted()).toHaveLength(4);
     expect(new Set(idempotencyKeys(hook)).size).toBe(4);
@@ -620,7 +624,7 @@ describe('slow sinks', () => {
     // The receiver sees the connection close a moment after the client dropped it.
     for (let i = 0; i < 100 && silent.requests[0]!.closedUnixMillis === undefined; i++) await sleep(10);
     expect(silent.requests[0]!.closedUnixMillis).toBeDefined();
-    expect(store.alertsOfIncident(incident.id)).toMatchObject([
+    expect(store.outbox.deliveriesOf(incident.id)).toMatchObject([
       { delivered: false, lastError: expect.stringContaining('keyscope is stopping') },
     ]);
     expect(before.snapshot().webhook).toMatchObject({ retried: 1, delivered: 0 });
@@ -649,22 +653,23 @@ describe('the delivery loop', () => {
     createPipeline(store, alerts).ingest(duplicate('k2', 7200));
     await sleep(100);
     expect(hook.requests).toHaveLength(1);
-    expect(store.pendingAlerts()).toBe(1);
+    expect(store.outbox.pending()).toBe(1);
   });
 
   it('reports a failing pass and keeps running', async () => {
     const errors: unknown[] = [];
     const hook = await receiver();
     const alerts = createAlerter({
-      store,
+      outbox: store.outbox,
+      incidents: store.incidents,
       config: parseAlertsConfig({ sinks: [{ type: 'webhook', url: hook.url }], pollIntervalMillis: 10 }),
       publicUrl: PUBLIC_URL,
       onError: (error) => errors.push(error),
     });
     alerters.push(alerts);
-    const broken = store.dueAlerts.bind(store);
+    const broken = store.outbox.due.bind(store.outbox);
     let failures = 1;
-    store.dueAlerts = (nowUnixMillis, limit) => {
+    store.outbox.due = (nowUnixMillis, limit) => {
       if (failures-- > 0) throw new Error('database is locked');
       return broken(nowUnixMillis, limit);
     };

@@ -45,7 +45,8 @@ describe('a real Alertmanager', () => {
     if (unavailable !== undefined) throw unavailable;
     store = new KeyscopeStore({ path: ':memory:' });
     alerter = createAlerter({
-      store,
+      outbox: store.outbox,
+      incidents: store.incidents,
       config: parseAlertsConfig({
         sinks: [{ type: 'alertmanager', url: alertmanager.url, minSeverity: 'warning' }],
       }),
@@ -135,7 +136,7 @@ describe('a real Alertmanager', () => {
     await alerter.deliverDue();
     const [first] = await alertsOf(incident.id);
     await new Promise((resolve) => setTimeout(resolve, 20));
-    expect(await alerter.refreshOpen(store.listIncidents({ status: 'open' }, { limit: 10 }).items)).toBe(1);
+    expect(await alerter.refreshOpen(store.incidents.list({ status: 'open' }, { limit: 10 }).items)).toBe(1);
     const [second] = await alertsOf(incident.id);
     expect(second!.labels.alertname).toBe('KeyscopeScopeViolation');
     expect(Date.parse(second!.endsAt)).toBeGreaterThan(Date.parse(first!.endsAt));

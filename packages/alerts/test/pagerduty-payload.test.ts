@@ -25,7 +25,8 @@ describe('PagerDuty Events API v2 payloads', () => {
     const receiver = await startReceiver(() => ({ status: 202, body: '{"status":"success"}' }));
     const store = new KeyscopeStore({ path: ':memory:' });
     const alerter = createAlerter({
-      store,
+      outbox: store.outbox,
+      incidents: store.incidents,
       config: parseAlertsConfig({
         sinks: [{ type: 'pagerduty', url: receiver.url, routingKey: ROUTING_KEY }],
       }),

@@ -35,7 +35,8 @@ describe('Slack incoming-webhook messages', () => {
     const receiver = await startReceiver(() => ({ status: 200, body: 'ok' }));
     const store = new KeyscopeStore({ path: ':memory:' });
     const alerter = createAlerter({
-      store,
+      outbox: store.outbox,
+      incidents: store.incidents,
       config: parseAlertsConfig({ sinks: [{ type: 'slack', url: receiver.url }] }),
       publicUrl: PUBLIC_URL,
     });

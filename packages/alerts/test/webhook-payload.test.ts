@@ -11,7 +11,8 @@ describe('generic webhook payloads', () => {
     const receiver = await startReceiver(() => ({ status: 204 }));
     const store = new KeyscopeStore({ path: ':memory:' });
     const alerter = createAlerter({
-      store,
+      outbox: store.outbox,
+      incidents: store.incidents,
       config: parseAlertsConfig({
         sinks: [{ type: 'webhook', url: receiver.url, headers: { Authorization: 'Bearer s3cret' } }],
       }),

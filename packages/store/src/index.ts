@@ -1,15 +1,13 @@
 export { decodeCursor, encodeCursor } from './cursor.ts';
 export { CURSOR_INVALID, STORE_CORRUPT, STORE_NEWER_SCHEMA, STORE_UNAVAILABLE } from './errors.ts';
+export type { FindingFilter, Findings } from './finding-table.ts';
+export type { IncidentParts } from './incident-part-table.ts';
+export type { IncidentFilter, Incidents, StoredIncident } from './incident-table.ts';
 export { INTEGRITY_CHECKS, type IntegrityCheck } from './integrity-check.ts';
-export {
-  type FindingFilter,
-  type IncidentFilter,
-  KeyscopeStore,
-  type OutboxEntry,
-  type Page,
-  type PageResult,
-  type StoredIncident,
-  type StoreOptions,
-  type WriteFailure,
-} from './keyscope-store.ts';
+export { KeyscopeStore, type StoreOptions } from './keyscope-store.ts';
+export type { Outbox, OutboxDelivery, OutboxEnqueue, OutboxEntry } from './outbox-table.ts';
+export type { Page, PageResult } from './page.ts';
+export type { RetentionCutoffs } from './retention.ts';
 export { ATTEMPTS_KEPT_MILLIS, type SizePurge, TARGET_FRACTION } from './size-bound.ts';
+export type { NamedState } from './state-table.ts';
+export type { WriteFailure } from './write-failures.ts';

@@ -278,6 +278,17 @@ const MIGRATIONS: readonly string[] = [
   ), 0);
   CREATE INDEX placements_by_last_use ON placements (last_ms);
   `,
+  `
+  -- The Kafka serve role's incident parts (incident-part-table.ts): each detect partition's view
+  -- of an incident, merged into the incident served. IF NOT EXISTS: the serve role created this
+  -- table itself before it was part of the schema, and its databases already hold it.
+  CREATE TABLE IF NOT EXISTS kafka_incident_parts (
+    incident_id TEXT NOT NULL,
+    partition INTEGER NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (incident_id, partition)
+  ) WITHOUT ROWID;
+  `,
 ];
 
 /** Applies the migrations the database lacks, up to `targetVersion` (tests stop earlier); returns the latest. */

@@ -1,4 +1,7 @@
 import type { Database } from 'better-sqlite3';
+import type { FindingTable } from './finding-table.ts';
+import type { IncidentTable } from './incident-table.ts';
+import type { OutboxTable } from './outbox-table.ts';
 
 /**
  * The database's size bound: what is purged, and in which order, when the pages in use
@@ -43,7 +46,7 @@ export function usedBytes(db: Database): number {
   return (pages - free) * pageSize;
 }
 
-/** The store's purges that the bound runs, each deleting rows that all ended before a time. */
+/** The store's purges that the bound runs. */
 export interface SizeBoundTables {
   /** One transaction around `work` (`KeyscopeStore.transaction`). */
   transaction<T>(work: () => T): T;
@@ -51,6 +54,9 @@ export interface SizeBoundTables {
   purgeAttempts(beforeUnixMillis: number, maxRows: number): number;
   /** Node activity chunks whose buckets all start before the time, up to `maxRows`. */
   purgeActivity(beforeUnixMillis: number, maxRows: number): number;
+  findings: Pick<FindingTable, 'deleteOfIncidents'>;
+  incidents: Pick<IncidentTable, 'oldestResolvedIds' | 'delete'>;
+  outbox: Pick<OutboxTable, 'deleteDeliveredOfIncidents'>;
 }
 
 /** What one `purgeToSize` did. */
@@ -123,7 +129,7 @@ export function purgeToSize(
 
   const newest = db.prepare('SELECT max(end_ms) FROM attempt_batches').pluck().get() as number | null;
   if (newest !== null) run(attemptsAndActivity(newest - ATTEMPTS_KEPT_MILLIS));
-  run((maxRows) => purgeResolvedIncidents(db, purge, Math.min(CHUNK_INCIDENTS, maxRows)));
+  run((maxRows) => purgeResolvedIncidents(tables, purge, Math.min(CHUNK_INCIDENTS, maxRows)));
   run(attemptsAndActivity(Number.MAX_VALUE));
   purge.exhausted = purge.bytesAfter > options.maxBytes && budget > 0;
   purge.more = purge.bytesAfter > target && budget <= 0;
@@ -131,24 +137,11 @@ export function purgeToSize(
 }
 
 /** The `limit` resolved incidents with the oldest last finding, with their findings and delivered alerts. */
-function purgeResolvedIncidents(db: Database, purge: SizePurge, limit: number): number {
-  const ids = JSON.stringify(
-    db
-      .prepare("SELECT id FROM incidents WHERE status = 'resolved' ORDER BY last_finding_ms LIMIT ?")
-      .pluck()
-      .all(limit),
-  );
-  const findings = db
-    .prepare('DELETE FROM findings WHERE incident_id IN (SELECT value FROM json_each(?))')
-    .run(ids).changes;
-  const alerts = db
-    .prepare(
-      'DELETE FROM outbox WHERE delivered_ms IS NOT NULL AND incident_id IN (SELECT value FROM json_each(?))',
-    )
-    .run(ids).changes;
-  const incidents = db
-    .prepare('DELETE FROM incidents WHERE id IN (SELECT value FROM json_each(?))')
-    .run(ids).changes;
+function purgeResolvedIncidents(tables: SizeBoundTables, purge: SizePurge, limit: number): number {
+  const ids = tables.incidents.oldestResolvedIds(limit);
+  const findings = tables.findings.deleteOfIncidents(ids);
+  const alerts = tables.outbox.deleteDeliveredOfIncidents(ids);
+  const incidents = tables.incidents.delete(ids);
   purge.findings += findings;
   purge.alerts += alerts;
   purge.incidents += incidents;

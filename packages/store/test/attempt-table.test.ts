@@ -7,6 +7,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { AttemptTable } from '../src/attempt-table.ts';
 import { spanIdHash } from '../src/attempt-tail.ts';
 import { KeyscopeStore } from '../src/index.ts';
+import { connectionOf } from '../src/keyscope-store.ts';
 import { migrate } from '../src/migrations.ts';
 import { purgeBefore } from './purge-before.ts';
 
@@ -19,11 +20,15 @@ function open(batch: number): KeyscopeStore {
   return new KeyscopeStore({ path, attemptIndexBatchRows: batch });
 }
 
-const indexedRows = () => store.db.prepare('SELECT count(*) FROM attempt_batch_keys').pluck().get() as number;
+/** Read on the store's own connection: one test reads them inside a transaction it then fails. */
+const indexedRows = () =>
+  connectionOf(store).prepare('SELECT count(*) FROM attempt_batch_keys').pluck().get() as number;
 /** Each batch row: its body as text, and where each partition key's array lies in it. */
 const batches = () =>
   (
-    store.db.prepare('SELECT end_ms, attempts, keys, body FROM attempt_batches ORDER BY id').all() as {
+    connectionOf(store)
+      .prepare('SELECT end_ms, attempts, keys, body FROM attempt_batches ORDER BY id')
+      .all() as {
       end_ms: number;
       attempts: number;
       keys: string;
@@ -454,7 +459,10 @@ describe('the attempt log in SQLite', () => {
       store.attemptLog.append('k2', attempt('k2', 'b'));
     });
     store.transaction(() => store.attemptLog.append('k3', attempt('k3', 'a')));
-    expect(store.db.prepare('SELECT node FROM placements ORDER BY id').pluck().all()).toEqual(['a', 'b']);
+    expect(connectionOf(store).prepare('SELECT node FROM placements ORDER BY id').pluck().all()).toEqual([
+      'a',
+      'b',
+    ]);
     const [first, second] = batches();
     expect(entriesOf(first!, 'k2')[0]![7]).toBe(2);
     expect(entriesOf(second!, 'k3')[0]![7]).toBe(1);

@@ -19,7 +19,7 @@ function write(store: KeyscopeStore, megabytes: number): void {
   const value = { padding: 'x'.repeat(64 * 1024) };
   for (let i = 0; i < megabytes * 4; i++) {
     store.transaction(() => {
-      for (let j = 0; j < 4; j++) store.saveState(`filler-${i}-${j}`, value);
+      for (let j = 0; j < 4; j++) store.state.save(`filler-${i}-${j}`, value);
     });
   }
 }
@@ -43,7 +43,7 @@ describe('background checkpoints', () => {
       write(store, 8);
       expect(statSync(`${path}-wal`).size).toBeGreaterThan(8 * 1024 * 1024);
       expect(await eventually(() => statSync(path).size > before + 6 * 1024 * 1024, 10_000)).toBe(true);
-      expect(store.loadState('filler-0-0')).toEqual({ padding: 'x'.repeat(64 * 1024) });
+      expect(store.state.load('filler-0-0')).toEqual({ padding: 'x'.repeat(64 * 1024) });
     } finally {
       store.close();
     }
@@ -87,7 +87,7 @@ describe('background checkpoints', () => {
     expect(existsSync(`${path}-wal`)).toBe(false);
     const reopened = new KeyscopeStore({ path, backgroundCheckpoints: true });
     try {
-      expect(reopened.loadState('filler-3-3')).toEqual({ padding: 'x'.repeat(64 * 1024) });
+      expect(reopened.state.load('filler-3-3')).toEqual({ padding: 'x'.repeat(64 * 1024) });
     } finally {
       reopened.close();
     }

@@ -8,8 +8,11 @@ import { activity, server, TEST_EPOCH_UNIX_MILLIS } from '@keyscope/testkit';
 import BetterSqlite3 from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { KeyscopeStore } from '../src/index.ts';
+import { connectionOf } from '../src/keyscope-store.ts';
 import { migrate } from '../src/migrations.ts';
+import { fillDisk } from '../src/testing.ts';
 import { purgeBefore } from './purge-before.ts';
+import { committedValue, onSecondConnection } from './second-connection.ts';
 
 function batch(attempts: Attempt[]): ExtractedAttempts {
   return { attempts, activity: [], invalid: { outcome: 0, hit: 0, scope: 0 } };
@@ -25,6 +28,10 @@ function duplicate(key: string, at: number, tenant = ''): Attempt[] {
 
 let dir: string;
 let store: KeyscopeStore;
+const dbPath = () => join(dir, 'keyscope.db');
+/** Rows the store's own connection changed since it opened: the work its writes did. */
+const rowsChanged = (of: KeyscopeStore) =>
+  connectionOf(of).prepare('SELECT total_changes()').pluck().get() as number;
 let detector: Detector;
 
 function ingest(attempts: Attempt[]): void {
@@ -107,33 +114,33 @@ describe('attempt log', () => {
 describe('findings', () => {
   it('stores the detector’s findings and filters them by class, service, key and time', () => {
     ingest([...duplicate('k1', 0), ...duplicate('k2', 100)]);
-    expect(store.listFindings({}, { limit: 10 }).items.map((f) => f.key)).toEqual(['k2', 'k1']);
-    expect(store.listFindings({ key: 'k1' }, { limit: 10 }).items).toHaveLength(1);
-    expect(store.listFindings({ class: 'key_collision' }, { limit: 10 }).items).toHaveLength(0);
-    expect(store.listFindings({ service: 'payments' }, { limit: 10 }).items).toHaveLength(2);
+    expect(store.findings.list({}, { limit: 10 }).items.map((f) => f.key)).toEqual(['k2', 'k1']);
+    expect(store.findings.list({ key: 'k1' }, { limit: 10 }).items).toHaveLength(1);
+    expect(store.findings.list({ class: 'key_collision' }, { limit: 10 }).items).toHaveLength(0);
+    expect(store.findings.list({ service: 'payments' }, { limit: 10 }).items).toHaveLength(2);
     const since = TEST_EPOCH_UNIX_MILLIS + 50_000;
-    expect(store.listFindings({ sinceUnixMillis: since }, { limit: 10 }).items.map((f) => f.key)).toEqual([
+    expect(store.findings.list({ sinceUnixMillis: since }, { limit: 10 }).items.map((f) => f.key)).toEqual([
       'k2',
     ]);
-    expect(store.listFindings({ untilUnixMillis: since }, { limit: 10 }).items.map((f) => f.key)).toEqual([
+    expect(store.findings.list({ untilUnixMillis: since }, { limit: 10 }).items.map((f) => f.key)).toEqual([
       'k1',
     ]);
   });
 
   it('pages with a cursor that stays stable while new findings are inserted', () => {
     for (let i = 0; i < 5; i++) ingest(duplicate(`k${i}`, i * 10));
-    const first = store.listFindings({}, { limit: 2 });
+    const first = store.findings.list({}, { limit: 2 });
     expect(first.items.map((f) => f.key)).toEqual(['k4', 'k3']);
     for (let i = 5; i < 8; i++) ingest(duplicate(`k${i}`, i * 10));
-    const second = store.listFindings({}, { limit: 2, cursor: first.nextCursor! });
-    const third = store.listFindings({}, { limit: 2, cursor: second.nextCursor! });
+    const second = store.findings.list({}, { limit: 2, cursor: first.nextCursor! });
+    const third = store.findings.list({}, { limit: 2, cursor: second.nextCursor! });
     expect([...second.items, ...third.items].map((f) => f.key)).toEqual(['k2', 'k1', 'k0']);
     expect(third.nextCursor).toBeNull();
   });
 
   it('rejects a cursor it did not issue', () => {
     try {
-      store.listFindings({}, { limit: 2, cursor: 'bm9wZQ' });
+      store.findings.list({}, { limit: 2, cursor: 'bm9wZQ' });
       expect.unreachable();
     } catch (error) {
       expect(isKeyscopeError(error) && error.code).toBe('KS_CURSOR_INVALID');
@@ -142,10 +149,10 @@ describe('findings', () => {
 
   it('shows a tenant only the findings that involve it', () => {
     ingest([...duplicate('k1', 0, 'acme'), ...duplicate('k2', 10, 'globex')]);
-    expect(store.listFindings({ tenant: 'acme' }, { limit: 10 }).items.map((f) => f.key)).toEqual(['k1']);
-    expect(store.listIncidents({ tenant: 'globex' }, { limit: 10 }).items).toHaveLength(1);
-    const incident = store.listIncidents({}, { limit: 10 }).items[0]!;
-    expect(store.findingsOfIncident(incident.id, 'acme').map((f) => f.key)).toEqual(['k1']);
+    expect(store.findings.list({ tenant: 'acme' }, { limit: 10 }).items.map((f) => f.key)).toEqual(['k1']);
+    expect(store.incidents.list({ tenant: 'globex' }, { limit: 10 }).items).toHaveLength(1);
+    const incident = store.incidents.list({}, { limit: 10 }).items[0]!;
+    expect(store.findings.ofIncident(incident.id, 'acme').map((f) => f.key)).toEqual(['k1']);
     expect(store.attemptsOfKey('k1', 'globex')).toEqual([]);
   });
 
@@ -154,9 +161,9 @@ describe('findings', () => {
       server({ key: 'k1', node: 'a', store: 'A', at: 0 }),
       server({ key: 'k1', node: 'b', store: 'B', outcome: 'error', at: 1 }),
     ]);
-    expect(store.listFindings({}, { limit: 10 }).items.map((f) => f.class)).toEqual(['scope_violation']);
+    expect(store.findings.list({}, { limit: 10 }).items.map((f) => f.class)).toEqual(['scope_violation']);
     ingest([server({ key: 'k1', node: 'b', store: 'B', at: 5 })]);
-    expect(store.listFindings({}, { limit: 10 }).items.map((f) => f.class)).toEqual([
+    expect(store.findings.list({}, { limit: 10 }).items.map((f) => f.class)).toEqual([
       'cross_store_duplicate',
     ]);
     expect(store.counts().incidents).toBe(1);
@@ -166,12 +173,12 @@ describe('findings', () => {
 describe('incidents', () => {
   it('acknowledges once and records who did it', () => {
     ingest(duplicate('k1', 0));
-    const id = store.listIncidents({}, { limit: 1 }).items[0]!.id;
-    expect(store.acknowledge(id, 'alice', 1000)).toMatchObject({
+    const id = store.incidents.list({}, { limit: 1 }).items[0]!.id;
+    expect(store.incidents.acknowledge(id, 'alice', 1000)).toMatchObject({
       acknowledged: true,
       acknowledgedBy: 'alice',
     });
-    expect(store.acknowledge(id, 'bob', 2000)).toMatchObject({
+    expect(store.incidents.acknowledge(id, 'bob', 2000)).toMatchObject({
       acknowledgedBy: 'alice',
       acknowledgedUnixMillis: 1000,
     });
@@ -179,13 +186,13 @@ describe('incidents', () => {
 
   it('keeps a manual resolve until the incident gains keys', () => {
     ingest(duplicate('k1', 0));
-    const id = store.listIncidents({}, { limit: 1 }).items[0]!.id;
-    expect(store.resolve(id, 'alice', 1000)?.status).toBe('resolved');
+    const id = store.incidents.list({}, { limit: 1 }).items[0]!.id;
+    expect(store.incidents.resolve(id, 'alice', 1000)?.status).toBe('resolved');
     ingest([server({ key: 'k1', node: 'c', store: 'C', at: 3 })]);
-    expect(store.getIncident(id)?.status).toBe('resolved');
+    expect(store.incidents.get(id)?.status).toBe('resolved');
     ingest(duplicate('k2', 5));
-    expect(store.getIncident(id)).toMatchObject({ status: 'open', keys: 2, resolvedBy: null });
-    expect(store.listIncidents({ status: 'open' }, { limit: 10 }).items).toHaveLength(1);
+    expect(store.incidents.get(id)).toMatchObject({ status: 'open', keys: 2, resolvedBy: null });
+    expect(store.incidents.list({ status: 'open' }, { limit: 10 }).items).toHaveLength(1);
   });
 });
 
@@ -198,15 +205,15 @@ describe('outbox', () => {
       payload: { a: 1 },
       dueUnixMillis: 0,
     };
-    expect(store.enqueueAlert(entry)).toBe(true);
-    expect(store.enqueueAlert(entry)).toBe(false);
-    const [due] = store.dueAlerts(10, 10);
+    expect(store.outbox.enqueue(entry)).toBe(true);
+    expect(store.outbox.enqueue(entry)).toBe(false);
+    const [due] = store.outbox.due(10, 10);
     expect(due).toMatchObject({ sink: 'pagerduty', payload: { a: 1 }, attempts: 0 });
-    store.alertFailed(due!.id, 'connection refused', 500);
-    expect(store.dueAlerts(100, 10)).toEqual([]);
-    expect(store.dueAlerts(500, 10)[0]).toMatchObject({ attempts: 1 });
-    store.alertDelivered(due!.id, 600);
-    expect(store.pendingAlerts()).toBe(0);
+    store.outbox.markFailed(due!.id, 'connection refused', 500);
+    expect(store.outbox.due(100, 10)).toEqual([]);
+    expect(store.outbox.due(500, 10)[0]).toMatchObject({ attempts: 1 });
+    store.outbox.markDelivered(due!.id, 600);
+    expect(store.outbox.pending()).toBe(0);
   });
 });
 
@@ -216,9 +223,9 @@ describe('retention', () => {
     // are one row, purged once all of them are past the horizon: these are two.
     ingest(duplicate('k1', 0));
     ingest(duplicate('k2', 4000));
-    const early = store.listIncidents({ untilUnixMillis: TEST_EPOCH_UNIX_MILLIS + 1000 }, { limit: 10 })
+    const early = store.incidents.list({ untilUnixMillis: TEST_EPOCH_UNIX_MILLIS + 1000 }, { limit: 10 })
       .items[0]!;
-    store.resolve(early.id, 'alice', 0);
+    store.incidents.resolve(early.id, 'alice', 0);
     const cutoff = TEST_EPOCH_UNIX_MILLIS + 3_000_000;
     let removed = 0;
     for (let round = 0; round < 10; round++) {
@@ -295,7 +302,7 @@ describe('node activity', () => {
   });
 
   it('writes a call’s samples as one log row, summed per node and bucket, and reads them before they are folded', () => {
-    const changes = () => store.db.prepare('SELECT total_changes()').pluck().get() as number;
+    const changes = () => rowsChanged(store);
     const before = changes();
     store.recordActivity([
       ...activity({ node: 'a', fromSecond: 0, toSecond: 2, spans: 3, errors: 1 }),
@@ -304,10 +311,8 @@ describe('node activity', () => {
     ]);
     // One log row, and the placements of the two nodes, seen for the first time.
     expect(changes() - before).toBe(1 + 2);
-    expect(
-      JSON.parse(store.db.prepare('SELECT body FROM activity_log').pluck().get() as string),
-    ).toHaveLength(3);
-    expect(store.db.prepare('SELECT count(*) FROM activity_chunks').pluck().get()).toBe(0);
+    expect(JSON.parse(committedValue(dbPath(), 'SELECT body FROM activity_log') as string)).toHaveLength(3);
+    expect(committedValue(dbPath(), 'SELECT count(*) FROM activity_chunks')).toBe(0);
     expect(byNode(store.recentActivity(4000))).toEqual([
       ['a', 0, 7, 1],
       ['a', 1000, 7, 1],
@@ -322,8 +327,8 @@ describe('node activity', () => {
       );
     }
     expect(store.activityLogRows).toBe(63);
-    expect(store.db.prepare('SELECT count(*) FROM activity_chunks').pluck().get()).toBe(0);
-    const changes = () => store.db.prepare('SELECT total_changes()').pluck().get() as number;
+    expect(committedValue(dbPath(), 'SELECT count(*) FROM activity_chunks')).toBe(0);
+    const changes = () => rowsChanged(store);
     const before = changes();
     store.transaction(() =>
       store.recordActivity(activity({ node: 'a', fromSecond: 0, toSecond: 2, spans: 1 })),
@@ -332,8 +337,12 @@ describe('node activity', () => {
     // (placement-table.ts) written for the first time.
     expect(changes() - before).toBe(1 + 1 + 64 + 1);
     expect(store.activityLogRows).toBe(0);
-    expect(store.db.prepare('SELECT count(*) FROM activity_log').pluck().get()).toBe(0);
-    expect(store.db.prepare('SELECT first_bucket_ms, last_bucket_ms FROM activity_chunks').get()).toEqual({
+    expect(committedValue(dbPath(), 'SELECT count(*) FROM activity_log')).toBe(0);
+    expect(
+      onSecondConnection(dbPath(), (db) =>
+        db.prepare('SELECT first_bucket_ms, last_bucket_ms FROM activity_chunks').get(),
+      ),
+    ).toEqual({
       first_bucket_ms: TEST_EPOCH_UNIX_MILLIS,
       last_bucket_ms: TEST_EPOCH_UNIX_MILLIS + 1000,
     });
@@ -342,19 +351,21 @@ describe('node activity', () => {
       ['a', 1000, 64, 0],
     ]);
     // A row as an older version wrote it, and a sample still in the log.
-    store.db
-      .prepare(
-        'INSERT INTO activity (bucket_start_ms, service, node, bucket_ms, placement, spans, errors) VALUES (?, ?, ?, ?, ?, ?, ?)',
-      )
-      .run(
-        TEST_EPOCH_UNIX_MILLIS + 1000,
-        'payments',
-        'b',
-        1000,
-        JSON.stringify({ service: 'payments', node: 'b', cluster: '', region: '', zone: '' }),
-        2,
-        1,
-      );
+    onSecondConnection(dbPath(), (db) =>
+      db
+        .prepare(
+          'INSERT INTO activity (bucket_start_ms, service, node, bucket_ms, placement, spans, errors) VALUES (?, ?, ?, ?, ?, ?, ?)',
+        )
+        .run(
+          TEST_EPOCH_UNIX_MILLIS + 1000,
+          'payments',
+          'b',
+          1000,
+          JSON.stringify({ service: 'payments', node: 'b', cluster: '', region: '', zone: '' }),
+          2,
+          1,
+        ),
+    );
     store.recordActivity(activity({ node: 'a', fromSecond: 1, toSecond: 2, spans: 5 }));
     expect(byNode(store.recentActivity(4000))).toEqual([
       ['a', 0, 64, 0],
@@ -373,7 +384,7 @@ describe('node activity', () => {
     const purge = (beforeSecond: number) => purgeBefore(store, beforeSecond);
     // The purge folds the log first: one chunk of seconds 0-2 and 10.
     expect(purge(2)).toBe(0);
-    expect(store.db.prepare('SELECT count(*) FROM activity_chunks').pluck().get()).toBe(1);
+    expect(committedValue(dbPath(), 'SELECT count(*) FROM activity_chunks')).toBe(1);
     store.transaction(() =>
       store.recordActivity(activity({ node: 'a', fromSecond: 20, toSecond: 21, spans: 1 })),
     );
@@ -391,7 +402,7 @@ describe('node activity', () => {
     raw.close();
     store = new KeyscopeStore({ path });
     expect(store.activityLogRows).toBe(0);
-    expect(store.db.prepare('SELECT count(*) FROM activity_log').pluck().get()).toBe(0);
+    expect(committedValue(path, 'SELECT count(*) FROM activity_log')).toBe(0);
     expect(byNode(store.recentActivity(4000))).toEqual([
       ['a', 0, 3, 0],
       ['a', 1000, 3, 0],
@@ -433,17 +444,10 @@ describe('write failures', () => {
     });
   }
 
-  /** Caps the file at its current size, as a full disk would: the next write that needs a page fails. */
-  function fillDisk(): number {
-    const pages = store.db.pragma('page_count', { simple: true }) as number;
-    store.db.pragma(`max_page_count = ${pages}`);
-    return pages;
-  }
-
   it('reports a full disk from the failed transaction until one writes again', () => {
     append(0, 10);
     expect(store.writeFailure).toBeUndefined();
-    const pages = fillDisk();
+    const disk = fillDisk(store);
     let failed: unknown;
     for (let round = 1; round <= 100 && failed === undefined; round++) {
       try {
@@ -460,24 +464,24 @@ describe('write failures', () => {
     store.transaction(() => {});
     expect(store.writeFailure?.code).toBe('SQLITE_FULL');
 
-    store.db.pragma(`max_page_count = ${pages * 100}`);
+    disk.makeRoom();
     append(300_000, 10);
     expect(store.writeFailure).toBeUndefined();
   });
 
   it('probes whether the storage takes writes again, without leaving a row behind', () => {
     append(0, 10);
-    const pages = fillDisk();
+    const disk = fillDisk(store);
     expect(() => {
       for (let round = 1; round <= 100; round++) append(round * 1_000, 500);
     }).toThrow();
     expect(store.probeWrite()).toBe(false);
     expect(store.writeFailure?.code).toBe('SQLITE_FULL');
 
-    store.db.pragma(`max_page_count = ${pages * 100}`);
+    disk.makeRoom();
     expect(store.probeWrite()).toBe(true);
     expect(store.writeFailure).toBeUndefined();
-    expect(store.loadState('write-probe')).toBeUndefined();
+    expect(store.state.load('write-probe')).toBeUndefined();
   });
 
   it('does not report a transaction that failed for a reason of its own', () => {

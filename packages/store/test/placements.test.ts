@@ -5,8 +5,10 @@ import { activity, server, TEST_EPOCH_UNIX_MILLIS } from '@keyscope/testkit';
 import BetterSqlite3 from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { KeyscopeStore } from '../src/index.ts';
+import { connectionOf } from '../src/keyscope-store.ts';
 import { migrate } from '../src/migrations.ts';
 import { PLACEMENT_USE_GRANULE_MILLIS } from '../src/placement-table.ts';
+import { committedValue, onSecondConnection } from './second-connection.ts';
 
 let dir: string;
 let path: string;
@@ -19,7 +21,8 @@ const append = (...attempts: ReturnType<typeof attempt>[]) =>
   store.transaction(() => {
     for (const a of attempts) store.attemptLog.append(a.key, a);
   });
-const nodes = () => store.db.prepare('SELECT node FROM placements ORDER BY id').pluck().all();
+const nodes = () =>
+  onSecondConnection(path, (db) => db.prepare('SELECT node FROM placements ORDER BY id').pluck().all());
 const purgeBeforeHour = (hour: number, maxRows = 100) =>
   store.purge({
     attemptsBeforeUnixMillis: TEST_EPOCH_UNIX_MILLIS + hour * HOUR_SECONDS * 1000,
@@ -92,9 +95,10 @@ describe('placements', () => {
   });
 
   it('writes a placement’s time of last use once per granule, not per transaction', () => {
-    const changes = () => store.db.prepare('SELECT total_changes()').pluck().get() as number;
+    // Rows the store's own connection changed: the work its writes did.
+    const changes = () => connectionOf(store).prepare('SELECT total_changes()').pluck().get() as number;
     append(attempt('k1', 'a', 0));
-    const lastMs = () => store.db.prepare('SELECT last_ms FROM placements').pluck().get() as number;
+    const lastMs = () => committedValue(path, 'SELECT last_ms FROM placements') as number;
     const first = lastMs();
     const before = changes();
     append(attempt('k2', 'a', 0.5));
@@ -127,12 +131,10 @@ describe('placements', () => {
 
   it('gives placements written before their time of last use was kept the latest time a row holds', () => {
     store.close();
-    const old = new BetterSqlite3(path);
-    const version = migrate(old) - 1;
-    old.close();
     rmSync(path);
     const older = new BetterSqlite3(path);
-    migrate(older, version);
+    // The schema before placements kept their time of last use (migrations.ts).
+    migrate(older, 10);
     older
       .prepare("INSERT INTO placements (service, node, cluster, region, zone) VALUES ('s', 'a', '', '', '')")
       .run();

@@ -46,7 +46,7 @@ function indexAttempts(): void {
 }
 
 const stored = (key: string) => store.attemptLog.attemptsOf(key).length > 0;
-const incidentOf = (key: string) => store.findingsOfKey(key)[0]?.incidentId;
+const incidentOf = (key: string) => store.findings.ofKey(key)[0]?.incidentId;
 
 describe('the size bound', () => {
   it('purges nothing while the database is under it', () => {
@@ -101,8 +101,8 @@ describe('the size bound', () => {
     ingest('h5', 5 * HOUR, 200);
     const [resolvedFirst, resolvedSecond, open] = ['dup-0', 'dup-1', 'dup-2'].map((key) => incidentOf(key)!);
     expect(new Set([resolvedFirst, resolvedSecond, open]).size).toBe(3);
-    store.resolve(resolvedFirst!, 'alice', 0);
-    store.resolve(resolvedSecond!, 'alice', 0);
+    store.incidents.resolve(resolvedFirst!, 'alice', 0);
+    store.incidents.resolve(resolvedSecond!, 'alice', 0);
 
     // A bound nothing meets, a row at a time: each call shows the next thing the bound purges.
     const steps: string[] = [];
@@ -115,10 +115,10 @@ describe('the size bound', () => {
       }
       if (purge.incidents > 0) {
         const kept = [resolvedFirst, resolvedSecond, open].filter(
-          (id) => store.getIncident(id!) !== undefined,
+          (id) => store.incidents.get(id!) !== undefined,
         );
         steps.push(`incident and ${purge.findings} finding, kept ${kept.length}`);
-        expect(store.getIncident(resolvedFirst!)).toBeUndefined();
+        expect(store.incidents.get(resolvedFirst!)).toBeUndefined();
       }
     }
     expect(purge?.exhausted).toBe(true);
@@ -131,8 +131,8 @@ describe('the size bound', () => {
       'attempts, kept h5',
     ]);
     // The open incident and its finding stay, and so does the newest batch of attempts.
-    expect(store.getIncident(open!)?.status).toBe('open');
-    expect(store.findingsOfKey('dup-2')).toHaveLength(1);
+    expect(store.incidents.get(open!)?.status).toBe('open');
+    expect(store.findings.ofKey('dup-2')).toHaveLength(1);
     expect(stored('h5-0')).toBe(true);
   });
 });

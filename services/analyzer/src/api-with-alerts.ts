@@ -46,7 +46,7 @@ export async function startApiWithAlerts(options: ApiWithAlertsOptions): Promise
     now,
     // A manual resolve is paged like the detector's own, inside its own transaction.
     incidentUpdated: (id) => {
-      const incident = store.getIncident(id);
+      const incident = store.incidents.get(id);
       if (incident !== undefined && alerter !== undefined) {
         store.transaction(() => alerter!.incidentsChanged([incident]));
       }
@@ -61,7 +61,8 @@ export async function startApiWithAlerts(options: ApiWithAlertsOptions): Promise
   }
   try {
     alerter = createAlerter({
-      store,
+      outbox: store.outbox,
+      incidents: store.incidents,
       config: config.alerts,
       publicUrl: config.api.publicUrl !== '' ? config.api.publicUrl : `http://${formatHostPort(address)}`,
       now,

@@ -37,7 +37,7 @@ export async function runDemo(config: ServeConfig, logger: Logger): Promise<Runn
   service.pipeline.tick();
 
   const api = `http://${formatHostPort(service.addresses.api)}`;
-  const incidents = service.store.listIncidents({ status: 'open' }, { limit: 20 }).items;
+  const incidents = service.store.incidents.list({ status: 'open' }, { limit: 20 }).items;
   logger.info(
     `demo: ${truth.keys.length} keys really executed twice; keyscope opened ${incidents.length} incidents:`,
   );

@@ -123,9 +123,9 @@ export async function startServe(
       queue: () => receivers?.inFlight() ?? { requests: 0, spans: 0 },
       pipeline: () => pipeline.counts(),
       detector: () => pipeline.detector.stats(),
-      openIncidents: () => store.openIncidents(),
+      openIncidents: () => store.incidents.openCount(),
       alerts: () => alerter?.snapshot() ?? {},
-      pendingAlerts: () => store.pendingAlerts(),
+      pendingAlerts: () => store.outbox.pending(),
       db: () => ({
         bytes: store.usedBytes(),
         maxBytes: config.db.maxBytes,

@@ -22,7 +22,7 @@ describe('keyscope demo', () => {
       otlp: { http: { port: 0 }, grpc: { port: 0 } },
     });
     service = await runDemo(config, { info: (line) => lines.push(line), error: (line) => lines.push(line) });
-    const open = service.store.listIncidents({ status: 'open' }, { limit: 10 }).items;
+    const open = service.store.incidents.list({ status: 'open' }, { limit: 10 }).items;
     expect(open.length).toBeGreaterThan(0);
     expect(open.every((incident) => incident.routingEvent?.type === 'node_down')).toBe(true);
     const text = lines.join('\n');

@@ -1,12 +1,18 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { defaultMapping, mappingDecodeOptions } from '@keyscope/attempts';
 import { defaultDetectorConfig } from '@keyscope/detector';
 import { isKeyscopeError } from '@keyscope/errors';
 import { type Span, SpanKind, StatusCode } from '@keyscope/otlp';
 import { KeyscopeStore } from '@keyscope/store';
+import BetterSqlite3 from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { silentLogger } from '../src/logger.ts';
 import { DetectionPipeline } from '../src/pipeline/detection-pipeline.ts';
 
+let dir: string;
+let path: string;
 let store: KeyscopeStore;
 let pipeline: DetectionPipeline;
 /** The service clock: a minute after the first execution below. */
@@ -36,7 +42,9 @@ function execution(key: string, node: string, id: number): Span {
 }
 
 beforeEach(() => {
-  store = new KeyscopeStore({ path: ':memory:' });
+  dir = mkdtempSync(join(tmpdir(), 'keyscope-pipeline-'));
+  path = join(dir, 'keyscope.db');
+  store = new KeyscopeStore({ path });
   pipeline = new DetectionPipeline({
     mapping: defaultMapping(),
     detectorConfig: defaultDetectorConfig(),
@@ -46,7 +54,10 @@ beforeEach(() => {
   });
 });
 
-afterEach(() => store.close());
+afterEach(() => {
+  store.close();
+  rmSync(dir, { recursive: true, force: true });
+});
 
 describe('the detection pipeline', () => {
   it('asks the receivers to decode only what extraction reads, most attributes on keyed spans only', () => {
@@ -63,7 +74,7 @@ describe('the detection pipeline', () => {
     ]);
     expect(results.every((r) => r.rejectedSpans === 0)).toBe(true);
     expect(pipeline.counts().storeWriteSeconds).toHaveLength(1);
-    expect(store.listFindings({}, { limit: 10 }).items.map((f) => [f.key, f.class])).toEqual([
+    expect(store.findings.list({}, { limit: 10 }).items.map((f) => [f.key, f.class])).toEqual([
       ['k1', 'cross_store_duplicate'],
     ]);
   });
@@ -78,11 +89,13 @@ describe('the detection pipeline', () => {
     const counts = pipeline.counts();
     expect(counts.storeWriteSeconds).toHaveLength(1);
     expect(counts.findings.cross_store_duplicate).toBe(1);
-    expect(store.listFindings({}, { limit: 10 }).items).toMatchObject([{ key: 'k1', executions: 3 }]);
+    expect(store.findings.list({}, { limit: 10 }).items).toMatchObject([{ key: 'k1', executions: 3 }]);
   });
 
   it('refuses every payload of a group whose transaction failed, retryably, and recovers', async () => {
-    store.db.exec(
+    // From a second connection to the file: the store's own sees the new schema at its next write.
+    const other = new BetterSqlite3(path);
+    other.exec(
       "CREATE TRIGGER refuse BEFORE INSERT ON attempt_batches BEGIN SELECT RAISE(ABORT, 'disk says no'); END;",
     );
     const outcomes = await Promise.allSettled([
@@ -95,13 +108,14 @@ describe('the detection pipeline', () => {
       expect(isKeyscopeError(reason) && reason.code).toBe('KS_STORE_UNAVAILABLE');
       expect(isKeyscopeError(reason) && reason.retryable).toBe(true);
     }
-    store.db.exec('DROP TRIGGER refuse');
+    other.exec('DROP TRIGGER refuse');
+    other.close();
     // The sender retries both: nothing of the first try was committed, and nothing is lost.
     await Promise.all([
       pipeline.consumeSpans([execution('k1', 'a', 1)]),
       pipeline.consumeSpans([execution('k1', 'b', 2)]),
     ]);
-    expect(store.listFindings({}, { limit: 10 }).items.map((f) => f.class)).toEqual([
+    expect(store.findings.list({}, { limit: 10 }).items.map((f) => f.class)).toEqual([
       'cross_store_duplicate',
     ]);
   });
@@ -118,7 +132,7 @@ describe('the detection pipeline', () => {
       });
       const payload = [execution('k1', 'a', 1), execution('k1', 'b', 2)];
       await redelivering.consumeSpans(payload);
-      const [first] = own.listFindings({}, { limit: 10 }).items;
+      const [first] = own.findings.list({}, { limit: 10 }).items;
       expect(first).toMatchObject({ key: 'k1', executions: 2 });
       // Again alone, then twice in one group commit, then within one payload.
       await redelivering.consumeSpans(payload.map((span) => ({ ...span })));
@@ -127,7 +141,7 @@ describe('the detection pipeline', () => {
       const counts = redelivering.counts();
       expect(counts.duplicateSpans).toBe(7);
       expect(counts.attempts.server).toBe(10);
-      const findings = own.listFindings({}, { limit: 10 }).items;
+      const findings = own.findings.list({}, { limit: 10 }).items;
       expect(findings).toHaveLength(1);
       expect(findings[0]).toMatchObject({ id: first!.id, executions: 2, attempts: first!.attempts });
       own.close();

@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { isKeyscopeError } from '@keyscope/errors';
 import { encodeTraces, type Span } from '@keyscope/otlp';
 import { KeyscopeStore } from '@keyscope/store';
+import { fillDisk } from '@keyscope/store/testing';
 import { server } from '@keyscope/testkit';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { span } from '../../../test/support/span-fixtures.ts';
@@ -119,8 +120,7 @@ describe('keyscope serve and its database', () => {
     expect((await get(service, '/readyz')).status).toBe(200);
 
     // A full disk, with SQLite's own limit: the file may not grow past the pages it has.
-    const pages = service.store.db.pragma('page_count', { simple: true }) as number;
-    service.store.db.pragma(`max_page_count = ${pages}`);
+    const disk = fillDisk(service.store);
     let refused = 0;
     for (let round = 0; round < 50 && refused < 5; round++) {
       const status = await exportSpans(service, 500);
@@ -140,7 +140,7 @@ describe('keyscope serve and its database', () => {
     // Five refused requests, one line in the log.
     expect(lines.filter((line) => line.startsWith('pipeline: store transaction failed'))).toHaveLength(1);
 
-    service.store.db.pragma(`max_page_count = ${pages * 1_000}`);
+    disk.makeRoom();
     expect(await exportSpans(service, 10)).toBe(200);
     expect((await get(service, '/readyz')).status).toBe(200);
     expect((await get(service, '/metrics')).text).toMatch(/^keyscope_db_writable 1$/m);
@@ -148,12 +148,11 @@ describe('keyscope serve and its database', () => {
 
   it('answers /readyz 200 again once the disk has room, even with no request to write', async () => {
     service = await start();
-    const pages = service.store.db.pragma('page_count', { simple: true }) as number;
-    service.store.db.pragma(`max_page_count = ${pages}`);
+    const disk = fillDisk(service.store);
     for (let round = 0; round < 50 && (await exportSpans(service, 500)) === 200; round++);
     expect((await get(service, '/readyz')).status).toBe(503);
 
-    service.store.db.pragma(`max_page_count = ${pages * 1_000}`);
+    disk.makeRoom();
     // A probe write every 5 s.
     let status = 503;
     for (let wait = 0; wait < 80 && status === 503; wait++) {

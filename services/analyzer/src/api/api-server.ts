@@ -162,7 +162,7 @@ export function createApiServer(deps: ApiDependencies): FastifyInstance {
     },
     (request) => {
       const q = request.query as Record<string, string | number | undefined>;
-      const page = deps.store.listFindings(
+      const page = deps.store.findings.list(
         {
           class: q.class as never,
           service: q.service as string | undefined,
@@ -198,7 +198,7 @@ export function createApiServer(deps: ApiDependencies): FastifyInstance {
     },
     (request) => {
       const q = request.query as Record<string, string | number | undefined>;
-      const page = deps.store.listIncidents(
+      const page = deps.store.incidents.list(
         {
           status: q.status as 'open' | 'resolved' | undefined,
           class: q.class as never,
@@ -234,14 +234,14 @@ export function createApiServer(deps: ApiDependencies): FastifyInstance {
     (request) => {
       const { id } = request.params as { id: string };
       const tenant = tenantOf(request);
-      const stored = deps.store.getIncident(id, tenant);
+      const stored = deps.store.incidents.get(id, tenant);
       const part = stored === undefined ? undefined : incidentPart(deps.store, stored, tenant);
       if (part === undefined) throw new KeyscopeError(API_NOT_FOUND, `no incident ${excerpt(id)}`);
       return {
         ...presentIncident(part.incident),
         findings: part.findings.map(presentFinding),
         // Deliveries page the whole incident through the operator's sinks: not a tenant's to see.
-        alerts: tenant === undefined ? deps.store.alertsOfIncident(id) : [],
+        alerts: tenant === undefined ? deps.store.outbox.deliveriesOf(id) : [],
       };
     },
   );
@@ -263,7 +263,7 @@ export function createApiServer(deps: ApiDependencies): FastifyInstance {
         const tenant = tenantOf(request);
         // An incident none of whose keys are the tenant's is not found (its existence is not the
         // tenant's to learn); one that also holds other tenants' keys is theirs too: refused.
-        if (deps.store.getIncident(id, tenant) === undefined) {
+        if (deps.store.incidents.get(id, tenant) === undefined) {
           throw new KeyscopeError(API_NOT_FOUND, `no incident ${excerpt(id)}`);
         }
         if (tenant !== undefined && !tenantOwnsIncident(deps.store, id, tenant)) {
@@ -274,7 +274,9 @@ export function createApiServer(deps: ApiDependencies): FastifyInstance {
         }
         const who = request.principal.name;
         const incident =
-          action === 'ack' ? deps.store.acknowledge(id, who, now()) : deps.store.resolve(id, who, now());
+          action === 'ack'
+            ? deps.store.incidents.acknowledge(id, who, now())
+            : deps.store.incidents.resolve(id, who, now());
         deps.incidentUpdated?.(id);
         // Every key in it is the tenant's (or there is no tenant): the whole incident is theirs.
         return presentIncident(incident!);
@@ -296,7 +298,7 @@ export function createApiServer(deps: ApiDependencies): FastifyInstance {
     (request) => {
       const { key } = request.params as { key: string };
       const attempts = deps.store.attemptsOfKey(key, tenantOf(request));
-      const findings = deps.store.findingsOfKey(key, tenantOf(request));
+      const findings = deps.store.findings.ofKey(key, tenantOf(request));
       const executions = attempts.filter((a) => a.kind === 'server' && a.outcome === 'miss').length;
       return {
         key,

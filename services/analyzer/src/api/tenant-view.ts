@@ -32,7 +32,7 @@ export function incidentPart(
   incident: StoredIncident,
   tenant: string | undefined,
 ): IncidentPart | undefined {
-  const findings = store.findingsOfIncident(incident.id, tenant);
+  const findings = store.findings.ofIncident(incident.id, tenant);
   if (tenant === undefined) return { incident, findings };
   if (findings.length === 0) return undefined;
   return { incident: incidentOfMembers(incident, findings), findings };
@@ -54,6 +54,6 @@ export function incidentForList(
  * tenant whose keys it holds.
  */
 export function tenantOwnsIncident(store: KeyscopeStore, incidentId: string, tenant: string): boolean {
-  const findings = store.findingsOfIncident(incidentId);
+  const findings = store.findings.ofIncident(incidentId);
   return findings.length > 0 && findings.every((finding) => isTenantsFinding(finding, tenant));
 }

@@ -22,8 +22,8 @@ const SCOPE_PARTS = 'kafka-scope-parts';
  * - finding records become findings, and their attempts go to the attempts table, so that the key
  *   lookup answers from the evidence of every key that has a finding (keys without one are only
  *   in the detectors' partition files);
- * - incident parts are kept per (incident, partition) in `kafka_incident_parts` and merged into
- *   the incident the API serves and the alerter pages for;
+ * - incident parts are kept per (incident, partition) in the store's `incidentParts` and merged
+ *   into the incident the API serves and the alerter pages for;
  * - scope report parts are summed into the report.
  *
  * A batch and the offset it reaches are written in one transaction: after a crash the serve role
@@ -46,15 +46,9 @@ export class IncidentsMaterializer {
     this.#store = options.store;
     this.#keyNamespace = options.detectorConfig.keyNamespace;
     this.#alerts = options.alerts;
-    // The table belongs to this role, not to the store's schema: created here, beside it.
-    this.#store.db.exec(
-      `CREATE TABLE IF NOT EXISTS kafka_incident_parts (
-         incident_id TEXT NOT NULL, partition INTEGER NOT NULL, body TEXT NOT NULL,
-         PRIMARY KEY (incident_id, partition)) WITHOUT ROWID`,
-    );
-    this.#offsets = new Map(Object.entries(this.#store.loadState<Record<string, number>>(OFFSETS) ?? {}));
+    this.#offsets = new Map(Object.entries(this.#store.state.load<Record<string, number>>(OFFSETS) ?? {}));
     this.#scopeParts = new Map(
-      Object.entries(this.#store.loadState<Record<string, ScopeReportState>>(SCOPE_PARTS) ?? {}).map(
+      Object.entries(this.#store.state.load<Record<string, ScopeReportState>>(SCOPE_PARTS) ?? {}).map(
         ([partition, state]) => [Number(partition), state],
       ),
     );
@@ -79,14 +73,6 @@ export class IncidentsMaterializer {
     const findings = new Map<string, Finding | null>();
     const touchedIncidents = new Set<string>();
     let scopeChanged = false;
-    const upsertPart = store.db.prepare(
-      `INSERT INTO kafka_incident_parts (incident_id, partition, body) VALUES (?, ?, ?)
-       ON CONFLICT (incident_id, partition) DO UPDATE SET body = excluded.body`,
-    );
-    const deletePart = store.db.prepare(
-      'DELETE FROM kafka_incident_parts WHERE incident_id = ? AND partition = ?',
-    );
-    const partsOf = store.db.prepare('SELECT body FROM kafka_incident_parts WHERE incident_id = ?').pluck();
     // Copies, adopted once the transaction commits: a failed one leaves memory as the database.
     const scopeParts = new Map(this.#scopeParts);
     const offsets = new Map(this.#offsets);
@@ -97,8 +83,8 @@ export class IncidentsMaterializer {
             findings.set(record.id, record.finding);
             break;
           case 'incident':
-            if (record.incident === null) deletePart.run(record.id, record.partition);
-            else upsertPart.run(record.id, record.partition, JSON.stringify(record.incident));
+            if (record.incident === null) store.incidentParts.delete(record.id, record.partition);
+            else store.incidentParts.put(record.id, record.partition, record.incident);
             touchedIncidents.add(record.id);
             break;
           case 'scope':
@@ -111,7 +97,7 @@ export class IncidentsMaterializer {
       const incidents: Incident[] = [];
       const retractedIncidentIds: string[] = [];
       for (const id of touchedIncidents) {
-        const parts = (partsOf.all(id) as string[]).map((body) => JSON.parse(body) as Incident);
+        const parts = store.incidentParts.of(id);
         if (parts.length === 0) retractedIncidentIds.push(id);
         else incidents.push(mergeIncidentParts(parts));
       }
@@ -130,9 +116,9 @@ export class IncidentsMaterializer {
         retractedIncidentIds,
       });
       alerts?.incidentsChanged(incidents);
-      if (scopeChanged) store.saveState(SCOPE_PARTS, Object.fromEntries(scopeParts));
+      if (scopeChanged) store.state.save(SCOPE_PARTS, Object.fromEntries(scopeParts));
       offsets.set(`${topic}/${partition}`, lastOffset + 1);
-      store.saveState(OFFSETS, Object.fromEntries(offsets));
+      store.state.save(OFFSETS, Object.fromEntries(offsets));
     });
     this.#offsets = offsets;
     this.#scopeParts = scopeParts;

@@ -127,10 +127,10 @@ export class PartitionDetector {
       });
       store.recordActivity(activity);
       saveScopeState(store, detector);
-      store.saveState(SOURCES, Object.fromEntries(sources));
+      store.state.save(SOURCES, Object.fromEntries(sources));
       this.#sources = sources;
       this.#applied = { offset: lastOffset, atUnixMillis: now };
-      store.saveState(APPLIED, this.#applied);
+      store.state.save(APPLIED, this.#applied);
       return changes;
     });
     return attempts.length;
@@ -153,7 +153,7 @@ export class PartitionDetector {
     const changes = this.#detector.tick(nowUnixMillis);
     if (!sourcesChanged && extra.length === 0 && isEmpty(changes)) return;
     this.#commit((_detector, store) => {
-      if (sourcesChanged) store.saveState(SOURCES, Object.fromEntries(this.#sources));
+      if (sourcesChanged) store.state.save(SOURCES, Object.fromEntries(this.#sources));
       return changes;
     }, extra);
     this.#publishedScope = scopeText;
@@ -162,7 +162,7 @@ export class PartitionDetector {
   /** The outbox reached Kafka. */
   delivered(count: number): void {
     const rest = this.#outbox.slice(count);
-    this.#store.transaction(() => this.#store.saveState(OUTBOX, rest));
+    this.#store.transaction(() => this.#store.state.save(OUTBOX, rest));
     this.#outbox = rest;
   }
 
@@ -195,7 +195,7 @@ export class PartitionDetector {
         const records = [...recordsOfChanges(changes, this.partition), ...extra];
         if (records.length === 0) return;
         const outbox = [...this.#outbox, ...records];
-        store.saveState(OUTBOX, outbox);
+        store.state.save(OUTBOX, outbox);
         this.#outbox = outbox;
       });
     } catch (error) {
@@ -207,9 +207,9 @@ export class PartitionDetector {
   #restore(): Detector {
     const { detectorConfig } = this.#options;
     const store = this.#store;
-    this.#applied = store.loadState<Applied>(APPLIED) ?? { offset: -1, atUnixMillis: 0 };
-    this.#sources = new Map(Object.entries(store.loadState<Record<string, SourceMark>>(SOURCES) ?? {}));
-    this.#outbox = store.loadState<IncidentRecord[]>(OUTBOX) ?? [];
+    this.#applied = store.state.load<Applied>(APPLIED) ?? { offset: -1, atUnixMillis: 0 };
+    this.#sources = new Map(Object.entries(store.state.load<Record<string, SourceMark>>(SOURCES) ?? {}));
+    this.#outbox = store.state.load<IncidentRecord[]>(OUTBOX) ?? [];
     return restoreDetector(store, detectorConfig);
   }
 }

@@ -76,9 +76,9 @@ export async function startServeRole(
     let ready = false;
     const metrics = createMetrics({
       ...dependencies.metricSources,
-      openIncidents: () => store.openIncidents(),
+      openIncidents: () => store.incidents.openCount(),
       alerts: () => alerter?.snapshot() ?? {},
-      pendingAlerts: () => store.pendingAlerts(),
+      pendingAlerts: () => store.outbox.pending(),
     });
     const served = await startApiWithAlerts({
       config,

@@ -19,16 +19,16 @@ export const ACTIVITY_RESTORE_MILLIS = 2 * 60 * 60 * 1000;
  */
 export function restoreDetector(store: KeyscopeStore, config: DetectorConfig): Detector {
   const detector = createDetector(config, { attemptLog: store.attemptLog });
-  const latest = store.latestFindingUnixMillis();
+  const latest = store.findings.latestUnixMillis();
   detector.restore({
-    findings: latest === undefined ? [] : store.recentFindings(latest - config.retryHorizonMillis),
+    findings: latest === undefined ? [] : store.findings.recent(latest - config.retryHorizonMillis),
     activity: store.recentActivity(ACTIVITY_RESTORE_MILLIS),
-    scopeState: store.loadState<ScopeReportState>(SCOPE_STATE),
+    scopeState: store.state.load<ScopeReportState>(SCOPE_STATE),
   });
   return detector;
 }
 
 /** Persists the detector's scope report, inside the caller's transaction. */
 export function saveScopeState(store: KeyscopeStore, detector: Detector): void {
-  store.saveState(SCOPE_STATE, detector.scopeState());
+  store.state.save(SCOPE_STATE, detector.scopeState());
 }

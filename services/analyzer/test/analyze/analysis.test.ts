@@ -40,10 +40,10 @@ describe('Analysis', () => {
     const result = analysis.finish();
     pipeline.tick(pipeline.detector.stats().watermarkUnixMillis);
 
-    const stored = store.listFindings({}, { limit: 1000 }).items;
+    const stored = store.findings.list({}, { limit: 1000 }).items;
     expect(result.findings.map((f) => f.id).sort()).toEqual(stored.map((f) => f.id).sort());
     expect(result.findings.map((f) => f.key).sort()).toEqual(truthKeys);
-    const incidents = store.listIncidents({}, { limit: 1000 }).items;
+    const incidents = store.incidents.list({}, { limit: 1000 }).items;
     expect(result.incidents.map((i) => i.id).sort()).toEqual(incidents.map((i) => i.id).sort());
     expect(result.scopes).toEqual(pipeline.detector.scopeReport());
     store.close();

@@ -52,10 +52,10 @@ describe("the serve role's copy of the incidents topic", () => {
     expect(second.incidents[0]!.id).toBe(incidentId);
     view.apply('incidents', 0, recordsOfChanges(first, 4), 10);
     view.apply('incidents', 1, recordsOfChanges(second, 7), 20);
-    expect(store.getIncident(incidentId)).toMatchObject({ keys: 2, status: 'open' });
+    expect(store.incidents.get(incidentId)).toMatchObject({ keys: 2, status: 'open' });
     expect(
-      store
-        .listFindings({}, { limit: 10 })
+      store.findings
+        .list({}, { limit: 10 })
         .items.map((f) => f.key)
         .sort(),
     ).toEqual(['k1', 'k2']);
@@ -68,11 +68,11 @@ describe("the serve role's copy of the incidents topic", () => {
       { type: 'incident', id: incidentId, partition: 7, incident: null },
     ];
     view.apply('incidents', 1, retraction, 21);
-    expect(store.getIncident(incidentId)).toMatchObject({ keys: 1 });
-    expect(store.findingsOfKey('k2')).toEqual([]);
+    expect(store.incidents.get(incidentId)).toMatchObject({ keys: 1 });
+    expect(store.findings.ofKey('k2')).toEqual([]);
 
     view.apply('incidents', 0, [{ type: 'incident', id: incidentId, partition: 4, incident: null }], 11);
-    expect(store.getIncident(incidentId)).toBeUndefined();
+    expect(store.incidents.get(incidentId)).toBeUndefined();
     expect(alerts.retracted).toEqual([incidentId]);
     store.close();
   });

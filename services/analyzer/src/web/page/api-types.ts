@@ -1,6 +1,6 @@
 import type { Arrival, ClientAttempt, ServerAttempt, SideEffect } from '@keyscope/attempts';
 import type { FindingClass, ScopeReportRow } from '@keyscope/detector';
-import type { KeyscopeStore } from '@keyscope/store';
+import type { OutboxDelivery } from '@keyscope/store';
 import type { presentFinding, presentIncident } from '../../api/present.ts';
 import type { UiConfig } from '../web-routes.ts';
 
@@ -34,7 +34,7 @@ export type RoutingEventJson = NonNullable<ReturnType<typeof presentFinding>['ro
 export type IncidentJson = ReturnType<typeof presentIncident>;
 export type IncidentDetailJson = IncidentJson & {
   findings: FindingJson[];
-  alerts: ReturnType<KeyscopeStore['alertsOfIncident']>;
+  alerts: OutboxDelivery[];
 };
 
 export interface KeyLookupJson {

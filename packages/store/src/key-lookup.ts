@@ -1,0 +1,17 @@
+import type { Attempt } from '@keyscope/attempts';
+import type { AttemptTable } from './attempt-table.ts';
+
+/**
+ * Every attempt recorded for an idempotency key, in time order: those of the key's own partition,
+ * and those of the key under each tenant (partition key = key + NUL + tenant), or only `tenant`'s.
+ */
+export function attemptsOfKey(attempts: AttemptTable, key: string, tenant?: string): Attempt[] {
+  const found = attempts
+    .attemptsWhere(
+      'k.partition_key = @key OR (k.partition_key > @key || char(0) AND k.partition_key < @key || char(1))',
+      { key },
+      (partitionKey) => partitionKey === key || partitionKey.startsWith(`${key}\u0000`),
+    )
+    .filter((attempt) => tenant === undefined || attempt.tenant === tenant);
+  return found.sort((a, b) => a.startUnixMillis - b.startUnixMillis || (a.spanId < b.spanId ? -1 : 1));
+}
