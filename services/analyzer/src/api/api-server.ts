@@ -1,5 +1,5 @@
 import type { Detector } from '@keyscope/detector';
-import { FINDING_CLASSES } from '@keyscope/detector';
+import { executionOutcomes, FINDING_CLASSES } from '@keyscope/detector';
 import { KeyscopeError } from '@keyscope/errors';
 import type { KeyscopeStore } from '@keyscope/store';
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
@@ -299,10 +299,21 @@ export function createApiServer(deps: ApiDependencies): FastifyInstance {
       const { key } = request.params as { key: string };
       const attempts = deps.store.attemptsOfKey(key, tenantOf(request));
       const findings = deps.store.findings.ofKey(key, tenantOf(request));
-      const executions = attempts.filter((a) => a.kind === 'server' && a.outcome === 'miss').length;
+      // An admission whose request failed before its effect committed is no execution; one whose
+      // effect is unknown is counted apart, as its finding is a suspected duplicate (docs/design.md).
+      const outcomeOf = executionOutcomes(attempts);
+      let executions = 0;
+      let unconfirmedExecutions = 0;
+      for (const attempt of attempts) {
+        if (attempt.kind !== 'server' || attempt.outcome !== 'miss') continue;
+        const outcome = outcomeOf(attempt);
+        if (outcome === 'executed') executions++;
+        else if (outcome === 'unknown') unconfirmedExecutions++;
+      }
       return {
         key,
         executions,
+        unconfirmedExecutions,
         ranTwice: findings.some(
           (f) =>
             f.class !== 'scope_violation' && f.class !== 'key_collision' && f.class !== 'suspected_duplicate',

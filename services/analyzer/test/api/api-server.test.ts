@@ -206,6 +206,34 @@ describe('key lookup, scope report, health and docs', () => {
     });
   });
 
+  it('counts an admission that failed before its effect as no execution, and one of unknown effect apart', async () => {
+    ingest([
+      server({
+        key: 'k-none',
+        node: 'a',
+        store: 'A',
+        at: 0,
+        statusCode: 503,
+        released: true,
+        effect: 'none',
+      }),
+      server({ key: 'k-none', node: 'b', store: 'B', at: 2 }),
+      server({ key: 'k-unknown', node: 'a', store: 'A', at: 0, statusCode: 503, released: true }),
+      server({ key: 'k-unknown', node: 'b', store: 'B', at: 2 }),
+    ]);
+    const app = api();
+    expect((await app.inject('/api/v1/keys/k-none')).json()).toMatchObject({
+      executions: 1,
+      unconfirmedExecutions: 0,
+      ranTwice: false,
+    });
+    expect((await app.inject('/api/v1/keys/k-unknown')).json()).toMatchObject({
+      executions: 1,
+      unconfirmedExecutions: 1,
+      ranTwice: false,
+    });
+  });
+
   it('serves the scope report', async () => {
     ingest(duplicate('k1', 0));
     const body = (await api().inject('/api/v1/scopes')).json();
