@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import type { DetectorConfig } from '@keyscope/detector';
+import type { DetectorConfig, DetectorStats } from '@keyscope/detector';
 import type { Admin, Batch, Consumer, EachBatchPayload, Producer } from 'kafkajs';
 import type { Logger } from '../logger.ts';
 import { type AttemptsRecord, decodeAttemptsRecord } from './attempt-records.ts';
@@ -142,6 +142,19 @@ export class DetectPartitions {
   /** Every ready partition's detector drops what it keeps past retention. */
   purge(): void {
     this.#everyReady((detector) => detector.purge(this.#options.now()));
+  }
+
+  /**
+   * The ready partitions' detectors, summed (the newest watermark of them): what this instance's
+   * /metrics shows, hot keys included.
+   */
+  stats(): DetectorStats {
+    return sumDetectorStats(
+      [...this.#slots.values()].flatMap((slot) => {
+        const detector = readyDetector(slot.state);
+        return detector === undefined ? [] : [detector.detector.stats()];
+      }),
+    );
   }
 
   /** The partitions this instance owns and has positioned, ascending. */
@@ -341,4 +354,27 @@ export class DetectPartitions {
     const { detectorConfig, retentionMillis, now } = this.#options;
     return new PartitionDetector({ path, partition, detectorConfig, retentionMillis, now });
   }
+}
+
+/** Detector stats of several partitions as one instance's: counts add up, the watermark is the newest. */
+export function sumDetectorStats(parts: readonly DetectorStats[]): DetectorStats {
+  const sum: DetectorStats = {
+    keysInMemory: 0,
+    suspectKeys: 0,
+    attempts: 0,
+    duplicateAttempts: 0,
+    evictedKeys: 0,
+    rebuiltKeys: 0,
+    cappedAttempts: 0,
+    hotKeys: 0,
+    internedNames: 0,
+    watermarkUnixMillis: 0,
+  };
+  for (const part of parts) {
+    for (const field of Object.keys(sum) as (keyof DetectorStats)[]) {
+      sum[field] =
+        field === 'watermarkUnixMillis' ? Math.max(sum[field], part[field]) : sum[field] + part[field];
+    }
+  }
+  return sum;
 }

@@ -1,6 +1,6 @@
 import { mkdirSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { type DetectorConfig, defaultDetectorConfig } from '@keyscope/detector';
+import { type DetectorConfig, type DetectorStats, defaultDetectorConfig } from '@keyscope/detector';
 import type { Admin, Consumer, Producer } from 'kafkajs';
 import type { ServeConfig } from '../config.ts';
 import type { Logger } from '../logger.ts';
@@ -21,6 +21,8 @@ const PURGE_MILLIS = 10_000;
 export interface RunningDetect extends RunningRole {
   /** The partitions this instance owns and has positioned, for tests and /metrics. */
   partitions(): number[];
+  /** Its partitions' detectors, summed, for /metrics. */
+  detectorStats(): DetectorStats;
 }
 
 /**
@@ -127,6 +129,7 @@ export async function startDetectRole(
     return {
       failed: running.failed,
       partitions: () => partitions.ready(),
+      detectorStats: () => partitions.stats(),
       stop() {
         return stops.stop();
       },

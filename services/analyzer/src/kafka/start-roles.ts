@@ -89,10 +89,12 @@ export async function startRoles(
       started.push(ingest);
     }
     const receivers = ingest?.receivers;
-    const metricSources: MetricSources =
-      receivers === undefined
+    const metricSources: MetricSources = {
+      ...(receivers === undefined
         ? {}
-        : { ingest: () => receivers.counters.snapshot(), queue: () => receivers.inFlight() };
+        : { ingest: () => receivers.counters.snapshot(), queue: () => receivers.inFlight() }),
+      ...(detect === undefined ? {} : { detector: detect.detectorStats }),
+    };
     let api: ListenAddress;
     if (role === 'serve' || role === 'all') {
       serve = await startServeRole(config, {
