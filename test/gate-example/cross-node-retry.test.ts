@@ -28,7 +28,7 @@ const NODE_A = {
 const NODE_B = { ...NODE_A, 'service.instance.id': 'payments-a-2' };
 const PAYMENT = { amount: 4200, card: 'tok_visa' };
 
-// The client gives up after 200 ms; the first charge takes 600 ms, at the tail (DESIGN.md's 2 s
+// The client gives up after 200 ms; the first charge takes 600 ms, at the tail (docs/design.md's 2 s
 // retry timeout against a 1.8 s p99, scaled down), later ones 10 ms.
 const TIMEOUT_MILLIS = 200;
 const CARD_LATENCIES_MILLIS = [600, 10];

@@ -45,7 +45,7 @@ describe('side-effect spans', () => {
 });
 
 describe('default mapping', () => {
-  it('lists the conventions of DESIGN.md', () => {
+  it('lists the conventions of docs/design.md', () => {
     const { fields, ...options } = defaultMapping();
     expect(fields).toEqual({
       key: ['idempotency.key', 'http.request.header.idempotency-key'],

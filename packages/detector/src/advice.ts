@@ -10,7 +10,7 @@ const NEXT_LEVEL_NAME: Record<SpreadLevel, string> = {
 };
 
 /**
- * The advice an incident carries, following DESIGN.md's decision boundary: dedup is sound only
+ * The advice an incident carries, following docs/design.md's decision boundary: dedup is sound only
  * while scope, pinning or downstream idempotency holds; when the key scope is narrower, name the
  * smallest scope that covers what was observed — and never recommend a global namespace by
  * reflex, because it puts a cross-region write and a hot partition on every mutation.

@@ -32,7 +32,7 @@ export function tierName(service: string, operation: string): string {
 }
 
 /**
- * Every finding one key's attempts support, by the rules of DESIGN.md's findings table. Pure: the
+ * Every finding one key's attempts support, by the rules of docs/design.md's classes ("What keyscope judges"). Pure: the
  * same set of attempts yields the same findings whatever order they arrived in.
  */
 export function evaluateKey(

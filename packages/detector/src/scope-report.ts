@@ -4,7 +4,7 @@ import type { Attempt, ScopeLevel } from '@keyscope/attempts';
 export type SpreadLevel = 'node' | 'cluster' | 'region' | 'global';
 const SPREAD_ORDER: readonly SpreadLevel[] = ['node', 'cluster', 'region', 'global'];
 
-/** The reconciliation view of DESIGN.md: declared key scope vs observed retry scope, per tier. */
+/** The reconciliation view of docs/design.md: declared key scope vs observed retry scope, per tier. */
 export interface ScopeReportRow {
   service: string;
   operation: string;

@@ -3,7 +3,7 @@ import { GATE_SCOPE_NOT_COVERED } from './errors.ts';
 import type { PlacementLevel, ScopeLevel } from './scope-config.ts';
 
 /**
- * Thrown by `verify()` (and so by `createIdempotencyGate`) when none of DESIGN.md's three validity
+ * Thrown by `verify()` (and so by `createIdempotencyGate`) when none of docs/design.md's three validity
  * conditions holds. Carries the levels as data so a caller can act on them without parsing text.
  */
 export class IdempotencyScopeError extends KeyscopeError {

@@ -1,6 +1,6 @@
 /**
  * Where this service instance runs, read from the same OpenTelemetry resource attributes keyscope
- * reads (DESIGN.md, "Input conventions"), so the gate's store ids and scope checks name the nodes,
+ * reads (docs/design.md, "The evidence"), so the gate's store ids and scope checks name the nodes,
  * clusters and regions exactly as keyscope's findings will. '' when the resource does not say.
  */
 export interface Placement {

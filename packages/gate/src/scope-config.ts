@@ -38,7 +38,7 @@ export type RetryScope =
 export type Pinning = 'none' | 'best_effort' | 'enforced';
 export const PINNINGS: readonly Pinning[] = ['none', 'best_effort', 'enforced'];
 
-/** What a service declares about its dedup; checked by `verify()` against DESIGN.md's three conditions. */
+/** What a service declares about its dedup; checked by `verify()` against docs/design.md's three conditions. */
 export interface ScopeConfig {
   /** This instance, usually `placementFromResource(resource.attributes)`. */
   readonly placement: Placement;

@@ -17,7 +17,7 @@ export const OUTCOMES: readonly Outcome[] = ['miss', 'hit', 'in_progress', 'mism
 export type Effect = 'committed' | 'none' | 'unknown';
 export const EFFECTS: readonly Effect[] = ['committed', 'none', 'unknown'];
 
-/** The attribute names of DESIGN.md, "Input conventions". */
+/** The attribute names of docs/design.md, "The evidence". */
 export const IDEMPOTENCY_ATTRIBUTES = Object.freeze({
   key: 'idempotency.key',
   store: 'idempotency.store',

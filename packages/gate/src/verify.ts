@@ -9,7 +9,7 @@ import {
 } from './scope-config.ts';
 
 /**
- * Which of DESIGN.md's validity conditions makes a dedup configuration sound: the key namespace
+ * Which of docs/design.md's conditions for sound dedup makes a dedup configuration sound: the key namespace
  * spans every endpoint a retry can reach (`scope`), retries are enforced to hit one endpoint
  * (`pinned`), or the side effect absorbs a repeat (`downstream`).
  */

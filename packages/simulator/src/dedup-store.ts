@@ -2,7 +2,7 @@ import type { DedupScope, DedupSpec } from './scenario.ts';
 import type { SimNode } from './topology.ts';
 
 /**
- * A store's answer, the values the services write as `idempotency.outcome` (DESIGN.md). `error`
+ * A store's answer, the values the services write as `idempotency.outcome` (docs/design.md). `error`
  * is a lookup that failed: the flow injects it (`storeErrorRate`, error spikes); `KeyStores` never
  * answers it.
  */

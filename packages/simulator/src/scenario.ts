@@ -62,7 +62,7 @@ export interface LatencySpec {
 
 /**
  * How widely a service's dedup store is shared, narrowest first: the values the services write as
- * `idempotency.scope` (DESIGN.md). `tenant` is a namespace, not a placement level.
+ * `idempotency.scope` (docs/design.md). `tenant` is a namespace, not a placement level.
  */
 export type DedupScope = 'node' | 'cluster' | 'region' | 'tenant' | 'global';
 

@@ -13,7 +13,7 @@ import type { SimNode } from './topology.ts';
 /**
  * Builds spans the way the usual Node.js instrumentations emit them (HTTP semantic conventions
  * 1.2x: `http.request.method`, `url.full`, `http.response.status_code`, captured headers as string
- * arrays), plus the `idempotency.*` attributes of DESIGN.md recorded by the application.
+ * arrays), plus the `idempotency.*` attributes of docs/design.md recorded by the application.
  */
 
 /** Shared by every HTTP span, as one `ScopeSpans` would be. */

@@ -4,7 +4,7 @@ import { presentFinding, presentIncident, presentScopeRow } from '../api/present
 import type { AnalysisResult } from './analysis.ts';
 
 /**
- * `--format json`: one object with the API's shapes (DESIGN.md "Contracts"), so a script written
+ * `--format json`: one object with the API's shapes (docs/design.md, "Contracts"), so a script written
  * against `GET /api/v1/findings`, `/incidents` and `/scopes` reads analyze's output unchanged.
  */
 export function analysisJson(result: AnalysisResult) {

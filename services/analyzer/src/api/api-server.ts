@@ -82,7 +82,7 @@ const ERROR_BODY = {
 } as const;
 
 /**
- * The HTTP API of DESIGN.md's "Contracts": findings, incidents (ack/resolve), key lookup, scope
+ * The HTTP API of docs/design.md's "Contracts": findings, incidents (ack/resolve), key lookup, scope
  * report, health and metrics, and the OpenAPI document at /docs. Every input is validated by its
  * JSON schema; every refusal, fastify's own included, is `{ error: { code, message } }` with the
  * code's status (error-handler.ts). Without tokens it refuses cross-site use (cross-site.ts); a

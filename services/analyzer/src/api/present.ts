@@ -3,7 +3,7 @@ import type { Finding, RoutingEvent, ScopeReportRow } from '@keyscope/detector';
 import type { StoredIncident } from '@keyscope/store';
 
 /**
- * Internal records → the API's JSON, as DESIGN.md's "Contracts" fixes it: times as RFC 3339
+ * Internal records → the API's JSON, as docs/design.md's "Contracts" fixes it: times as RFC 3339
  * strings, names stable for scripts. Internal types keep Unix milliseconds.
  */
 export function isoTime(unixMillis: number): string {
