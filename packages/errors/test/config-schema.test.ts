@@ -11,7 +11,7 @@ import {
   oneOf,
   text,
 } from '../src/config-schema.ts';
-import { type ErrorDefinition, isKeyscopeError } from '../src/keyscope-error.ts';
+import { type ErrorDefinition, isKeyscopeError, type KeyscopeError } from '../src/keyscope-error.ts';
 
 /** Not declared with defineError: the registry holds only the codes keyscope throws. */
 function code(name: string): ErrorDefinition {
@@ -49,13 +49,15 @@ const strict = configSchema(SERVER, { errors: BY_KIND });
 
 /** The code and message a value is refused with. */
 function refusal(run: () => unknown): { code: string; message: string } {
-  try {
-    run();
-  } catch (error) {
-    if (isKeyscopeError(error)) return { code: error.code, message: error.message };
-    throw error;
-  }
-  throw new Error('the value was accepted');
+  const thrown = (() => {
+    try {
+      return run();
+    } catch (error) {
+      return error;
+    }
+  })();
+  expect(isKeyscopeError(thrown), 'the value is refused with a KeyscopeError').toBe(true);
+  return { code: (thrown as KeyscopeError).code, message: (thrown as KeyscopeError).message };
 }
 
 describe('config schema', () => {
