@@ -1,4 +1,15 @@
-import { type ErrorDefinition, KeyscopeError } from '@keyscope/errors';
+import {
+  boolean,
+  type ConfigOf,
+  configSchema,
+  custom,
+  type FieldPath,
+  type FieldSpec,
+  integer,
+  KeyscopeError,
+  object,
+  oneOf,
+} from '@keyscope/errors';
 import { type DecodeOptions, type KeyedAttributeSelection, SpanKind } from '@keyscope/otlp';
 import { parseDocument } from 'yaml';
 import {
@@ -11,60 +22,14 @@ import {
 } from './errors.ts';
 
 /**
- * The attribute mapping: which span and resource attributes the attempts stage reads for each
- * field. Every field is an ordered list of attribute names; extraction tries them in turn and
- * takes the first usable value, looking at the span's attributes and then the resource's for each
- * name. The placement fields (`service`, `node`, `cluster`, `region`, `zone`) are the exception:
- * they describe the emitting process, which OpenTelemetry models as the resource, so they are read
- * from resource attributes only (and computed once per resource, not once per span).
+ * The attribute mapping's fields: which span and resource attributes the attempts stage reads for
+ * each. Every field is an ordered list of attribute names; extraction tries them in turn and takes
+ * the first usable value, looking at the span's attributes and then the resource's for each name.
+ * The placement fields (`service`, `node`, `cluster`, `region`, `zone`) are the exception: they
+ * describe the emitting process, which OpenTelemetry models as the resource, so they are read from
+ * resource attributes only (and computed once per resource, not once per span).
  */
-export const MAPPING_FIELDS = [
-  'key',
-  'outcome',
-  'hit',
-  'store',
-  'scope',
-  'tenant',
-  'operation',
-  'service',
-  'node',
-  'cluster',
-  'region',
-  'zone',
-  'resendCount',
-  'statusCode',
-  'serverAddress',
-  'serverPort',
-  'peerAddress',
-  'errorType',
-  'replayed',
-  'effect',
-  'released',
-] as const;
-export type MappingField = (typeof MAPPING_FIELDS)[number];
-
-export const PLACEMENT_FIELDS: readonly MappingField[] = ['service', 'node', 'cluster', 'region', 'zone'];
-
-/** Whether idempotency keys are unique globally or only within a tenant (see `partitionKey`). */
-export type KeyNamespace = 'global' | 'tenant';
-export const KEY_NAMESPACES: readonly KeyNamespace[] = ['global', 'tenant'];
-
-/** Validated, frozen, plain data: safe to share, log and pass between stages. */
-export interface Mapping {
-  readonly fields: Readonly<Record<MappingField, readonly string[]>>;
-  /** Derive an outcome from the HTTP response when a keyed SERVER span records none. */
-  readonly inferOutcomeFromHttp: boolean;
-  readonly keyNamespace: KeyNamespace;
-  /** Width of the `NodeActivity` time buckets. */
-  readonly activityBucketMillis: number;
-  /**
-   * Names of the spans that are the side effect (`ledger.charge`); a span of one of these names
-   * that carries the key is a `SideEffect`. Empty (the default): no span is.
-   */
-  readonly sideEffectSpans: readonly string[];
-}
-
-const DEFAULT_FIELDS: Record<MappingField, readonly string[]> = {
+const DEFAULT_FIELDS = {
   key: ['idempotency.key', 'http.request.header.idempotency-key'],
   outcome: ['idempotency.outcome'],
   hit: ['idempotency.hit'],
@@ -87,25 +52,68 @@ const DEFAULT_FIELDS: Record<MappingField, readonly string[]> = {
   replayed: ['http.response.header.idempotent-replayed'],
   effect: ['idempotency.effect'],
   released: ['idempotency.released'],
-};
+} as const satisfies Record<string, readonly string[]>;
 
-const DEFAULT_OPTIONS = {
-  inferOutcomeFromHttp: false,
-  keyNamespace: 'global' as KeyNamespace,
-  activityBucketMillis: 1000,
-  sideEffectSpans: [] as readonly string[],
-};
+/**
+ * Each field's attribute names, tried in turn. A given list replaces the default one entirely
+ * (list the defaults too to keep them as fallbacks), so it may not be empty.
+ */
+const FIELDS = object(
+  Object.fromEntries(
+    Object.entries(DEFAULT_FIELDS).map(([field, names]) => [
+      field,
+      custom(nameList('attribute'), { default: names }),
+    ]),
+  ) as { readonly [F in keyof typeof DEFAULT_FIELDS]: FieldSpec<readonly string[], 'default'> },
+);
 
-const TOP_LEVEL_KEYS = [
-  'fields',
-  'inferOutcomeFromHttp',
-  'keyNamespace',
-  'activityBucketMillis',
-  'sideEffectSpans',
-] as const;
+export type MappingField = keyof typeof FIELDS.fields;
+export const MAPPING_FIELDS: readonly MappingField[] = Object.freeze(
+  Object.keys(FIELDS.fields) as MappingField[],
+);
+
+export const PLACEMENT_FIELDS: readonly MappingField[] = ['service', 'node', 'cluster', 'region', 'zone'];
+
+/** Whether idempotency keys are unique globally or only within a tenant (see `partitionKey`). */
+export type KeyNamespace = 'global' | 'tenant';
+export const KEY_NAMESPACES: readonly KeyNamespace[] = ['global', 'tenant'];
+
+const MAPPING = configSchema(
+  {
+    fields: FIELDS,
+    /** Derive an outcome from the HTTP response when a keyed SERVER span records none. */
+    inferOutcomeFromHttp: boolean({ default: false }),
+    keyNamespace: oneOf(KEY_NAMESPACES, { default: 'global' }),
+    /** Width of the `NodeActivity` time buckets. */
+    activityBucketMillis: integer({ default: 1000 }),
+    /**
+     * Names of the spans that are the side effect (`ledger.charge`); a span of one of these names
+     * that carries the key is a `SideEffect`. Empty (the default): no span is. Unlike a field, the
+     * list may be empty: it is off by default.
+     */
+    sideEffectSpans: custom(nameList('span', { mayBeEmpty: true }), { default: [] }),
+  },
+  {
+    errors: {
+      wrongType: MAPPING_WRONG_TYPE,
+      invalidValue: MAPPING_INVALID_VALUE,
+      unknownKey: MAPPING_UNKNOWN_KEY,
+    },
+    // "mapping" is this file's name; its JSON objects are objects.
+    objects: 'object',
+    rootName: 'the mapping',
+    unknownKeyMessage: (parent, key, known) =>
+      parent === ''
+        ? `${key} is not a known option; known: ${known.join(', ')}`
+        : `${parent}.${key} is not a known field; known: ${known.join(', ')}`,
+  },
+);
+
+/** Validated, frozen, plain data: safe to share, log and pass between stages. */
+export type Mapping = ConfigOf<typeof MAPPING.fields>;
 
 export function defaultMapping(): Mapping {
-  return freezeMapping({ fields: { ...DEFAULT_FIELDS }, ...DEFAULT_OPTIONS });
+  return MAPPING.defaults;
 }
 
 /**
@@ -129,113 +137,38 @@ export function loadMapping(text: string, sourceName: string): Mapping {
  * fields and options that are not given keep their defaults.
  */
 export function parseMapping(value: unknown, sourceName = 'mapping'): Mapping {
-  const fail = (definition: ErrorDefinition, message: string): never => {
-    throw new KeyscopeError(definition, `${sourceName}: ${message}`);
-  };
-  if (!isPlainObject(value)) {
-    fail(
-      MAPPING_WRONG_TYPE,
-      `the mapping must be an object, received ${describe(value)}${value == null ? ' (an empty file? write {} for all defaults)' : ''}`,
+  if (value === null || value === undefined) {
+    const at = MAPPING.at('', sourceName);
+    throw at.wrongType(
+      'an object',
+      value,
+      `${at.describe(value)} (an empty file? write {} for all defaults)`,
     );
   }
-  const input = value as Record<string, unknown>;
-  for (const key of Object.keys(input)) {
-    if (!(TOP_LEVEL_KEYS as readonly string[]).includes(key)) {
-      fail(MAPPING_UNKNOWN_KEY, `${key} is not a known option; known: ${TOP_LEVEL_KEYS.join(', ')}`);
-    }
-  }
-
-  const fields: Record<MappingField, readonly string[]> = { ...DEFAULT_FIELDS };
-  if (input.fields !== undefined) {
-    if (!isPlainObject(input.fields)) {
-      fail(MAPPING_WRONG_TYPE, `fields must be an object, received ${describe(input.fields)}`);
-    }
-    const given = input.fields as Record<string, unknown>;
-    for (const field of Object.keys(given)) {
-      if (!(MAPPING_FIELDS as readonly string[]).includes(field)) {
-        fail(
-          MAPPING_UNKNOWN_KEY,
-          `fields.${field} is not a known field; known: ${MAPPING_FIELDS.join(', ')}`,
-        );
-      }
-      fields[field as MappingField] = parseNameList(given[field], `fields.${field}`, fail);
-    }
-  }
-
-  const options = { ...DEFAULT_OPTIONS };
-  if (input.inferOutcomeFromHttp !== undefined) {
-    if (typeof input.inferOutcomeFromHttp !== 'boolean') {
-      fail(
-        MAPPING_WRONG_TYPE,
-        `inferOutcomeFromHttp must be true or false, received ${describe(input.inferOutcomeFromHttp)}`,
-      );
-    }
-    options.inferOutcomeFromHttp = input.inferOutcomeFromHttp as boolean;
-  }
-  if (input.keyNamespace !== undefined) {
-    if (typeof input.keyNamespace !== 'string') {
-      fail(MAPPING_WRONG_TYPE, `keyNamespace must be a string, received ${describe(input.keyNamespace)}`);
-    }
-    if (!(KEY_NAMESPACES as readonly string[]).includes(input.keyNamespace as string)) {
-      fail(
-        MAPPING_INVALID_VALUE,
-        `keyNamespace must be one of ${KEY_NAMESPACES.join(', ')}, received ${JSON.stringify(input.keyNamespace)}`,
-      );
-    }
-    options.keyNamespace = input.keyNamespace as KeyNamespace;
-  }
-  if (input.activityBucketMillis !== undefined) {
-    const millis = input.activityBucketMillis;
-    if (typeof millis !== 'number') {
-      fail(MAPPING_WRONG_TYPE, `activityBucketMillis must be a number, received ${describe(millis)}`);
-    }
-    if (!Number.isSafeInteger(millis) || (millis as number) <= 0) {
-      fail(MAPPING_INVALID_VALUE, `activityBucketMillis must be a positive integer, received ${millis}`);
-    }
-    options.activityBucketMillis = millis as number;
-  }
-  if (input.sideEffectSpans !== undefined) {
-    const spans = input.sideEffectSpans;
-    // Unlike a field, the list may be empty: it is off by default.
-    options.sideEffectSpans =
-      Array.isArray(spans) && spans.length === 0 ? [] : parseNameList(spans, 'sideEffectSpans', fail, 'span');
-  }
-
-  return freezeMapping({ fields, ...options });
+  return MAPPING.parse(value, { source: sourceName });
 }
 
-function parseNameList(
-  value: unknown,
-  path: string,
-  fail: (definition: ErrorDefinition, message: string) => never,
-  of: 'attribute' | 'span' = 'attribute',
-): readonly string[] {
-  if (!Array.isArray(value)) {
-    return fail(MAPPING_WRONG_TYPE, `${path} must be a list of ${of} names, received ${describe(value)}`);
-  }
-  if (value.length === 0) {
-    return fail(
-      MAPPING_EMPTY_LIST,
-      `${path} must list at least one attribute name; omit it to keep the defaults`,
-    );
-  }
-  const names: string[] = [];
-  value.forEach((name, index) => {
-    if (typeof name !== 'string') {
-      fail(
-        MAPPING_WRONG_TYPE,
-        `${path}[${index}] must be ${of === 'span' ? 'a span' : 'an attribute'} name, received ${describe(name)}`,
+/** A list of distinct, non-blank attribute or span names. */
+function nameList(of: 'attribute' | 'span', options: { mayBeEmpty?: boolean } = {}) {
+  return (value: unknown, at: FieldPath): readonly string[] => {
+    if (!Array.isArray(value)) throw at.wrongType(`a list of ${of} names`, value);
+    if (value.length === 0 && !options.mayBeEmpty) {
+      throw at.refuse(
+        MAPPING_EMPTY_LIST,
+        `${at.name} must list at least one attribute name; omit it to keep the defaults`,
       );
     }
-    if ((name as string).trim() === '') {
-      fail(MAPPING_EMPTY_NAME, `${path}[${index}] is an empty ${of} name`);
-    }
-    if (names.includes(name as string)) {
-      fail(MAPPING_INVALID_VALUE, `${path}[${index}] repeats ${name}`);
-    }
-    names.push(name as string);
-  });
-  return names;
+    const names: string[] = [];
+    value.forEach((name, index) => {
+      const item = at.item(index);
+      if (typeof name !== 'string')
+        throw item.wrongType(`${of === 'span' ? 'a span' : 'an attribute'} name`, name);
+      if (name.trim() === '') throw item.refuse(MAPPING_EMPTY_NAME, `${item.name} is an empty ${of} name`);
+      if (names.includes(name)) throw item.refuse(MAPPING_INVALID_VALUE, `${item.name} repeats ${name}`);
+      names.push(name);
+    });
+    return names;
+  };
 }
 
 /**
@@ -305,34 +238,4 @@ function decodeOptionVariants(mapping: Mapping): Record<MappingSpans, DecodeOpti
     read: variant({ keys, always, whenKeyed, unkeyedKinds: UNKEYED_KINDS_READ }),
     all: variant({ keys, always, whenKeyed }),
   };
-}
-
-function freezeMapping(mapping: {
-  fields: Record<MappingField, readonly string[]>;
-  inferOutcomeFromHttp: boolean;
-  keyNamespace: KeyNamespace;
-  activityBucketMillis: number;
-  sideEffectSpans: readonly string[];
-}): Mapping {
-  const fields = {} as Record<MappingField, readonly string[]>;
-  for (const field of MAPPING_FIELDS) fields[field] = Object.freeze([...mapping.fields[field]]);
-  return Object.freeze({
-    fields: Object.freeze(fields),
-    inferOutcomeFromHttp: mapping.inferOutcomeFromHttp,
-    keyNamespace: mapping.keyNamespace,
-    activityBucketMillis: mapping.activityBucketMillis,
-    sideEffectSpans: Object.freeze([...mapping.sideEffectSpans]),
-  });
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function describe(value: unknown): string {
-  if (value === null) return 'null';
-  if (Array.isArray(value)) return 'a list';
-  if (typeof value === 'object') return 'an object';
-  if (typeof value === 'string') return `the string ${JSON.stringify(value)}`;
-  return `${typeof value} ${String(value)}`;
 }

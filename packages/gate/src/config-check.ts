@@ -1,62 +1,43 @@
-import { KeyscopeError } from '@keyscope/errors';
+import {
+  type ConfigRules,
+  oneOf as choice,
+  fieldPath,
+  integer,
+  type KeyscopeError,
+  text,
+} from '@keyscope/errors';
 import { GATE_CONFIG_INVALID } from './errors.ts';
 
 /**
  * Strict checks for configuration that may come from a file or the environment as well as from
  * typed code: unknown keys and invalid values stop startup with a message naming the field.
  */
+const GATE_CONFIG: ConfigRules = { errors: GATE_CONFIG_INVALID, objects: 'object' };
+
+const STRING = text({ required: true });
+const NON_EMPTY_STRING = text({ required: true, nonEmpty: true });
+const POSITIVE_INTEGER = integer({ required: true });
+
 export function invalidConfig(path: string, expected: string, received: unknown): KeyscopeError {
-  return new KeyscopeError(
-    GATE_CONFIG_INVALID,
-    `${path} must be ${expected}, received ${describe(received)}`,
-  );
+  return fieldPath(GATE_CONFIG, path).invalid(expected, received);
 }
 
 export function objectAt(value: unknown, path: string, known: readonly string[]): Record<string, unknown> {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw invalidConfig(path, 'an object', value);
-  }
-  for (const key of Object.keys(value)) {
-    if (!known.includes(key)) {
-      throw new KeyscopeError(
-        GATE_CONFIG_INVALID,
-        `${path} has an unknown key '${key}'; known keys: ${known.join(', ')}`,
-      );
-    }
-  }
-  return value as Record<string, unknown>;
+  return fieldPath(GATE_CONFIG, path).object(value, known);
 }
 
 export function oneOf<T extends string>(value: unknown, path: string, allowed: readonly T[]): T {
-  if (typeof value !== 'string' || !(allowed as readonly string[]).includes(value)) {
-    throw invalidConfig(path, `one of ${allowed.join(', ')}`, value);
-  }
-  return value as T;
+  return choice(allowed, { required: true }).check(value, fieldPath(GATE_CONFIG, path), undefined);
 }
 
 export function stringAt(value: unknown, path: string): string {
-  if (typeof value !== 'string') throw invalidConfig(path, 'a string', value);
-  return value;
+  return STRING.check(value, fieldPath(GATE_CONFIG, path), undefined);
 }
 
 export function nonEmptyStringAt(value: unknown, path: string): string {
-  if (typeof value !== 'string' || value.trim() === '')
-    throw invalidConfig(path, 'a non-empty string', value);
-  return value;
+  return NON_EMPTY_STRING.check(value, fieldPath(GATE_CONFIG, path), undefined);
 }
 
 export function positiveIntegerAt(value: unknown, path: string): number {
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value <= 0) {
-    throw invalidConfig(path, 'a positive integer', value);
-  }
-  return value;
-}
-
-function describe(value: unknown): string {
-  if (value === undefined) return 'nothing';
-  if (typeof value === 'string') return JSON.stringify(value);
-  if (Array.isArray(value)) return 'a list';
-  if (value === null) return 'null';
-  if (typeof value === 'object') return 'an object';
-  return String(value);
+  return POSITIVE_INTEGER.check(value, fieldPath(GATE_CONFIG, path), undefined);
 }

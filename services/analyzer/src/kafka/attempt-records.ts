@@ -6,7 +6,7 @@ import {
   OUTCOMES,
   type Outcome,
 } from '@keyscope/attempts';
-import { KeyscopeError } from '@keyscope/errors';
+import { describeValue, isPlainObject, KeyscopeError } from '@keyscope/errors';
 import { KAFKA_RECORD_INVALID } from './kafka-errors.ts';
 
 /**
@@ -52,9 +52,9 @@ export function decodeAttemptsRecord(value: Buffer | null): AttemptsRecord {
   } catch {
     throw invalid(`the record is not JSON (${value.length} bytes)`);
   }
-  if (!isObject(body) || body.v !== VERSION) {
+  if (!isPlainObject(body) || body.v !== VERSION) {
     throw invalid(
-      `expected an object with v: ${VERSION}, received ${describe(isObject(body) ? body.v : body)}`,
+      `expected an object with v: ${VERSION}, received ${describeValue(isPlainObject(body) ? body.v : body)}`,
     );
   }
   if (body.attempt !== undefined) return { type: 'attempt', attempt: checkAttempt(body.attempt) };
@@ -65,7 +65,7 @@ export function decodeAttemptsRecord(value: Buffer | null): AttemptsRecord {
 }
 
 function checkAttempt(value: unknown): Attempt {
-  if (!isObject(value)) throw invalid('attempt must be an object');
+  if (!isPlainObject(value)) throw invalid('attempt must be an object');
   for (const field of ['key', 'tenant', 'traceId', 'spanId', 'parentSpanId', 'operation'] as const) {
     if (typeof value[field] !== 'string') throw invalid(`attempt.${field} must be a string`);
   }
@@ -98,7 +98,7 @@ function checkAttempt(value: unknown): Attempt {
       break;
     default:
       throw invalid(
-        `attempt.kind must be server, arrival, client or effect, received ${describe(value.kind)}`,
+        `attempt.kind must be server, arrival, client or effect, received ${describeValue(value.kind)}`,
       );
   }
   return value as unknown as Attempt;
@@ -117,18 +117,20 @@ function checkRequestResult(value: Record<string, unknown>): void {
   if (typeof value.failed !== 'boolean' || typeof value.released !== 'boolean')
     throw invalid('attempt.failed and attempt.released must be true or false');
   if (value.effect !== '' && !EFFECTS.includes(value.effect as Effect))
-    throw invalid(`attempt.effect must be '', ${EFFECTS.join(', ')}, received ${describe(value.effect)}`);
+    throw invalid(
+      `attempt.effect must be '', ${EFFECTS.join(', ')}, received ${describeValue(value.effect)}`,
+    );
 }
 
 function checkEntry(value: unknown, index: number): ActivityEntry {
   const at = `activity[${index}]`;
-  if (!isObject(value) || typeof value.source !== 'string' || !Number.isSafeInteger(value.offset)) {
+  if (!isPlainObject(value) || typeof value.source !== 'string' || !Number.isSafeInteger(value.offset)) {
     throw invalid(`${at} must have a source string and an integer offset`);
   }
   if (!Array.isArray(value.samples)) throw invalid(`${at}.samples must be a list`);
   value.samples.forEach((sample, i) => {
     const where = `${at}.samples[${i}]`;
-    if (!isObject(sample)) throw invalid(`${where} must be an object`);
+    if (!isPlainObject(sample)) throw invalid(`${where} must be an object`);
     checkPlacement(sample.placement, `${where}.placement`);
     for (const field of ['bucketStartUnixMillis', 'bucketMillis', 'spans', 'errors'] as const) {
       if (!Number.isFinite(sample[field])) throw invalid(`${where}.${field} must be a number`);
@@ -139,18 +141,10 @@ function checkEntry(value: unknown, index: number): ActivityEntry {
 }
 
 function checkPlacement(value: unknown, at: string): void {
-  if (!isObject(value)) throw invalid(`${at} must be an object`);
+  if (!isPlainObject(value)) throw invalid(`${at} must be an object`);
   for (const field of ['service', 'node', 'cluster', 'region', 'zone'] as const) {
     if (typeof value[field] !== 'string') throw invalid(`${at}.${field} must be a string`);
   }
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function describe(value: unknown): string {
-  return value === undefined ? 'nothing' : JSON.stringify(value);
 }
 
 function invalid(message: string): KeyscopeError {
