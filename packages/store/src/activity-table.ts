@@ -34,15 +34,14 @@ interface Counted {
  * better-sqlite3 about 4 µs whatever it holds. So a transaction writes its counts as one row of
  * `activity_log`, and the counts also go into an in-memory sum; every FOLD_EVERY_ROWS rows (at the
  * end of the transaction that reaches it) the sum is written as one row of `activity_chunks` and
- * the log emptied. (Upserting the sum into `activity`, a row per node and second, took ~1,050
- * upserts per fold in the bench's workload; that table now only keeps what older versions wrote.)
- * Reads merge the chunks, old rows and the sum; purges drop a chunk once all its buckets are past
- * the window.
+ * the log emptied (as a row per node and second, the sum would be ~1,050 upserts per fold in the
+ * bench's workload). Reads merge the chunks and the sum; purges drop a chunk once all its
+ * buckets are past the window.
  *
  * Nothing committed is lost: the log is durable with the transaction that wrote it, and whatever it
  * holds at open is folded then. After a failed transaction (or savepoint) SQLite rolled back its
  * log rows, and the sum is read again from the log (`afterRollback`). Reads add the sum to the
- * chunks and rows, so they see every committed count whether folded or not.
+ * chunks, so they see every committed count whether folded or not.
  */
 export class ActivityTable {
   readonly #db: Database;
@@ -106,20 +105,13 @@ export class ActivityTable {
     this.#loggedRows = 0;
   }
 
-  /** Deletes up to `maxRows` chunks and rows whose buckets all start before `beforeUnixMillis`; how many went. */
+  /** Deletes up to `maxRows` chunks whose buckets all start before `beforeUnixMillis`; how many went. */
   purge(beforeUnixMillis: number, maxRows: number): number {
-    return (
-      this.#db
-        .prepare(
-          'DELETE FROM activity_chunks WHERE id IN (SELECT id FROM activity_chunks WHERE last_bucket_ms < ? LIMIT ?)',
-        )
-        .run(beforeUnixMillis, maxRows).changes +
-      this.#db
-        .prepare(
-          'DELETE FROM activity WHERE (bucket_start_ms, service, node) IN (SELECT bucket_start_ms, service, node FROM activity WHERE bucket_start_ms < ? LIMIT ?)',
-        )
-        .run(beforeUnixMillis, maxRows).changes
-    );
+    return this.#db
+      .prepare(
+        'DELETE FROM activity_chunks WHERE id IN (SELECT id FROM activity_chunks WHERE last_bucket_ms < ? LIMIT ?)',
+      )
+      .run(beforeUnixMillis, maxRows).changes;
   }
 
   /** After a failed transaction: the sum is read again from the log rows SQLite kept. */
@@ -129,39 +121,15 @@ export class ActivityTable {
 
   /** Node activity from the latest bucket back `windowMillis`, in (bucket, service, node) order. */
   recent(windowMillis: number): NodeActivity[] {
-    // max() of several values is NULL if any is: one aggregate over both instead.
-    let latest = this.#db
-      .prepare(
-        'SELECT max(bucket) FROM (SELECT max(bucket_start_ms) AS bucket FROM activity UNION ALL SELECT max(last_bucket_ms) FROM activity_chunks)',
-      )
-      .pluck()
-      .get() as number | null;
+    let latest = this.#db.prepare('SELECT max(last_bucket_ms) FROM activity_chunks').pluck().get() as
+      | number
+      | null;
     for (const counted of this.#unfolded.values()) {
       if (latest === null || counted.bucketStartUnixMillis > latest) latest = counted.bucketStartUnixMillis;
     }
     if (latest === null) return [];
     const from = latest - windowMillis;
     const recent = new NodeBucketCounts();
-    // Rows written before chunks (schema 9 and earlier).
-    const rows = this.#db
-      .prepare(
-        'SELECT placement, bucket_start_ms, bucket_ms, spans, errors FROM activity WHERE bucket_start_ms >= ?',
-      )
-      .all(from) as {
-      placement: string;
-      bucket_start_ms: number;
-      bucket_ms: number;
-      spans: number;
-      errors: number;
-    }[];
-    for (const row of rows) {
-      const sample = {
-        placement: JSON.parse(row.placement) as Placement,
-        bucketStartUnixMillis: row.bucket_start_ms,
-        bucketMillis: row.bucket_ms,
-      };
-      recent.add(sample, row.spans, row.errors);
-    }
     const chunks = this.#db
       .prepare('SELECT body FROM activity_chunks WHERE last_bucket_ms >= ?')
       .pluck()
@@ -214,10 +182,7 @@ export class ActivityTable {
   }
 }
 
-/**
- * Counts by service, node and bucket (what a row of `activity` is keyed by), in nested maps so
- * that adding a sample builds no key.
- */
+/** Counts by service, node and bucket, in nested maps so that adding a sample builds no key. */
 class NodeBucketCounts {
   readonly #byService = new Map<string, Map<string, Map<number, Counted>>>();
 

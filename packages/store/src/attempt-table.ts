@@ -1,8 +1,9 @@
-import type { Attempt, Effect, Outcome, ScopeLevel } from '@keyscope/attempts';
+import type { Attempt } from '@keyscope/attempts';
 import type { AttemptLog } from '@keyscope/detector';
 import type { Database, Statement } from 'better-sqlite3';
+import { readAttempts, writeAttempts } from './attempt-codec.ts';
 import { AttemptTail, spanIdHash } from './attempt-tail.ts';
-import { CLOSE_BRACKET, COMMA, JsonBytes, OPEN_BRACKET } from './json-bytes.ts';
+import { JsonBytes } from './json-bytes.ts';
 import { KeyFilter } from './key-filter.ts';
 import type { PlacementTable } from './placement-table.ts';
 
@@ -15,280 +16,10 @@ const SLICE = 'substr(b.body, k.start, k.length)';
 /** A partition key's entry in a batch's `keys`: [partitionKey, start (1-based), length] in bytes of `body`. */
 type Located = [string, number, number];
 
-/**
- * A partition key's array in a batch's body, in the compact form:
- *
- *   [key, 2, baseStartUnixMillis, ...entries]
- *   entry: [traceId or 0, spanId, kind, tenant, parentSpanId, start, duration, placementId,
- *           operation, ...kind's own fields]
- *   kind: 0 server (outcome, store, scope, [result, [effect]]) · 1 client (resendCount, target,
- *         statusCode, error) · 2 arrival ([result, [effect]]) · 3 effect (failed: 0 or 1)
- *   result: how the request ended, one number: statusCode·8 + failed·4 + released·2 +
- *         effectSpansDeclared·1; left out with the effect when both are at their defaults (0 and
- *         ''), and the effect left out when it is ''. Entries written before requests' ends were
- *         kept have neither, and read as those defaults.
- *
- * A key's attempts mostly share their trace and start within a second of each other, and a batch's
- * bytes are what its commit writes (twice, counting the checkpoint): the trace id is 0 when it is
- * the previous entry's, the start is milliseconds after `baseStartUnixMillis` (the key's first
- * attempt in the batch), the end is milliseconds after the start. Timestamps near each other
- * subtract exactly; one that would not round-trip (a start of 0 next to today's) is written as
- * `[absoluteMillis]` instead. The placement is an id (placement-table.ts). 134 bytes an attempt in
- * the bench's workload, against 181 in the plain array form.
- *
- * The plain array form, `[key, ...entries]` (its second element an array), is still read:
- *   entry: [traceId, spanId, kind, tenant, parentSpanId, startUnixMillis, endUnixMillis,
- *           placementId, operation, ...kind's own fields], kind as a string.
- * Entries written before placements had ids hold the placement's five strings in its place
- * (service, node, cluster, region, zone). Attempts migrated from the one-row-per-attempt table keep
- * that row's body after the ids: those same fields from `kind` on, or an object (the plain form's
- * rows).
- */
-const COMPACT = 2;
-const KIND_CODES = { server: 0, client: 1, arrival: 2, effect: 3 } as const;
-const KINDS = ['server', 'client', 'arrival', 'effect'] as const;
-
-/** A request's end as one number (see COMPACT); 0 for "no status, succeeded, kept, none declared". */
-function resultCode(
-  a: { statusCode: number; failed: boolean; released: boolean },
-  declared: boolean,
-): number {
-  return a.statusCode * 8 + (a.failed ? 4 : 0) + (a.released ? 2 : 0) + (declared ? 1 : 0);
-}
-
-/** Writes `[result, [effect]]` unless both are at their defaults. */
-function writeResult(out: JsonBytes, result: number, effect: string): void {
-  if (result === 0 && effect === '') return;
-  out.nextNumber(result);
-  if (effect !== '') out.nextString(effect);
-}
-
-/** The inverse of `resultCode` and `writeResult`, from the entry's fields at `i` and `i + 1`. */
-function readResult(f: unknown[], i: number) {
-  const result = (f[i] as number | undefined) ?? 0;
-  return {
-    statusCode: Math.floor(result / 8),
-    failed: (result & 4) !== 0,
-    effect: ((f[i + 1] as string | undefined) ?? '') as Effect | '',
-    released: (result & 2) !== 0,
-    declared: (result & 1) !== 0,
-  };
-}
-
-/** Writes the compact array of one partition key's `attempts` (see COMPACT). */
-function writeSegment(out: JsonBytes, attempts: readonly Attempt[], placements: PlacementTable): void {
-  const first = attempts[0]!;
-  const base = first.startUnixMillis;
-  out.punctuation(OPEN_BRACKET);
-  out.string(first.key);
-  out.nextNumber(COMPACT);
-  out.nextNumber(base);
-  let previousTrace = '';
-  for (const a of attempts) {
-    const start = a.startUnixMillis;
-    out.punctuation(COMMA);
-    out.punctuation(OPEN_BRACKET);
-    if (a.traceId === previousTrace) out.number(0);
-    else out.string(a.traceId);
-    out.nextString(a.spanId);
-    out.nextNumber(KIND_CODES[a.kind]);
-    out.nextString(a.tenant);
-    out.nextString(a.parentSpanId);
-    out.punctuation(COMMA);
-    writeOffset(out, base, start);
-    out.punctuation(COMMA);
-    writeOffset(out, start, a.endUnixMillis);
-    out.nextNumber(placements.idOf(a.placement));
-    out.nextString(a.operation);
-    if (a.kind === 'server') {
-      out.nextString(a.outcome);
-      out.nextString(a.store);
-      out.nextString(a.scope);
-      writeResult(out, resultCode(a, a.effectSpansDeclared), a.effect);
-    } else if (a.kind === 'client') {
-      out.nextNumber(a.resendCount);
-      out.nextString(a.target);
-      out.nextNumber(a.statusCode);
-      out.nextString(a.error);
-    } else if (a.kind === 'arrival') {
-      writeResult(out, resultCode(a, false), a.effect);
-    } else {
-      out.nextNumber(a.failed ? 1 : 0);
-    }
-    out.punctuation(CLOSE_BRACKET);
-    previousTrace = a.traceId;
-  }
-  out.punctuation(CLOSE_BRACKET);
-}
-
-/**
- * Decimal places tried for an offset, fewest first. Timestamps arrive as nanoseconds and are kept
- * as fractional milliseconds: the exact difference of two of them has a long binary expansion
- * (635.100830078125), while a rounded one (635.101) usually adds back to the same double.
- */
-const OFFSET_SCALES = [1e3, 1e4, 1e6];
-
-/** `at` as milliseconds after `origin`, the shortest offset that reads back exactly; else `[at]`. */
-function writeOffset(out: JsonBytes, origin: number, at: number): void {
-  const delta = at - origin;
-  for (const scale of OFFSET_SCALES) {
-    const rounded = Math.round(delta * scale) / scale;
-    if (origin + rounded === at) {
-      out.number(rounded);
-      return;
-    }
-  }
-  if (origin + delta === at) {
-    out.number(delta);
-    return;
-  }
-  out.punctuation(OPEN_BRACKET);
-  out.number(at);
-  out.punctuation(CLOSE_BRACKET);
-}
-
-/** The inverse of `writeOffset`. */
-function at(origin: number, field: unknown): number {
-  return typeof field === 'number' ? origin + field : (field as [number])[0];
-}
-
-/** The attempts of a compact array (see COMPACT); properties in the order the extractor creates them. */
-function attemptsOfCompact(segment: unknown[], placements: PlacementTable, into: Attempt[]): void {
-  const key = segment[0] as string;
-  const base = segment[2] as number;
-  let traceId = '';
-  for (let i = 3; i < segment.length; i++) {
-    const f = segment[i] as unknown[];
-    if (f[0] !== 0) traceId = f[0] as string;
-    const startUnixMillis = at(base, f[5]);
-    const common = {
-      key,
-      tenant: f[3] as string,
-      traceId,
-      spanId: f[1] as string,
-      parentSpanId: f[4] as string,
-      startUnixMillis,
-      endUnixMillis: at(startUnixMillis, f[6]),
-      placement: placements.placement(f[7] as number),
-      operation: f[8] as string,
-    };
-    const kind = KINDS[f[2] as number];
-    if (kind === 'server') {
-      const result = readResult(f, 12);
-      into.push({
-        kind,
-        ...common,
-        outcome: f[9] as Outcome,
-        store: f[10] as string,
-        scope: f[11] as ScopeLevel | '',
-        statusCode: result.statusCode,
-        failed: result.failed,
-        effect: result.effect,
-        released: result.released,
-        effectSpansDeclared: result.declared,
-      });
-    } else if (kind === 'arrival') {
-      const result = readResult(f, 9);
-      into.push({
-        kind,
-        ...common,
-        statusCode: result.statusCode,
-        failed: result.failed,
-        effect: result.effect,
-        released: result.released,
-      });
-    } else if (kind === 'effect') {
-      into.push({ kind, ...common, failed: f[9] === 1 });
-    } else if (kind === 'client') {
-      into.push({
-        kind,
-        ...common,
-        resendCount: f[9] as number,
-        target: f[10] as string,
-        statusCode: f[11] as number,
-        error: f[12] as string,
-      });
-    }
-  }
-}
-
-/** The attempt of a first-form entry, in any of its forms; properties in the order the extractor creates them. */
-function attemptOf(key: string, f: unknown[], placements: PlacementTable): Attempt {
-  const traceId = f[0] as string;
-  const spanId = f[1] as string;
-  if (typeof f[2] === 'object') {
-    // The object form. Rows written before the key and ids left the body hold them in both.
-    const attempt = f[2] as Attempt;
-    attempt.key = key;
-    attempt.traceId = traceId;
-    attempt.spanId = spanId;
-    if (attempt.kind === 'server' || attempt.kind === 'arrival') {
-      Object.assign(attempt, { ...FIRST_FORM_RESULT, ...attempt });
-      if (attempt.kind === 'server') attempt.effectSpansDeclared ??= false;
-    }
-    return attempt;
-  }
-  const text = (i: number) => f[i] as string;
-  const number = (i: number) => f[i] as number;
-  // Where the fields after the placement start: its id, or its five strings.
-  const byId = typeof f[7] === 'number';
-  const next = byId ? 8 : 12;
-  const base = {
-    key,
-    tenant: text(3),
-    traceId,
-    spanId,
-    parentSpanId: text(4),
-    startUnixMillis: number(5),
-    endUnixMillis: number(6),
-    placement: byId
-      ? placements.placement(number(7))
-      : { service: text(7), node: text(8), cluster: text(9), region: text(10), zone: text(11) },
-    operation: text(next),
-  };
-  if (f[2] === 'server') {
-    return {
-      kind: 'server',
-      ...base,
-      outcome: text(next + 1) as Outcome,
-      store: text(next + 2),
-      scope: text(next + 3) as ScopeLevel | '',
-      ...FIRST_FORM_RESULT,
-      effectSpansDeclared: false,
-    };
-  }
-  if (f[2] === 'client') {
-    return {
-      kind: 'client',
-      ...base,
-      resendCount: number(next + 1),
-      target: text(next + 2),
-      statusCode: number(next + 3),
-      error: text(next + 4),
-    };
-  }
-  return { kind: 'arrival', ...base, ...FIRST_FORM_RESULT };
-}
-
-/** The plain array form carries no request ends: every entry of it reads as a request that succeeded. */
-const FIRST_FORM_RESULT = { statusCode: 0, failed: false, effect: '' as const, released: false };
-
-/** The attempts of one partition key's array, in either form, as JSON. */
-function attemptsOfSegment(json: string, placements: PlacementTable, into: Attempt[] = []): Attempt[] {
-  const segment = JSON.parse(json) as unknown[];
-  if (segment[1] === COMPACT) {
-    attemptsOfCompact(segment, placements, into);
-    return into;
-  }
-  const key = segment[0] as string;
-  for (let i = 1; i < segment.length; i++) into.push(attemptOf(key, segment[i] as unknown[], placements));
-  return into;
-}
-
 /** The attempts of slices read through the key index, in order. */
 function attemptsOfSlices(slices: readonly Buffer[], placements: PlacementTable): Attempt[] {
   const attempts: Attempt[] = [];
-  for (const slice of slices) attemptsOfSegment(slice.toString('utf8'), placements, attempts);
+  for (const slice of slices) readAttempts(slice.toString('utf8'), placements, attempts);
   return attempts;
 }
 
@@ -351,7 +82,7 @@ interface FilterRebuild {
  * whatever the row holds, and a transaction on the ingest path appends the attempts of dozens to
  * thousands of keys. So `append` only keeps the attempt in an in-memory tail, and `flush`, at the
  * end of the transaction (`KeyscopeStore.transaction`), writes one row: per partition key it
- * touched, a JSON array of its attempts (see COMPACT), the arrays concatenated as the row's body,
+ * touched, a JSON array of its attempts (attempt-codec.ts), the arrays concatenated as the row's body,
  * and the byte range of each (`keys`). The index copies those ranges, so a lookup reads one key's
  * bytes of the batch, not all of it. Until the index holds them, the tail remembers where a key's
  * arrays are and a hash of each of their attempts' span ids, not the attempts (see AttemptTail).
@@ -548,7 +279,7 @@ export class AttemptTable implements AttemptLog {
     for (const slot of this.#unwritten) {
       const pending = tail.pending(slot)!;
       const start = body.length;
-      writeSegment(body, pending, this.#placements);
+      writeAttempts(body, pending, this.#placements);
       located.push([tail.keyOf(slot), start + 1, body.length - start]);
       inRow.push(slot);
       for (const attempt of pending) {
@@ -611,7 +342,7 @@ export class AttemptTable implements AttemptLog {
     const before = into.length;
     this.#tail.forEachSegment(slot, (rowId, start, length) => {
       const slice = this.#slice.get(start, length, rowId) as Buffer;
-      attemptsOfSegment(slice.toString('utf8'), this.#placements, into);
+      readAttempts(slice.toString('utf8'), this.#placements, into);
     });
     this.#attemptsRead += into.length - before;
   }
@@ -630,7 +361,7 @@ export class AttemptTable implements AttemptLog {
       .all(this.#indexedThrough()) as { id: number; keys: string; body: Buffer }[];
     for (const row of rows) {
       for (const [partitionKey, start, length] of JSON.parse(row.keys) as Located[]) {
-        const attempts = attemptsOfSegment(
+        const attempts = readAttempts(
           row.body.toString('utf8', start - 1, start - 1 + length),
           this.#placements,
         );

@@ -12,6 +12,12 @@ export const STORE_NEWER_SCHEMA = defineError(
   false,
   'The database was written by a newer keyscope (its schema version is higher than this build knows).',
 );
+export const STORE_PRE_RELEASE_SCHEMA = defineError(
+  'KS_STORE_PRE_RELEASE_SCHEMA',
+  500,
+  false,
+  'The database was written by a pre-release build of keyscope (it has a schema version but not the application id keyscope sets), whose schema this build does not read.',
+);
 export const STORE_CORRUPT = defineError(
   'KS_STORE_CORRUPT',
   500,
@@ -25,4 +31,10 @@ export const CURSOR_INVALID = defineError(
   'A list cursor was not one this API handed out.',
 );
 
-export const STORE_ERRORS = [STORE_UNAVAILABLE, STORE_NEWER_SCHEMA, STORE_CORRUPT, CURSOR_INVALID] as const;
+export const STORE_ERRORS = [
+  STORE_UNAVAILABLE,
+  STORE_NEWER_SCHEMA,
+  STORE_PRE_RELEASE_SCHEMA,
+  STORE_CORRUPT,
+  CURSOR_INVALID,
+] as const;

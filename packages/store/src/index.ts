@@ -1,5 +1,11 @@
 export { decodeCursor, encodeCursor } from './cursor.ts';
-export { CURSOR_INVALID, STORE_CORRUPT, STORE_NEWER_SCHEMA, STORE_UNAVAILABLE } from './errors.ts';
+export {
+  CURSOR_INVALID,
+  STORE_CORRUPT,
+  STORE_NEWER_SCHEMA,
+  STORE_PRE_RELEASE_SCHEMA,
+  STORE_UNAVAILABLE,
+} from './errors.ts';
 export type { FindingFilter, Findings } from './finding-table.ts';
 export type { IncidentParts } from './incident-part-table.ts';
 export type { IncidentFilter, Incidents, StoredIncident } from './incident-table.ts';

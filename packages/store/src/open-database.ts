@@ -1,6 +1,6 @@
 import { KeyscopeError } from '@keyscope/errors';
 import BetterSqlite3, { type Database } from 'better-sqlite3';
-import { STORE_NEWER_SCHEMA, STORE_UNAVAILABLE } from './errors.ts';
+import { STORE_UNAVAILABLE } from './errors.ts';
 import { checkIntegrity, damagedDatabase, type IntegrityCheck, isDamage } from './integrity-check.ts';
 import { migrate } from './migrations.ts';
 import { isSqliteError } from './write-failures.ts';
@@ -11,8 +11,9 @@ const WAL_AUTOCHECKPOINT_PAGES_BEHIND_THREAD = 65_536;
 
 /**
  * Opens the database at `path` in WAL mode, refuses it when damaged (`integrityCheck`) or written
- * by a newer schema, and applies the migrations it lacks. Every failure closes what was opened and
- * throws a KeyscopeError: KS_STORE_CORRUPT, KS_STORE_NEWER_SCHEMA or KS_STORE_UNAVAILABLE.
+ * by a newer keyscope or a pre-release build, and applies the migrations it lacks (migrations.ts).
+ * Every failure closes what was opened and throws a KeyscopeError: KS_STORE_CORRUPT,
+ * KS_STORE_NEWER_SCHEMA, KS_STORE_PRE_RELEASE_SCHEMA or KS_STORE_UNAVAILABLE.
  */
 export function openDatabase(
   path: string,
@@ -35,14 +36,7 @@ export function openDatabase(
     db.pragma('journal_size_limit = 67108864');
     // Before the migrations, which would otherwise write into a damaged file.
     checkIntegrity(db, options.integrityCheck, path);
-    const known = migrate(db);
-    const version = db.pragma('user_version', { simple: true }) as number;
-    if (version > known) {
-      throw new KeyscopeError(
-        STORE_NEWER_SCHEMA,
-        `database ${path} has schema version ${version}, this keyscope knows up to ${known}`,
-      );
-    }
+    migrate(db, path);
     return db;
   } catch (error) {
     if (db?.open) db.close();

@@ -2,13 +2,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { activity, arrival, client, effect, server, TEST_EPOCH_UNIX_MILLIS } from '@keyscope/testkit';
-import BetterSqlite3 from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { ARRIVAL, ENTRY, SEGMENT, SERVER } from '../src/attempt-codec.ts';
 import type { AttemptTable } from '../src/attempt-table.ts';
 import { spanIdHash } from '../src/attempt-tail.ts';
 import { KeyscopeStore } from '../src/index.ts';
 import { connectionOf } from '../src/keyscope-store.ts';
-import { migrate } from '../src/migrations.ts';
 import { purgeBefore } from './purge-before.ts';
 
 let dir: string;
@@ -49,11 +48,11 @@ const arrayOf = (batch: ReturnType<typeof batches>[number], partitionKey: string
       .toString('utf8'),
   ) as unknown[];
 };
-/** The entries of a partition key's array in a batch (the compact form: `[key, 2, baseStart, ...entries]`). */
+/** The entries of a partition key's array in a batch (attempt-codec.ts: `[key, baseStart, ...entries]`). */
 const entriesOf = (batch: ReturnType<typeof batches>[number], partitionKey: string) => {
   const array = arrayOf(batch, partitionKey);
-  expect(array.slice(0, 2)).toEqual([partitionKey, 2]);
-  return array.slice(3) as unknown[][];
+  expect(array[SEGMENT.key]).toBe(partitionKey);
+  return array.slice(SEGMENT.firstEntry) as unknown[][];
 };
 const attempt = (key: string, node: string, at = 0) => server({ key, node, store: node, at });
 
@@ -67,18 +66,6 @@ function indexedFirstOfThree() {
   });
   expect(indexedRows()).toBe(3);
   return first;
-}
-
-/** In place of the test's store: a database an older keyscope left, at schema `version`, one row per attempt. */
-function olderDatabase(version: number) {
-  store.close();
-  rmSync(path);
-  const old = new BetterSqlite3(path);
-  migrate(old, version);
-  const insert = old.prepare(
-    'INSERT INTO attempts (partition_key, trace_id, span_id, key, end_ms, body) VALUES (?, ?, ?, ?, ?, ?)',
-  );
-  return { old, insert };
 }
 
 beforeEach(() => {
@@ -302,9 +289,13 @@ describe('the attempt log in SQLite', () => {
     const rows = batches();
     expect(rows).toHaveLength(1);
     // Kinds as codes: 0 server, 1 client, 2 arrival.
-    expect(entriesOf(rows[0]!, 'k1').map((entry) => entry.slice(0, 3))).toEqual(
-      attempts.map((a, i) => [a.traceId, a.spanId, i]),
-    );
+    expect(
+      entriesOf(rows[0]!, 'k1').map((entry) => [
+        entry[ENTRY.traceId],
+        entry[ENTRY.spanId],
+        entry[ENTRY.kind],
+      ]),
+    ).toEqual(attempts.map((a, i) => [a.traceId, a.spanId, i]));
     expect(rows[0]!.body.match(/"k1"/g)).toHaveLength(1);
     const read = store.attemptLog.attemptsOf('k1');
     expect(read).toEqual(attempts);
@@ -337,10 +328,10 @@ describe('the attempt log in SQLite', () => {
     expect(read.map((a) => Object.keys(a))).toEqual(attempts.map((a) => Object.keys(a)));
     const entries = entriesOf(batches()[0]!, 'k1');
     // 503·8 + failed·4 + released·2 + declared·1, then the effect; a silent success writes neither.
-    expect(entries[0]!.slice(12)).toEqual([503 * 8 + 4 + 2 + 1, 'none']);
-    expect(entries[2]!.slice(2, 3)).toEqual([3]);
-    expect(entries[4]).toHaveLength(12);
-    expect(entries[5]).toHaveLength(9);
+    expect(entries[0]!.slice(SERVER.result)).toEqual([503 * 8 + 4 + 2 + 1, 'none']);
+    expect(entries[2]![ENTRY.kind]).toBe(3);
+    expect(entries[4]).toHaveLength(SERVER.result);
+    expect(entries[5]).toHaveLength(ARRIVAL.result);
   });
 
   it('writes a trace id once while the entries after it share it, and times after the first start', () => {
@@ -364,8 +355,10 @@ describe('the attempt log in SQLite', () => {
       for (const a of attempts) store.attemptLog.append('k1', a);
     });
     const [batch] = batches();
-    expect(arrayOf(batch!, 'k1')[2]).toBe(start);
-    expect(entriesOf(batch!, 'k1').map((entry) => [entry[0], entry[5], entry[6]])).toEqual([
+    expect(arrayOf(batch!, 'k1')[SEGMENT.baseStartUnixMillis]).toBe(start);
+    expect(
+      entriesOf(batch!, 'k1').map((entry) => [entry[ENTRY.traceId], entry[ENTRY.start], entry[ENTRY.end]]),
+    ).toEqual([
       [trace, 0, 250.5],
       [0, 1.25, 1.75],
       [attempts[2]!.traceId, -40, -10],
@@ -381,56 +374,8 @@ describe('the attempt log in SQLite', () => {
         endUnixMillis: 0.1,
       }),
     );
-    expect(entriesOf(batches()[1]!, 'k2')[0]![6]).toEqual([0.1]);
+    expect(entriesOf(batches()[1]!, 'k2')[0]![ENTRY.end]).toEqual([0.1]);
     expect(store.attemptLog.attemptsOf('k2')[0]!.endUnixMillis).toBe(0.1);
-  });
-
-  it('reads the batches written before the compact form, placements by id', () => {
-    const earlier = [
-      server({ key: 'k1', node: 'a', store: 'A', tenant: 't1' }),
-      client({ key: 'k1', resendCount: 1, statusCode: 502, error: 'reset' }),
-      arrival({ key: 'k1', node: 'b' }),
-    ];
-    store.close();
-    const old = new BetterSqlite3(path);
-    const placementIds = new Map<string, number>();
-    for (const a of earlier) {
-      const p = a.placement;
-      old
-        .prepare(
-          'INSERT OR IGNORE INTO placements (service, node, cluster, region, zone) VALUES (?, ?, ?, ?, ?)',
-        )
-        .run(p.service, p.node, p.cluster, p.region, p.zone);
-      placementIds.set(
-        a.spanId,
-        old
-          .prepare(
-            'SELECT id FROM placements WHERE service = ? AND node = ? AND cluster = ? AND region = ? AND zone = ?',
-          )
-          .pluck()
-          .get(p.service, p.node, p.cluster, p.region, p.zone) as number,
-      );
-    }
-    const entries = earlier.map((a) => {
-      const fields: unknown[] = [a.traceId, a.spanId, a.kind, a.tenant, a.parentSpanId, a.startUnixMillis];
-      fields.push(a.endUnixMillis, placementIds.get(a.spanId), a.operation);
-      if (a.kind === 'server') fields.push(a.outcome, a.store, a.scope);
-      if (a.kind === 'client') fields.push(a.resendCount, a.target, a.statusCode, a.error);
-      return fields;
-    });
-    const body = Buffer.from(JSON.stringify(['k1', ...entries]));
-    old
-      .prepare('INSERT INTO attempt_batches (end_ms, attempts, keys, body) VALUES (?, ?, ?, ?)')
-      .run(earlier[0]!.endUnixMillis, 3, JSON.stringify([['k1', 1, body.length]]), body);
-    old.close();
-    store = open(1000); // indexes the row at open
-    expect(indexedRows()).toBe(1);
-    expect(store.attemptLog.attemptsOf('k1')).toEqual(earlier);
-    // Compact entries appended after it are read with it.
-    const later = server({ key: 'k1', node: 'c', store: 'C' });
-    store.transaction(() => expect(store.attemptLog.append('k1', later)).toBe(true));
-    store.transaction(() => (store.attemptLog as AttemptTable).indexPending());
-    expect(store.attemptsOfKey('k1')).toEqual([...earlier, later]);
   });
 
   it('splits a large transaction into rows of about 64 KiB, every key readable from its bytes', () => {
@@ -464,8 +409,8 @@ describe('the attempt log in SQLite', () => {
       'b',
     ]);
     const [first, second] = batches();
-    expect(entriesOf(first!, 'k2')[0]![7]).toBe(2);
-    expect(entriesOf(second!, 'k3')[0]![7]).toBe(1);
+    expect(entriesOf(first!, 'k2')[0]![ENTRY.placementId]).toBe(2);
+    expect(entriesOf(second!, 'k3')[0]![ENTRY.placementId]).toBe(1);
     expect(first!.body).not.toContain('"payments"');
     expect(store.attemptLog.attemptsOf('k3')[0]!.placement).toMatchObject({ service: 'payments', node: 'a' });
   });
@@ -574,54 +519,6 @@ describe('the attempt log in SQLite', () => {
     expect(() => store.attemptLog.append('k1', attempt('k1', 'a'))).toThrow(
       'inside KeyscopeStore.transaction',
     );
-  });
-
-  it('migrates a one-row-per-attempt database: each attempt becomes an indexed group', () => {
-    const { old, insert } = olderDatabase(3);
-    const first = attempt('k1', 'a');
-    insert.run('k1', first.traceId, first.spanId, 'k1', first.endUnixMillis, JSON.stringify(first));
-    old.close();
-    store = open(1000);
-    expect(indexedRows()).toBe(1);
-    expect(store.attemptsOfKey('k1').map((a) => a.spanId)).toEqual([first.spanId]);
-    store.transaction(() => expect(store.attemptLog.append('k1', { ...first })).toBe(false));
-  });
-
-  it('reads attempts migrated from every row form, indexed or not when the database was left', () => {
-    const { old, insert } = olderDatabase(4);
-    const full = attempt('k1', 'a');
-    const emptied = attempt('k1', 'b');
-    const positional = client({ key: 'k1', resendCount: 1, statusCode: 502, error: 'reset' });
-    insert.run('k1', full.traceId, full.spanId, 'k1', full.endUnixMillis, JSON.stringify(full));
-    const body = JSON.stringify({ ...emptied, key: '', traceId: '', spanId: '' });
-    insert.run('k1', emptied.traceId, emptied.spanId, 'k1', emptied.endUnixMillis, body);
-    // The last form: positional, past indexed_through (appended, never indexed).
-    const p = positional.placement;
-    const fields = ['client', positional.tenant, positional.parentSpanId, positional.startUnixMillis];
-    fields.push(
-      positional.endUnixMillis,
-      p.service,
-      p.node,
-      p.cluster,
-      p.region,
-      p.zone,
-      positional.operation,
-    );
-    fields.push(positional.resendCount, positional.target, positional.statusCode, positional.error);
-    insert.run(
-      'k1',
-      positional.traceId,
-      positional.spanId,
-      'k1',
-      positional.endUnixMillis,
-      JSON.stringify(fields),
-    );
-    old.prepare('UPDATE attempt_index SET indexed_through = 2').run();
-    old.close();
-    store = open(1000);
-    expect(indexedRows()).toBe(3);
-    expect(store.attemptLog.attemptsOf('k1')).toEqual([full, emptied, positional]);
-    expect(store.counts().attempts).toBe(3);
   });
 
   describe('a hot key (one key on many requests)', () => {

@@ -3,10 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createDetector, type Incident } from '@keyscope/detector';
 import { server } from '@keyscope/testkit';
-import BetterSqlite3 from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { KeyscopeStore } from '../src/index.ts';
-import { migrate } from '../src/migrations.ts';
 
 let dir: string;
 let path: string;
@@ -52,25 +50,5 @@ describe('the Kafka serve role’s incident parts', () => {
     expect(store.incidentParts.of(id)).toEqual([incident(2)]);
     store.transaction(() => store.incidentParts.delete(id, 1));
     expect(store.incidentParts.of(id)).toEqual([]);
-  });
-
-  it('opens a database whose serve role created the parts table itself, and keeps its parts', () => {
-    store.close();
-    rmSync(path);
-    const older = new BetterSqlite3(path);
-    // The schema before the parts table joined it (migrations.ts), and the table as the serve role made it.
-    migrate(older, 11);
-    older.exec(
-      `CREATE TABLE IF NOT EXISTS kafka_incident_parts (
-         incident_id TEXT NOT NULL, partition INTEGER NOT NULL, body TEXT NOT NULL,
-         PRIMARY KEY (incident_id, partition)) WITHOUT ROWID`,
-    );
-    const part = incident(4);
-    older
-      .prepare('INSERT INTO kafka_incident_parts (incident_id, partition, body) VALUES (?, ?, ?)')
-      .run(part.id, 0, JSON.stringify(part));
-    older.close();
-    store = new KeyscopeStore({ path });
-    expect(store.incidentParts.of(part.id)).toEqual([part]);
   });
 });

@@ -9,7 +9,6 @@ import BetterSqlite3 from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { KeyscopeStore } from '../src/index.ts';
 import { connectionOf } from '../src/keyscope-store.ts';
-import { migrate } from '../src/migrations.ts';
 import { fillDisk } from '../src/testing.ts';
 import { purgeBefore } from './purge-before.ts';
 import { committedValue, onSecondConnection } from './second-connection.ts';
@@ -255,36 +254,28 @@ function byNode(samples: NodeActivity[]): [string, number, number, number][] {
 }
 
 describe('node activity', () => {
-  it('keeps the activity a database held before its table was keyed by time, and reads it in time order', () => {
-    const path = join(dir, 'activity-v5.db');
-    const old = new BetterSqlite3(path);
-    migrate(old, 5);
-    const insert = old.prepare(
-      'INSERT INTO activity (service, node, bucket_start_ms, bucket_ms, placement, spans, errors) VALUES (?, ?, ?, ?, ?, ?, ?)',
-    );
+  it('reads activity in time order, then by node, whether folded into a chunk or still in the log', () => {
+    // The first three transactions are folded by the purge; the fourth stays in the log.
     for (const [node, second, spans] of [
       ['b', 1, 4],
       ['a', 2, 3],
       ['a', 1, 2],
     ] as const) {
-      const placement = JSON.stringify({ service: 'payments', node, cluster: 'c1', region: 'r1', zone: '' });
-      insert.run('payments', node, TEST_EPOCH_UNIX_MILLIS + second * 1000, 1000, placement, spans, 0);
+      store.transaction(() =>
+        store.recordActivity(activity({ node, fromSecond: second, toSecond: second + 1, spans })),
+      );
     }
-    old.close();
-    const reopened = new KeyscopeStore({ path });
-    try {
-      reopened.recordActivity(activity({ node: 'a', fromSecond: 2, toSecond: 3, spans: 5 }));
-      const rows = reopened
-        .recentActivity(60_000)
-        .map((a) => [a.bucketStartUnixMillis - TEST_EPOCH_UNIX_MILLIS, a.placement.node, a.spans]);
-      expect(rows).toEqual([
-        [1000, 'a', 2],
-        [1000, 'b', 4],
-        [2000, 'a', 8],
-      ]);
-    } finally {
-      reopened.close();
-    }
+    purgeBefore(store, 0);
+    expect(committedValue(dbPath(), 'SELECT count(*) FROM activity_chunks')).toBe(1);
+    store.recordActivity(activity({ node: 'a', fromSecond: 2, toSecond: 3, spans: 5 }));
+    const rows = store
+      .recentActivity(60_000)
+      .map((a) => [a.bucketStartUnixMillis - TEST_EPOCH_UNIX_MILLIS, a.placement.node, a.spans]);
+    expect(rows).toEqual([
+      [1000, 'a', 2],
+      [1000, 'b', 4],
+      [2000, 'a', 8],
+    ]);
   });
 
   it('adds up the activity of batches and returns the recent window', () => {
@@ -320,7 +311,7 @@ describe('node activity', () => {
     ]);
   });
 
-  it('folds the log into one chunk every 64 transactions, and reads chunks, log and older rows together', () => {
+  it('folds the log into one chunk every 64 transactions, and reads chunks and log together', () => {
     for (let i = 0; i < 63; i++) {
       store.transaction(() =>
         store.recordActivity(activity({ node: 'a', fromSecond: 0, toSecond: 2, spans: 1 })),
@@ -350,27 +341,11 @@ describe('node activity', () => {
       ['a', 0, 64, 0],
       ['a', 1000, 64, 0],
     ]);
-    // A row as an older version wrote it, and a sample still in the log.
-    onSecondConnection(dbPath(), (db) =>
-      db
-        .prepare(
-          'INSERT INTO activity (bucket_start_ms, service, node, bucket_ms, placement, spans, errors) VALUES (?, ?, ?, ?, ?, ?, ?)',
-        )
-        .run(
-          TEST_EPOCH_UNIX_MILLIS + 1000,
-          'payments',
-          'b',
-          1000,
-          JSON.stringify({ service: 'payments', node: 'b', cluster: '', region: '', zone: '' }),
-          2,
-          1,
-        ),
-    );
+    // A sample still in the log, read with the chunk.
     store.recordActivity(activity({ node: 'a', fromSecond: 1, toSecond: 2, spans: 5 }));
     expect(byNode(store.recentActivity(4000))).toEqual([
       ['a', 0, 64, 0],
       ['a', 1000, 69, 0],
-      ['b', 1000, 2, 1],
     ]);
   });
 

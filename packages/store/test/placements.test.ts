@@ -2,11 +2,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { activity, server, TEST_EPOCH_UNIX_MILLIS } from '@keyscope/testkit';
-import BetterSqlite3 from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { KeyscopeStore } from '../src/index.ts';
 import { connectionOf } from '../src/keyscope-store.ts';
-import { migrate } from '../src/migrations.ts';
 import { PLACEMENT_USE_GRANULE_MILLIS } from '../src/placement-table.ts';
 import { committedValue, onSecondConnection } from './second-connection.ts';
 
@@ -127,29 +125,5 @@ describe('placements', () => {
     expect(store.attemptsOfKey('k1')).toEqual([]);
     expect(nodes()).toEqual(['a']);
     expect(store.attemptsOfKey('k3')).toHaveLength(1);
-  });
-
-  it('gives placements written before their time of last use was kept the latest time a row holds', () => {
-    store.close();
-    rmSync(path);
-    const older = new BetterSqlite3(path);
-    // The schema before placements kept their time of last use (migrations.ts).
-    migrate(older, 10);
-    older
-      .prepare("INSERT INTO placements (service, node, cluster, region, zone) VALUES ('s', 'a', '', '', '')")
-      .run();
-    older
-      .prepare("INSERT INTO attempt_batches (end_ms, attempts, keys, body) VALUES (1000, 0, '[]', '')")
-      .run();
-    older
-      .prepare("INSERT INTO activity_chunks (first_bucket_ms, last_bucket_ms, body) VALUES (0, 2000, '[]')")
-      .run();
-    older.prepare("INSERT INTO activity_log (body) VALUES ('[[3000,1000,1,1,0]]')").run();
-    older.close();
-    const upgraded = new BetterSqlite3(path);
-    migrate(upgraded);
-    expect(upgraded.prepare('SELECT last_ms FROM placements').pluck().all()).toEqual([3000]);
-    upgraded.close();
-    store = new KeyscopeStore({ path: join(dir, 'another.db') });
   });
 });

@@ -1,0 +1,262 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Attempt } from '@keyscope/attempts';
+import { createDetector } from '@keyscope/detector';
+import { isKeyscopeError } from '@keyscope/errors';
+import { activity, server, TEST_EPOCH_UNIX_MILLIS } from '@keyscope/testkit';
+import BetterSqlite3 from 'better-sqlite3';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { KeyscopeStore } from '../src/index.ts';
+import { connectionOf } from '../src/keyscope-store.ts';
+import { KEYSCOPE_APPLICATION_ID, MIGRATIONS, migrate } from '../src/migrations.ts';
+
+let dir: string;
+let path: string;
+
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'keyscope-migrations-'));
+  path = join(dir, 'keyscope.db');
+});
+
+afterEach(() => {
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** Runs `work` on a plain connection to the test's database file. */
+function onDatabase<T>(work: (db: BetterSqlite3.Database) => T): T {
+  const db = new BetterSqlite3(path);
+  try {
+    return work(db);
+  } finally {
+    db.close();
+  }
+}
+
+const tables = (db: BetterSqlite3.Database) =>
+  db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").pluck().all();
+
+/** The code of what `work` throws. */
+function codeOf(work: () => unknown): string | undefined {
+  try {
+    work();
+  } catch (error) {
+    return isKeyscopeError(error) ? error.code : `not a KeyscopeError: ${String(error)}`;
+  }
+  return undefined;
+}
+
+describe('migrations', () => {
+  const first = 'CREATE TABLE first (id INTEGER PRIMARY KEY);';
+  const second = 'CREATE TABLE second (id INTEGER PRIMARY KEY);';
+
+  it('applies each migration a database lacks once, and counts them in user_version', () => {
+    onDatabase((db) => {
+      expect(migrate(db, path, [first])).toBe(1);
+      expect(migrate(db, path, [first, second])).toBe(2);
+      // Run again, neither CREATE TABLE runs (it would fail on the table it made).
+      expect(migrate(db, path, [first, second])).toBe(2);
+      expect(db.pragma('user_version', { simple: true })).toBe(2);
+      expect(db.pragma('application_id', { simple: true })).toBe(KEYSCOPE_APPLICATION_ID);
+      expect(tables(db)).toEqual(['first', 'second']);
+    });
+  });
+
+  it('leaves a database at the version before a migration that fails, with nothing of it applied', () => {
+    onDatabase((db) => {
+      const failing = `CREATE TABLE half (id INTEGER PRIMARY KEY); INSERT INTO missing VALUES (1);`;
+      expect(() => migrate(db, path, [first, failing])).toThrow('no such table: missing');
+      expect(db.pragma('user_version', { simple: true })).toBe(1);
+      expect(tables(db)).toEqual(['first']);
+      expect(migrate(db, path, [first, second])).toBe(2);
+    });
+  });
+
+  it('refuses a database written by a newer keyscope before running anything', () => {
+    onDatabase((db) => {
+      migrate(db, path, [first, second]);
+      expect(codeOf(() => migrate(db, path, [first]))).toBe('KS_STORE_NEWER_SCHEMA');
+    });
+  });
+
+  it('refuses a database written by a pre-release build, and leaves it as it was', () => {
+    // Pre-release builds counted their schema in user_version (up to 12) and set no application id.
+    onDatabase((db) => {
+      db.exec('CREATE TABLE attempt_batches (id INTEGER PRIMARY KEY)');
+      db.pragma('user_version = 12');
+    });
+    expect(codeOf(() => new KeyscopeStore({ path }))).toBe('KS_STORE_PRE_RELEASE_SCHEMA');
+    // A version this build's schema has too (1) does not make it one of this build's databases.
+    onDatabase((db) => db.pragma('user_version = 1'));
+    expect(codeOf(() => new KeyscopeStore({ path }))).toBe('KS_STORE_PRE_RELEASE_SCHEMA');
+    onDatabase((db) => {
+      expect(db.pragma('user_version', { simple: true })).toBe(1);
+      expect(tables(db)).toEqual(['attempt_batches']);
+    });
+  });
+
+  it('gives a new database the whole schema in one migration, marked as keyscope’s', () => {
+    new KeyscopeStore({ path }).close();
+    onDatabase((db) => {
+      expect(db.pragma('user_version', { simple: true })).toBe(MIGRATIONS.length);
+      expect(db.pragma('application_id', { simple: true })).toBe(KEYSCOPE_APPLICATION_ID);
+    });
+    expect(MIGRATIONS).toHaveLength(1);
+  });
+});
+
+describe('the schema', () => {
+  /** Every SQL text the store prepared while `work` ran, on any connection. */
+  function preparedDuring(work: () => void): string[] {
+    const prepared: string[] = [];
+    const prototype = BetterSqlite3.prototype as { prepare: (sql: string) => unknown };
+    const prepare = prototype.prepare;
+    prototype.prepare = function (this: unknown, sql: string) {
+      prepared.push(sql);
+      return prepare.call(this, sql);
+    };
+    try {
+      work();
+    } finally {
+      prototype.prepare = prepare;
+    }
+    return prepared;
+  }
+
+  /** Two executions of `key` in two node stores, at `second`: a finding and an incident. */
+  const duplicate = (key: string, second: number, tenant = ''): Attempt[] => [
+    server({ key, tenant, node: 'a', store: 'A', at: second }),
+    server({ key, tenant, node: 'b', store: 'B', at: second + 1 }),
+  ];
+
+  /** Rows in each table of the schema (sqlite_sequence aside). */
+  const rowsPerTable = (db: BetterSqlite3.Database) =>
+    Object.fromEntries(
+      (
+        db
+          .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name != 'sqlite_sequence'")
+          .pluck()
+          .all() as string[]
+      ).map((name) => [name, db.prepare(`SELECT count(*) FROM "${name}"`).pluck().get() as number]),
+    );
+
+  it('holds exactly the tables, columns and indexes the store uses: every table fills, every column and index is in its SQL', () => {
+    let rows: Record<string, number> = {};
+    const prepared = preparedDuring(() => {
+      const store = new KeyscopeStore({ path, attemptIndexBatchRows: 2 });
+      try {
+        const detector = createDetector(undefined, { attemptLog: store.attemptLog });
+        const ingest = (attempts: Attempt[]) =>
+          store.transaction(() =>
+            store.applyChanges(
+              detector.ingest({ attempts, activity: [], invalid: { outcome: 0, hit: 0, scope: 0 } }),
+            ),
+          );
+        ingest(duplicate('k1', 0));
+        ingest(duplicate('k2', 5_000, 'acme'));
+        ingest([server({ key: 'k3', node: 'a', store: 'A', at: 10_000 })]);
+        expect(store.attemptsOfKey('k2', 'acme')).toHaveLength(2);
+        // 64 transactions of node activity fold into a chunk; one more waits in the log.
+        for (let i = 0; i <= 64; i++) {
+          store.transaction(() =>
+            store.recordActivity(activity({ node: 'a', fromSecond: i, toSecond: i + 1, spans: 1 })),
+          );
+        }
+        expect(store.recentActivity(60_000).length).toBeGreaterThan(0);
+
+        const findings = store.findings;
+        const [latest, earlier] = store.incidents.list({}, { limit: 10 }).items;
+        expect(earlier).toBeDefined();
+        store.incidents.acknowledge(latest!.id, 'alice', 1_000);
+        store.incidents.resolve(earlier!.id, 'bob', 2_000);
+        store.incidents.get(latest!.id, 'acme');
+        store.incidents.list({ status: 'open', service: 'payments', tenant: 'acme' }, { limit: 1 });
+        findings.list({ key: 'k1', class: 'cross_store_duplicate', service: 'payments' }, { limit: 1 });
+        findings.list({ tenant: 'acme', sinceUnixMillis: 0, untilUnixMillis: Date.now() }, { limit: 1 });
+        findings.ofIncident(latest!.id);
+        findings.ofKey('k1');
+        findings.recent(0);
+        findings.latestUnixMillis();
+
+        const outbox = store.outbox;
+        for (const dedupKey of ['trigger', 'resolve', 'acknowledge']) {
+          outbox.enqueue({ sink: 'pager', dedupKey, incidentId: earlier!.id, payload: {}, dueUnixMillis: 0 });
+        }
+        const [one, two] = outbox.due(10, 10);
+        outbox.markFailed(one!.id, 'connection refused', 5);
+        outbox.markDelivered(one!.id, 6);
+        outbox.markAbandoned(two!.id, 'gone', 7);
+        outbox.keysStartingWith('pager', 'tr');
+        outbox.deliveriesOf(earlier!.id);
+        outbox.pending();
+
+        store.state.save('scope-report', { services: 1 });
+        expect(store.probeWrite()).toBe(true); // writes a state row and deletes it
+        store.state.load('scope-report');
+        store.transaction(() => {
+          store.incidentParts.put(latest!.id, 0, latest!);
+          store.incidentParts.put(latest!.id, 1, latest!);
+          store.incidentParts.delete(latest!.id, 1);
+        });
+        store.incidentParts.of(latest!.id);
+        store.counts();
+
+        rows = rowsPerTable(connectionOf(store));
+        // Everything but the newest batch and chunk goes; each table's purge runs.
+        store.purge({
+          attemptsBeforeUnixMillis: TEST_EPOCH_UNIX_MILLIS + 86_400_000,
+          recordsBeforeUnixMillis: Number.MAX_SAFE_INTEGER,
+          maxRows: 100,
+        });
+        store.purgeToSize({ maxBytes: 1, maxRows: 100 });
+      } finally {
+        store.close();
+      }
+    });
+    // Every table holds rows the store wrote (attempt_index its one row of progress).
+    expect(Object.entries(rows).filter(([, count]) => count === 0)).toEqual([]);
+    expect(Object.keys(rows).sort()).toEqual([
+      'activity_chunks',
+      'activity_log',
+      'attempt_batch_keys',
+      'attempt_batches',
+      'attempt_index',
+      'findings',
+      'incidents',
+      'kafka_incident_parts',
+      'outbox',
+      'placements',
+      'state',
+    ]);
+    onDatabase((db) => {
+      const statements = prepared.filter((sql) => !/^\s*PRAGMA/i.test(sql));
+      const mentions = (sql: string, word: string) => new RegExp(`\\b${word}\\b`).test(sql);
+      for (const table of Object.keys(rows)) {
+        const ofTable = statements.filter((sql) => mentions(sql, table));
+        const columns = db.pragma(`table_info(${table})`) as { name: string }[];
+        const unused = columns.map((c) => c.name).filter((c) => !ofTable.some((sql) => mentions(sql, c)));
+        expect({ table, unused }).toEqual({ table, unused: [] });
+      }
+      // Each index of its own (not a key's or a UNIQUE constraint's) serves a statement's plan.
+      const indexes = db
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL")
+        .pluck()
+        .all() as string[];
+      const plans = statements.map((sql) => planOf(db, sql)).join('\n');
+      const unplanned = indexes.filter((index) => !mentions(plans, index));
+      expect(unplanned).toEqual([]);
+    });
+  });
+});
+
+/** What EXPLAIN QUERY PLAN says of `sql`, its parameters bound to NULL (plans do not depend on them). */
+function planOf(db: BetterSqlite3.Database, sql: string): string {
+  const explain = db.prepare(`EXPLAIN QUERY PLAN ${sql}`);
+  const named = [...sql.matchAll(/[@$:]([A-Za-z_]\w*)/g)].map((match) => match[1]!);
+  const parameters =
+    named.length > 0
+      ? [Object.fromEntries(named.map((name) => [name, null]))]
+      : Array.from({ length: (sql.match(/\?/g) ?? []).length }, () => null);
+  const rows = explain.all(...parameters) as { detail: string }[];
+  return rows.map((row) => row.detail).join('\n');
+}
