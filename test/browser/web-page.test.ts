@@ -174,6 +174,20 @@ describe('the web page', () => {
     await saveScreenshot(readTab, 'key');
   });
 
+  it('says a key keyscope never saw was never seen, and how far back its evidence reaches', async () => {
+    const lookup = await keyscope.api<{ seen: boolean; evidenceSince: string | null }>(
+      '/api/v1/keys/never-sent-key',
+    );
+    expect(lookup.seen).toBe(false);
+    expect(lookup.evidenceSince).not.toBeNull();
+    await readTab.goto(`${keyscope.url}/keys/never-sent-key`);
+    await readTab.locator('#verdict').waitFor();
+    const verdict = (await readTab.locator('#verdict').textContent())!;
+    expect(verdict).toContain('Never seen');
+    expect(verdict).toContain('evidence reaches back to');
+    expect(verdict).not.toContain('No duplicate');
+  });
+
   it('reports the declared key scope against the observed retry scope', async () => {
     await readTab.goto(`${keyscope.url}/scopes`);
     const row = readTab.locator('#scopes tbody tr').filter({ hasText: '/payments' });

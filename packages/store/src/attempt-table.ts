@@ -133,6 +133,7 @@ export class AttemptTable implements AttemptLog {
    * loses attempts (a rollback, a purge).
    */
   readonly #hotSpans = new Map<string, Set<string>>();
+  #oldestEnd: Statement | undefined;
   #hotSpanCount = 0;
   /** Attempts decoded from rows, by reads and redelivery checks alike. */
   #attemptsRead = 0;
@@ -497,5 +498,14 @@ export class AttemptTable implements AttemptLog {
 
   #indexedThrough(): number {
     return this.#db.prepare('SELECT indexed_through FROM attempt_index').pluck().get() as number;
+  }
+
+  /**
+   * When the oldest batch the log still holds ended: how far back keyscope's evidence of attempts
+   * reaches (older ones went with retention or the size bound). Null while it holds none.
+   */
+  oldestBatchEndUnixMillis(): number | null {
+    this.#oldestEnd ??= this.#db.prepare('SELECT min(end_ms) FROM attempt_batches').pluck();
+    return (this.#oldestEnd.get() as number | null) ?? null;
   }
 }

@@ -177,6 +177,11 @@ export class KeyscopeStore {
     this.#incidents.write(changes);
   }
 
+  /** How far back the stored attempts reach (the oldest batch's end); null while none is stored. */
+  evidenceSinceUnixMillis(): number | null {
+    return this.#attempts.oldestBatchEndUnixMillis();
+  }
+
   /** Every attempt recorded for an idempotency key (under any tenant, or only `tenant`'s), in time order. */
   attemptsOfKey(key: string, tenant?: string): Attempt[] {
     return attemptsOfKey(this.#attempts, key, tenant);

@@ -310,8 +310,12 @@ export function createApiServer(deps: ApiDependencies): FastifyInstance {
         if (outcome === 'executed') executions++;
         else if (outcome === 'unknown') unconfirmedExecutions++;
       }
+      const since = deps.store.evidenceSinceUnixMillis();
       return {
         key,
+        // A key with no attempt is no evidence either way: the page says so, not "no duplicate".
+        seen: attempts.length > 0,
+        evidenceSince: since === null ? null : new Date(since).toISOString(),
         executions,
         unconfirmedExecutions,
         ranTwice: findings.some(

@@ -206,6 +206,20 @@ describe('key lookup, scope report, health and docs', () => {
     });
   });
 
+  it('says a key it holds no attempt of was never seen, and how far back its attempts reach', async () => {
+    const app = api();
+    expect((await app.inject('/api/v1/keys/k-absent')).json()).toMatchObject({
+      seen: false,
+      evidenceSince: null,
+      executions: 0,
+    });
+    ingest(duplicate('k1', 0));
+    const lookup = (await app.inject('/api/v1/keys/k-absent')).json();
+    expect(lookup.seen).toBe(false);
+    expect(Date.parse(lookup.evidenceSince)).toBeGreaterThan(0);
+    expect((await app.inject('/api/v1/keys/k1')).json()).toMatchObject({ seen: true });
+  });
+
   it('counts an admission that failed before its effect as no execution, and one of unknown effect apart', async () => {
     ingest([
       server({

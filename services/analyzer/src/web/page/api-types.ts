@@ -39,7 +39,12 @@ export type IncidentDetailJson = IncidentJson & {
 
 export interface KeyLookupJson {
   key: string;
+  /** Whether keyscope holds any attempt of the key. */
+  seen: boolean;
+  /** How far back the stored attempts reach; null when none is stored. */
+  evidenceSince: string | null;
   executions: number;
+  unconfirmedExecutions: number;
   ranTwice: boolean;
   attempts: AttemptJson[];
   findings: FindingJson[];

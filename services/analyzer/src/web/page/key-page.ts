@@ -66,7 +66,23 @@ export async function renderKeyPage(config: UiConfig, key: string): Promise<void
 }
 
 function verdict(lookup: KeyLookupJson): HTMLElement {
-  const times = `${lookup.executions} execution${lookup.executions === 1 ? '' : 's'}`;
+  if (!lookup.seen) {
+    const reach =
+      lookup.evidenceSince === null
+        ? 'keyscope holds no attempts of any key yet.'
+        : `keyscope's evidence reaches back to ${formatDateTime(lookup.evidenceSince)}; older attempts are no longer kept.`;
+    return el(
+      'p',
+      { class: 'verdict verdict-unknown', id: 'verdict' },
+      el('strong', {}, 'Never seen. '),
+      `No span with this key reached keyscope, so it cannot say whether it ran: ${reach}`,
+    );
+  }
+  const unconfirmed =
+    lookup.unconfirmedExecutions > 0
+      ? `, and ${lookup.unconfirmedExecutions} admitted ${lookup.unconfirmedExecutions === 1 ? 'attempt' : 'attempts'} that failed with an unknown effect`
+      : '';
+  const times = `${lookup.executions} execution${lookup.executions === 1 ? '' : 's'}${unconfirmed}`;
   if (lookup.ranTwice) {
     return el(
       'p',
