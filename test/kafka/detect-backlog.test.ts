@@ -1,17 +1,14 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import {
-  createKafkaClient,
-  encodeAttemptRecord,
-  type RunningRoles,
-  resolveServeConfig,
-  silentLogger,
-  startRoles,
-} from '@keyscope/analyzer';
 import { partitionKey, type ServerAttempt } from '@keyscope/attempts';
 import { type KafkaCluster, startKafkaCluster } from '@keyscope/testkit/kafka';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { resolveServeConfig } from '../../services/analyzer/src/config.ts';
+import { encodeAttemptRecord } from '../../services/analyzer/src/kafka/attempt-records.ts';
+import { createKafkaClient } from '../../services/analyzer/src/kafka/kafka-client.ts';
+import { type RunningRoles, startRoles } from '../../services/analyzer/src/kafka/start-roles.ts';
+import { silentLogger } from '../../services/analyzer/src/logger.ts';
 import { counterReaches } from './support/counter-reaches.ts';
 
 /**

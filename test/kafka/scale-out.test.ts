@@ -1,11 +1,12 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createKafkaClient, silentLogger } from '@keyscope/analyzer';
 import { encodeTraces } from '@keyscope/otlp';
 import { scenarios, simulate } from '@keyscope/simulator';
 import { type KafkaCluster, startKafkaCluster } from '@keyscope/testkit/kafka';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createKafkaClient } from '../../services/analyzer/src/kafka/kafka-client.ts';
+import { silentLogger } from '../../services/analyzer/src/logger.ts';
 import { exportAsCollector, type MessageProducer } from './support/collector-exporter.ts';
 import { embeddedOutcome } from './support/embedded-run.ts';
 import {

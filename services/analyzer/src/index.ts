@@ -7,13 +7,11 @@ export {
   type ServeConfig,
 } from './config.ts';
 export { ANALYZER_ERRORS } from './errors.ts';
-export { encodeAttemptRecord } from './kafka/attempt-records.ts';
 export { startDetectRole } from './kafka/detect-role.ts';
 export { startIngestRole } from './kafka/ingest-role.ts';
 export { createKafkaClient } from './kafka/kafka-client.ts';
 export { KafkaCounters } from './kafka/kafka-counters.ts';
 export type { RunningRole } from './kafka/running-role.ts';
-export { type RunningRoles, startRoles } from './kafka/start-roles.ts';
 export { consoleLogger, type Logger, silentLogger } from './logger.ts';
 export { KEYSCOPE_NODE_FLAGS } from './node-flags.ts';
 export { CountingConsumer } from './pipeline/counting-consumer.ts';
