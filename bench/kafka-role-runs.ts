@@ -1,17 +1,21 @@
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { resolveServeConfig, type ServeConfig, silentLogger } from '@keyscope/analyzer';
+import {
+  createKafkaClient,
+  KafkaCounters,
+  type RunningRole,
+  resolveServeConfig,
+  type ServeConfig,
+  silentLogger,
+  startDetectRole,
+  startIngestRole,
+} from '@keyscope/analyzer';
+import { type KafkaCluster, startMockKafkaCluster } from '@keyscope/testkit/kafka';
 import BetterSqlite3 from 'better-sqlite3';
-import { startDetectRole } from '../services/analyzer/src/kafka/detect-role.ts';
-import { startIngestRole } from '../services/analyzer/src/kafka/ingest-role.ts';
-import { createKafkaClient } from '../services/analyzer/src/kafka/kafka-client.ts';
-import { KafkaCounters } from '../services/analyzer/src/kafka/kafka-counters.ts';
-import type { RunningRole } from '../services/analyzer/src/kafka/running-role.ts';
-import { type KafkaCluster, startMockKafkaCluster } from '../test/kafka/support/kafka-cluster.ts';
 import { cpuSecondsSince } from './measure.ts';
 
 /**
- * keyscope's Kafka roles measured through librdkafka's mock cluster (test/kafka/mock-cluster.c, a
+ * keyscope's Kafka roles measured through librdkafka's mock cluster (`@keyscope/testkit/kafka`: a
  * Kafka protocol peer on loopback, in its own process). The ingest and detect roles run in this
  * process, started exactly as `keyscope serve --role ingest|detect` starts them, one at a time.
  *

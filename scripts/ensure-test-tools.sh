@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The tests drive real programs where users have them (an Alertmanager for the alert tests,
 # Chromium for the web page tests, a Kafka protocol peer that the Kafka tests compile from
-# test/kafka/mock-cluster.c against librdkafka's mock cluster).
+# packages/testkit/src/kafka/mock-cluster.c against librdkafka's mock cluster).
 # This installs the missing ones from Debian's packages when it can (root with apt-get), and
 # otherwise says exactly what to install — so `pnpm test` works on a fresh Debian machine.
 set -euo pipefail

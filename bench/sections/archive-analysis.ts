@@ -1,6 +1,6 @@
+import { type AnalyzeOutput, runAnalyze } from '@keyscope/analyzer';
 import type { Finding } from '@keyscope/detector';
 import { decodeTraces } from '@keyscope/otlp';
-import { type AnalyzeOutput, runAnalyze } from '../../services/analyzer/src/analyze/run-analyze.ts';
 import { KEY_ONLY_SQL } from '../baselines/attempt-rows.ts';
 import { runBatchApproach } from '../baselines/batch-approach.ts';
 import { crossStoreKeysWithDuckDb } from '../baselines/duckdb-batch.ts';

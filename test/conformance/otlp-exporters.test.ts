@@ -1,5 +1,6 @@
 import { type RunningReceivers, resolveServeConfig, silentLogger, startReceivers } from '@keyscope/analyzer';
 import type { Span } from '@keyscope/otlp';
+import { RecordingConsumer } from '@keyscope/testkit';
 import { context, type HrTime, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { ExportResultCode } from '@opentelemetry/core';
 import { OTLPTraceExporter as GrpcExporter } from '@opentelemetry/exporter-trace-otlp-grpc';
@@ -13,7 +14,6 @@ import {
   SimpleSpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RecordingConsumer } from '../support/recording-consumer.ts';
 
 /**
  * The clients users run, against the real receivers over loopback: every span the OpenTelemetry

@@ -3,9 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type RunningService, resolveServeConfig, silentLogger, startServe } from '@keyscope/analyzer';
 import { scenarios, simulate } from '@keyscope/simulator';
+import { toReadableSpans } from '@keyscope/testkit/sdk';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { toReadableSpans } from '../support/readable-spans.ts';
 
 /**
  * The README's promise, end to end: the embedded service with SQLite, fed a simulated node

@@ -11,10 +11,10 @@ import {
   verify,
 } from '@keyscope/gate';
 import type { Span } from '@keyscope/otlp';
+import { RecordingConsumer } from '@keyscope/testkit';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { RecordingConsumer } from '../support/recording-consumer.ts';
 import { type CardNetwork, createCardNetwork, ProcessorUnavailableError } from './card-network.ts';
 import { type CheckoutClient, createCheckoutClient } from './checkout-client.ts';
 import { type PaymentsNode, startPaymentsNode } from './payments-service.ts';

@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { scenarios, simulate } from '@keyscope/simulator';
+import { type KafkaCluster, startKafkaCluster } from '@keyscope/testkit/kafka';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveServeConfig } from '../../services/analyzer/src/config.ts';
 import { createKafkaClient } from '../../services/analyzer/src/kafka/kafka-client.ts';
@@ -14,7 +15,6 @@ import {
 } from './support/collector-exporter.ts';
 import { counterReaches } from './support/counter-reaches.ts';
 import { embeddedOutcome } from './support/embedded-run.ts';
-import { type KafkaCluster, startKafkaCluster } from './support/kafka-cluster.ts';
 import { type Outcome, outcomeWhenEqual } from './support/outcome.ts';
 
 /**

@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { partitionKey, type ServerAttempt } from '@keyscope/attempts';
+import { type KafkaCluster, startKafkaCluster } from '@keyscope/testkit/kafka';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveServeConfig } from '../../services/analyzer/src/config.ts';
 import { encodeAttemptRecord } from '../../services/analyzer/src/kafka/attempt-records.ts';
@@ -9,7 +10,6 @@ import { createKafkaClient } from '../../services/analyzer/src/kafka/kafka-clien
 import { type RunningRoles, startRoles } from '../../services/analyzer/src/kafka/start-roles.ts';
 import { silentLogger } from '../../services/analyzer/src/logger.ts';
 import { counterReaches } from './support/counter-reaches.ts';
-import { type KafkaCluster, startKafkaCluster } from './support/kafka-cluster.ts';
 
 /**
  * A detect instance that finds a backlog (after a restart, a rebalance, or falling behind) applies

@@ -4,13 +4,13 @@ import { join } from 'node:path';
 import { defaultMapping, extractAttempts } from '@keyscope/attempts';
 import { encodeTraces } from '@keyscope/otlp';
 import { scenarios, simulate } from '@keyscope/simulator';
+import { type KafkaCluster, startKafkaCluster } from '@keyscope/testkit/kafka';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveServeConfig } from '../../services/analyzer/src/config.ts';
 import { createKafkaClient } from '../../services/analyzer/src/kafka/kafka-client.ts';
 import { type RunningRoles, startRoles } from '../../services/analyzer/src/kafka/start-roles.ts';
 import { silentLogger } from '../../services/analyzer/src/logger.ts';
 import { counterReaches } from './support/counter-reaches.ts';
-import { type KafkaCluster, startKafkaCluster } from './support/kafka-cluster.ts';
 
 /**
  * An ingest instance that finds a backlog on the traces topic writes its attempts in a few large

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { encodeTraces } from '@keyscope/otlp';
 import { scenarios, simulate } from '@keyscope/simulator';
+import { type KafkaCluster, startKafkaCluster } from '@keyscope/testkit/kafka';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveServeConfig } from '../../services/analyzer/src/config.ts';
 import { createKafkaClient } from '../../services/analyzer/src/kafka/kafka-client.ts';
@@ -10,7 +11,6 @@ import { type RunningRoles, startRoles } from '../../services/analyzer/src/kafka
 import { silentLogger } from '../../services/analyzer/src/logger.ts';
 import { counterReaches } from './support/counter-reaches.ts';
 import { embeddedOutcome } from './support/embedded-run.ts';
-import { type KafkaCluster, startKafkaCluster } from './support/kafka-cluster.ts';
 import { type Outcome, outcomeWhenEqual } from './support/outcome.ts';
 
 /**

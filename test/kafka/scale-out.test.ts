@@ -3,12 +3,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { encodeTraces } from '@keyscope/otlp';
 import { scenarios, simulate } from '@keyscope/simulator';
+import { type KafkaCluster, startKafkaCluster } from '@keyscope/testkit/kafka';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKafkaClient } from '../../services/analyzer/src/kafka/kafka-client.ts';
 import { silentLogger } from '../../services/analyzer/src/logger.ts';
 import { exportAsCollector, type MessageProducer } from './support/collector-exporter.ts';
 import { embeddedOutcome } from './support/embedded-run.ts';
-import { type KafkaCluster, startKafkaCluster } from './support/kafka-cluster.ts';
 import {
   kafkaEnvironment,
   type RoleProcess,

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { extractAttempts } from '../src/extract-attempts.ts';
 import { defaultMapping, parseMapping } from '../src/mapping.ts';
-import { clientSpan, internalSpan, resource, serverSpan } from './span-builders.ts';
+import { clientSpan, internalSpan, resource, serverSpan } from '../src/testing.ts';
 
 const nodeA = resource({ service: 'payments', instance: 'a-1', region: 'eu' });
 const nodeB = resource({ service: 'payments', instance: 'b-1', region: 'eu' });

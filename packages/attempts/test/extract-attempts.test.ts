@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { Arrival, ClientAttempt, ServerAttempt, SideEffect } from '../src/attempt.ts';
 import { extractAttempts } from '../src/extract-attempts.ts';
 import { defaultMapping, parseMapping } from '../src/mapping.ts';
-import { clientSpan, internalSpan, resource, serverSpan, span } from './span-builders.ts';
+import { clientSpan, internalSpan, resource, serverSpan, span } from '../src/testing.ts';
 
 const mapping = defaultMapping();
 const inferring = parseMapping({ inferOutcomeFromHttp: true });
@@ -144,7 +144,7 @@ describe('server attempts', () => {
   });
 
   it('makes an UNSPECIFIED span with an outcome a server attempt', () => {
-    expect(only<ServerAttempt>([span(SpanKind.UNSPECIFIED, { key: 'k1', outcome: 'miss' })]).kind).toBe(
+    expect(only<ServerAttempt>([span({ kind: SpanKind.UNSPECIFIED, key: 'k1', outcome: 'miss' })]).kind).toBe(
       'server',
     );
   });
@@ -152,10 +152,10 @@ describe('server attempts', () => {
   it('makes PRODUCER and CONSUMER spans server attempts only when they carry an outcome', () => {
     const { attempts } = extractAttempts(
       [
-        span(SpanKind.PRODUCER, { key: 'k1' }),
-        span(SpanKind.CONSUMER, { key: 'k1' }),
-        span(SpanKind.CONSUMER, { key: 'k1', outcome: 'miss' }),
-        span(SpanKind.PRODUCER, { key: 'k1', hit: true }),
+        span({ kind: SpanKind.PRODUCER, key: 'k1' }),
+        span({ kind: SpanKind.CONSUMER, key: 'k1' }),
+        span({ kind: SpanKind.CONSUMER, key: 'k1', outcome: 'miss' }),
+        span({ kind: SpanKind.PRODUCER, key: 'k1', hit: true }),
       ],
       mapping,
     );

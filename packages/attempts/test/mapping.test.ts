@@ -12,7 +12,7 @@ import {
   mappingDecodeOptions,
   parseMapping,
 } from '../src/mapping.ts';
-import { clientSpan, internalSpan, resource, serverSpan } from './span-builders.ts';
+import { clientSpan, internalSpan, resource, serverSpan } from '../src/testing.ts';
 
 function codeOf(action: () => unknown): string {
   try {

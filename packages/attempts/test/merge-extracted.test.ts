@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { extractAttempts } from '../src/extract-attempts.ts';
 import { defaultMapping } from '../src/mapping.ts';
 import { mergeExtracted } from '../src/merge-extracted.ts';
-import { clientSpan, resource, serverSpan } from './span-builders.ts';
+import { clientSpan, resource, serverSpan } from '../src/testing.ts';
 
 const mapping = defaultMapping();
 const at = 1_767_225_600_000;

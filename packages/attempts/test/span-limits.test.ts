@@ -4,7 +4,7 @@ import type { ClientAttempt, ServerAttempt } from '../src/attempt.ts';
 import { extractAttempts } from '../src/extract-attempts.ts';
 import { defaultMapping } from '../src/mapping.ts';
 import { exceedsBytes, type SpanLimits, truncateToBytes } from '../src/span-limits.ts';
-import { clientSpan, resource, serverSpan } from './span-builders.ts';
+import { clientSpan, resource, serverSpan } from '../src/testing.ts';
 
 const mapping = defaultMapping();
 const NOW = 1_700_000_000_000;

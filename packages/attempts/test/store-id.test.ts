@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { ServerAttempt } from '../src/attempt.ts';
 import { extractAttempts } from '../src/extract-attempts.ts';
 import { defaultMapping } from '../src/mapping.ts';
-import { resource, type SpanOptions, serverSpan } from './span-builders.ts';
+import { resource, type SpanOptions, serverSpan } from '../src/testing.ts';
 
 const placed = resource({
   service: 'payments',

@@ -9,6 +9,7 @@ import type {
   ServerAttempt,
   SideEffect,
 } from '@keyscope/attempts';
+import { TEST_EPOCH_UNIX_MILLIS } from '@keyscope/attempts/testing';
 
 /**
  * Readable attempt builders for tests: `server({ key: 'k1', store: 'node-a', node: 'a' })`.
@@ -51,8 +52,6 @@ interface CommonInput extends PlacementInput {
   durationMillis?: number;
   operation?: string;
 }
-
-export const TEST_EPOCH_UNIX_MILLIS = Date.UTC(2026, 0, 1);
 
 function common(input: CommonInput) {
   const start = TEST_EPOCH_UNIX_MILLIS + (input.at ?? 0) * 1000;

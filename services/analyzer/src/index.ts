@@ -1,3 +1,4 @@
+export { type AnalyzeOutput, runAnalyze } from './analyze/run-analyze.ts';
 export {
   defaultServeConfig,
   envOverrides,
@@ -6,6 +7,11 @@ export {
   type ServeConfig,
 } from './config.ts';
 export { ANALYZER_ERRORS } from './errors.ts';
+export { startDetectRole } from './kafka/detect-role.ts';
+export { startIngestRole } from './kafka/ingest-role.ts';
+export { createKafkaClient } from './kafka/kafka-client.ts';
+export { KafkaCounters } from './kafka/kafka-counters.ts';
+export type { RunningRole } from './kafka/running-role.ts';
 export { consoleLogger, type Logger, silentLogger } from './logger.ts';
 export { KEYSCOPE_NODE_FLAGS } from './node-flags.ts';
 export { CountingConsumer } from './pipeline/counting-consumer.ts';

@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { encodeTraces } from '@keyscope/otlp';
+import { span } from '@keyscope/testkit';
 import { afterEach, describe, expect, it } from 'vitest';
-import { span } from '../../../test/support/span-fixtures.ts';
 
 const repositoryRoot = fileURLToPath(new URL('../../../', import.meta.url));
 const CLI = 'services/analyzer/src/cli.ts';
@@ -69,7 +69,7 @@ describe('keyscope CLI', () => {
     expect((await fetch(`${api?.[1]}/readyz`)).status).toBe(200);
     const response = await fetch(`${http?.[1]}/v1/traces`, {
       method: 'POST',
-      body: encodeTraces([span()]),
+      body: encodeTraces([span({ key: 'k1' })]),
       headers: { 'content-type': 'application/x-protobuf' },
     });
     expect(response.status).toBe(200);

@@ -12,8 +12,8 @@ import {
   SpanKind,
 } from '@keyscope/otlp';
 import { KeyscopeStore } from '@keyscope/store';
+import { span } from '@keyscope/testkit';
 import { afterAll, describe, expect, it } from 'vitest';
-import { span } from '../../../test/support/span-fixtures.ts';
 import { silentLogger } from '../src/logger.ts';
 import { DetectionPipeline } from '../src/pipeline/detection-pipeline.ts';
 
@@ -94,8 +94,8 @@ function keyed(
     trace: id,
     id,
     kind,
-    startTimeUnixMillis: NOW - 60_000 + (id % 50_000),
-    endTimeUnixMillis: NOW - 60_000 + (id % 50_000) + 15,
+    startMillis: NOW - 60_000 + (id % 50_000),
+    endMillis: NOW - 60_000 + (id % 50_000) + 15,
     attributes: { 'idempotency.key': key, 'idempotency.outcome': 'miss', ...attributes },
     resource: { attributes: { 'service.name': 'payments', 'service.instance.id': node } },
   });

@@ -2,8 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { gzipSync } from 'node:zlib';
 import { isKeyscopeError } from '@keyscope/errors';
+import { gzipBomb } from '@keyscope/testkit/wire';
 import { describe, expect, it } from 'vitest';
-import { gzipBomb } from '../../../test/support/gzip-bomb.ts';
 import {
   ANALYZER_BAD_COMPRESSION,
   ANALYZER_BODY_TIMEOUT,

@@ -1,12 +1,9 @@
 import * as grpc from '@grpc/grpc-js';
 import { type ErrorDefinition, KeyscopeError } from '@keyscope/errors';
 import { encodeTraces, type SpanConsumer } from '@keyscope/otlp';
+import { BlockingConsumer, RecordingConsumer, span } from '@keyscope/testkit';
+import { decodeExportResponse, openRawConnection, type RawConnection, rawPost } from '@keyscope/testkit/wire';
 import { afterEach, describe, expect, it } from 'vitest';
-import { BlockingConsumer } from '../../../test/support/blocking-consumer.ts';
-import { decodeExportResponse } from '../../../test/support/otlp-responses.ts';
-import { openRawConnection, type RawConnection, rawPost } from '../../../test/support/raw-http.ts';
-import { RecordingConsumer } from '../../../test/support/recording-consumer.ts';
-import { span } from '../../../test/support/span-fixtures.ts';
 import { resolveServeConfig } from '../src/config.ts';
 import { silentLogger } from '../src/logger.ts';
 import { TRACE_SERVICE_EXPORT_PATH } from '../src/receivers/otlp-grpc.ts';
@@ -83,10 +80,10 @@ function exportRaw(
   });
 }
 
-const twoSpans = () => encodeTraces([span({ id: 1 }), span({ id: 2 })]);
+const twoSpans = () => encodeTraces([span({ id: 1, key: 'k1' }), span({ id: 2, key: 'k1' })]);
 
 async function expectStillServing(serve: RunningReceivers): Promise<void> {
-  const answer = await exportRaw(serve, encodeTraces([span({ id: 99 })]));
+  const answer = await exportRaw(serve, encodeTraces([span({ id: 99, key: 'k1' })]));
   expect(answer.error).toBeNull();
 }
 

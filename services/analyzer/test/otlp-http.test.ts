@@ -3,18 +3,17 @@ import { gzipSync } from 'node:zlib';
 import { defaultMapping, mappingDecodeOptions } from '@keyscope/attempts';
 import { type ErrorDefinition, GrpcCode, KeyscopeError } from '@keyscope/errors';
 import { encodeTraces, OTLP_ERRORS, type SpanConsumer, SpanKind } from '@keyscope/otlp';
-import { afterEach, describe, expect, it } from 'vitest';
-import { BlockingConsumer } from '../../../test/support/blocking-consumer.ts';
-import { gzipBomb } from '../../../test/support/gzip-bomb.ts';
-import { decodeExportResponse, decodeRpcStatus } from '../../../test/support/otlp-responses.ts';
+import { BlockingConsumer, RecordingConsumer, span, tracesJson } from '@keyscope/testkit';
 import {
+  decodeExportResponse,
+  decodeRpcStatus,
+  gzipBomb,
   openRawConnection,
   parseResponses,
   type RawConnection,
   rawPost,
-} from '../../../test/support/raw-http.ts';
-import { RecordingConsumer } from '../../../test/support/recording-consumer.ts';
-import { span, tracesJson } from '../../../test/support/span-fixtures.ts';
+} from '@keyscope/testkit/wire';
+import { afterEach, describe, expect, it } from 'vitest';
 import { resolveServeConfig } from '../src/config.ts';
 import { silentLogger } from '../src/logger.ts';
 import { type RunningReceivers, startReceivers } from '../src/receivers/start-receivers.ts';
@@ -103,11 +102,12 @@ function statusOf(answer: Answer): { code?: number; message?: string } {
     : decodeRpcStatus(answer.body);
 }
 
-const twoSpans = () => encodeTraces([span({ id: 1 }), span({ id: 2, parentSpanId: '0000000000000001' })]);
+const twoSpans = () =>
+  encodeTraces([span({ id: 1, key: 'k1' }), span({ id: 2, key: 'k1', parentSpanId: '0000000000000001' })]);
 
 /** After a refusal the receiver must go on serving: a good request still gets 200. */
 async function expectStillServing(url: string): Promise<void> {
-  const answer = await post(url, encodeTraces([span({ id: 99 })]), PROTOBUF);
+  const answer = await post(url, encodeTraces([span({ id: 99, key: 'k1' })]), PROTOBUF);
   expect(answer.status).toBe(200);
 }
 
@@ -461,13 +461,13 @@ describe('OTLP/HTTP receiver', () => {
       const { url, serve } = await serveWith(consumer);
       const pipelined = await connectTo(serve);
       const requests = Array.from({ length: 20 }, (_, i) =>
-        rawPost('/v1/traces', encodeTraces([span({ id: i + 1 })])),
+        rawPost('/v1/traces', encodeTraces([span({ id: i + 1, key: 'k1' })])),
       );
       pipelined.socket.write(Buffer.concat(requests));
       await until(() => serve.counters.snapshot().http.payloadsReceived === 20, 'the pipelined requests');
       await consumer.whenHolding(1);
 
-      const concurrent = post(url, encodeTraces([span({ id: 99 })]), PROTOBUF);
+      const concurrent = post(url, encodeTraces([span({ id: 99, key: 'k1' })]), PROTOBUF);
       await consumer.whenHolding(2);
       expect(serve.inFlight().requests).toBe(2);
       consumer.release();
@@ -538,7 +538,7 @@ describe('OTLP/HTTP receiver', () => {
     it('refuses a request that arrives on an open connection with 503 and Retry-After', async () => {
       const consumer = new BlockingConsumer();
       const { serve } = await serveWith(consumer);
-      const request = rawRequest(Buffer.from(encodeTraces([span()])));
+      const request = rawRequest(Buffer.from(encodeTraces([span({ key: 'k1' })])));
       const held = rawConnection(serve.addresses.otlpHttp.port);
       held.socket.write(request);
       await consumer.whenHolding(1);
@@ -569,7 +569,7 @@ describe('OTLP/HTTP receiver', () => {
     const mixed = [
       span({ id: 1, kind: SpanKind.CLIENT, ...unkeyed }), // left out
       span({ id: 2, kind: SpanKind.SERVER, ...unkeyed }), // node activity
-      span({ id: 3, kind: SpanKind.CLIENT }), // keyed
+      span({ id: 3, kind: SpanKind.CLIENT, key: 'k1' }), // keyed
     ];
     expect((await post(url, encodeTraces(mixed), PROTOBUF)).status).toBe(200);
     expect(consumer.spans().map((decoded) => decoded.spanId)).toEqual(['', mixed[2]!.spanId]);

@@ -1,7 +1,7 @@
 import { encodeTraces, encodeTracesJson, type Span } from '@keyscope/otlp';
+import { type SpanOptions, span } from '@keyscope/testkit';
+import { decodeExportResponse } from '@keyscope/testkit/wire';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { decodeExportResponse } from '../../../test/support/otlp-responses.ts';
-import { span } from '../../../test/support/span-fixtures.ts';
 import { resolveServeConfig } from '../src/config.ts';
 import { silentLogger } from '../src/logger.ts';
 import { type RunningService, startServe } from '../src/serve.ts';
@@ -35,13 +35,13 @@ afterAll(async () => {
 
 let nextId = 1;
 /** A keyed SERVER span a minute before the service clock, as a healthy pipeline sends it. */
-function execution(key: string, node = 'payments-a-1', overrides: Partial<Span> = {}): Span {
+function execution(key: string, node = 'payments-a-1', overrides: SpanOptions = {}): Span {
   const id = nextId++;
   return span({
     trace: id,
     id,
-    startTimeUnixMillis: NOW - 60_000 + id,
-    endTimeUnixMillis: NOW - 60_000 + id + 20,
+    startMillis: NOW - 60_000 + id,
+    endMillis: NOW - 60_000 + id + 20,
     attributes: { 'idempotency.key': key, 'idempotency.outcome': 'miss', 'idempotency.scope': 'node' },
     resource: { attributes: { 'service.name': 'payments', 'service.instance.id': node } },
     ...overrides,
@@ -69,7 +69,7 @@ const rejectedCounts = () => service.ingestCounts().http.spansRejected;
 describe('spans outside the time window', () => {
   it('takes the normal span and refuses one starting at 0 beside it, by code, through partial_success', async () => {
     const before = service.store.counts().attempts;
-    const zero = execution('k-zero', 'payments-a-2', { startTimeUnixMillis: 0 });
+    const zero = execution('k-zero', 'payments-a-2', { startMillis: 0 });
     const answer = await post(encodeTraces([execution('k-normal-1'), zero]), PROTOBUF);
     expect(answer.status).toBe(200);
     const partial = decodeExportResponse(answer.body).partialSuccess;
@@ -103,7 +103,7 @@ describe('spans outside the time window', () => {
   });
 
   it('refuses a span that ends before it starts', async () => {
-    const backwards = execution('k-backwards', 'payments-a-1', { endTimeUnixMillis: NOW - 120_000 });
+    const backwards = execution('k-backwards', 'payments-a-1', { endMillis: NOW - 120_000 });
     const answer = await post(encodeTraces([execution('k-normal-3'), backwards]), PROTOBUF);
     expect(decodeExportResponse(answer.body).partialSuccess?.rejectedSpans).toBe(1);
     expect(rejectedCounts().KS_SPAN_ENDS_BEFORE_START).toBe(1);

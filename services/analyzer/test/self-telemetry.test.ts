@@ -2,9 +2,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { encodeTraces, type Span } from '@keyscope/otlp';
+import { RecordingConsumer, span } from '@keyscope/testkit';
 import { afterAll, describe, expect, it } from 'vitest';
-import { RecordingConsumer } from '../../../test/support/recording-consumer.ts';
-import { span } from '../../../test/support/span-fixtures.ts';
 import { resolveServeConfig } from '../src/config.ts';
 import { silentLogger } from '../src/logger.ts';
 import { type RunningReceivers, startReceivers } from '../src/receivers/start-receivers.ts';
@@ -38,7 +37,7 @@ describe('keyscope tracing itself', () => {
     running.push(service);
     const response = await fetch(`http://127.0.0.1:${service.addresses.otlpHttp.port}/v1/traces`, {
       method: 'POST',
-      body: encodeTraces([span()]),
+      body: encodeTraces([span({ key: 'k1' })]),
       headers: { 'content-type': 'application/x-protobuf' },
     });
     expect(response.status).toBe(200);

@@ -7,9 +7,8 @@ import { isKeyscopeError } from '@keyscope/errors';
 import { encodeTraces, type Span } from '@keyscope/otlp';
 import { KeyscopeStore } from '@keyscope/store';
 import { fillDisk } from '@keyscope/store/testing';
-import { server } from '@keyscope/testkit';
+import { server, span } from '@keyscope/testkit';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { span } from '../../../test/support/span-fixtures.ts';
 import { resolveServeConfig } from '../src/config.ts';
 import type { Logger } from '../src/logger.ts';
 import { type RunningService, startServe } from '../src/serve.ts';
@@ -50,8 +49,8 @@ function spans(count: number): Span[] {
     return span({
       trace: id,
       id,
-      startTimeUnixMillis: now,
-      endTimeUnixMillis: now + 50,
+      startMillis: now,
+      endMillis: now + 50,
       attributes: { 'idempotency.key': `key-${id}-${'x'.repeat(40)}`, 'idempotency.outcome': 'miss' },
     });
   });

@@ -4,15 +4,15 @@ import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { GrpcCode } from '@keyscope/errors';
 import { encodeTraces } from '@keyscope/otlp';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { decodeRpcStatus } from '../../../test/support/otlp-responses.ts';
+import { span } from '@keyscope/testkit';
 import {
+  decodeRpcStatus,
   openRawConnection,
   parseResponses,
   type RawConnection,
   rawPost,
-} from '../../../test/support/raw-http.ts';
-import { span } from '../../../test/support/span-fixtures.ts';
+} from '@keyscope/testkit/wire';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { resolveServeConfig } from '../src/config.ts';
 import { silentLogger } from '../src/logger.ts';
 import { TRACE_SERVICE_EXPORT_PATH } from '../src/receivers/otlp-grpc.ts';
@@ -69,7 +69,7 @@ function exportOverGrpc(service: RunningService): Promise<grpc.ServiceError | nu
       TRACE_SERVICE_EXPORT_PATH,
       (bytes: Uint8Array) => Buffer.from(bytes),
       (bytes: Buffer) => bytes,
-      encodeTraces([span({ id: 3 })]),
+      encodeTraces([span({ id: 3, key: 'k1' })]),
       new grpc.Metadata(),
       { deadline: Date.now() + 5_000 },
       (error) => resolve(error),
@@ -91,7 +91,7 @@ describe('the embedded service while slow senders hold connections', () => {
 
     const exported = await fetch(`http://127.0.0.1:${otlpHttp.port}/v1/traces`, {
       method: 'POST',
-      body: encodeTraces([span({ id: 1 }), span({ id: 2 })]),
+      body: encodeTraces([span({ id: 1, key: 'k1' }), span({ id: 2, key: 'k1' })]),
       headers: { 'content-type': 'application/x-protobuf' },
     });
     expect(exported.status).toBe(200);

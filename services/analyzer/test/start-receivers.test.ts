@@ -1,9 +1,7 @@
 import { createServer, type Server } from 'node:net';
 import { encodeTraces, encodeTracesJson } from '@keyscope/otlp';
+import { BlockingConsumer, RecordingConsumer, span } from '@keyscope/testkit';
 import { afterEach, describe, expect, it } from 'vitest';
-import { BlockingConsumer } from '../../../test/support/blocking-consumer.ts';
-import { RecordingConsumer } from '../../../test/support/recording-consumer.ts';
-import { span } from '../../../test/support/span-fixtures.ts';
 import { resolveServeConfig } from '../src/config.ts';
 import type { Logger } from '../src/logger.ts';
 import { type RunningReceivers, startReceivers } from '../src/receivers/start-receivers.ts';
@@ -58,7 +56,7 @@ describe('startReceivers', () => {
     const serve = await startReceivers(testConfig(), { consumer, logger: capturingLogger() });
     const inFlight = fetch(tracesUrl(serve), {
       method: 'POST',
-      body: encodeTraces([span()]),
+      body: encodeTraces([span({ key: 'k1' })]),
       headers: PROTOBUF,
     });
     await consumer.whenHolding(1);
@@ -75,7 +73,11 @@ describe('startReceivers', () => {
     // The keep-alive connection is ended once answered, not left to the 2 s drain timeout.
     expect(Date.now() - began).toBeLessThan(1_500);
     await expect(
-      fetch(tracesUrl(serve), { method: 'POST', body: encodeTraces([span()]), headers: PROTOBUF }),
+      fetch(tracesUrl(serve), {
+        method: 'POST',
+        body: encodeTraces([span({ key: 'k1' })]),
+        headers: PROTOBUF,
+      }),
     ).rejects.toThrow();
   });
 
@@ -87,7 +89,7 @@ describe('startReceivers', () => {
     });
     const inFlight = fetch(tracesUrl(serve), {
       method: 'POST',
-      body: encodeTraces([span()]),
+      body: encodeTraces([span({ key: 'k1' })]),
       headers: PROTOBUF,
     });
     await consumer.whenHolding(1);

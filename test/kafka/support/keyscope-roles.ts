@@ -1,6 +1,6 @@
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import type { KafkaCluster } from './kafka-cluster.ts';
+import type { KafkaCluster } from '@keyscope/testkit/kafka';
 
 const repositoryRoot = fileURLToPath(new URL('../../../', import.meta.url));
 

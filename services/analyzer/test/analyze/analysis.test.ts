@@ -3,8 +3,8 @@ import { defaultDetectorConfig } from '@keyscope/detector';
 import { decodeTraces, encodeTraces, SpanKind } from '@keyscope/otlp';
 import { duplicateSome } from '@keyscope/simulator';
 import { KeyscopeStore } from '@keyscope/store';
+import { span } from '@keyscope/testkit';
 import { describe, expect, it } from 'vitest';
-import { span } from '../../../../test/support/span-fixtures.ts';
 import { Analysis } from '../../src/analyze/analysis.ts';
 import { silentLogger } from '../../src/logger.ts';
 import { DetectionPipeline } from '../../src/pipeline/detection-pipeline.ts';
@@ -80,15 +80,15 @@ describe('Analysis', () => {
       id: 1,
       kind: SpanKind.CLIENT,
       attributes: {},
-      startTimeUnixMillis: 1_767_225_000_000,
+      startMillis: 1_767_225_000_000,
     });
     const late = span({
       id: 2,
       kind: SpanKind.INTERNAL,
       attributes: {},
-      endTimeUnixMillis: 1_767_226_000_000,
+      endMillis: 1_767_226_000_000,
     });
-    const keyed = span({ id: 3 });
+    const keyed = span({ id: 3, key: 'k1' });
     analysis.ingest(decodeTraces(encodeTraces([early, keyed, late]), analysis.decodeOptions));
     const { counts } = analysis.finish();
     expect(counts.spans).toBe(3);

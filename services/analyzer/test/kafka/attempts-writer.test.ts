@@ -1,9 +1,8 @@
 import { defaultMapping, EARLIEST_SPAN_UNIX_MILLIS, type Mapping, type SpanLimits } from '@keyscope/attempts';
 import { scenarios, simulate } from '@keyscope/simulator';
-import { activity, server } from '@keyscope/testkit';
+import { activity, server, span } from '@keyscope/testkit';
 import type { Message, Producer, ProducerRecord } from 'kafkajs';
 import { describe, expect, it } from 'vitest';
-import { span } from '../../../../test/support/span-fixtures.ts';
 import { decodeAttemptsRecord } from '../../src/kafka/attempt-records.ts';
 import { AttemptsWriter } from '../../src/kafka/attempts-writer.ts';
 import { KafkaCounters } from '../../src/kafka/kafka-counters.ts';
@@ -107,8 +106,8 @@ describe('the ingest role writing attempts', () => {
       span({ id: 1, attributes: { 'idempotency.key': 'k-good', 'idempotency.outcome': 'miss' } }),
       span({
         id: 2,
-        startTimeUnixMillis: 0,
-        endTimeUnixMillis: 1,
+        startMillis: 0,
+        endMillis: 1,
         attributes: { 'idempotency.key': 'k-zero' },
       }),
       span({ id: 3, attributes: { 'idempotency.key': 'k'.repeat(2_000) } }),

@@ -1,5 +1,5 @@
+import { type KafkaCluster, startKafkaCluster } from '@keyscope/testkit/kafka';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type KafkaCluster, startKafkaCluster } from '../../../../test/kafka/support/kafka-cluster.ts';
 import { resolveServeConfig } from '../../src/config.ts';
 import { createKafkaClient } from '../../src/kafka/kafka-client.ts';
 import { startRoles } from '../../src/kafka/start-roles.ts';

@@ -1,7 +1,7 @@
 import { defaultMapping, mappingDecodeOptions } from '@keyscope/attempts';
 import { encodeTraces, encodeTracesJson, OTLP_JSON, SpanKind } from '@keyscope/otlp';
+import { span } from '@keyscope/testkit';
 import { describe, expect, it } from 'vitest';
-import { span } from '../../../../test/support/span-fixtures.ts';
 import { decodeTraceMessage } from '../../src/kafka/trace-messages.ts';
 
 describe('a message of the traces topic', () => {
@@ -9,7 +9,7 @@ describe('a message of the traces topic', () => {
   const spans = [
     span({ id: 1, kind: SpanKind.CLIENT, attributes: {} }),
     span({ id: 2, kind: SpanKind.SERVER, attributes: {} }),
-    span({ id: 3, kind: SpanKind.CLIENT }),
+    span({ id: 3, kind: SpanKind.CLIENT, key: 'k1' }),
   ];
 
   it('decodes in either encoding to the spans the mapping reads, counting every span', () => {

@@ -4,15 +4,13 @@ import { existsSync, mkdirSync, readFileSync, renameSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createKafkaClient } from '../../../services/analyzer/src/kafka/kafka-client.ts';
-import { ensureTopics } from '../../../services/analyzer/src/kafka/topics.ts';
-import { silentLogger } from '../../../services/analyzer/src/logger.ts';
+import { Kafka, logLevel } from 'kafkajs';
 
-const LAUNCHER_SOURCE = fileURLToPath(new URL('../mock-cluster.c', import.meta.url));
+const LAUNCHER_SOURCE = fileURLToPath(new URL('./mock-cluster.c', import.meta.url));
 
 /**
- * A Kafka cluster for one test file: librdkafka's mock cluster (test/kafka/mock-cluster.c,
- * compiled here on first use), or the real cluster named by KAFKA_BROKERS. Topic names get a
+ * A Kafka cluster for one test file (`@keyscope/testkit/kafka`): librdkafka's mock cluster
+ * (packages/testkit/src/kafka/mock-cluster.c, compiled here on first use), or the real cluster named by KAFKA_BROKERS. Topic names get a
  * random suffix, so files running side by side — or repeated runs against a real cluster — never
  * share a topic or a consumer group.
  */
@@ -39,16 +37,9 @@ export async function startKafkaCluster(topics: Record<string, number>): Promise
   const external = process.env.KAFKA_BROKERS;
   if (external !== undefined && external.trim() !== '') {
     const brokers = external.split(',').map((part) => part.trim());
-    const kafka = createKafkaClient({ brokers, clientId: 'keyscope-test' }, 'test', silentLogger);
-    await ensureTopics(
-      kafka,
-      Object.entries(topics).map(([name, partitions]) => ({
-        topic: topic(name),
-        partitions,
-        purpose: 'test',
-      })),
-      { createTopics: true, replicationFactor: 1 },
-      silentLogger,
+    await createTopics(
+      brokers,
+      Object.entries(topics).map(([name, partitions]) => [topic(name), partitions]),
     );
     return { brokers, mock: false, topic, group, stop: async () => {} };
   }
@@ -101,6 +92,20 @@ export async function startMockKafkaCluster(
   };
 }
 
+/** Creates the topics on a real cluster (names are fresh, so none exists yet); fails if one is refused. */
+async function createTopics(brokers: string[], topics: [name: string, partitions: number][]): Promise<void> {
+  const admin = new Kafka({ clientId: 'keyscope-test', brokers, logLevel: logLevel.NOTHING }).admin();
+  await admin.connect();
+  try {
+    await admin.createTopics({
+      waitForLeaders: true,
+      topics: topics.map(([topic, numPartitions]) => ({ topic, numPartitions, replicationFactor: 1 })),
+    });
+  } finally {
+    await admin.disconnect();
+  }
+}
+
 /**
  * Compiles the launcher into the temp dir, once per source version: a binary is never committed,
  * and parallel test files share one compilation (written under a temporary name, then renamed).
@@ -127,7 +132,7 @@ function compileLauncher(): string {
   } catch (error) {
     const stderr = (error as { stderr?: Buffer }).stderr?.toString() ?? '';
     throw new Error(
-      `cannot compile test/kafka/mock-cluster.c (needs gcc and librdkafka-dev; scripts/ensure-test-tools.sh installs them): ${stderr}`,
+      `cannot compile ${LAUNCHER_SOURCE} (needs gcc and librdkafka-dev; scripts/ensure-test-tools.sh installs them): ${stderr}`,
     );
   }
   renameSync(partial, binary);
