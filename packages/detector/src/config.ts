@@ -45,7 +45,7 @@ export function defaultDetectorConfig(): DetectorConfig {
     maxAttemptsPerKey: 10_000,
     incidentBucketMillis: 60 * 60 * 1000,
     quietPeriodMillis: 30 * 60 * 1000,
-    routingSlackMillis: 60 * 1000,
+    routingSlackMillis: 1000,
     silenceMinMillis: 5_000,
     silenceMinExpectedSpans: 20,
     errorSpikeRatio: 0.5,

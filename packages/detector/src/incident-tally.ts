@@ -28,7 +28,7 @@ export class IncidentTally {
 
   add(finding: Finding, facts: FindingFacts): void {
     this.#count(finding, facts, 1);
-    if (finding.firstSeenUnixMillis < this.#opened) this.#opened = finding.firstSeenUnixMillis;
+    if (openedBy(finding) < this.#opened) this.#opened = openedBy(finding);
     if (finding.lastSeenUnixMillis > this.#last) this.#last = finding.lastSeenUnixMillis;
     if (facts.gapMillis > this.#longestGapMillis) this.#longestGapMillis = facts.gapMillis;
   }
@@ -36,7 +36,7 @@ export class IncidentTally {
   remove(finding: Finding, facts: FindingFacts): void {
     this.#count(finding, facts, -1);
     if (
-      finding.firstSeenUnixMillis === this.#opened ||
+      openedBy(finding) === this.#opened ||
       finding.lastSeenUnixMillis === this.#last ||
       facts.gapMillis === this.#longestGapMillis
     ) {
@@ -51,7 +51,7 @@ export class IncidentTally {
       this.#last = Number.NEGATIVE_INFINITY;
       this.#longestGapMillis = 0;
       for (const [finding, facts] of members()) {
-        if (finding.firstSeenUnixMillis < this.#opened) this.#opened = finding.firstSeenUnixMillis;
+        if (openedBy(finding) < this.#opened) this.#opened = openedBy(finding);
         if (finding.lastSeenUnixMillis > this.#last) this.#last = finding.lastSeenUnixMillis;
         if (facts.gapMillis > this.#longestGapMillis) this.#longestGapMillis = facts.gapMillis;
       }
@@ -103,6 +103,15 @@ export interface IncidentSummary {
   openedUnixMillis: number;
   lastFindingUnixMillis: number;
   facts: AdviceFacts;
+}
+
+/**
+ * When a finding opens its incident: when its key first ran again (or crossed the key scope), not
+ * its first attempt, which may precede the routing event that broke its retry path. Findings
+ * stored before `repeatUnixMillis` was recorded open at their first attempt.
+ */
+function openedBy(finding: Finding): number {
+  return finding.repeatUnixMillis ?? finding.firstSeenUnixMillis;
 }
 
 function adjust<K>(counts: Map<K, number>, key: K, by: number): void {

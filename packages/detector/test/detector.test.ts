@@ -398,6 +398,84 @@ describe('routing events and incidents', () => {
   });
 });
 
+describe('which routing event a duplicate is blamed on', () => {
+  // Node b is down from second 20 to 40 and back; node a goes down at 60 and stays down to 120.
+  const traffic = [
+    ...activity({ node: 'a', fromSecond: 0, toSecond: 60 }),
+    ...activity({ node: 'a', fromSecond: 120, toSecond: 180 }),
+    ...activity({ node: 'b', fromSecond: 0, toSecond: 20 }),
+    ...activity({ node: 'b', fromSecond: 40, toSecond: 180 }),
+    ...activity({ node: 'c', fromSecond: 0, toSecond: 180 }),
+  ];
+
+  it('blames the event of the node where the key first ran, not an earlier one of the node it ran again on', () => {
+    const detector = run(
+      [
+        server({ key: 'k1', node: 'a', store: 'A', at: 58, durationMillis: 1900 }),
+        server({ key: 'k1', node: 'b', store: 'B', at: 61 }),
+      ],
+      traffic,
+    );
+    expect(detector.routingEvents().map((e) => e.node)).toEqual(['b', 'a']);
+    expect(only(detector.findings()).routing.event).toMatchObject({ type: 'node_down', node: 'a' });
+    expect(detector.incidents()[0]!.title).toMatch(/during node down of a$/);
+  });
+
+  it('blames no event when nothing happened where the key first ran', () => {
+    const detector = run(
+      [
+        server({ key: 'k1', node: 'c', store: 'C', at: 45, durationMillis: 2500 }),
+        server({ key: 'k1', node: 'b', store: 'B', at: 47.2 }),
+      ],
+      traffic,
+    );
+    expect(only(detector.findings()).routing.event).toBeNull();
+    expect(detector.incidents()[0]!.routingEvent).toBeNull();
+  });
+
+  it('blames the node whose store failed the first attempt for a retry that crossed into a second store', () => {
+    const spiky = [
+      ...activity({ node: 'a', fromSecond: 0, toSecond: 10 }),
+      ...activity({ node: 'a', fromSecond: 10, toSecond: 20, errors: 8 }),
+      ...activity({ node: 'a', fromSecond: 20, toSecond: 30 }),
+      ...activity({ node: 'b', fromSecond: 0, toSecond: 30 }),
+    ];
+    const detector = run(
+      [
+        server({ key: 'k1', node: 'a', store: 'A', outcome: 'error', at: 12 }),
+        server({ key: 'k1', node: 'b', store: 'B', at: 12.4 }),
+      ],
+      spiky,
+    );
+    expect(only(detector.findings())).toMatchObject({
+      class: 'scope_violation',
+      routing: { event: { type: 'error_spike', node: 'a' } },
+    });
+  });
+
+  it('blames no routing event for a key two tenants chose, even on a node that went down', () => {
+    const detector = run(
+      [
+        server({ key: 'k1', tenant: 'acme', node: 'a', store: 'G', scope: 'global', at: 58 }),
+        server({ key: 'k1', tenant: 'globex', node: 'c', store: 'G', scope: 'global', at: 61 }),
+      ],
+      traffic,
+    );
+    expect(only(detector.findings())).toMatchObject({ class: 'key_collision', routing: { event: null } });
+  });
+
+  it('opens the incident when its first key ran again, not before the routing event it cites', () => {
+    const attempts = [];
+    for (let i = 0; i < 5; i++) {
+      attempts.push(server({ key: `k${i}`, node: 'a', store: 'A', at: 57 + i * 0.1, durationMillis: 2900 }));
+      attempts.push(server({ key: `k${i}`, node: 'c', store: 'C', at: 62 + i * 0.1 }));
+    }
+    const [incident] = run(attempts, traffic).incidents();
+    expect(incident!.routingEvent?.startUnixMillis).toBe(TEST_EPOCH_UNIX_MILLIS + 60_000);
+    expect(incident!.openedUnixMillis).toBe(TEST_EPOCH_UNIX_MILLIS + 62_000);
+  });
+});
+
 describe('bounded memory', () => {
   it('evicts least recently used keys and still finds a duplicate whose first execution was evicted', () => {
     const detector = createDetector({ ...defaultDetectorConfig(), maxKeys: 100 });
