@@ -98,3 +98,8 @@ export interface Finding {
    */
   evidenceCapped: boolean;
 }
+
+/** `finding.repeatUnixMillis`, or its first attempt for a finding stored before it was recorded. */
+export function repeatUnixMillisOf(finding: Finding): number {
+  return finding.repeatUnixMillis ?? finding.firstSeenUnixMillis;
+}

@@ -229,6 +229,89 @@ describe('routing attribution against the simulator’s record', () => {
 });
 
 /**
+ * Delivery order, as a Kafka backlog replay or a slow Collector delivers: every span of a run in a
+ * seeded random order (a span may come as late as the whole run), in batches, with the service's
+ * one-second ticks in between on a clock that moves from the run's start to past its end. The
+ * final findings, routing events and incidents are those of the run delivered in order.
+ */
+describe('spans delivered in any order', () => {
+  const SECOND = 1000;
+
+  function deliver(scenario: Scenario, payloads: Span[][]): Detector {
+    const detector = createDetector();
+    const mapping = defaultMapping();
+    const endUnixMillis = scenario.startUnixMillis + scenario.durationMillis + 30 * SECOND;
+    const stepMillis = (endUnixMillis - scenario.startUnixMillis) / payloads.length;
+    let clock = scenario.startUnixMillis;
+    for (const payload of payloads) {
+      detector.ingest(extractAttempts(payload, mapping));
+      clock += stepMillis;
+      detector.tick(clock);
+    }
+    // The service's next ticks, once nothing more arrives: no flush, as serve never has one.
+    for (let i = 0; i < 3; i++) detector.tick((clock += 10 * SECOND));
+    return detector;
+  }
+
+  function outcome(detector: Detector) {
+    return {
+      findings: detector
+        .findings()
+        .map((f) => `${f.id} ${f.class} ${f.incidentId} ${f.routing.event?.id ?? '-'}`)
+        .sort(),
+      events: detector
+        .routingEvents()
+        .map((e) => `${e.id} ${e.type} ${e.node} ${e.startUnixMillis} ${e.endUnixMillis} ${e.ended}`),
+      incidents: detector
+        .incidents()
+        .map((i) => `${i.id} ${i.keys} ${i.routingEvent?.id ?? '-'} ${i.settled}`)
+        .sort(),
+    };
+  }
+
+  /**
+   * About 1 in 7 payloads delivered again (an exporter's or a Collector's retry resends a whole
+   * payload), each a few payloads after its first delivery.
+   */
+  function redeliverSome(payloads: Span[][], seed: number): Span[][] {
+    const again = new Map<number, Span[][]>();
+    const out: Span[][] = [];
+    payloads.forEach((payload, i) => {
+      out.push(payload, ...(again.get(i) ?? []));
+      if ((i + seed) % 7 === 0) {
+        const at = i + 1 + ((i * 13 + seed) % 20);
+        again.set(at, [...(again.get(at) ?? []), duplicateSome(payload, 1, seed)]);
+      }
+    });
+    for (const [at, late] of again) if (at >= payloads.length) out.push(...late);
+    return out;
+  }
+
+  const ORDERED: [string, () => Scenario][] = [
+    ['node failover', () => scenarios.nodeFailover()],
+    ['racing double submits', () => scenarios.race()],
+    ['everything at once', () => scenarios.mixed()],
+  ];
+
+  it.each(ORDERED)(
+    'gives %s the findings, routing events and incidents of in-order delivery',
+    (_name, make) => {
+      const scenario = make();
+      const { spans } = simulate(scenario);
+      const inOrder = outcome(deliver(scenario, splitIntoPayloads(spans, 300, 1)));
+      expect(inOrder.findings.length).toBeGreaterThan(0);
+      expect(inOrder).toEqual(outcome(detect([spans])));
+      for (const seed of [1, 2]) {
+        const shuffled = splitIntoPayloads(shuffle(spans, seed), 300, seed);
+        expect(outcome(deliver(scenario, shuffled)), `seed ${seed}`).toEqual(inOrder);
+        const redelivered = redeliverSome(shuffled, seed);
+        expect(outcome(deliver(scenario, redelivered)), `seed ${seed}, redelivered`).toEqual(inOrder);
+      }
+    },
+  );
+});
+
+/**
  * Services that write only `idempotency.scope`, never `idempotency.store`: keyscope derives every
  * store id, and the simulator's truth spells the documented id on its own, so a derivation that
  * named stores differently would show here as findings whose stores are not truth's.
