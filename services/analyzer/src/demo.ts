@@ -38,7 +38,11 @@ export async function runDemo(config: ServeConfig, logger: Logger): Promise<Runn
   service.pipeline.tick();
 
   const api = `http://${formatHostPort(service.addresses.api)}`;
-  const incidents = service.store.incidents.list({ status: 'open' }, { limit: 20 }).items;
+  // In the order they opened: the store lists the newest stored first, and which was stored first
+  // depends on when the service's ticks fell while the spans were arriving.
+  const incidents = service.store.incidents
+    .list({ status: 'open' }, { limit: 20 })
+    .items.sort((a, b) => a.openedUnixMillis - b.openedUnixMillis || (a.id < b.id ? -1 : 1));
   logger.info(
     `demo: ${truth.keys.length} keys really executed twice; keyscope opened ${incidents.length} incidents:`,
   );
