@@ -48,7 +48,8 @@ export interface Alerter {
    * gains keys, whatever the detector says), so call it after the store has written them. Synchronous,
    * so the pipeline calls it inside the SQLite transaction that stores the incidents: the page is
    * enqueued if and only if the incident is committed. Upserting an incident again enqueues nothing
-   * new. Returns the number of entries enqueued.
+   * new. An incident not yet settled (its routing attribution may still regroup it) is not paged
+   * until the detector reports it settled. Returns the number of entries enqueued.
    */
   incidentsChanged(incidents: readonly Incident[]): number;
   /**
@@ -155,6 +156,9 @@ export function createAlerter(options: AlerterOptions): Alerter {
   function incidentsChanged(incidents: readonly Incident[]): number {
     let enqueued = 0;
     for (const incident of incidents) {
+      // Paging it now could page a time-bucket incident whose keys move to a failover's a second
+      // later: two pages for one cause. Settling is reported as a change, which pages it then.
+      if (incident.settled === false) continue;
       let stored: Incident['status'] | undefined;
       for (const sink of config.sinks) {
         if (!meetsSeverity(incident.severity, sink.minSeverity)) continue;

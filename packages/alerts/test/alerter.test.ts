@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { Attempt } from '@keyscope/attempts';
 import type { Incident } from '@keyscope/detector';
 import { KeyscopeStore } from '@keyscope/store';
-import { server } from '@keyscope/testkit';
+import { server, TEST_EPOCH_UNIX_MILLIS } from '@keyscope/testkit';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type Alerter, createAlerter, parseAlertsConfig } from '../src/index.ts';
 import { failingFirst, type HttpReceiver, startReceiver } from './support/http-receiver.ts';
@@ -114,6 +114,28 @@ describe('enqueueing', () => {
     ).toEqual([
       ['webhook', `${incident.id}:trigger`, true],
       ['slack', `${incident.id}:trigger`, true],
+    ]);
+  });
+
+  it('pages a failover once, when its incident settles, not the time-bucket incident its keys first sat in', async () => {
+    const hook = await receiver();
+    const alerts = alerter([{ type: 'webhook', url: hook.url }]);
+    const pipeline = createPipeline(store, alerts);
+    // Node a goes silent at second 19 while b and c serve on; k1 ran on a, then again on b.
+    const traffic = nodeADown();
+    const inSecond = (s: number) =>
+      traffic.filter((x) => x.bucketStartUnixMillis === TEST_EPOCH_UNIX_MILLIS + s * 1000);
+    for (let s = 0; s < 60; s++) {
+      const attempts = s === 18 ? duplicate('k1', 18) : [];
+      const changes = pipeline.ingest(attempts, inSecond(s));
+      if (s === 18)
+        expect(changes.incidents.map((i) => [i.routingEvent, i.settled])).toEqual([[null, false]]);
+      pipeline.tick(s + 1);
+    }
+    await alerts.deliverDue();
+    const opened = hook.accepted().map((r) => r.body as { event: string; incident: Incident });
+    expect(opened.map((body) => [body.event, body.incident.routingEvent?.type])).toEqual([
+      ['incident.opened', 'node_down'],
     ]);
   });
 

@@ -20,8 +20,21 @@ export interface DetectorConfig {
   readonly incidentBucketMillis: number;
   /** An open incident with no new finding for this long (event time) is resolved. */
   readonly quietPeriodMillis: number;
-  /** A routing event overlaps a finding when its window comes within this much of the executions. */
+  /**
+   * A routing event is blamed for a duplicate when its window comes within this much of the
+   * interval from the key's first attempt to its repeat: one activity bucket, because an event's
+   * window is counted in whole buckets and the one where it began may not have crossed its
+   * thresholds yet.
+   */
   readonly routingSlackMillis: number;
+  /**
+   * Node activity of second t is final once activity up to t + this has been seen, or the clock
+   * given to `tick` has passed it: routing events are inferred only from final seconds, so a node
+   * whose spans are this late is not mistaken for a node that went down. Covers an SDK's export
+   * interval (5 s by default) and a Collector's batching; activity later than this still counts,
+   * and revises the events (see docs/design.md, "Event time").
+   */
+  readonly allowedLatenessMillis: number;
   /** A node silent this long, while the rest of its service is not, is a `node_down` event. */
   readonly silenceMinMillis: number;
   /**
@@ -45,7 +58,8 @@ export function defaultDetectorConfig(): DetectorConfig {
     maxAttemptsPerKey: 10_000,
     incidentBucketMillis: 60 * 60 * 1000,
     quietPeriodMillis: 30 * 60 * 1000,
-    routingSlackMillis: 60 * 1000,
+    routingSlackMillis: 1000,
+    allowedLatenessMillis: 10_000,
     silenceMinMillis: 5_000,
     silenceMinExpectedSpans: 20,
     errorSpikeRatio: 0.5,

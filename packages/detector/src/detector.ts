@@ -3,7 +3,7 @@ import { type AttemptLog, createMemoryAttemptLog } from './attempt-log.ts';
 import { type DetectorConfig, defaultDetectorConfig } from './config.ts';
 import { evaluateKey, type FindingDraft, tierName } from './evaluate-key.ts';
 import type { Finding } from './finding.ts';
-import { FINDING_CLASSES } from './finding.ts';
+import { FINDING_CLASSES, repeatUnixMillisOf } from './finding.ts';
 import { stableId } from './ids.ts';
 import { type Incident, IncidentBook } from './incidents.ts';
 import { Interner } from './interner.ts';
@@ -19,15 +19,23 @@ import {
 } from './scope-report.ts';
 
 /**
- * What one call changed. Findings and incidents are upserts keyed by their deterministic ids;
- * retractions remove what later evidence disproved (a scope violation that became a duplicate,
- * an incident whose findings moved to a routing event's incident).
+ * What one call changed. Findings, incidents and routing events are upserts keyed by their
+ * deterministic ids; retractions remove what later evidence disproved (a scope violation that
+ * became a duplicate, an incident whose findings moved to a routing event's incident, a node_down
+ * that late spans of the node showed never happened).
  */
 export interface DetectorChanges {
   findings: Finding[];
   retractedFindingIds: string[];
   incidents: Incident[];
   retractedIncidentIds: string[];
+  /**
+   * Routing events inferred or revised since the last `tick` (new, or with a new window), and
+   * those no longer inferred (disproved by late activity, or past the retry horizon). Only `tick`
+   * and `flush` report them; absent means none.
+   */
+  routingEvents?: RoutingEvent[];
+  retractedRoutingEventIds?: string[];
 }
 
 export interface DetectorStats {
@@ -60,12 +68,14 @@ export interface Detector {
    */
   ingest(batch: ExtractedAttempts): DetectorChanges;
   /**
-   * Re-infers routing events, re-groups findings whose routing changed, resolves quiet incidents
-   * and drops state older than the retry horizon. `nowUnixMillis` is event time: the watermark
-   * when analysing files, the wall clock in the service (so incidents resolve when traffic stops).
+   * Closes the node activity the clock says is final (see `allowedLatenessMillis`), re-infers
+   * routing events from it, re-groups findings whose routing changed, settles the incidents whose
+   * routing attribution is now final, resolves quiet incidents and drops state older than the
+   * retry horizon. `nowUnixMillis` is event time: the watermark when analysing files, the wall
+   * clock in the service (so incidents resolve, and silences close, when traffic stops).
    */
   tick(nowUnixMillis: number): DetectorChanges;
-  /** `tick` at the watermark: what a finished input looks like. */
+  /** `tick` at the watermark with all activity closed: what a finished input looks like. */
   flush(): DetectorChanges;
   findings(): Finding[];
   incidents(): Incident[];
@@ -109,15 +119,21 @@ class Changes {
   readonly retractedFindings = new Set<string>();
   readonly incidents = new Map<string, Incident>();
   readonly retractedIncidents = new Set<string>();
+  routingEvents: RoutingEvent[] = [];
+  retractedRoutingEvents: string[] = [];
 
   result(): DetectorChanges {
     for (const id of this.retractedIncidents) this.incidents.delete(id);
-    return {
+    const changes: DetectorChanges = {
       findings: [...this.findings.values()],
       retractedFindingIds: [...this.retractedFindings],
       incidents: [...this.incidents.values()].map((incident) => ({ ...incident })),
       retractedIncidentIds: [...this.retractedIncidents],
     };
+    if (this.routingEvents.length > 0) changes.routingEvents = this.routingEvents;
+    if (this.retractedRoutingEvents.length > 0)
+      changes.retractedRoutingEventIds = this.retractedRoutingEvents;
+    return changes;
   }
 }
 
@@ -144,6 +160,13 @@ export function createDetector(
   /** Per suspect key and tier, the spread already counted in the scope report. */
   const spreads = new Map<string, { lastSeenUnixMillis: number; tiers: Map<string, SpreadLevel> }>();
   let routingSignature = new Map<string, string>();
+  /** Every routing event last reported, by id → its signature: what `tick` reports changes against. */
+  let reportedEvents = new Map<string, string>();
+  /**
+   * Findings placed since their incident could last be settled, by id → the closed activity time
+   * at which their routing attribution is final (their repeat plus the detection horizon).
+   */
+  const unsettled = new Map<string, number>();
   let watermark = Number.NEGATIVE_INFINITY;
   let attemptsSeen = 0;
   let duplicateAttempts = 0;
@@ -261,6 +284,7 @@ export function createDetector(
 
   function unreport(finding: Finding): void {
     current.delete(finding.id);
+    unsettled.delete(finding.id);
     const left = reportedPerKey.get(finding.key)! - 1;
     if (left === 0) reportedPerKey.delete(finding.key);
     else reportedPerKey.set(finding.key, left);
@@ -273,6 +297,7 @@ export function createDetector(
       const before = current.get(draft.id);
       const placed = book.place(draft, changes.incidents, changes.retractedIncidents);
       report(placed);
+      awaitSettling(placed, changes);
       if (
         before === undefined ||
         signatureOf(before) !== signatureOf(draft) ||
@@ -296,13 +321,30 @@ export function createDetector(
     }
   }
 
-  /** Re-judges findings whose service's routing events changed since the last look. */
+  /** Leaves the finding's incident to be settled by `settle` once its attribution is final. */
+  function awaitSettling(finding: Finding, changes: Changes): void {
+    // Routing is inferred from activity only: without any for the service there is nothing to
+    // wait for (a pipeline always has some: every SERVER span counts).
+    if (routing.knows(finding.service))
+      unsettled.set(finding.id, repeatUnixMillisOf(finding) + routing.detectionHorizonMillis());
+    else book.settle(finding.id, changes.incidents);
+  }
+
+  /**
+   * Re-judges findings whose service's routing events changed since the last look, and reports
+   * the events that appeared, moved or disappeared.
+   */
   function regroup(changes: Changes): void {
     const signature = new Map<string, string>();
+    const events = new Map<string, string>();
     for (const event of routing.all()) {
       const entry = `${event.id}:${event.endUnixMillis}:${event.ended}`;
+      events.set(event.id, entry);
       signature.set(event.service, (signature.get(event.service) ?? '') + entry + ';');
+      if (reportedEvents.get(event.id) !== entry) changes.routingEvents.push(event);
     }
+    for (const id of reportedEvents.keys()) if (!events.has(id)) changes.retractedRoutingEvents.push(id);
+    reportedEvents = events;
     const changedServices = new Set<string>();
     for (const service of new Set([...signature.keys(), ...routingSignature.keys()])) {
       if (signature.get(service) !== routingSignature.get(service)) changedServices.add(service);
@@ -334,13 +376,29 @@ export function createDetector(
     for (const finding of current.values()) if (finding.lastSeenUnixMillis < cutoff) unreport(finding);
   }
 
+  /**
+   * Settles the incidents of findings whose routing attribution is final: activity is closed far
+   * enough past their repeat that no event which could have broken their retry path is still to
+   * be inferred. Runs after `regroup`, so a finding is settled in the incident it ends up in.
+   */
+  function settle(changes: Changes): void {
+    const closed = routing.closedUnixMillisNow();
+    for (const [id, finalAt] of unsettled) {
+      if (finalAt > closed) continue;
+      unsettled.delete(id);
+      book.settle(id, changes.incidents);
+    }
+  }
+
   function tick(nowUnixMillis: number): DetectorChanges {
     const changes = new Changes();
+    routing.advanceClock(nowUnixMillis);
     if (deferred.size > 0) for (const partitionKey of [...deferred].sort()) judge(partitionKey, changes);
     regroup(changes);
+    settle(changes);
     book.resolveQuiet(nowUnixMillis, changes.incidents);
     expire(nowUnixMillis);
-    book.settle();
+    book.summarizeChanged();
     return changes.result();
   }
 
@@ -365,8 +423,8 @@ export function createDetector(
   return {
     ingest(batch) {
       const changes = new Changes();
-      routing.record(batch.activity);
       const dirty = new Set<string>();
+      const duplicatesBefore = duplicateAttempts;
       for (const attempt of batch.attempts) {
         attemptsSeen++;
         if (attempt.endUnixMillis > watermark) watermark = attempt.endUnixMillis;
@@ -382,16 +440,25 @@ export function createDetector(
         }
         if (observe(slot, attempt, true)) dirty.add(partitionKey);
       }
+      // Activity is counts, not spans, so the attempt log cannot refuse it span by span; a batch
+      // whose every attempt the log already held is a payload delivered again (an exporter's or a
+      // Collector's retry), and counting its activity twice would move the routing inference.
+      const redelivered =
+        batch.attempts.length > 0 && duplicateAttempts - duplicatesBefore === batch.attempts.length;
+      if (!redelivered) routing.record(batch.activity);
       for (const partitionKey of dirty) {
         if (judgesNow(partitionKey)) judge(partitionKey, changes);
         else deferred.add(partitionKey);
       }
-      book.settle();
+      book.summarizeChanged();
       compactInterner();
       return changes.result();
     },
     tick,
-    flush: () => tick(watermark),
+    flush: () => {
+      routing.closeAll();
+      return tick(watermark);
+    },
     findings: () => [...current.values()],
     incidents: () => book.all().map((incident) => ({ ...incident })),
     routingEvents: () => routing.all(),
@@ -416,6 +483,8 @@ export function createDetector(
       for (const finding of findings) {
         const placed = book.place(finding, changes.incidents, changes.retractedIncidents);
         report(placed);
+        // Settled again by the next tick, once the restored activity's closed edge is past it.
+        awaitSettling(placed, changes);
         if (finding.lastSeenUnixMillis > watermark) watermark = finding.lastSeenUnixMillis;
       }
     },

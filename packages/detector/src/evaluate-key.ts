@@ -3,12 +3,14 @@ import type { DetectorConfig } from './config.ts';
 import { executionOutcomes } from './execution-outcome.ts';
 import { type Finding, type FindingCause, type FindingClass, type RetriedBy, SEVERITY } from './finding.ts';
 import { stableId } from './ids.ts';
-import type { RoutingEvent } from './routing-event.ts';
+import { eventCovers, type RoutingEvent } from './routing-event.ts';
 
 /** A finding before it is placed in an incident. */
 export type FindingDraft = Omit<Finding, 'incidentId'>;
 
 export type RoutingLookup = (service: string) => readonly RoutingEvent[];
+
+const NO_ROUTING: RoutingLookup = () => [];
 
 interface Tier {
   service: string;
@@ -76,14 +78,18 @@ export function evaluateKey(
       findingClass = 'same_store_duplicate';
       cause = causeOfRepeat(executions, evidence);
     }
-    drafts.push(draft(key, findingClass, cause, tier, executions, evidence, routing, config));
+    drafts.push(draft(key, findingClass, cause, tier, executions, executions[1]!, evidence, routing, config));
   } else {
     // Predictive: the retry scope already exceeds the key scope, but nothing ran twice yet.
     violation: for (const tier of tiers.values()) {
       for (const requests of byTenant(tier.server)) {
         if (distinct(requests.map((a) => a.store)).length < 2) continue;
         const executions = requests.filter((a) => a.outcome === 'miss' && outcomes(a) !== 'not_executed');
-        drafts.push(draft(key, 'scope_violation', null, tier, executions, evidence, routing, config));
+        // The retry that crossed the key scope: the first attempt in a store other than the first's.
+        const crossing = requests.find((a) => a.store !== requests[0]!.store)!;
+        drafts.push(
+          draft(key, 'scope_violation', null, tier, executions, crossing, evidence, routing, config),
+        );
         break violation;
       }
     }
@@ -93,7 +99,20 @@ export function evaluateKey(
   if (collision !== null) {
     const tier = tiers.get(tierName(collision.service, collision.operation))!;
     const executions = tier.server.filter((a) => a.outcome === 'miss');
-    drafts.push(draft(key, 'key_collision', collision.cause, tier, executions, evidence, routing, config));
+    // Two tenants chose one key: no routing change made that happen, so none is attributed.
+    drafts.push(
+      draft(
+        key,
+        'key_collision',
+        collision.cause,
+        tier,
+        executions,
+        collision.second,
+        evidence,
+        NO_ROUTING,
+        config,
+      ),
+    );
   }
   return drafts;
 }
@@ -233,10 +252,12 @@ function requestWindow(
 
 function keyCollision(
   evidence: readonly Attempt[],
-): { cause: FindingCause; service: string; operation: string } | null {
+): { cause: FindingCause; service: string; operation: string; second: ServerAttempt } | null {
   const server = evidence.filter((a): a is ServerAttempt => a.kind === 'server' && a.tenant !== '');
   const tenants = distinct(server.map((a) => a.tenant));
   if (tenants.length < 2) return null;
+  // The first attempt of a second tenant: when the key began to be shared.
+  const second = server.find((a) => a.tenant !== server[0]!.tenant)!;
   // Worst case: a store replayed to one tenant the result it stored for another. The owner is the
   // store's first execution (attempts are in start order), if it started no later than the hit.
   const firstMiss = new Map<string, ServerAttempt>();
@@ -246,19 +267,30 @@ function keyCollision(
     const first = firstMiss.get(hit.store);
     const owner = first !== undefined && first.startUnixMillis <= hit.startUnixMillis ? first : undefined;
     if (owner !== undefined && owner.tenant !== hit.tenant) {
-      return { cause: 'cross_tenant_replay', service: hit.placement.service, operation: hit.operation };
+      return {
+        cause: 'cross_tenant_replay',
+        service: hit.placement.service,
+        operation: hit.operation,
+        second,
+      };
     }
   }
   const first = server[0]!;
-  return { cause: 'shared_key', service: first.placement.service, operation: first.operation };
+  return { cause: 'shared_key', service: first.placement.service, operation: first.operation, second };
 }
 
+/**
+ * A finding of `key` at `tier`. `repeat` is the attempt that should not have run (or reached
+ * where it did): the second execution of a duplicate, the first attempt in a second store of a
+ * scope violation, the second tenant's first attempt of a key collision.
+ */
 function draft(
   key: string,
   findingClass: FindingClass,
   cause: FindingCause,
   tier: Tier,
   executions: ServerAttempt[],
+  repeat: ServerAttempt,
   evidence: Attempt[],
   routing: RoutingLookup,
   config: DetectorConfig,
@@ -267,7 +299,6 @@ function draft(
   const tenants = distinct(evidence.map((a) => a.tenant).filter((t) => t !== ''));
   let gapMillis: number | null = null;
   if (executions.length >= 2) gapMillis = executions[1]!.startUnixMillis - executions[0]!.endUnixMillis;
-  const window = spanOf(executions.length > 0 ? executions : tier.server);
   const seen = spanOf(evidence);
   return {
     id: stableId('f', [findingClass, key]),
@@ -286,9 +317,10 @@ function draft(
     gapMillis,
     routing: {
       affinityBroken: nodes.length >= 2,
-      event: overlappingEvent(tier, routing(tier.service), window.from, window.to, config),
+      event: brokenBy(tier, executions, repeat, routing(tier.service), config),
     },
     firstSeenUnixMillis: seen.from,
+    repeatUnixMillis: repeat.startUnixMillis,
     lastSeenUnixMillis: seen.to,
     attempts: evidence,
     evidenceCapped: evidence.length >= config.maxAttemptsPerKey,
@@ -347,36 +379,56 @@ function retriedBy(tier: Tier, executions: ServerAttempt[], evidence: Attempt[])
   return landings.length >= 2 ? 'proxy' : 'unknown';
 }
 
-function overlappingEvent(
+/**
+ * The routing event that broke the key's retry path: one on the node (or the cluster or region,
+ * for a failover) where an earlier attempt of the key at this tier landed — an execution first,
+ * else any landing (a store error, a request whose response was lost) — whose window comes within
+ * `routingSlackMillis` of the interval from the key's first attempt at the tier to `repeat`.
+ * Never an event elsewhere: a node that went down and came back before the key's first attempt
+ * did not break its path, even if the repeat ran on it. The nearest such event wins, then the
+ * latest to start (the last break before the repeat), then the smallest id.
+ */
+function brokenBy(
   tier: Tier,
+  executions: readonly ServerAttempt[],
+  repeat: ServerAttempt,
   events: readonly RoutingEvent[],
-  fromMillis: number,
-  toMillis: number,
   config: DetectorConfig,
 ): RoutingEvent | null {
   if (events.length === 0) return null;
-  const nodes = new Set(tier.landed.map((a) => a.placement.node));
-  const clusters = new Set(tier.landed.map((a) => a.placement.cluster));
-  const regions = new Set(tier.landed.map((a) => a.placement.region));
+  const fromMillis = tier.landed[0]!.startUnixMillis;
+  const toMillis = repeat.startUnixMillis;
+  // Attempts before the repeat, less the repeat's own request (its SERVER span on its node).
+  const before = (a: Attempt) =>
+    a !== repeat &&
+    compareAttempts(a, repeat) < 0 &&
+    !(a.traceId === repeat.traceId && a.placement.node === repeat.placement.node);
+  const executed = executions.filter(before).map((a) => a.placement);
+  const landed = tier.landed.filter(before).map((a) => a.placement);
   let best: RoutingEvent | null = null;
+  let bestRank = 0;
+  let bestDistance = 0;
   for (const event of events) {
-    const touches =
-      event.startUnixMillis - config.routingSlackMillis <= toMillis &&
-      fromMillis <= event.endUnixMillis + config.routingSlackMillis;
-    if (!touches) continue;
-    const where =
-      event.type === 'region_failover'
-        ? regions.has(event.region)
-        : event.type === 'cluster_failover'
-          ? clusters.has(event.cluster)
-          : nodes.has(event.node);
-    if (!where) continue;
+    const distance = Math.max(0, event.startUnixMillis - toMillis, fromMillis - event.endUnixMillis);
+    if (distance > config.routingSlackMillis) continue;
+    const rank = executed.some((p) => eventCovers(event, p))
+      ? 0
+      : landed.some((p) => eventCovers(event, p))
+        ? 1
+        : -1;
+    if (rank < 0) continue;
     if (
       best === null ||
-      event.startUnixMillis < best.startUnixMillis ||
-      (event.startUnixMillis === best.startUnixMillis && event.id < best.id)
+      rank < bestRank ||
+      (rank === bestRank &&
+        (distance < bestDistance ||
+          (distance === bestDistance &&
+            (event.startUnixMillis > best.startUnixMillis ||
+              (event.startUnixMillis === best.startUnixMillis && event.id < best.id)))))
     ) {
       best = event;
+      bestRank = rank;
+      bestDistance = distance;
     }
   }
   return best;

@@ -49,7 +49,10 @@ export type RetriedBy = 'client' | 'proxy' | 'unknown';
 export interface FindingRouting {
   /** The key's attempts at the finding's tier landed on two or more nodes. */
   affinityBroken: boolean;
-  /** The routing event the executions overlap, if any. */
+  /**
+   * The routing event that broke the key's retry path, if any: one where an earlier attempt of the
+   * key landed, overlapping the interval from its first attempt to the repeat (evaluate-key.ts).
+   */
   event: RoutingEvent | null;
 }
 
@@ -79,6 +82,13 @@ export interface Finding {
   routing: FindingRouting;
   incidentId: string;
   firstSeenUnixMillis: number;
+  /**
+   * When the key first did what dedup exists to prevent: the start of the repeat execution (a scope
+   * violation: of the first attempt in a second store; a key collision: of the second tenant's
+   * first attempt). Its incident opens at its findings' earliest. Absent on findings stored before
+   * it was recorded, which read it as `firstSeenUnixMillis`.
+   */
+  repeatUnixMillis: number;
   lastSeenUnixMillis: number;
   /** Every attempt of the key (client, arrival, server), in time order. */
   attempts: Attempt[];
@@ -87,4 +97,9 @@ export interface Finding {
    * counted and not kept, so the finding is judged on part of the key's traffic (a hot key).
    */
   evidenceCapped: boolean;
+}
+
+/** `finding.repeatUnixMillis`, or its first attempt for a finding stored before it was recorded. */
+export function repeatUnixMillisOf(finding: Finding): number {
+  return finding.repeatUnixMillis ?? finding.firstSeenUnixMillis;
 }

@@ -1,6 +1,6 @@
 import { SCOPE_LEVELS, type ScopeLevel } from '@keyscope/attempts';
 import { type AdviceFacts, type FindingFacts, SPREAD_ORDER } from './advice.ts';
-import type { Finding } from './finding.ts';
+import { type Finding, repeatUnixMillisOf } from './finding.ts';
 
 /**
  * Running totals over an incident's findings: what its summary (stores, nodes, times) and its
@@ -26,9 +26,13 @@ export class IncidentTally {
   #longestGapMillis = 0;
   #extremesStale = false;
 
+  /**
+   * An incident opens when its first key ran again (or crossed the key scope), not at that key's
+   * first attempt, which may precede the routing event that broke its retry path.
+   */
   add(finding: Finding, facts: FindingFacts): void {
     this.#count(finding, facts, 1);
-    if (finding.firstSeenUnixMillis < this.#opened) this.#opened = finding.firstSeenUnixMillis;
+    if (repeatUnixMillisOf(finding) < this.#opened) this.#opened = repeatUnixMillisOf(finding);
     if (finding.lastSeenUnixMillis > this.#last) this.#last = finding.lastSeenUnixMillis;
     if (facts.gapMillis > this.#longestGapMillis) this.#longestGapMillis = facts.gapMillis;
   }
@@ -36,7 +40,7 @@ export class IncidentTally {
   remove(finding: Finding, facts: FindingFacts): void {
     this.#count(finding, facts, -1);
     if (
-      finding.firstSeenUnixMillis === this.#opened ||
+      repeatUnixMillisOf(finding) === this.#opened ||
       finding.lastSeenUnixMillis === this.#last ||
       facts.gapMillis === this.#longestGapMillis
     ) {
@@ -51,7 +55,7 @@ export class IncidentTally {
       this.#last = Number.NEGATIVE_INFINITY;
       this.#longestGapMillis = 0;
       for (const [finding, facts] of members()) {
-        if (finding.firstSeenUnixMillis < this.#opened) this.#opened = finding.firstSeenUnixMillis;
+        if (repeatUnixMillisOf(finding) < this.#opened) this.#opened = repeatUnixMillisOf(finding);
         if (finding.lastSeenUnixMillis > this.#last) this.#last = finding.lastSeenUnixMillis;
         if (facts.gapMillis > this.#longestGapMillis) this.#longestGapMillis = facts.gapMillis;
       }

@@ -24,6 +24,13 @@ export interface Incident {
   bucketStartUnixMillis: number | null;
   /** Keys (findings) in the incident. */
   keys: number;
+  /**
+   * False while the routing attribution of every finding in it may still change (the node
+   * activity after their repeats is not yet final, see `allowedLatenessMillis`): the incident may
+   * yet be regrouped under a routing event, and alerts do not page it. True once one finding's
+   * attribution is final; it stays true. Absent on incidents stored before it was recorded: settled.
+   */
+  settled: boolean;
   stores: string[];
   nodes: string[];
   openedUnixMillis: number;
@@ -89,6 +96,7 @@ export class IncidentBook {
           routingEvent: event,
           bucketStartUnixMillis: event === null ? bucketStart : null,
           keys: 0,
+          settled: false,
           stores: [],
           nodes: [],
           openedUnixMillis: finding.firstSeenUnixMillis,
@@ -150,18 +158,18 @@ export class IncidentBook {
   }
 
   all(): Incident[] {
-    this.settle();
+    this.summarizeChanged();
     return [...this.incidents.values()].map((entry) => entry.incident);
   }
 
   get(id: string): Incident | undefined {
-    this.settle();
+    this.summarizeChanged();
     return this.incidents.get(id)?.incident;
   }
 
   /** Resolves open incidents quiet since `nowUnixMillis - quietPeriodMillis`; reopens none. */
   resolveQuiet(nowUnixMillis: number, changed: Map<string, Incident>): void {
-    this.settle();
+    this.summarizeChanged();
     for (const { incident } of this.incidents.values()) {
       if (incident.status !== 'open') continue;
       if (nowUnixMillis - incident.lastFindingUnixMillis >= this.config.quietPeriodMillis) {
@@ -174,7 +182,7 @@ export class IncidentBook {
 
   /** Forgets resolved incidents whose last finding is older than the cutoff. */
   forget(beforeUnixMillis: number): void {
-    this.settle();
+    this.summarizeChanged();
     for (const [id, entry] of this.incidents) {
       if (entry.incident.status === 'resolved' && entry.incident.lastFindingUnixMillis < beforeUnixMillis) {
         this.incidents.delete(id);
@@ -183,8 +191,21 @@ export class IncidentBook {
     }
   }
 
+  /**
+   * Marks the incident of `findingId` settled: that finding's routing attribution is final, so
+   * the incident's grouping no longer waits on activity still to arrive (alerts page only settled
+   * incidents). An incident stays settled; a later revision moves findings to another incident.
+   */
+  settle(findingId: string, changed: Map<string, Incident>): void {
+    const incidentId = this.membership.get(findingId);
+    const entry = incidentId === undefined ? undefined : this.incidents.get(incidentId);
+    if (entry === undefined || entry.incident.settled) return;
+    entry.incident.settled = true;
+    changed.set(entry.incident.id, entry.incident);
+  }
+
   /** Brings every changed incident's summary up to date; call before handing incidents out. */
-  settle(): void {
+  summarizeChanged(): void {
     for (const entry of this.#dirty)
       if (this.incidents.get(entry.incident.id) === entry) this.summarize(entry);
     this.#dirty.clear();

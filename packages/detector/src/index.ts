@@ -17,6 +17,7 @@ export {
   type FindingClass,
   type FindingRouting,
   type RetriedBy,
+  repeatUnixMillisOf,
   SEVERITY,
   type Severity,
 } from './finding.ts';

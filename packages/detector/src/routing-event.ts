@@ -1,3 +1,5 @@
+import type { Placement } from '@keyscope/attempts';
+
 /**
  * A change in routing inferred from the spans themselves. Each one is explainable on its own: a
  * type, where (service and node/cluster/region), and an event-time window.
@@ -26,4 +28,27 @@ export interface RoutingEvent {
   ended: boolean;
   /** A sentence a human can check against their dashboards. */
   description: string;
+}
+
+/**
+ * How far each type of event reaches: a node's own, or every node of its cluster or region. A new
+ * type names its reach here, and attribution (evaluate-key.ts) follows it.
+ */
+export const EVENT_REACH: Readonly<Record<RoutingEventType, 'node' | 'cluster' | 'region'>> = {
+  node_down: 'node',
+  error_spike: 'node',
+  cluster_failover: 'cluster',
+  region_failover: 'region',
+};
+
+/** Whether `placement` (a node) is where `event` happened. */
+export function eventCovers(event: RoutingEvent, placement: Placement): boolean {
+  switch (EVENT_REACH[event.type]) {
+    case 'node':
+      return placement.node === event.node;
+    case 'cluster':
+      return placement.cluster === event.cluster && placement.region === event.region;
+    case 'region':
+      return placement.region === event.region;
+  }
 }

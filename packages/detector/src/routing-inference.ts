@@ -18,23 +18,33 @@ interface ServiceSeries {
   nodes: Map<string, NodeSeries>;
   /** Bucket index → spans of all nodes. */
   totals: Map<number, number>;
+  /** Counts of a bucket the cached events were inferred from changed (late activity). */
   dirty: boolean;
   events: RoutingEvent[];
-  /** Newest bucket seen, and the newest one the cached events were inferred with. */
-  maxIndex: number;
-  inferredMaxIndex: number;
+  /** The closed index (see RoutingInference) the cached events were inferred up to. */
+  inferredClosedIndex: number;
 }
 
 /**
- * Keeps per-node traffic counts (commutative, so the final state does not depend on arrival
- * order) and infers routing events from them. Inference is recomputed per service on demand when
- * that service's counts changed; it reads only the counts, never arrival order.
+ * Keeps per-node traffic counts and infers routing events from them, on event time behind a
+ * watermark. The counts are commutative, so they do not depend on arrival order; what could is
+ * inferring from the edge of what has arrived, where a node whose spans are late looks silent. So
+ * events are inferred only from *closed* buckets: a second is closed once the newest activity seen
+ * is `allowedLatenessMillis` past it, or the clock `advanceClock` is given is (an idle or finished
+ * input), or after `closeAll` (the end of a file). Activity that arrives for a closed second still
+ * counts, and the events are inferred again from it: an event it disproves disappears, one it
+ * moves is reported anew (DetectorChanges carries both), and findings are re-judged.
+ *
+ * Inference is recomputed per service on demand when that service's closed counts changed.
  */
 export class RoutingInference {
   private readonly services = new Map<string, ServiceSeries>();
   private readonly frozen = new Map<string, RoutingEvent>();
   private bucketMillis = 1000;
-  private watermarkUnixMillis = Number.NEGATIVE_INFINITY;
+  /** End of the newest bucket seen. */
+  private newestUnixMillis = Number.NEGATIVE_INFINITY;
+  /** Activity before this is final (monotone); see the class comment. */
+  private closedUnixMillis = Number.NEGATIVE_INFINITY;
 
   constructor(private readonly config: DetectorConfig) {}
 
@@ -49,8 +59,7 @@ export class RoutingInference {
           totals: new Map(),
           dirty: true,
           events: [],
-          maxIndex: Number.NEGATIVE_INFINITY,
-          inferredMaxIndex: Number.NEGATIVE_INFINITY,
+          inferredClosedIndex: Number.NEGATIVE_INFINITY,
         };
         this.services.set(placement.service, service);
       }
@@ -68,15 +77,49 @@ export class RoutingInference {
         counts[1] += sample.errors;
       }
       service.totals.set(index, (service.totals.get(index) ?? 0) + sample.spans);
-      service.dirty = true;
-      if (index > service.maxIndex) service.maxIndex = index;
+      // A bucket beyond what was inferred changes nothing until the watermark passes it.
+      if (index < service.inferredClosedIndex) service.dirty = true;
       const end = sample.bucketStartUnixMillis + sample.bucketMillis;
-      if (end > this.watermarkUnixMillis) this.watermarkUnixMillis = end;
+      if (end > this.newestUnixMillis) this.newestUnixMillis = end;
     }
+    this.close(this.newestUnixMillis - this.config.allowedLatenessMillis);
   }
 
   /**
-   * Events of one service, for judging a key right now. Re-inferred only once event time has
+   * Closes what the clock says is final: every second `allowedLatenessMillis` before `nowUnixMillis`
+   * that activity has been seen up to. In a live service `now` is the wall clock, so a node whose
+   * traffic stops altogether still has its silence closed; in a file it is the watermark.
+   */
+  advanceClock(nowUnixMillis: number): void {
+    this.close(Math.min(this.newestUnixMillis, nowUnixMillis - this.config.allowedLatenessMillis));
+  }
+
+  /** Closes everything seen: the input is complete. */
+  closeAll(): void {
+    this.close(this.newestUnixMillis);
+  }
+
+  /** Whether any activity of `service` has been seen. */
+  knows(service: string): boolean {
+    return this.services.has(service);
+  }
+
+  /** Activity before this time is final. */
+  closedUnixMillisNow(): number {
+    return this.closedUnixMillis;
+  }
+
+  /**
+   * How much closed activity after an event's start its inference needs: a finding whose repeat is
+   * this far behind the closed edge has seen every event that could have broken its retry path.
+   * A new event type adds the time it needs here.
+   */
+  detectionHorizonMillis(): number {
+    return Math.max(this.config.silenceMinMillis, this.config.errorSpikeMinMillis) + this.bucketMillis;
+  }
+
+  /**
+   * Events of one service, for judging a key right now. Re-inferred only once the closed edge has
    * moved on by a silence's worth of buckets: inference reads the whole activity window, and
    * re-running it on every batch made detection quadratic in the window. Anything this misses is
    * caught by `all()`, which `tick`/`flush` use to re-group findings.
@@ -84,7 +127,7 @@ export class RoutingInference {
   eventsOf(service: string): readonly RoutingEvent[] {
     const series = this.services.get(service);
     const step = Math.max(1, Math.ceil(this.config.silenceMinMillis / this.bucketMillis));
-    const stale = series !== undefined && series.maxIndex - series.inferredMaxIndex >= step;
+    const stale = series !== undefined && this.closedIndex() - series.inferredClosedIndex >= step;
     const live = series === undefined ? [] : stale ? this.refresh(service, series) : series.events;
     if (this.frozen.size === 0) return live;
     const frozen = [...this.frozen.values()].filter((event) => event.service === service);
@@ -100,7 +143,7 @@ export class RoutingInference {
 
   /** Drops activity older than the window, freezing the events that ended before it. */
   prune(): void {
-    const cutoffIndex = Math.floor((this.watermarkUnixMillis - ACTIVITY_WINDOW_MILLIS) / this.bucketMillis);
+    const cutoffIndex = Math.floor((this.newestUnixMillis - ACTIVITY_WINDOW_MILLIS) / this.bucketMillis);
     const cutoffMillis = cutoffIndex * this.bucketMillis;
     for (const [name, series] of this.services) {
       for (const event of this.refresh(name, series)) {
@@ -119,29 +162,41 @@ export class RoutingInference {
       for (const [key, node] of series.nodes) if (node.buckets.size === 0) series.nodes.delete(key);
       if (removed) series.dirty = true;
     }
-    const horizon = this.watermarkUnixMillis - this.config.retryHorizonMillis;
+    const horizon = this.newestUnixMillis - this.config.retryHorizonMillis;
     for (const [id, event] of this.frozen) if (event.endUnixMillis < horizon) this.frozen.delete(id);
   }
 
+  private close(untilUnixMillis: number): void {
+    if (untilUnixMillis > this.closedUnixMillis) this.closedUnixMillis = untilUnixMillis;
+  }
+
+  /** Buckets below this index are closed. */
+  private closedIndex(): number {
+    return Math.floor(this.closedUnixMillis / this.bucketMillis);
+  }
+
   private refresh(name: string, series: ServiceSeries): RoutingEvent[] {
-    if (series.dirty) {
-      series.events = this.infer(name, series).filter((event) => !this.frozen.has(event.id));
+    const closedIndex = this.closedIndex();
+    if (series.dirty || closedIndex !== series.inferredClosedIndex) {
+      series.events = this.infer(name, series, closedIndex).filter((event) => !this.frozen.has(event.id));
       series.dirty = false;
-      series.inferredMaxIndex = series.maxIndex;
+      series.inferredClosedIndex = closedIndex;
     }
     return series.events;
   }
 
-  private infer(service: string, series: ServiceSeries): RoutingEvent[] {
-    if (series.totals.size === 0) return [];
-    const totals = serviceTotals(series.totals);
-    const maxIndex = totals.indexes[totals.indexes.length - 1]!;
+  /** The service's events in its buckets below `closedIndex`; a new event type adds its finder here. */
+  private infer(service: string, series: ServiceSeries, closedIndex: number): RoutingEvent[] {
+    const totals = serviceTotals(series.totals, closedIndex);
+    if (totals.indexes.length === 0) return [];
+    const lastClosed = closedIndex - 1;
 
     const downs: RoutingEvent[] = [];
     const spikes: RoutingEvent[] = [];
     for (const node of series.nodes.values()) {
-      const indexes = [...node.buckets.keys()].sort((a, b) => a - b);
-      this.findSilences(service, totals, node, indexes, maxIndex, downs);
+      const indexes = [...node.buckets.keys()].filter((index) => index < closedIndex).sort((a, b) => a - b);
+      if (indexes.length === 0) continue;
+      this.findSilences(service, totals, node, indexes, lastClosed, downs);
       this.findSpikes(service, node, indexes, spikes);
     }
     return [...this.composeFailovers(service, series, downs), ...spikes].sort(compareEvents);
@@ -157,14 +212,15 @@ export class RoutingInference {
     totals: ServiceTotals,
     node: NodeSeries,
     indexes: number[],
-    maxIndex: number,
+    lastClosed: number,
     out: RoutingEvent[],
   ): void {
     const minBuckets = Math.max(1, Math.ceil(this.config.silenceMinMillis / this.bucketMillis));
     const firstIndex = indexes[0]!;
     for (let i = 0; i < indexes.length; i++) {
       const lastActive = indexes[i]!;
-      const nextActive = i + 1 < indexes.length ? indexes[i + 1]! : maxIndex + 1;
+      // A silence still open at the closed edge ends there, for now (`ended: false`).
+      const nextActive = i + 1 < indexes.length ? indexes[i + 1]! : lastClosed + 1;
       if (nextActive - lastActive - 1 < minBuckets) continue;
       // A silence of the whole service is an outage or a lull, not traffic moving away from this
       // node: what counts is how much the node should have served at its usual share.
@@ -181,7 +237,7 @@ export class RoutingInference {
       const serviceSpans = totals.spansBefore[from]! - totals.spansBefore[baselineAt]!;
       const expected = serviceSpans === 0 ? 0 : (nodeSpans / serviceSpans) * serviceSpansDuring;
       if (expected < this.config.silenceMinExpectedSpans) continue;
-      const ended = nextActive <= maxIndex;
+      const ended = nextActive <= lastClosed;
       const startUnixMillis = (lastActive + 1) * this.bucketMillis;
       const endUnixMillis = nextActive * this.bucketMillis;
       const p = node.placement;
@@ -301,8 +357,9 @@ interface ServiceTotals {
   servingBefore: Float64Array;
 }
 
-function serviceTotals(totals: Map<number, number>): ServiceTotals {
-  const indexes = [...totals.keys()].sort((a, b) => a - b);
+/** The running sums over the buckets below `closedIndex`. */
+function serviceTotals(totals: Map<number, number>, closedIndex: number): ServiceTotals {
+  const indexes = [...totals.keys()].filter((index) => index < closedIndex).sort((a, b) => a - b);
   const spansBefore = new Float64Array(indexes.length + 1);
   const servingBefore = new Float64Array(indexes.length + 1);
   for (let i = 0; i < indexes.length; i++) {

@@ -1,7 +1,13 @@
 import type { Attempt, ExtractedAttempts, NodeActivity } from '@keyscope/attempts';
 import { activity, arrival, client, server, TEST_EPOCH_UNIX_MILLIS } from '@keyscope/testkit';
 import { describe, expect, it } from 'vitest';
-import { createDetector, createMemoryAttemptLog, defaultDetectorConfig, type Finding } from '../src/index.ts';
+import {
+  createDetector,
+  createMemoryAttemptLog,
+  defaultDetectorConfig,
+  type Finding,
+  type Incident,
+} from '../src/index.ts';
 
 function batch(attempts: Attempt[], nodeActivity: NodeActivity[] = []): ExtractedAttempts {
   return {
@@ -395,6 +401,181 @@ describe('routing events and incidents', () => {
       TEST_EPOCH_UNIX_MILLIS + 2000 + defaultDetectorConfig().quietPeriodMillis + 1000,
     );
     expect(changes.incidents.map((i) => i.status)).toEqual(['resolved']);
+  });
+});
+
+describe('which routing event a duplicate is blamed on', () => {
+  // Node b is down from second 20 to 40 and back; node a goes down at 60 and stays down to 120.
+  const traffic = [
+    ...activity({ node: 'a', fromSecond: 0, toSecond: 60 }),
+    ...activity({ node: 'a', fromSecond: 120, toSecond: 180 }),
+    ...activity({ node: 'b', fromSecond: 0, toSecond: 20 }),
+    ...activity({ node: 'b', fromSecond: 40, toSecond: 180 }),
+    ...activity({ node: 'c', fromSecond: 0, toSecond: 180 }),
+  ];
+
+  it('blames the event of the node where the key first ran, not an earlier one of the node it ran again on', () => {
+    const detector = run(
+      [
+        server({ key: 'k1', node: 'a', store: 'A', at: 58, durationMillis: 1900 }),
+        server({ key: 'k1', node: 'b', store: 'B', at: 61 }),
+      ],
+      traffic,
+    );
+    expect(detector.routingEvents().map((e) => e.node)).toEqual(['b', 'a']);
+    expect(only(detector.findings()).routing.event).toMatchObject({ type: 'node_down', node: 'a' });
+    expect(detector.incidents()[0]!.title).toMatch(/during node down of a$/);
+  });
+
+  it('blames no event when nothing happened where the key first ran', () => {
+    const detector = run(
+      [
+        server({ key: 'k1', node: 'c', store: 'C', at: 45, durationMillis: 2500 }),
+        server({ key: 'k1', node: 'b', store: 'B', at: 47.2 }),
+      ],
+      traffic,
+    );
+    expect(only(detector.findings()).routing.event).toBeNull();
+    expect(detector.incidents()[0]!.routingEvent).toBeNull();
+  });
+
+  it('blames the node whose store failed the first attempt for a retry that crossed into a second store', () => {
+    const spiky = [
+      ...activity({ node: 'a', fromSecond: 0, toSecond: 10 }),
+      ...activity({ node: 'a', fromSecond: 10, toSecond: 20, errors: 8 }),
+      ...activity({ node: 'a', fromSecond: 20, toSecond: 30 }),
+      ...activity({ node: 'b', fromSecond: 0, toSecond: 30 }),
+    ];
+    const detector = run(
+      [
+        server({ key: 'k1', node: 'a', store: 'A', outcome: 'error', at: 12 }),
+        server({ key: 'k1', node: 'b', store: 'B', at: 12.4 }),
+      ],
+      spiky,
+    );
+    expect(only(detector.findings())).toMatchObject({
+      class: 'scope_violation',
+      routing: { event: { type: 'error_spike', node: 'a' } },
+    });
+  });
+
+  it('blames no routing event for a key two tenants chose, even on a node that went down', () => {
+    const detector = run(
+      [
+        server({ key: 'k1', tenant: 'acme', node: 'a', store: 'G', scope: 'global', at: 58 }),
+        server({ key: 'k1', tenant: 'globex', node: 'c', store: 'G', scope: 'global', at: 61 }),
+      ],
+      traffic,
+    );
+    expect(only(detector.findings())).toMatchObject({ class: 'key_collision', routing: { event: null } });
+  });
+
+  it('opens the incident when its first key ran again, not before the routing event it cites', () => {
+    const attempts = [];
+    for (let i = 0; i < 5; i++) {
+      attempts.push(server({ key: `k${i}`, node: 'a', store: 'A', at: 57 + i * 0.1, durationMillis: 2900 }));
+      attempts.push(server({ key: `k${i}`, node: 'c', store: 'C', at: 62 + i * 0.1 }));
+    }
+    const [incident] = run(attempts, traffic).incidents();
+    expect(incident!.routingEvent?.startUnixMillis).toBe(TEST_EPOCH_UNIX_MILLIS + 60_000);
+    expect(incident!.openedUnixMillis).toBe(TEST_EPOCH_UNIX_MILLIS + 62_000);
+  });
+});
+
+describe('routing inference on event time', () => {
+  const LATENESS = defaultDetectorConfig().allowedLatenessMillis;
+  const at = (second: number) => TEST_EPOCH_UNIX_MILLIS + second * 1000;
+  /** Second `second` of node activity: one sample per node. */
+  const second = (traffic: NodeActivity[], s: number) =>
+    traffic.filter((sample) => sample.bucketStartUnixMillis === at(s));
+
+  it('does not take a node whose spans arrive late for a node that went down', () => {
+    const detector = createDetector();
+    const traffic = ['a', 'b', 'c'].flatMap((node) => activity({ node, fromSecond: 0, toSecond: 60 }));
+    const seen = new Set<string>();
+    // Node c's exporter runs 6 s behind a's and b's, within the allowed lateness.
+    for (let s = 0; s < 66; s++) {
+      const arriving = [
+        ...second(traffic, s).filter((x) => x.placement.node !== 'c'),
+        ...second(traffic, s - 6),
+      ];
+      detector.ingest(
+        batch(
+          [],
+          arriving.filter((x) => x.placement.node !== 'c' || s - 6 >= 0),
+        ),
+      );
+      const changes = detector.tick(at(s + 1));
+      for (const event of [...(changes.routingEvents ?? []), ...detector.routingEvents()]) seen.add(event.id);
+    }
+    expect(seen.size).toBe(0);
+  });
+
+  it('reports a duplicate at once and settles its incident under the failover once the activity after it is final', () => {
+    const traffic = [
+      ...activity({ node: 'a', fromSecond: 0, toSecond: 60 }),
+      ...activity({ node: 'b', fromSecond: 0, toSecond: 120 }),
+      ...activity({ node: 'c', fromSecond: 0, toSecond: 120 }),
+    ];
+    const attempts = [
+      server({ key: 'k1', node: 'a', store: 'A', at: 58, durationMillis: 1900 }),
+      server({ key: 'k1', node: 'b', store: 'B', at: 61 }),
+    ];
+    const detector = createDetector();
+    const reported: Incident[] = [];
+    let settledAt: number | undefined;
+    for (let s = 0; s < 120; s++) {
+      const arriving = attempts.filter(
+        (a) => Math.floor((a.startUnixMillis - TEST_EPOCH_UNIX_MILLIS) / 1000) === s,
+      );
+      const ingested = detector.ingest(batch(arriving, second(traffic, s)));
+      if (s === 61) expect(ingested.findings.map((f) => f.key)).toEqual(['k1']);
+      const ticked = detector.tick(at(s + 1));
+      reported.push(...ingested.incidents, ...ticked.incidents);
+      if (settledAt === undefined && ticked.incidents.some((i) => i.settled)) settledAt = at(s + 1);
+    }
+    // Never settled in a time-bucket incident first, which would page once more than the failover.
+    const settled = reported.filter((i) => i.settled);
+    expect(new Set(settled.map((i) => i.id)).size).toBe(1);
+    expect(settled[0]!.routingEvent).toMatchObject({ type: 'node_down', node: 'a' });
+    // Settled once the clock is the lateness past the repeat and the silence it takes to see a node down.
+    expect(settledAt).toBeGreaterThanOrEqual(at(61) + LATENESS + defaultDetectorConfig().silenceMinMillis);
+    expect(settledAt).toBeLessThanOrEqual(
+      at(61) + LATENESS + defaultDetectorConfig().silenceMinMillis + 2000,
+    );
+  });
+
+  it('retracts a node_down that the node’s late activity disproves, and regroups its duplicates', () => {
+    const traffic = [
+      ...activity({ node: 'a', fromSecond: 0, toSecond: 120 }),
+      ...activity({ node: 'b', fromSecond: 0, toSecond: 120 }),
+      ...activity({ node: 'c', fromSecond: 0, toSecond: 120 }),
+    ];
+    const late = (x: NodeActivity) =>
+      x.placement.node === 'a' && x.bucketStartUnixMillis >= at(60) && x.bucketStartUnixMillis < at(70);
+    const detector = createDetector();
+    detector.ingest(
+      batch(
+        [
+          server({ key: 'k1', node: 'a', store: 'A', at: 58, durationMillis: 1900 }),
+          server({ key: 'k1', node: 'b', store: 'B', at: 61 }),
+        ],
+        traffic.filter((x) => !late(x)),
+      ),
+    );
+    const before = detector.tick(at(200));
+    const [event] = before.routingEvents!;
+    expect(event).toMatchObject({ type: 'node_down', node: 'a' });
+    const failoverIncident = detector.incidents()[0]!;
+    expect(failoverIncident.routingEvent?.id).toBe(event!.id);
+
+    detector.ingest(batch([], traffic.filter(late)));
+    const after = detector.tick(at(201));
+    expect(after.retractedRoutingEventIds).toEqual([event!.id]);
+    expect(detector.routingEvents()).toEqual([]);
+    expect(after.retractedIncidentIds).toEqual([failoverIncident.id]);
+    expect(after.incidents).toMatchObject([{ routingEvent: null, keys: 1, settled: true }]);
+    expect(only(detector.findings()).routing.event).toBeNull();
   });
 });
 

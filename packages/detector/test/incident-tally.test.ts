@@ -32,7 +32,8 @@ function member(next: () => number, id: number): [Finding, FindingFacts] {
     stores,
     nodes: stores.map((store) => `node-${store}`),
     firstSeenUnixMillis: first,
-    lastSeenUnixMillis: first + Math.floor(next() * 300),
+    repeatUnixMillis: first + Math.floor(next() * 200),
+    lastSeenUnixMillis: first + 200 + Math.floor(next() * 300),
   } as unknown as Finding;
   const facts: FindingFacts = {
     stores,
@@ -59,7 +60,8 @@ function recomputed(members: Iterable<[Finding, FindingFacts]>): IncidentSummary
   for (const [finding, facts] of members) {
     for (const store of finding.stores) stores.add(store);
     for (const node of finding.nodes) nodes.add(node);
-    opened = Math.min(opened, finding.firstSeenUnixMillis);
+    // An incident opens when its first key ran again, not at that key's first attempt.
+    opened = Math.min(opened, finding.repeatUnixMillis);
     last = Math.max(last, finding.lastSeenUnixMillis);
     for (const scope of SCOPE_LEVELS) {
       if (facts.declared[scope] !== undefined)
@@ -131,10 +133,10 @@ describe('IncidentTally', () => {
     };
     tally.summary(walk);
     expect(walked).toBe(0);
-    const earliest = members.reduce((a, b) => (a[0].firstSeenUnixMillis <= b[0].firstSeenUnixMillis ? a : b));
+    const earliest = members.reduce((a, b) => (a[0].repeatUnixMillis <= b[0].repeatUnixMillis ? a : b));
     tally.remove(...earliest);
     members.splice(members.indexOf(earliest), 1);
-    expect(tally.summary(walk).openedUnixMillis).toBe(members[0]![0].firstSeenUnixMillis);
+    expect(tally.summary(walk).openedUnixMillis).toBe(members[0]![0].repeatUnixMillis);
     expect(walked).toBe(1);
   });
 });

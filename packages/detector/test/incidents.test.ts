@@ -52,7 +52,7 @@ describe("a tenant's view of an incident", () => {
     expect(view.title).toMatch(/^payments \/payments: 3 keys executed twice/);
     expect(view.advice).toContain('2 different dedup stores');
     expect(incident!.advice).toContain('3 different dedup stores');
-    expect(view.openedUnixMillis).toBe(Math.min(...acme.map((f) => f.firstSeenUnixMillis)));
+    expect(view.openedUnixMillis).toBe(Math.min(...acme.map((f) => f.repeatUnixMillis)));
     expect(view.lastFindingUnixMillis).toBe(Math.max(...acme.map((f) => f.lastSeenUnixMillis)));
 
     const globex = incidentOfMembers(

@@ -17,9 +17,10 @@ import {
   shuffle,
   simulate,
   splitIntoPayloads,
+  type TruthRoutingEvent,
 } from '@keyscope/simulator';
 import { describe, expect, it } from 'vitest';
-import { createDetector, type Detector, type Finding } from '../src/index.ts';
+import { createDetector, type Detector, type Finding, type RoutingEvent } from '../src/index.ts';
 
 /**
  * Ground-truth scenarios from the simulator: every truth duplicate found and correctly
@@ -130,6 +131,184 @@ describe('ground-truth scenarios', () => {
     expect(incidents).toHaveLength(1);
     expect(incidents[0]!.routingEvent?.type).toBe('region_failover');
   });
+});
+
+/**
+ * Why each key ran twice: the simulator records the failure that broke each duplicate key's retry
+ * path (or none), and keyscope must blame that failure as it inferred it from the spans — same
+ * type, same node (or region) — or nothing. A failure keyscope did not infer at all (too little
+ * traffic on the node to tell a silence or an error ratio) leaves its keys blamed on nothing,
+ * never on another event.
+ */
+describe('routing attribution against the simulator’s record', () => {
+  /** The inferred event that is truth's failure: same type, service, place, and overlapping. */
+  function inferredAs(failure: TruthRoutingEvent, inferred: readonly RoutingEvent[]): RoutingEvent | null {
+    // A node failing the requests it admitted shows in the spans as its error ratio.
+    const type = failure.type === 'execution_failure' ? 'error_spike' : failure.type;
+    const match = inferred.find(
+      (event) =>
+        event.type === type &&
+        event.service === failure.service &&
+        (type === 'region_failover' ? event.region === failure.region : event.node === failure.node) &&
+        event.startUnixMillis < failure.endUnixMillis &&
+        failure.startUnixMillis < event.endUnixMillis,
+    );
+    return match ?? null;
+  }
+
+  function withEffects(make: () => Scenario): () => Scenario {
+    return () => {
+      const scenario = make();
+      scenario.services[0]!.effectConvention = 'attribute';
+      return scenario;
+    };
+  }
+
+  const EVERY_SCENARIO: [string, () => Scenario][] = [
+    ...DUPLICATE_SCENARIOS,
+    ...CONTROLS,
+    ['a node failing payments after the charge', withEffects(scenarios.releaseAfterEffect)],
+    ['a node failing payments before the charge', withEffects(scenarios.releaseBeforeEffect)],
+  ];
+
+  function blame(make: () => Scenario) {
+    const { spans, truth } = simulate(make());
+    const detector = detect([spans]);
+    const failures = new Map(truth.routingEvents.map((e) => [e.id, e]));
+    const causes = new Map(truth.keys.map((k) => [k.key, k.routingEventId]));
+    const inferred = detector.routingEvents();
+    return detector.findings().map((finding) => {
+      const failure = failures.get(causes.get(finding.key) ?? '');
+      const expected = failure === undefined ? null : inferredAs(failure, inferred);
+      const blamed = finding.routing.event;
+      return {
+        key: finding.key,
+        failure: failure?.id ?? null,
+        expected: expected === null ? null : `${expected.type} ${expected.node || expected.region}`,
+        blamed: blamed === null ? null : `${blamed.type} ${blamed.node || blamed.region}`,
+      };
+    });
+  }
+
+  it.each(EVERY_SCENARIO)(
+    'blames each finding of %s on the failure that caused it, or on none',
+    (_name, make) => {
+      for (const row of blame(make))
+        expect(row.blamed, `${row.key} (caused by ${row.failure})`).toBe(row.expected);
+    },
+  );
+
+  it.each([
+    ['node failover', () => scenarios.nodeFailover()],
+    ['region failover', () => scenarios.regionFailover()],
+    ['a store error spike', () => scenarios.scopeViolation()],
+  ] as const)('infers the failure behind every key of a %s', (_name, make) => {
+    const rows = blame(make);
+    expect(rows.length).toBeGreaterThan(0);
+    for (const row of rows) {
+      expect(row.failure, row.key).not.toBeNull();
+      expect(row.blamed, row.key).not.toBeNull();
+    }
+  });
+
+  it('groups the demo’s node failover 7 + 7, one incident per node that died', () => {
+    const { spans, truth } = simulate(scenarios.nodeFailover());
+    const detector = detect([spans]);
+    const perFailure = new Map<string, number>();
+    for (const key of truth.keys)
+      perFailure.set(key.routingEventId!, (perFailure.get(key.routingEventId!) ?? 0) + 1);
+    expect([...perFailure.values()]).toEqual([7, 7]);
+    const incidents = detector.incidents().sort((a, b) => a.openedUnixMillis - b.openedUnixMillis);
+    expect(incidents.map((i) => [i.keys, i.routingEvent?.node])).toEqual(
+      truth.routingEvents.map((failure) => [perFailure.get(failure.id), failure.node]),
+    );
+    for (const incident of incidents) {
+      expect(incident.openedUnixMillis).toBeGreaterThanOrEqual(incident.routingEvent!.startUnixMillis);
+    }
+  });
+});
+
+/**
+ * Delivery order, as a Kafka backlog replay or a slow Collector delivers: every span of a run in a
+ * seeded random order (a span may come as late as the whole run), in batches, with the service's
+ * one-second ticks in between on a clock that moves from the run's start to past its end. The
+ * final findings, routing events and incidents are those of the run delivered in order.
+ */
+describe('spans delivered in any order', () => {
+  const SECOND = 1000;
+
+  function deliver(scenario: Scenario, payloads: Span[][]): Detector {
+    const detector = createDetector();
+    const mapping = defaultMapping();
+    const endUnixMillis = scenario.startUnixMillis + scenario.durationMillis + 30 * SECOND;
+    const stepMillis = (endUnixMillis - scenario.startUnixMillis) / payloads.length;
+    let clock = scenario.startUnixMillis;
+    for (const payload of payloads) {
+      detector.ingest(extractAttempts(payload, mapping));
+      clock += stepMillis;
+      detector.tick(clock);
+    }
+    // The service's next ticks, once nothing more arrives: no flush, as serve never has one.
+    for (let i = 0; i < 3; i++) detector.tick((clock += 10 * SECOND));
+    return detector;
+  }
+
+  function outcome(detector: Detector) {
+    return {
+      findings: detector
+        .findings()
+        .map((f) => `${f.id} ${f.class} ${f.incidentId} ${f.routing.event?.id ?? '-'}`)
+        .sort(),
+      events: detector
+        .routingEvents()
+        .map((e) => `${e.id} ${e.type} ${e.node} ${e.startUnixMillis} ${e.endUnixMillis} ${e.ended}`),
+      incidents: detector
+        .incidents()
+        .map((i) => `${i.id} ${i.keys} ${i.routingEvent?.id ?? '-'} ${i.settled}`)
+        .sort(),
+    };
+  }
+
+  /**
+   * About 1 in 7 payloads delivered again (an exporter's or a Collector's retry resends a whole
+   * payload), each a few payloads after its first delivery.
+   */
+  function redeliverSome(payloads: Span[][], seed: number): Span[][] {
+    const again = new Map<number, Span[][]>();
+    const out: Span[][] = [];
+    payloads.forEach((payload, i) => {
+      out.push(payload, ...(again.get(i) ?? []));
+      if ((i + seed) % 7 === 0) {
+        const at = i + 1 + ((i * 13 + seed) % 20);
+        again.set(at, [...(again.get(at) ?? []), duplicateSome(payload, 1, seed)]);
+      }
+    });
+    for (const [at, late] of again) if (at >= payloads.length) out.push(...late);
+    return out;
+  }
+
+  const ORDERED: [string, () => Scenario][] = [
+    ['node failover', () => scenarios.nodeFailover()],
+    ['racing double submits', () => scenarios.race()],
+    ['everything at once', () => scenarios.mixed()],
+  ];
+
+  it.each(ORDERED)(
+    'gives %s the findings, routing events and incidents of in-order delivery',
+    (_name, make) => {
+      const scenario = make();
+      const { spans } = simulate(scenario);
+      const inOrder = outcome(deliver(scenario, splitIntoPayloads(spans, 300, 1)));
+      expect(inOrder.findings.length).toBeGreaterThan(0);
+      expect(inOrder).toEqual(outcome(detect([spans])));
+      for (const seed of [1, 2]) {
+        const shuffled = splitIntoPayloads(shuffle(spans, seed), 300, seed);
+        expect(outcome(deliver(scenario, shuffled)), `seed ${seed}`).toEqual(inOrder);
+        const redelivered = redeliverSome(shuffled, seed);
+        expect(outcome(deliver(scenario, redelivered)), `seed ${seed}, redelivered`).toEqual(inOrder);
+      }
+    },
+  );
 });
 
 /**

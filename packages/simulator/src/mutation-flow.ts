@@ -22,7 +22,7 @@ import {
 } from './span-builder.ts';
 import { TimeQueue } from './time-queue.ts';
 import type { FrontService, SimNode, SimService } from './topology.ts';
-import type { KeyHistory, StoreVisit } from './truth.ts';
+import type { KeyHistory, StoreVisit, TouchingEvent } from './truth.ts';
 
 export interface FlowResult {
   spans: Span[];
@@ -84,6 +84,8 @@ interface ServerRequest {
   spec: ServiceSpec;
   node: SimNode;
   arriveUnixMillis: number;
+  /** Its store decision, as its `StoreVisit` records it. */
+  decidedUnixMillis: number;
   serverSpanId: string;
   decisionSpanId: string;
   outcome: DedupOutcome;
@@ -113,7 +115,7 @@ class MutationFlow {
   private readonly spans: Span[] = [];
   private readonly visits: StoreVisit[] = [];
   private readonly tenants: string[] = [];
-  private readonly routingEventIds: string[] = [];
+  private readonly routingEvents: TouchingEvent[] = [];
   private readonly service: FrontService;
   private readonly key: string;
   private readonly session: number;
@@ -153,7 +155,7 @@ class MutationFlow {
         key: this.key,
         tenants: this.tenants,
         visits: this.visits,
-        routingEventIds: this.routingEventIds,
+        routingEvents: this.routingEvents,
       },
     };
   }
@@ -169,9 +171,15 @@ class MutationFlow {
     return `${tenant}:${this.rng.hex(8)}`;
   }
 
-  private noteEvent(failure: ScheduledFailure | undefined): void {
-    if (failure && !this.routingEventIds.includes(failure.event.id))
-      this.routingEventIds.push(failure.event.id);
+  /** Records that `failure` touched the key at `atUnixMillis`, now by default (see `TouchingEvent`). */
+  private noteEvent(
+    failure: ScheduledFailure | undefined,
+    how: TouchingEvent['how'],
+    atUnixMillis = this.now,
+  ): void {
+    // On the visits' own clock (`micros`), so a failure met at a store decision is at its visit.
+    if (failure !== undefined)
+      this.routingEvents.push({ id: failure.event.id, how, atUnixMillis: micros(atUnixMillis) });
   }
 
   /** A user request at the caller (or a redrive job) that sends the mutation with the key. */
@@ -278,7 +286,7 @@ class MutationFlow {
         this.ctx.schedule,
         this.rng,
       );
-      this.noteEvent(route.reroutedBy);
+      this.noteEvent(route.reroutedBy, 'rerouted');
       series.firstNode ??= route.node;
       send.peerAddress = route.node.ip;
       const arrive = t + networkDelayMillis(this.ctx, series.from, route.node);
@@ -306,7 +314,7 @@ class MutationFlow {
         this.ctx.schedule,
         this.rng,
       );
-      this.noteEvent(route.reroutedBy);
+      this.noteEvent(route.reroutedBy, 'rerouted');
       tried.add(route.node);
       let settled = false;
       const hasNext = tryIndex + 1 < proxy.maxTries;
@@ -341,7 +349,7 @@ class MutationFlow {
   ): void {
     const outage = this.ctx.schedule.outageAt(node, arrive);
     if (outage) {
-      this.noteEvent(outage);
+      this.noteEvent(outage, 'broke', arrive);
       return;
     }
     const { series } = send;
@@ -352,6 +360,7 @@ class MutationFlow {
       spec: series.edge.spec,
       node,
       arriveUnixMillis: arrive,
+      decidedUnixMillis: 0,
       serverSpanId: this.rng.hex(16),
       decisionSpanId: '',
       outcome: 'miss',
@@ -375,7 +384,7 @@ class MutationFlow {
     const spike = this.ctx.schedule.spikeAt(node, t);
     let admission: StoreVisit['admission'];
     if ((spike && this.rng.chance(spike.errorRate)) || this.rng.chance(dedup.storeErrorRate)) {
-      this.noteEvent(spike);
+      this.noteEvent(spike, 'broke');
       request.outcome = 'error';
     } else {
       const decision = this.stores.decide(`${spec.name}|${store}`, dedup, t, series.payload);
@@ -390,7 +399,7 @@ class MutationFlow {
       // Drawn only during a failure, so that other runs keep their random sequence.
       const failing = this.ctx.schedule.executionFailureAt(node, t);
       if (failing && this.rng.chance(failing.errorRate)) {
-        this.noteEvent(failing);
+        this.noteEvent(failing, 'broke');
         request.failure = failing.phase;
         request.statusCode = failing.phase === 'before_effect' ? 503 : 500;
       }
@@ -421,6 +430,7 @@ class MutationFlow {
       );
     }
     const visitSpanId = onCheckSpan ? request.decisionSpanId : request.serverSpanId;
+    request.decidedUnixMillis = micros(onCheckSpan ? t : request.arriveUnixMillis);
     this.visits.push({
       service: spec.name,
       operation: spec.route,
@@ -432,7 +442,7 @@ class MutationFlow {
       effect: request.outcome === 'miss' && request.failure !== 'before_effect' ? 'committed' : 'none',
       spanId: visitSpanId,
       traceId: series.traceId,
-      startUnixMillis: micros(onCheckSpan ? t : request.arriveUnixMillis),
+      startUnixMillis: request.decidedUnixMillis,
       clientSpanId: request.send.spanId,
       upstreamSpanId: series.upstreamSpanId,
     });
@@ -541,7 +551,7 @@ class MutationFlow {
       for (const span of request.ownSpans) this.spans.push(span);
     }
     if (lostBy) {
-      this.noteEvent(lostBy);
+      this.noteEvent(lostBy, 'broke', Math.max(lostBy.startUnixMillis, request.decidedUnixMillis));
       return;
     }
     const receivedAt = t + networkDelayMillis(this.ctx, node, series.from);

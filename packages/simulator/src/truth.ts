@@ -36,7 +36,12 @@ export interface TruthKey {
   /** Distinct stores the key's attempts reached at that tier, in order of first reach. */
   stores: string[];
   retriedBy: 'client' | 'proxy' | 'unknown';
-  /** The routing event that caused it, if any. */
+  /**
+   * The failure that caused it, if any: the first that broke one of the key's requests at this
+   * tier between the first attempt that counts (the first execution of a duplicate, the first
+   * visit of a scope violation) and the repeat (the second execution, or the first visit of a
+   * second store). A key collision has none: two tenants chose one key, no failure did.
+   */
   routingEventId?: string;
 }
 
@@ -86,6 +91,24 @@ export interface StoreVisit {
   upstreamSpanId: string | undefined;
 }
 
+/** A failure that touched one of a key's requests, and when in the key's history it did. */
+export interface TouchingEvent {
+  /** The `TruthRoutingEvent` id. */
+  id: string;
+  /**
+   * `broke`: it broke a request in flight — lost its response (the node died under it), failed
+   * its store lookup or its execution, or swallowed the send (it reached a dead node);
+   * `rerouted`: it only moved a send away from the node the balancer would have picked.
+   */
+  how: 'broke' | 'rerouted';
+  /**
+   * When it touched the key. For a lost response, when the node died under the request, but no
+   * earlier than the request's store decision (a node that dies between a request's arrival and
+   * its decision still decides, behind its partition).
+   */
+  atUnixMillis: number;
+}
+
 /** Everything that happened to one key: the input of `classifyKey`. */
 export interface KeyHistory {
   key: string;
@@ -93,8 +116,8 @@ export interface KeyHistory {
   tenants: string[];
   /** In time order of the store decision. */
   visits: StoreVisit[];
-  /** Routing events that touched the key's sends or responses, in the order they did. */
-  routingEventIds: string[];
+  /** Failures that touched the key's sends or responses, in the order they did. */
+  routingEvents: TouchingEvent[];
 }
 
 export interface KeyVerdict {
@@ -111,8 +134,9 @@ export function classifyKey(history: KeyHistory): KeyVerdict {
     if (list) list.push(visit);
     else tiers.set(tier, [visit]);
   }
-  const routingEventId = history.routingEventIds[0];
   const keys: TruthKey[] = [];
+  const causeOf = (first: StoreVisit, repeat: StoreVisit | undefined): string | undefined =>
+    repeat === undefined ? undefined : causingEvent(history, first, repeat);
   const collision = history.tenants.length >= 2;
   let everyTierOnce = tiers.size > 0;
 
@@ -127,7 +151,7 @@ export function classifyKey(history: KeyHistory): KeyVerdict {
           visits,
           history.tenants,
           retriedBy(visits),
-          routingEventId,
+          undefined,
           undefined,
         ),
       );
@@ -146,10 +170,12 @@ export function classifyKey(history: KeyHistory): KeyVerdict {
               ? 'ttl_expired'
               : 'race'
             : undefined;
+        const routingEventId = causeOf(executions[0]!, executions[1]);
         keys.push(
           truthKey(history.key, cls, group, [group[0]!.tenant], retriedBy(executions), routingEventId, cause),
         );
       } else if (stores.length >= 2) {
+        const crossing = group.find((v) => v.store !== group[0]!.store);
         keys.push(
           truthKey(
             history.key,
@@ -157,7 +183,7 @@ export function classifyKey(history: KeyHistory): KeyVerdict {
             group,
             [group[0]!.tenant],
             retriedBy(group),
-            routingEventId,
+            causeOf(group[0]!, crossing),
             undefined,
           ),
         );
@@ -165,6 +191,21 @@ export function classifyKey(history: KeyHistory): KeyVerdict {
     }
   }
   return { keys, clean: keys.length === 0 && everyTierOnce };
+}
+
+/**
+ * The first failure that broke one of the key's requests from `first`'s store decision to
+ * `repeat`'s (inclusive: a store error on `first` itself counts). A failure that only rerouted a
+ * send broke nothing: the send still reached a live node, which answered for the key.
+ */
+function causingEvent(history: KeyHistory, first: StoreVisit, repeat: StoreVisit): string | undefined {
+  const cause = history.routingEvents.find(
+    (event) =>
+      event.how === 'broke' &&
+      event.atUnixMillis >= first.startUnixMillis &&
+      event.atUnixMillis <= repeat.startUnixMillis,
+  );
+  return cause?.id;
 }
 
 function duplicateClass(executions: StoreVisit[], all: StoreVisit[]): TruthClass {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { classifyKey, type KeyHistory, type StoreVisit } from '../src/truth.ts';
+import { classifyKey, type KeyHistory, type StoreVisit, type TouchingEvent } from '../src/truth.ts';
 
 let nextSpan = 0;
 /** A store visit at the payments tier; `send` names the CLIENT span it served. */
@@ -25,7 +25,12 @@ function visit(overrides: Partial<StoreVisit> & { send?: string } = {}): StoreVi
 }
 
 function history(visits: StoreVisit[], extra: Partial<KeyHistory> = {}): KeyHistory {
-  return { key: 'k1', tenants: ['acme'], visits, routingEventIds: [], ...extra };
+  return { key: 'k1', tenants: ['acme'], visits, routingEvents: [], ...extra };
+}
+
+/** `id` broke one of the key's requests at `atUnixMillis`. */
+function broke(id: string, atUnixMillis: number): TouchingEvent {
+  return { id, how: 'broke', atUnixMillis };
 }
 
 describe('classifyKey', () => {
@@ -39,9 +44,10 @@ describe('classifyKey', () => {
   });
 
   it('flags two misses of one key in two node stores as a cross-store duplicate', () => {
+    const first = visit({ store: 'node-a' });
     const verdict = classifyKey(
-      history([visit({ store: 'node-a' }), visit({ store: 'node-b', node: 'b' })], {
-        routingEventIds: ['node_down-1'],
+      history([first, visit({ store: 'node-b', node: 'b' })], {
+        routingEvents: [broke('node_down-1', first.startUnixMillis + 300)],
       }),
     );
     expect(verdict.clean).toBe(false);
@@ -147,5 +153,59 @@ describe('classifyKey', () => {
       tenants: ['acme', 'globex'],
       retriedBy: 'client',
     });
+  });
+
+  it('names as the cause the failure that broke a request between the first execution and the repeat', () => {
+    const first = visit({ store: 'node-a' });
+    const repeat = visit({ store: 'node-b', node: 'b' });
+    const verdict = classifyKey(
+      history([first, repeat], {
+        routingEvents: [
+          broke('node_down-1', first.startUnixMillis - 500),
+          { id: 'node_down-2', how: 'rerouted', atUnixMillis: first.startUnixMillis + 100 },
+          broke('node_down-3', first.startUnixMillis + 200),
+          broke('node_down-4', repeat.startUnixMillis + 100),
+        ],
+      }),
+    );
+    expect(verdict.keys[0]!.routingEventId).toBe('node_down-3');
+  });
+
+  it('names no cause when failures only rerouted a send or came before the first execution or after the repeat', () => {
+    const first = visit({ store: 'node-a' });
+    const repeat = visit({ store: 'node-b', node: 'b' });
+    const verdict = classifyKey(
+      history([first, repeat], {
+        routingEvents: [
+          broke('node_down-1', first.startUnixMillis - 1),
+          { id: 'node_down-2', how: 'rerouted', atUnixMillis: first.startUnixMillis + 100 },
+          broke('node_down-3', repeat.startUnixMillis + 1),
+        ],
+      }),
+    );
+    expect(verdict.keys[0]!.class).toBe('cross_store_duplicate');
+    expect(verdict.keys[0]!.routingEventId).toBeUndefined();
+  });
+
+  it('names the store error on the first visit as the cause of a scope violation', () => {
+    const failed = visit({ outcome: 'error' });
+    const verdict = classifyKey(
+      history([failed, visit({ store: 'node-b' })], {
+        routingEvents: [broke('error_spike-1', failed.startUnixMillis)],
+      }),
+    );
+    expect(verdict.keys[0]).toMatchObject({ class: 'scope_violation', routingEventId: 'error_spike-1' });
+  });
+
+  it('names no failure as the cause of a key collision', () => {
+    const first = visit({ tenant: 'acme', store: 'global' });
+    const verdict = classifyKey(
+      history([first, visit({ tenant: 'globex', store: 'global', outcome: 'hit' })], {
+        tenants: ['acme', 'globex'],
+        routingEvents: [broke('node_down-1', first.startUnixMillis + 1)],
+      }),
+    );
+    expect(verdict.keys[0]!.class).toBe('key_collision');
+    expect(verdict.keys[0]!.routingEventId).toBeUndefined();
   });
 });

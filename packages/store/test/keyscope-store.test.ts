@@ -222,7 +222,7 @@ describe('retention', () => {
     // are one row, purged once all of them are past the horizon: these are two.
     ingest(duplicate('k1', 0));
     ingest(duplicate('k2', 4000));
-    const early = store.incidents.list({ untilUnixMillis: TEST_EPOCH_UNIX_MILLIS + 1000 }, { limit: 10 })
+    const early = store.incidents.list({ untilUnixMillis: TEST_EPOCH_UNIX_MILLIS + 3000 }, { limit: 10 })
       .items[0]!;
     store.incidents.resolve(early.id, 'alice', 0);
     const cutoff = TEST_EPOCH_UNIX_MILLIS + 3_000_000;

@@ -4,7 +4,8 @@ import type { Incident } from '@keyscope/detector';
  * One incident from the parts the attempts partitions' detectors report for it. The parts share
  * the incident's identity (id, service, operation, class, routing event or bucket) and each
  * counts only the keys that hash to its partition, so keys add up, stores and nodes unite, the
- * incident opened with its first part and is open while any part is.
+ * incident opened with its first part, is open while any part is, and is settled (may be paged)
+ * once any part is (a part stored before parts said so is settled).
  */
 export function mergeIncidentParts(parts: readonly Incident[]): Incident {
   if (parts.length === 0) throw new RangeError('an incident needs at least one part');
@@ -18,6 +19,7 @@ export function mergeIncidentParts(parts: readonly Incident[]): Incident {
   return {
     ...largest,
     status: open ? 'open' : 'resolved',
+    settled: parts.some((part) => part.settled !== false),
     routingEvent: latestEvent,
     keys,
     stores: union(parts.map((part) => part.stores)),

@@ -36,9 +36,10 @@ describe('Analysis', () => {
       await pipeline.consumeSpans(decodeTraces(body, pipeline.decodeOptions));
       analysis.ingest(decodeTraces(body, analysis.decodeOptions));
     }
-    // serve ticks on the wall clock; offline, the last span's time is "now".
+    // serve ticks on the wall clock; offline, the last span's time is "now". Once the clock is the
+    // allowed lateness past it, serve holds that activity final, as analyze does at the end of a file.
     const result = analysis.finish();
-    pipeline.tick(pipeline.detector.stats().watermarkUnixMillis);
+    pipeline.tick(pipeline.detector.stats().watermarkUnixMillis + detectorConfig.allowedLatenessMillis);
 
     const stored = store.findings.list({}, { limit: 1000 }).items;
     expect(result.findings.map((f) => f.id).sort()).toEqual(stored.map((f) => f.id).sort());

@@ -14,6 +14,7 @@ function part(overrides: Partial<Incident>): Incident {
     routingEvent: null,
     bucketStartUnixMillis: 0,
     keys,
+    settled: true,
     stores: [],
     nodes: [],
     openedUnixMillis: 1_000,
@@ -65,6 +66,12 @@ describe('an incident reported by several attempts partitions', () => {
       status: 'resolved',
       resolvedUnixMillis: 30,
     });
+  });
+
+  it('is settled once any part is, so a partition whose keys were attributed lets it page', () => {
+    const waiting = part({ settled: false });
+    expect(mergeIncidentParts([waiting, part({ settled: false })]).settled).toBe(false);
+    expect(mergeIncidentParts([waiting, part({})]).settled).toBe(true);
   });
 
   it('keeps a title it cannot read as the detector writes it', () => {
