@@ -1,13 +1,15 @@
 import type { NodeActivity } from './attempt.ts';
 import type { ResourceView } from './compiled-mapping.ts';
+import { emptyLatency, latencyBucketOf } from './latency-histogram.ts';
 
 /**
- * Counts SERVER spans per (placement, time bucket) within one extracted batch. Resources with equal
+ * Counts SERVER spans, their errors and their durations per (placement, time bucket) within one extracted batch. Resources with equal
  * placements (one process sends many payloads) merge into one `NodeActivity`; the detector adds
  * batches together.
  */
 export interface ActivityCounter {
-  count(view: ResourceView, startUnixMillis: number, error: boolean): void;
+  /** One SERVER span: its start picks the bucket, its duration the latency histogram's bucket. */
+  count(view: ResourceView, startUnixMillis: number, endUnixMillis: number, error: boolean): void;
   /** Every bucket counted so far, in order of first appearance. */
   readonly activity: NodeActivity[];
 }
@@ -21,7 +23,7 @@ export function createActivityCounter(bucketMillis: number): ActivityCounter {
   let last: NodeActivity | undefined;
   return {
     activity,
-    count(view, startUnixMillis, error) {
+    count(view, startUnixMillis, endUnixMillis, error) {
       const bucket = Math.floor(startUnixMillis / bucketMillis) * bucketMillis;
       let entry: NodeActivity | undefined;
       if (view === lastView && bucket === lastBucket) {
@@ -40,6 +42,7 @@ export function createActivityCounter(bucketMillis: number): ActivityCounter {
             bucketMillis,
             spans: 0,
             errors: 0,
+            latency: emptyLatency(),
           };
           buckets.set(bucket, entry);
           activity.push(entry);
@@ -50,6 +53,7 @@ export function createActivityCounter(bucketMillis: number): ActivityCounter {
       }
       entry.spans++;
       if (error) entry.errors++;
+      entry.latency![latencyBucketOf(endUnixMillis - startUnixMillis)]!++;
     },
   };
 }

@@ -119,6 +119,12 @@ export interface NodeActivity {
   bucketMillis: number;
   spans: number;
   errors: number;
+  /**
+   * The spans by duration (end − start), a histogram over `LATENCY_BOUNDS_MILLIS`: counts that add
+   * up bucket by bucket like `spans`. Absent when durations were not counted (activity written
+   * before keyscope counted them): such a sample says nothing about latency.
+   */
+  latency?: number[];
 }
 
 export interface ExtractedAttempts {

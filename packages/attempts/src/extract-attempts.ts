@@ -112,7 +112,13 @@ export function extractAttempts(
     const key = span.traceId === '' ? undefined : readText(attributes, names.key, fromResource.key);
 
     if (key === undefined) {
-      if (server) activity.count(view, span.startTimeUnixMillis, isServerError(span, compiled, view));
+      if (server)
+        activity.count(
+          view,
+          span.startTimeUnixMillis,
+          span.endTimeUnixMillis,
+          isServerError(span, compiled, view),
+        );
       continue;
     }
 
@@ -126,7 +132,13 @@ export function extractAttempts(
     if (compiled.sideEffectSpans?.has(span.name) === true && !recordsDecision(span, compiled, view)) {
       const effect = sideEffect(span, key, compiled, view);
       if (refusals !== null && !admitted(effect, span, view, compiled, limits!, refusals)) continue;
-      if (server) activity.count(view, span.startTimeUnixMillis, isServerError(span, compiled, view));
+      if (server)
+        activity.count(
+          view,
+          span.startTimeUnixMillis,
+          span.endTimeUnixMillis,
+          isServerError(span, compiled, view),
+        );
       attempts.push(effect);
       continue;
     }
@@ -141,7 +153,13 @@ export function extractAttempts(
 
     const outcome = outcomeOf(span, server, compiled, view, invalid);
     if (outcome === REFUSED || (outcome === undefined && !server)) {
-      if (server) activity.count(view, span.startTimeUnixMillis, isServerError(span, compiled, view));
+      if (server)
+        activity.count(
+          view,
+          span.startTimeUnixMillis,
+          span.endTimeUnixMillis,
+          isServerError(span, compiled, view),
+        );
       continue;
     }
     const statusCode = readNumber(attributes, names.statusCode, fromResource.statusCode) ?? 0;
@@ -159,7 +177,7 @@ export function extractAttempts(
       attempt = serverAttempt(span, key, outcome, scope, statusCode, failed, compiled, view);
     }
     if (refusals !== null && !admitted(attempt, span, view, compiled, limits!, refusals)) continue;
-    if (server) activity.count(view, span.startTimeUnixMillis, failed);
+    if (server) activity.count(view, span.startTimeUnixMillis, span.endTimeUnixMillis, failed);
     attempts.push(attempt);
   }
 

@@ -33,6 +33,14 @@ export {
 } from './errors.ts';
 export { extractAttempts } from './extract-attempts.ts';
 export {
+  addLatency,
+  emptyLatency,
+  LATENCY_BOUNDS_MILLIS,
+  LATENCY_BUCKETS,
+  latencyBucketOf,
+  latencyQuantileMillis,
+} from './latency-histogram.ts';
+export {
   defaultMapping,
   KEY_NAMESPACES,
   type KeyNamespace,

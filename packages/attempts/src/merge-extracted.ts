@@ -1,8 +1,9 @@
 import type { Attempt, ExtractedAttempts, NodeActivity, Placement } from './attempt.ts';
+import { addLatency, emptyLatency } from './latency-histogram.ts';
 
 /**
  * Several extracted batches as one, as if their spans had come in one payload: the attempts in
- * order, the node activity of one placement and bucket summed into one sample (placements compared
+ * order, the node activity of one placement and bucket summed into one sample (latency histograms too) (placements compared
  * by identity: extraction gives every span of a resource the same placement object, and the
  * decoders give equal resources the same object), the invalid values added up. The batches are
  * only read; a single batch is returned as it is.
@@ -24,11 +25,16 @@ export function mergeExtracted(batches: readonly ExtractedAttempts[]): Extracted
       const known = buckets.get(sample.bucketStartUnixMillis);
       if (known === undefined || known.bucketMillis !== sample.bucketMillis) {
         const copy = { ...sample };
+        if (sample.latency !== undefined) copy.latency = [...sample.latency];
         if (known === undefined) buckets.set(sample.bucketStartUnixMillis, copy);
         activity.push(copy);
       } else {
         known.spans += sample.spans;
         known.errors += sample.errors;
+        if (sample.latency !== undefined) {
+          if (known.latency === undefined) known.latency = emptyLatency();
+          addLatency(known.latency, sample.latency);
+        }
       }
     }
     invalid.outcome += batch.invalid.outcome;

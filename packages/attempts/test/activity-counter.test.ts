@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { extractAttempts } from '../src/extract-attempts.ts';
+import { LATENCY_BUCKETS, latencyBucketOf } from '../src/latency-histogram.ts';
 import { defaultMapping, parseMapping } from '../src/mapping.ts';
 import { clientSpan, internalSpan, resource, serverSpan } from '../src/testing.ts';
 
@@ -84,5 +85,26 @@ describe('node activity', () => {
       defaultMapping(),
     );
     expect(activity[0]!.spans).toBe(1);
+  });
+
+  it('counts each span in the latency bucket of its duration', () => {
+    const { activity } = extractAttempts(
+      [
+        serverSpan({ resource: nodeA, startMillis: 10_000, durationMillis: 5 }),
+        serverSpan({ resource: nodeA, startMillis: 10_100, durationMillis: 300 }),
+        serverSpan({ resource: nodeA, startMillis: 10_200, durationMillis: 320, key: 'k1', outcome: 'miss' }),
+        serverSpan({ resource: nodeA, startMillis: 10_300, durationMillis: 2_400, statusCode: 503 }),
+        serverSpan({ resource: nodeA, startMillis: 10_400, durationMillis: 45_000 }),
+      ],
+      defaultMapping(),
+    );
+    expect(activity).toHaveLength(1);
+    const latency = activity[0]!.latency!;
+    expect(latency).toHaveLength(LATENCY_BUCKETS);
+    expect(latency.reduce((a, b) => a + b, 0)).toBe(5);
+    expect(latency[latencyBucketOf(5)]).toBe(1);
+    expect(latency[latencyBucketOf(300)]).toBe(2);
+    expect(latency[latencyBucketOf(2_400)]).toBe(1);
+    expect(latency[LATENCY_BUCKETS - 1]).toBe(1);
   });
 });

@@ -1,4 +1,4 @@
-import type { NodeActivity, Placement } from '@keyscope/attempts';
+import { addLatency, emptyLatency, type NodeActivity, type Placement } from '@keyscope/attempts';
 import type { Database, Statement } from 'better-sqlite3';
 import type { PlacementTable } from './placement-table.ts';
 
@@ -11,10 +11,12 @@ export interface ActivityTableOptions {
 const FOLD_EVERY_ROWS = 64;
 
 /**
- * A logged sample, as a row of `activity_log` holds it (a JSON array of these):
- *   [bucketStartUnixMillis, bucketMillis, placementId, spans, errors]
+ * A logged sample, as a row of `activity_log` or `activity_chunks` holds it (a JSON array of these):
+ *   [bucketStartUnixMillis, bucketMillis, placementId, spans, errors, latency?]
+ * where `latency` is the sample's duration histogram (`NodeActivity.latency`), absent when none
+ * of the counts summed into it carried one.
  */
-type LoggedSample = [number, number, number, number, number];
+type LoggedSample = [number, number, number, number, number, number[]?];
 
 /** Counts of one node and bucket. */
 interface Counted {
@@ -23,11 +25,12 @@ interface Counted {
   bucketMillis: number;
   spans: number;
   errors: number;
+  latency?: number[];
 }
 
 /**
- * Node activity in SQLite: the counts of SERVER spans per node and second that a restarted
- * detector reloads to re-infer a failover.
+ * Node activity in SQLite: the counts of SERVER spans (and their duration histograms) per node and
+ * second that a restarted detector reloads to re-infer a failover.
  *
  * Every transaction on the ingest path adds the latest second's counts of every node that served
  * spans — about fifty nodes per commit in the bench's workload — and a row costs SQLite and
@@ -71,11 +74,11 @@ export class ActivityTable {
   record(samples: readonly NodeActivity[]): void {
     if (samples.length === 0) return;
     const merged = new NodeBucketCounts();
-    for (const sample of samples) merged.add(sample, sample.spans, sample.errors);
+    for (const sample of samples) merged.add(sample, sample.spans, sample.errors, sample.latency);
     const logged: LoggedSample[] = [];
     for (const counted of merged.values()) {
       logged.push(this.#logged(counted));
-      this.#unfolded.add(counted, counted.spans, counted.errors);
+      this.#unfolded.add(counted, counted.spans, counted.errors, counted.latency);
     }
     this.#log.run(JSON.stringify(logged));
     this.#loggedRows++;
@@ -136,7 +139,8 @@ export class ActivityTable {
       .all(from) as string[];
     for (const body of chunks) this.#addLogged(recent, body, from);
     for (const counted of this.#unfolded.values()) {
-      if (counted.bucketStartUnixMillis >= from) recent.add(counted, counted.spans, counted.errors);
+      if (counted.bucketStartUnixMillis >= from)
+        recent.add(counted, counted.spans, counted.errors, counted.latency);
     }
     return [...recent.values()]
       .sort(
@@ -145,7 +149,11 @@ export class ActivityTable {
           compare(a.placement.service, b.placement.service) ||
           compare(a.placement.node, b.placement.node),
       )
-      .map((counted) => ({ ...counted, placement: { ...counted.placement } }));
+      .map((counted) => {
+        const sample: NodeActivity = { ...counted, placement: { ...counted.placement } };
+        if (counted.latency !== undefined) sample.latency = [...counted.latency];
+        return sample;
+      });
   }
 
   /** Rows waiting in the log; for tests. */
@@ -163,12 +171,20 @@ export class ActivityTable {
   /** A sample as the log and the chunks hold it. */
   #logged(counted: Counted): LoggedSample {
     const placementId = this.#placements.idOf(counted.placement);
-    return [counted.bucketStartUnixMillis, counted.bucketMillis, placementId, counted.spans, counted.errors];
+    const logged: LoggedSample = [
+      counted.bucketStartUnixMillis,
+      counted.bucketMillis,
+      placementId,
+      counted.spans,
+      counted.errors,
+    ];
+    if (counted.latency !== undefined) logged.push(counted.latency);
+    return logged;
   }
 
   /** Adds the samples of a log row or chunk (JSON) whose buckets start at `from` or later to `counts`. */
   #addLogged(counts: NodeBucketCounts, body: string, from: number): void {
-    for (const [bucketStart, bucketMillis, placementId, spans, errors] of JSON.parse(
+    for (const [bucketStart, bucketMillis, placementId, spans, errors, latency] of JSON.parse(
       body,
     ) as LoggedSample[]) {
       if (bucketStart < from) continue;
@@ -177,7 +193,7 @@ export class ActivityTable {
         bucketStartUnixMillis: bucketStart,
         bucketMillis,
       };
-      counts.add(sample, spans, errors);
+      counts.add(sample, spans, errors, latency);
     }
   }
 }
@@ -190,6 +206,7 @@ class NodeBucketCounts {
     sample: Pick<NodeActivity, 'placement' | 'bucketStartUnixMillis' | 'bucketMillis'>,
     spans: number,
     errors: number,
+    latency: readonly number[] | undefined,
   ): void {
     const { service, node } = sample.placement;
     let byNode = this.#byService.get(service);
@@ -204,16 +221,19 @@ class NodeBucketCounts {
     }
     const counted = byBucket.get(sample.bucketStartUnixMillis);
     if (counted === undefined) {
-      byBucket.set(sample.bucketStartUnixMillis, {
+      const created: Counted = {
         placement: sample.placement,
         bucketStartUnixMillis: sample.bucketStartUnixMillis,
         bucketMillis: sample.bucketMillis,
         spans,
         errors,
-      });
+      };
+      if (latency !== undefined) created.latency = [...latency];
+      byBucket.set(sample.bucketStartUnixMillis, created);
     } else {
       counted.spans += spans;
       counted.errors += errors;
+      if (latency !== undefined) addLatency((counted.latency ??= emptyLatency()), latency);
     }
   }
 

@@ -367,6 +367,38 @@ describe('node activity', () => {
     expect(byNode(store.recentActivity(60_000))).toEqual([['a', 20_000, 1, 0]]);
   });
 
+  it('keeps the latency histograms of the samples, summed per node and bucket, through log, fold and reopening', () => {
+    const path = join(dir, 'keyscope.db');
+    const fast = [0, 0, 0, 0, 3, 1, 0, 0, 0, 0, 0, 0];
+    const slow = [0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0];
+    store.transaction(() =>
+      store.recordActivity(activity({ node: 'a', fromSecond: 0, toSecond: 2, spans: 4, latency: fast })),
+    );
+    purgeBefore(store, 0);
+    expect(committedValue(dbPath(), 'SELECT count(*) FROM activity_chunks')).toBe(1);
+    store.transaction(() =>
+      store.recordActivity([
+        ...activity({ node: 'a', fromSecond: 1, toSecond: 2, spans: 2, latency: slow }),
+        // A sample without durations adds its counts and nothing to the histogram.
+        ...activity({ node: 'a', fromSecond: 1, toSecond: 2, spans: 1 }),
+        ...activity({ node: 'b', fromSecond: 1, toSecond: 2, spans: 1 }),
+      ]),
+    );
+    const expected = [
+      ['a', 0, 4, fast],
+      ['a', 1000, 7, fast.map((count, i) => count + slow[i]!)],
+      ['b', 1000, 1, undefined],
+    ];
+    const read = () =>
+      store
+        .recentActivity(4000)
+        .map((a) => [a.placement.node, a.bucketStartUnixMillis - TEST_EPOCH_UNIX_MILLIS, a.spans, a.latency]);
+    expect(read()).toEqual(expected);
+    store.close();
+    store = new KeyscopeStore({ path });
+    expect(read()).toEqual(expected);
+  });
+
   it('folds at open what an earlier process logged, and loses none of it', () => {
     const path = join(dir, 'keyscope.db');
     store.recordActivity(activity({ node: 'a', fromSecond: 0, toSecond: 2, spans: 3 }));

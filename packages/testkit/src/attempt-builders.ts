@@ -134,19 +134,30 @@ export function client(
   };
 }
 
-/** Steady traffic of one node: `spans` server spans per second from `fromSecond` to `toSecond`. */
+/**
+ * Steady traffic of one node: `spans` server spans per second from `fromSecond` to `toSecond`;
+ * with `latency`, every second carries that duration histogram (see `NodeActivity.latency`).
+ */
 export function activity(
-  input: PlacementInput & { fromSecond: number; toSecond: number; spans?: number; errors?: number },
+  input: PlacementInput & {
+    fromSecond: number;
+    toSecond: number;
+    spans?: number;
+    errors?: number;
+    latency?: readonly number[];
+  },
 ): NodeActivity[] {
   const out: NodeActivity[] = [];
   for (let second = input.fromSecond; second < input.toSecond; second++) {
-    out.push({
+    const sample: NodeActivity = {
       placement: placement(input),
       bucketStartUnixMillis: TEST_EPOCH_UNIX_MILLIS + second * 1000,
       bucketMillis: 1000,
       spans: input.spans ?? 10,
       errors: input.errors ?? 0,
-    });
+    };
+    if (input.latency !== undefined) sample.latency = [...input.latency];
+    out.push(sample);
   }
   return out;
 }

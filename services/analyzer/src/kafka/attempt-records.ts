@@ -2,6 +2,7 @@ import {
   type Attempt,
   EFFECTS,
   type Effect,
+  LATENCY_BUCKETS,
   type NodeActivity,
   OUTCOMES,
   type Outcome,
@@ -136,6 +137,17 @@ function checkEntry(value: unknown, index: number): ActivityEntry {
       if (!Number.isFinite(sample[field])) throw invalid(`${where}.${field} must be a number`);
     }
     if ((sample.bucketMillis as number) <= 0) throw invalid(`${where}.bucketMillis must be positive`);
+    // Absent in activity that carried no durations; else a histogram over LATENCY_BOUNDS_MILLIS.
+    if (
+      sample.latency !== undefined &&
+      !(
+        Array.isArray(sample.latency) &&
+        sample.latency.length === LATENCY_BUCKETS &&
+        sample.latency.every((count) => Number.isFinite(count) && count >= 0)
+      )
+    ) {
+      throw invalid(`${where}.latency must be a list of ${LATENCY_BUCKETS} counts`);
+    }
   });
   return value as unknown as ActivityEntry;
 }

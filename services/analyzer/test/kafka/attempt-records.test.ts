@@ -59,6 +59,15 @@ describe('attempts topic records', () => {
     expect(decodeAttemptsRecord(encodeActivityRecord(entries))).toEqual({ type: 'activity', entries });
   });
 
+  it('carries the latency histograms of node activity', () => {
+    const latency = [0, 0, 0, 0, 7, 2, 0, 1, 0, 0, 0, 0];
+    const entries = [
+      { source: 's', offset: 3, samples: activity({ node: 'a', fromSecond: 0, toSecond: 2, latency }) },
+    ];
+    const decoded = decodeAttemptsRecord(encodeActivityRecord(entries));
+    expect(decoded).toEqual({ type: 'activity', entries });
+  });
+
   it('refuses records keyscope did not write with KS_KAFKA_RECORD_INVALID', () => {
     const bad = [
       null,
@@ -87,6 +96,20 @@ describe('attempts topic records', () => {
             },
           ],
         }),
+      ),
+      ...[[1, 2, 3], [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, -1], 'many'].map((latency) =>
+        Buffer.from(
+          JSON.stringify({
+            v: 1,
+            activity: [
+              {
+                source: 's',
+                offset: 1,
+                samples: [{ ...activity({ fromSecond: 0, toSecond: 1 })[0], latency }],
+              },
+            ],
+          }),
+        ),
       ),
     ];
     for (const value of bad)
