@@ -48,6 +48,16 @@ export interface DetectorConfig {
   readonly errorSpikeMinMillis: number;
   /** Fewest spans per bucket for a bucket's error ratio to count. */
   readonly errorSpikeMinSpans: number;
+  /**
+   * A node's p90 server-span duration (from the activity's latency histograms) at this many times
+   * both its own p90 over the 30 s before and its service's other nodes' p90 over the same seconds,
+   * sustained for latencySpikeMinMillis, is a `latency_spike` (a brownout: the node slowed past
+   * its callers' timeouts, and they retried elsewhere). A service slow everywhere is none.
+   */
+  readonly latencySpikeRatio: number;
+  readonly latencySpikeMinMillis: number;
+  /** Fewest spans per bucket, of the node and of its other nodes, for a bucket's p90 to count. */
+  readonly latencySpikeMinSpans: number;
 }
 
 export function defaultDetectorConfig(): DetectorConfig {
@@ -65,5 +75,8 @@ export function defaultDetectorConfig(): DetectorConfig {
     errorSpikeRatio: 0.5,
     errorSpikeMinMillis: 3_000,
     errorSpikeMinSpans: 5,
+    latencySpikeRatio: 2,
+    latencySpikeMinMillis: 5_000,
+    latencySpikeMinSpans: 5,
   });
 }

@@ -8,10 +8,18 @@ import type { Placement } from '@keyscope/attempts';
  *   `silenceMinMillis` while the rest of its service kept serving.
  * - `error_spike`: a node's server spans failed at `errorSpikeRatio` or more for at least
  *   `errorSpikeMinMillis`.
+ * - `latency_spike`: a node's server spans became `latencySpikeRatio` times slower (p90) than
+ *   both its own recent p90 and its service's other nodes' for at least `latencySpikeMinMillis`
+ *   (a brownout: callers timed out on it and retried elsewhere).
  * - `cluster_failover` / `region_failover`: every node of the service in that cluster / region
  *   went down at once while the service kept serving elsewhere; replaces the node events.
  */
-export type RoutingEventType = 'node_down' | 'error_spike' | 'cluster_failover' | 'region_failover';
+export type RoutingEventType =
+  | 'node_down'
+  | 'error_spike'
+  | 'latency_spike'
+  | 'cluster_failover'
+  | 'region_failover';
 
 export interface RoutingEvent {
   id: string;
@@ -37,6 +45,7 @@ export interface RoutingEvent {
 export const EVENT_REACH: Readonly<Record<RoutingEventType, 'node' | 'cluster' | 'region'>> = {
   node_down: 'node',
   error_spike: 'node',
+  latency_spike: 'node',
   cluster_failover: 'cluster',
   region_failover: 'region',
 };

@@ -1,23 +1,35 @@
-import type { NodeActivity, Placement } from '@keyscope/attempts';
+import {
+  addLatency,
+  emptyLatency,
+  latencyQuantileMillis,
+  type NodeActivity,
+  type Placement,
+} from '@keyscope/attempts';
 import type { DetectorConfig } from './config.ts';
 import { stableId } from './ids.ts';
 import type { RoutingEvent } from './routing-event.ts';
 
 /** How much activity is kept to infer events from; older events are frozen as they were. */
 const ACTIVITY_WINDOW_MILLIS = 2 * 60 * 60 * 1000;
-/** Buckets before a silence that give the node's baseline rate. */
+/** Buckets before a silence that give the node's baseline rate (or before a slowdown, its latency). */
 const BASELINE_BUCKETS = 30;
+/** The latency quantile a `latency_spike` compares. */
+const LATENCY_QUANTILE = 0.9;
 
 interface NodeSeries {
   placement: Placement;
   /** Bucket index → [spans, errors]. */
   buckets: Map<number, [number, number]>;
+  /** Bucket index → duration histogram (`NodeActivity.latency`), for buckets whose samples had one. */
+  latency: Map<number, number[]>;
 }
 
 interface ServiceSeries {
   nodes: Map<string, NodeSeries>;
   /** Bucket index → spans of all nodes. */
   totals: Map<number, number>;
+  /** Bucket index → duration histogram of all nodes. */
+  latencyTotals: Map<number, number[]>;
   /** Counts of a bucket the cached events were inferred from changed (late activity). */
   dirty: boolean;
   events: RoutingEvent[];
@@ -57,6 +69,7 @@ export class RoutingInference {
         service = {
           nodes: new Map(),
           totals: new Map(),
+          latencyTotals: new Map(),
           dirty: true,
           events: [],
           inferredClosedIndex: Number.NEGATIVE_INFINITY,
@@ -66,7 +79,7 @@ export class RoutingInference {
       const nodeKey = placement.node;
       let node = service.nodes.get(nodeKey);
       if (node === undefined) {
-        node = { placement, buckets: new Map() };
+        node = { placement, buckets: new Map(), latency: new Map() };
         service.nodes.set(nodeKey, node);
       }
       const index = Math.floor(sample.bucketStartUnixMillis / sample.bucketMillis);
@@ -77,6 +90,10 @@ export class RoutingInference {
         counts[1] += sample.errors;
       }
       service.totals.set(index, (service.totals.get(index) ?? 0) + sample.spans);
+      if (sample.latency !== undefined) {
+        addLatency(histogramAt(node.latency, index), sample.latency);
+        addLatency(histogramAt(service.latencyTotals, index), sample.latency);
+      }
       // A bucket beyond what was inferred changes nothing until the watermark passes it.
       if (index < service.inferredClosedIndex) service.dirty = true;
       const end = sample.bucketStartUnixMillis + sample.bucketMillis;
@@ -115,7 +132,13 @@ export class RoutingInference {
    * A new event type adds the time it needs here.
    */
   detectionHorizonMillis(): number {
-    return Math.max(this.config.silenceMinMillis, this.config.errorSpikeMinMillis) + this.bucketMillis;
+    return (
+      Math.max(
+        this.config.silenceMinMillis,
+        this.config.errorSpikeMinMillis,
+        this.config.latencySpikeMinMillis,
+      ) + this.bucketMillis
+    );
   }
 
   /**
@@ -157,8 +180,11 @@ export class RoutingInference {
             removed = true;
           }
         }
+        for (const index of node.latency.keys()) if (index < cutoffIndex) node.latency.delete(index);
       }
       for (const index of series.totals.keys()) if (index < cutoffIndex) series.totals.delete(index);
+      for (const index of series.latencyTotals.keys())
+        if (index < cutoffIndex) series.latencyTotals.delete(index);
       for (const [key, node] of series.nodes) if (node.buckets.size === 0) series.nodes.delete(key);
       if (removed) series.dirty = true;
     }
@@ -198,6 +224,7 @@ export class RoutingInference {
       if (indexes.length === 0) continue;
       this.findSilences(service, totals, node, indexes, lastClosed, downs);
       this.findSpikes(service, node, indexes, spikes);
+      this.findSlowdowns(service, series, node, closedIndex, spikes);
     }
     return [...this.composeFailovers(service, series, downs), ...spikes].sort(compareEvents);
   }
@@ -288,6 +315,87 @@ export class RoutingInference {
         description: `${service} node ${p.node} failed ${Math.round(
           this.config.errorSpikeRatio * 100,
         )}% or more of its server spans for ${formatSeconds(endUnixMillis - startUnixMillis)}`,
+      });
+    }
+  }
+
+  /**
+   * Brownouts: runs of buckets where the node's p90 is `latencySpikeRatio` times its other nodes'
+   * p90 in the same bucket (a run may skip one bucket: a single second back under the threshold
+   * does not split a brownout), at least `latencySpikeMinMillis` long, and over the whole run both
+   * that many times the other nodes' p90 and the node's own p90 over the BASELINE_BUCKETS before.
+   * Comparing with the other nodes is what tells a node that slowed from a service that did (a
+   * slow database slows every node, and moves no retry); comparing with its own past keeps a
+   * node that is always slower (a smaller instance) from being one long event. Its cost is the
+   * node's buckets that carry latency, like the other finders.
+   */
+  private findSlowdowns(
+    service: string,
+    series: ServiceSeries,
+    node: NodeSeries,
+    closedIndex: number,
+    out: RoutingEvent[],
+  ): void {
+    if (node.latency.size === 0) return;
+    const { latencySpikeRatio: ratio, latencySpikeMinSpans: minSpans } = this.config;
+    const minBuckets = Math.max(1, Math.ceil(this.config.latencySpikeMinMillis / this.bucketMillis));
+    const indexes = [...node.latency.keys()].filter((index) => index < closedIndex).sort((a, b) => a - b);
+    const others = emptyLatency();
+    const peersOf = (index: number): number[] => {
+      const all = series.latencyTotals.get(index)!;
+      const own = node.latency.get(index)!;
+      for (let i = 0; i < others.length; i++) others[i] = all[i]! - own[i]!;
+      return others;
+    };
+    const runs: [number, number][] = [];
+    for (const index of indexes) {
+      const own = node.latency.get(index)!;
+      const peers = peersOf(index);
+      if (total(own) < minSpans || total(peers) < minSpans) continue;
+      if (
+        latencyQuantileMillis(own, LATENCY_QUANTILE) <
+        ratio * latencyQuantileMillis(peers, LATENCY_QUANTILE)
+      )
+        continue;
+      const last = runs[runs.length - 1];
+      if (last !== undefined && index - last[1] <= 2) last[1] = index;
+      else runs.push([index, index]);
+    }
+    for (const [first, last] of runs) {
+      if (last - first + 1 < minBuckets) continue;
+      const during = emptyLatency();
+      const peersDuring = emptyLatency();
+      const before = emptyLatency();
+      for (const index of indexes) {
+        if (index >= first - BASELINE_BUCKETS && index < first) addLatency(before, node.latency.get(index)!);
+        else if (index >= first && index <= last) {
+          addLatency(during, node.latency.get(index)!);
+          addLatency(peersDuring, peersOf(index));
+        }
+      }
+      if (total(before) < minSpans) continue;
+      const p90 = latencyQuantileMillis(during, LATENCY_QUANTILE);
+      const baseline = latencyQuantileMillis(before, LATENCY_QUANTILE);
+      const peers = latencyQuantileMillis(peersDuring, LATENCY_QUANTILE);
+      if (p90 < ratio * baseline || p90 < ratio * peers) continue;
+      const startUnixMillis = first * this.bucketMillis;
+      const endUnixMillis = (last + 1) * this.bucketMillis;
+      const p = node.placement;
+      out.push({
+        id: stableId('re', ['latency_spike', service, p.node, startUnixMillis]),
+        type: 'latency_spike',
+        service,
+        node: p.node,
+        cluster: p.cluster,
+        region: p.region,
+        startUnixMillis,
+        endUnixMillis,
+        ended: true,
+        description: `p90 of ${service} server spans on node ${p.node} rose from ${formatDuration(
+          baseline,
+        )} to ${formatDuration(p90)} for ${formatSeconds(
+          endUnixMillis - startUnixMillis,
+        )} while other nodes of ${service} stayed at ${formatDuration(peers)}`,
       });
     }
   }
@@ -423,4 +531,22 @@ export function compareEvents(a: RoutingEvent, b: RoutingEvent): number {
 
 function formatSeconds(millis: number): string {
   return `${Math.round(millis / 1000)} s`;
+}
+
+/** A duration for a sentence, two significant digits: `0.31 s`, `2.4 s`, `12 s`. */
+function formatDuration(millis: number): string {
+  return `${Number((millis / 1000).toPrecision(2))} s`;
+}
+
+function total(counts: readonly number[]): number {
+  let sum = 0;
+  for (const count of counts) sum += count;
+  return sum;
+}
+
+/** The histogram of `index`, created empty if there is none yet. */
+function histogramAt(histograms: Map<number, number[]>, index: number): number[] {
+  let histogram = histograms.get(index);
+  if (histogram === undefined) histograms.set(index, (histogram = emptyLatency()));
+  return histogram;
 }

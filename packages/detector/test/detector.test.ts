@@ -1,4 +1,11 @@
-import type { Attempt, ExtractedAttempts, NodeActivity } from '@keyscope/attempts';
+import {
+  type Attempt,
+  type ExtractedAttempts,
+  emptyLatency,
+  latencyBucketOf,
+  latencyQuantileMillis,
+  type NodeActivity,
+} from '@keyscope/attempts';
 import { activity, arrival, client, server, TEST_EPOCH_UNIX_MILLIS } from '@keyscope/testkit';
 import { describe, expect, it } from 'vitest';
 import {
@@ -7,6 +14,7 @@ import {
   defaultDetectorConfig,
   type Finding,
   type Incident,
+  type RoutingEvent,
 } from '../src/index.ts';
 
 function batch(attempts: Attempt[], nodeActivity: NodeActivity[] = []): ExtractedAttempts {
@@ -700,6 +708,88 @@ describe('advice', () => {
     const advice = detector.incidents()[0]!.advice;
     expect(advice).toMatch(/pinning/);
     expect(advice).toMatch(/cross-region write/);
+  });
+});
+
+/** A latency histogram of `spans` spans lasting `millis` each. */
+function lasting(millis: number, spans = 10): number[] {
+  const counts = emptyLatency();
+  counts[latencyBucketOf(millis)] = spans;
+  return counts;
+}
+
+describe('latency spikes', () => {
+  // Nodes a, b, c answer in 0.3 s; from second 30 to 45 node a answers in 2.4 s.
+  const brownout = [
+    ...activity({ node: 'a', fromSecond: 0, toSecond: 30, latency: lasting(300) }),
+    ...activity({ node: 'a', fromSecond: 30, toSecond: 45, latency: lasting(2_400) }),
+    ...activity({ node: 'a', fromSecond: 45, toSecond: 60, latency: lasting(300) }),
+    ...activity({ node: 'b', fromSecond: 0, toSecond: 60, latency: lasting(300) }),
+    ...activity({ node: 'c', fromSecond: 0, toSecond: 60, latency: lasting(300) }),
+  ];
+
+  function spans(events: RoutingEvent[]) {
+    return events.map((e) => [
+      e.type,
+      e.node,
+      e.startUnixMillis - TEST_EPOCH_UNIX_MILLIS,
+      e.endUnixMillis - TEST_EPOCH_UNIX_MILLIS,
+    ]);
+  }
+
+  it('infers a latency_spike on a node that became slower than its past and its other nodes', () => {
+    const events = run([], brownout).routingEvents();
+    expect(spans(events)).toEqual([['latency_spike', 'a', 30_000, 45_000]]);
+    // The figures a dashboard shows: p90 before, during, and elsewhere, as the histogram reads them.
+    const before = latencyQuantileMillis(lasting(300), 0.9) / 1000;
+    const during = latencyQuantileMillis(lasting(2_400), 0.9) / 1000;
+    expect(events[0]!.description).toBe(
+      `p90 of payments server spans on node a rose from ${before.toPrecision(2)} s to ${during.toPrecision(
+        2,
+      )} s for 15 s while other nodes of payments stayed at ${before.toPrecision(2)} s`,
+    );
+  });
+
+  it('infers none when every node of the service slowed together', () => {
+    const slowEverywhere = ['a', 'b', 'c'].flatMap((node) => [
+      ...activity({ node, fromSecond: 0, toSecond: 30, latency: lasting(300) }),
+      ...activity({ node, fromSecond: 30, toSecond: 45, latency: lasting(2_400) }),
+      ...activity({ node, fromSecond: 45, toSecond: 60, latency: lasting(300) }),
+    ]);
+    expect(run([], slowEverywhere).routingEvents()).toEqual([]);
+  });
+
+  it('infers none for a node that is always slower than the others', () => {
+    const slowerAlways = [
+      ...activity({ node: 'a', fromSecond: 0, toSecond: 60, latency: lasting(2_400) }),
+      ...activity({ node: 'b', fromSecond: 0, toSecond: 60, latency: lasting(300) }),
+    ];
+    expect(run([], slowerAlways).routingEvents()).toEqual([]);
+  });
+
+  it('infers none for a slowdown shorter than latencySpikeMinMillis', () => {
+    const brief = [
+      ...activity({ node: 'a', fromSecond: 0, toSecond: 30, latency: lasting(300) }),
+      ...activity({ node: 'a', fromSecond: 30, toSecond: 34, latency: lasting(2_400) }),
+      ...activity({ node: 'a', fromSecond: 34, toSecond: 60, latency: lasting(300) }),
+      ...activity({ node: 'b', fromSecond: 0, toSecond: 60, latency: lasting(300) }),
+    ];
+    expect(run([], brief).routingEvents()).toEqual([]);
+  });
+
+  it('blames a duplicate whose first execution ran on the slowed node on its latency_spike', () => {
+    const detector = run(
+      [
+        server({ key: 'k1', node: 'a', store: 'A', at: 33, durationMillis: 2_500 }),
+        server({ key: 'k1', node: 'b', store: 'B', at: 35.3 }),
+      ],
+      brownout,
+    );
+    expect(only(detector.findings())).toMatchObject({
+      class: 'cross_store_duplicate',
+      routing: { event: { type: 'latency_spike', node: 'a' } },
+    });
+    expect(detector.incidents()[0]!.routingEvent?.type).toBe('latency_spike');
   });
 });
 

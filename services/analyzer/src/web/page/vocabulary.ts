@@ -44,6 +44,7 @@ export const SEVERITY_MARKS: Readonly<Record<Severity, { glyph: string; label: s
 export const ROUTING_LABELS: Readonly<Record<RoutingEventType, string>> = {
   node_down: 'Node down',
   error_spike: 'Error spike',
+  latency_spike: 'Latency spike',
   cluster_failover: 'Cluster failover',
   region_failover: 'Region failover',
 };
