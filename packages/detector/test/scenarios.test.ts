@@ -67,6 +67,7 @@ const DUPLICATE_SCENARIOS: [string, () => Scenario][] = [
   ['tenants reusing keys on a global store', () => scenarios.keyCollision()],
   ['retries reaching a second store without executing', () => scenarios.scopeViolation()],
   ['everything at once', () => scenarios.mixed()],
+  ['a node browning out past the client timeout', () => scenarios.brownout()],
 ];
 
 const CONTROLS: [string, () => Scenario][] = [
@@ -143,8 +144,14 @@ describe('ground-truth scenarios', () => {
 describe('routing attribution against the simulator’s record', () => {
   /** The inferred event that is truth's failure: same type, service, place, and overlapping. */
   function inferredAs(failure: TruthRoutingEvent, inferred: readonly RoutingEvent[]): RoutingEvent | null {
-    // A node failing the requests it admitted shows in the spans as its error ratio.
-    const type = failure.type === 'execution_failure' ? 'error_spike' : failure.type;
+    // A node failing the requests it admitted shows in the spans as its error ratio; a node
+    // browning out, as its latency.
+    const type =
+      failure.type === 'execution_failure'
+        ? 'error_spike'
+        : failure.type === 'brownout'
+          ? 'latency_spike'
+          : failure.type;
     const match = inferred.find(
       (event) =>
         event.type === type &&
@@ -169,6 +176,7 @@ describe('routing attribution against the simulator’s record', () => {
     ...CONTROLS,
     ['a node failing payments after the charge', withEffects(scenarios.releaseAfterEffect)],
     ['a node failing payments before the charge', withEffects(scenarios.releaseBeforeEffect)],
+    ['every node slowing together', () => scenarios.slowEverywhere()],
   ];
 
   function blame(make: () => Scenario) {
@@ -202,6 +210,7 @@ describe('routing attribution against the simulator’s record', () => {
     ['node failover', () => scenarios.nodeFailover()],
     ['region failover', () => scenarios.regionFailover()],
     ['a store error spike', () => scenarios.scopeViolation()],
+    ['node brownout', () => scenarios.brownout()],
   ] as const)('infers the failure behind every key of a %s', (_name, make) => {
     const rows = blame(make);
     expect(rows.length).toBeGreaterThan(0);
@@ -209,6 +218,31 @@ describe('routing attribution against the simulator’s record', () => {
       expect(row.failure, row.key).not.toBeNull();
       expect(row.blamed, row.key).not.toBeNull();
     }
+  });
+
+  it('ties a brownout’s duplicates to one latency_spike of the slowed node, which names its p90s', () => {
+    const { spans, truth } = simulate(scenarios.brownout());
+    const detector = detect([spans]);
+    const [failure] = truth.routingEvents;
+    expect(truth.keys.length).toBeGreaterThan(0);
+    for (const key of truth.keys) expect(key.routingEventId).toBe(failure!.id);
+    const findings = detector.findings();
+    const blamed = new Set(findings.map((f) => f.routing.event?.id));
+    expect(blamed.size).toBe(1);
+    const event = findings[0]!.routing.event!;
+    expect(event).toMatchObject({ type: 'latency_spike', service: 'payments', node: failure!.node });
+    expect(event.description).toMatch(
+      /^p90 of payments server spans on node \S+ rose from 0\.\d+ s to \d(\.\d)? s for 1\d s while other nodes of payments stayed at 0\.\d+ s$/,
+    );
+    expect(detector.incidents().filter((i) => i.routingEvent?.type === 'latency_spike')).toHaveLength(1);
+  });
+
+  it('infers no latency_spike when every node of the service slows together', () => {
+    const { spans, truth } = simulate(scenarios.slowEverywhere());
+    const detector = detect([spans]);
+    expect(truth.keys.length).toBeGreaterThan(0);
+    expect(detector.routingEvents().filter((e) => e.type === 'latency_spike')).toEqual([]);
+    for (const finding of detector.findings()) expect(finding.routing.event).toBeNull();
   });
 
   it('groups the demo’s node failover 7 + 7, one incident per node that died', () => {
@@ -291,6 +325,7 @@ describe('spans delivered in any order', () => {
     ['node failover', () => scenarios.nodeFailover()],
     ['racing double submits', () => scenarios.race()],
     ['everything at once', () => scenarios.mixed()],
+    ['a node brownout', () => scenarios.brownout()],
   ];
 
   it.each(ORDERED)(

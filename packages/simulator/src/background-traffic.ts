@@ -149,7 +149,8 @@ function read(
     const failed = spike ? rng.chance(spike.errorRate) : rng.chance(scenario.backgroundErrorRate);
     const queryStart = arrive + rng.between(0.3, 2);
     const queryEnd = queryStart + rng.logNormal(3, 40);
-    const serverEnd = failed ? arrive + rng.between(2, 30) : queryEnd + rng.between(0.5, 5);
+    const slowdown = schedule.brownoutAt(node, arrive)?.slowdownMillis ?? 0;
+    const serverEnd = (failed ? arrive + rng.between(2, 30) : queryEnd + rng.between(0.5, 5)) + slowdown;
     const lost = schedule.outageBeginningIn(node, arrive, serverEnd);
     if (!lost || scenario.inFlightSpansOnFailure === 'emitted') {
       const serverSpanId = rng.hex(16);

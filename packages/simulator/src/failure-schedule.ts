@@ -14,6 +14,8 @@ export interface ScheduledFailure {
   errorRate: number;
   /** `execution_failure` only. */
   phase?: 'before_effect' | 'after_effect';
+  /** `brownout` only: how much later the node answers. */
+  slowdownMillis?: number;
 }
 
 /**
@@ -25,6 +27,7 @@ export class FailureSchedule {
   private readonly outages = new Map<SimNode, NodeFailures>();
   private readonly spikes = new Map<SimNode, NodeFailures>();
   private readonly executionFailures = new Map<SimNode, NodeFailures>();
+  private readonly brownouts = new Map<SimNode, NodeFailures>();
 
   constructor(scenario: Scenario, topology: Topology, rng: Prng) {
     scenario.failures.forEach((spec, i) => {
@@ -72,11 +75,13 @@ export class FailureSchedule {
             : 0,
       );
       if (spec.type === 'execution_failure') scheduled.phase = spec.phase;
+      if (spec.type === 'brownout') scheduled.slowdownMillis = spec.slowdownMillis;
       this.routingEvents.push(scheduled.event);
       const byType = {
         error_spike: this.spikes,
         execution_failure: this.executionFailures,
         node_down: this.outages,
+        brownout: this.brownouts,
       };
       add(byType[spec.type], node, scheduled);
     });
@@ -100,6 +105,11 @@ export class FailureSchedule {
 
   spikeAt(node: SimNode, t: number): ScheduledFailure | undefined {
     return this.spikes.get(node)?.at(t);
+  }
+
+  /** The `brownout` of `node` at `t`, if any. */
+  brownoutAt(node: SimNode, t: number): ScheduledFailure | undefined {
+    return this.brownouts.get(node)?.at(t);
   }
 
   /** The `execution_failure` of `node` at `t`, if any. */

@@ -1,6 +1,7 @@
 export type { DedupOutcome } from './dedup-store.ts';
 export { duplicateSome, shuffle, splitIntoPayloads } from './delivery.ts';
 export type {
+  BrownoutSpec,
   CallerSpec,
   ClientSpec,
   DedupScope,

@@ -394,6 +394,10 @@ class MutationFlow {
     }
     const checkEnd =
       t + (request.outcome === 'error' ? this.rng.between(50, 250) : this.rng.between(0.3, 2.5));
+    // A brownout delays the answer, whatever it is; the store decided on time.
+    const brownout = this.ctx.schedule.brownoutAt(node, request.arriveUnixMillis);
+    this.noteEvent(brownout, 'broke');
+    const slowdown = brownout?.slowdownMillis ?? 0;
     request.statusCode = STATUS_BY_OUTCOME[request.outcome];
     if (request.outcome === 'miss') {
       // Drawn only during a failure, so that other runs keep their random sequence.
@@ -448,16 +452,16 @@ class MutationFlow {
     });
 
     if (request.outcome !== 'miss') {
-      const end = checkEnd + this.rng.between(1, 12);
+      const end = checkEnd + this.rng.between(1, 12) + slowdown;
       this.at(end, () => this.respond(request));
       return;
     }
     if (request.failure === 'before_effect') {
       // The processor is unavailable: the request fails fast, before anything is charged.
-      this.at(checkEnd + this.rng.between(5, 40), () => this.respond(request));
+      this.at(checkEnd + this.rng.between(5, 40) + slowdown, () => this.respond(request));
       return;
     }
-    const latency = this.rng.logNormal(spec.latency.medianMillis, spec.latency.p99Millis);
+    const latency = this.rng.logNormal(spec.latency.medianMillis, spec.latency.p99Millis) + slowdown;
     request.plannedEndUnixMillis = Math.max(request.arriveUnixMillis + latency, checkEnd + 1);
     if (spec.effectConvention === 'span') {
       const chargeAt = checkEnd + this.rng.between(0.1, 0.3) * (request.plannedEndUnixMillis - checkEnd);

@@ -213,7 +213,23 @@ export interface ExecutionFailureSpec extends FailureBase {
   phase: 'before_effect' | 'after_effect';
 }
 
-export type FailureSpec = NodeDownSpec | RegionFailoverSpec | ErrorSpikeSpec | ExecutionFailureSpec;
+/**
+ * A brownout: a node keeps answering, `slowdownMillis` later than it would (every request it
+ * serves, mutations and reads). Above the client's timeout, every request it admits times out at
+ * the client, which retries it, on another node when the balancer picks one.
+ */
+export interface BrownoutSpec extends FailureBase {
+  type: 'brownout';
+  node?: number;
+  slowdownMillis: number;
+}
+
+export type FailureSpec =
+  | NodeDownSpec
+  | RegionFailoverSpec
+  | ErrorSpikeSpec
+  | ExecutionFailureSpec
+  | BrownoutSpec;
 
 /** Rejects scenarios that cannot run; the message names the field. */
 export function validateScenario(scenario: Scenario): void {
@@ -271,5 +287,7 @@ export function validateScenario(scenario: Scenario): void {
     if (!(failure.durationMillis > 0)) fail(`failures[${i}].durationMillis`, '> 0', failure.durationMillis);
     if (failure.type === 'execution_failure' && !(failure.failureRate >= 0 && failure.failureRate <= 1))
       fail(`failures[${i}].failureRate`, 'in [0, 1]', failure.failureRate);
+    if (failure.type === 'brownout' && !(failure.slowdownMillis > 0))
+      fail(`failures[${i}].slowdownMillis`, '> 0', failure.slowdownMillis);
   });
 }

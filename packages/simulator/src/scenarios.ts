@@ -231,6 +231,50 @@ export function scopeViolation(overrides: ScenarioOverrides = {}): Scenario {
 }
 
 /**
+ * One payments node browns out for 12 s: it answers 2.5 s later than usual, past the client's 2 s
+ * timeout; the client retries, the random balancer mostly picks another node, whose node-local
+ * store has never seen the key: the payment runs twice. The other nodes answer as before.
+ */
+export function brownout(overrides: ScenarioOverrides = {}): Scenario {
+  return base('brownout', [brownoutPayments()], {
+    requests: 2400,
+    failures: [brownoutOf(1, 12 * SECOND)],
+    ...overrides,
+  });
+}
+
+/**
+ * The same service slowing everywhere at once (a shared database, a bad deploy): the same timeouts
+ * and retries, but no node slower than the others, so no routing changed.
+ */
+export function slowEverywhere(overrides: ScenarioOverrides = {}): Scenario {
+  const service = brownoutPayments();
+  const nodes = 2 * service.nodesPerCluster;
+  return base('slow-everywhere', [service], {
+    requests: 2400,
+    failures: Array.from({ length: nodes }, (_, node) => brownoutOf(node, 12 * SECOND)),
+    ...overrides,
+  });
+}
+
+function brownoutPayments(): MutationServiceSpec {
+  const service = payments({ latency: { medianMillis: 250, p99Millis: 800 } });
+  service.routing.policy = 'random';
+  return service;
+}
+
+function brownoutOf(node: number, startOffsetMillis: number): FailureSpec {
+  return {
+    type: 'brownout',
+    service: 'payments',
+    node,
+    startOffsetMillis,
+    durationMillis: 12 * SECOND,
+    slowdownMillis: 2500,
+  };
+}
+
+/**
  * One payments node, for 20 s, admits payments and fails 60% of them before the charge (its
  * processor is unavailable): it releases the key and answers 503 before anything is charged, and a
  * proxy that re-sends non-idempotent requests on 503 (nginx `proxy_next_upstream http_503

@@ -47,7 +47,7 @@ export interface TruthKey {
 
 export interface TruthRoutingEvent {
   id: string;
-  type: 'node_down' | 'region_failover' | 'error_spike' | 'execution_failure';
+  type: 'node_down' | 'region_failover' | 'error_spike' | 'execution_failure' | 'brownout';
   service: string;
   node?: string;
   cluster?: string;

@@ -137,6 +137,49 @@ describe('scenarios', () => {
     }
   });
 
+  it('brownout runs keys twice after the client timed out on the slowed node, and blames the brownout', () => {
+    const { spans, truth } = simulate(scenarios.brownout());
+    const [slowed] = truth.routingEvents;
+    expect(slowed!.type).toBe('brownout');
+    expect(truth.keys.length).toBeGreaterThanOrEqual(50);
+    expect(classes({ truth })).toEqual(['cross_store_duplicate']);
+    for (const key of truth.keys) {
+      expect(key.routingEventId).toBe(slowed!.id);
+      expect(key.executions[0]!.node).toBe(slowed!.node);
+      expect(key.retriedBy).toBe('client');
+    }
+    // Its POSTs take 2.5 s longer than the other nodes' while it browns out, and as long after.
+    const median = (node: (name: string) => boolean, during: boolean) => {
+      const durations = spans
+        .filter(
+          (s) =>
+            s.kind === SpanKind.SERVER &&
+            s.attributes['http.request.method'] === 'POST' &&
+            s.resource.attributes['service.name'] === 'payments' &&
+            node(s.resource.attributes['service.instance.id'] as string) &&
+            (s.startTimeUnixMillis >= slowed!.startUnixMillis &&
+              s.startTimeUnixMillis < slowed!.endUnixMillis) === during,
+        )
+        .map((s) => s.endTimeUnixMillis - s.startTimeUnixMillis)
+        .sort((x, y) => x - y);
+      return durations[durations.length >> 1]!;
+    };
+    const isSlowed = (name: string) => name === slowed!.node;
+    const isOther = (name: string) => name !== slowed!.node;
+    expect(median(isSlowed, true)).toBeGreaterThan(2500);
+    expect(median(isOther, true)).toBeLessThan(500);
+    expect(median(isSlowed, false)).toBeLessThan(500);
+  });
+
+  it('slowEverywhere slows every node together, and blames each duplicate on a brownout', () => {
+    const { truth } = simulate(scenarios.slowEverywhere());
+    expect(new Set(truth.routingEvents.map((e) => e.type))).toEqual(new Set(['brownout']));
+    expect(new Set(truth.routingEvents.map((e) => e.node)).size).toBe(6);
+    expect(truth.keys.length).toBeGreaterThanOrEqual(50);
+    const ids = new Set(truth.routingEvents.map((e) => e.id));
+    for (const key of truth.keys) expect(ids.has(key.routingEventId!)).toBe(true);
+  });
+
   it('releaseBeforeEffect runs each re-sent key once, in a second store, after a release and a 503', () => {
     const { spans, truth } = simulate(scenarios.releaseBeforeEffect());
     expect(truth.keys.length).toBeGreaterThanOrEqual(50);

@@ -53,6 +53,20 @@ describe('simulate', () => {
     expect(keyed / spans.length).toBeLessThan(0.55);
   });
 
+  it('rejects a brownout that slows nothing', () => {
+    const scenario = small();
+    scenario.failures = [
+      {
+        type: 'brownout',
+        service: 'payments',
+        startOffsetMillis: 0,
+        durationMillis: 1000,
+        slowdownMillis: 0,
+      },
+    ];
+    expect(() => simulate(scenario)).toThrow(RangeError);
+  });
+
   it('rejects a scenario whose failure names an unknown service', () => {
     const scenario = small();
     scenario.failures = [
