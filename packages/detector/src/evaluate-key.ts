@@ -297,14 +297,17 @@ function draft(
 ): FindingDraft {
   const nodes = distinct(tier.landed.map((a) => a.placement.node).filter((n) => n !== ''));
   const tenants = distinct(evidence.map((a) => a.tenant).filter((t) => t !== ''));
+  const seen = spanOf(evidence);
+  const links = new SendLinks(tier, evidence);
+  // Executions are measured on their requests (the SERVER span when the decision is a child span).
   let gapMillis: number | null = null;
   let idleMillis: number | null = null;
   if (executions.length >= 2) {
-    gapMillis = executions[1]!.startUnixMillis - executions[0]!.startUnixMillis;
-    idleMillis = executions[1]!.startUnixMillis - executions[0]!.endUnixMillis;
+    const first = links.windowOf(executions[0]!);
+    const second = links.windowOf(executions[1]!);
+    gapMillis = second.start - first.start;
+    idleMillis = second.start - first.end;
   }
-  const seen = spanOf(evidence);
-  const links = new SendLinks(tier, evidence);
   return {
     id: stableId('f', [findingClass, key]),
     key,
@@ -371,6 +374,15 @@ class SendLinks {
   requestOf(attempt: Attempt): Attempt {
     const parent = this.#bySpanId.get(`${attempt.traceId}/${attempt.parentSpanId}`);
     return parent?.kind === 'arrival' ? parent : attempt;
+  }
+
+  /** When the request of `attempt` ran: its SERVER span's start, the later of the two ends. */
+  windowOf(attempt: Attempt): { start: number; end: number } {
+    const request = this.requestOf(attempt);
+    return {
+      start: request.startUnixMillis,
+      end: Math.max(request.endUnixMillis, attempt.endUnixMillis),
+    };
   }
 
   /**
@@ -448,8 +460,8 @@ function retryTiming(
   const first = executions[0];
   let firstExecutionMillis: number | null = null;
   if (first !== undefined && first !== repeat && first.startUnixMillis <= repeat.startUnixMillis) {
-    const request = links.requestOf(first);
-    firstExecutionMillis = Math.max(request.endUnixMillis, first.endUnixMillis) - request.startUnixMillis;
+    const window = links.windowOf(first);
+    firstExecutionMillis = window.end - window.start;
   }
   const sends = callerSends(
     tier,
