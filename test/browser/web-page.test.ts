@@ -171,6 +171,14 @@ describe('the web page', () => {
       elements.map((element) => element.getAttribute('data-kind')),
     );
     expect(new Set(sides)).toEqual(new Set(['client', 'arrival', 'server']));
+    // The finding's timing: start to start, and the caller's wait against the first execution.
+    const facts = readTab.locator('article.finding dl.facts').first();
+    expect(await facts.textContent()).toContain('Gap between starts');
+    const timing = await facts
+      .locator('dt', { hasText: 'Retry timing' })
+      .locator('xpath=following-sibling::dd[1]')
+      .textContent();
+    expect(timing).toMatch(/first execution ran \d/);
     await saveScreenshot(readTab, 'key');
   });
 

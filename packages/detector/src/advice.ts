@@ -16,6 +16,13 @@ const NEXT_LEVEL_NAME: Record<SpreadLevel, string> = {
  * reflex, because it puts a cross-region write and a hot partition on every mutation.
  */
 export function adviceFor(findingClass: FindingClass, facts: AdviceFacts): string {
+  const advice = classAdvice(findingClass, facts);
+  if (findingClass === 'key_collision') return advice;
+  const timing = timingContext(facts.timing);
+  return timing === '' ? advice : `${advice} ${timing}`;
+}
+
+function classAdvice(findingClass: FindingClass, facts: AdviceFacts): string {
   const declared = mostDeclared(facts.declared);
   const { spread, proxies } = facts;
   const stores = facts.stores;
@@ -87,6 +94,41 @@ function proxyAdvice(proxies: number): string {
   return `${proxies} of these were retried by a proxy or load balancer, not by the client: stop it from retrying non-idempotent requests, or make it forward the same idempotency key to the same store.`;
 }
 
+/**
+ * The retry timing behind the repeats, as context: the callers' wait and how long the first
+ * executions ran. A timeout change makes the overlap rarer, never impossible, so it is never
+ * offered as the fix — the fix stays the scope rule above.
+ */
+function timingContext(timing: RetryTimingSummary): string {
+  const { callerWaitMillis, executionNode, executionP90Millis, outlived, judged } = timing;
+  if (callerWaitMillis === null && executionP90Millis === null) return '';
+  const parts: string[] = [];
+  if (callerWaitMillis !== null) parts.push(`callers gave up after ${formatDuration(callerWaitMillis)}`);
+  if (executionP90Millis !== null) {
+    const where = executionNode === '' ? '' : ` on ${executionNode}`;
+    parts.push(
+      `first executions${where} took ${formatDuration(executionP90Millis)} at p90 during the window`,
+    );
+  }
+  const outlivedText =
+    judged > 0 ? ` ${outlived} of ${judged} first executions outlived the caller's wait.` : '';
+  return `Retry timing: ${parts.join('; ')}.${outlivedText} A longer timeout would make such repeats rarer, not impossible: it is context, not the fix.`;
+}
+
+/**
+ * What the timing of an incident's repeats says, to the nearest 100 ms: the median wait of the
+ * callers before they gave up (null when no CLIENT span of its keys shows a failed send), and the
+ * p90 duration of the first executions on the node that ran most of them (null without any).
+ */
+export interface RetryTimingSummary {
+  callerWaitMillis: number | null;
+  executionNode: string;
+  executionP90Millis: number | null;
+  /** Findings whose first execution outlived the caller's wait, of those where both are known. */
+  outlived: number;
+  judged: number;
+}
+
 /** What one finding contributes to its incident's advice, computed once when it is placed. */
 export interface FindingFacts {
   stores: readonly string[];
@@ -95,6 +137,12 @@ export interface FindingFacts {
   proxy: boolean;
   cause: Finding['cause'];
   gapMillis: number;
+  /** `Finding.callerWaitMillis`; null when unknown. */
+  callerWaitMillis: number | null;
+  /** The node of the key's first admission at its tier ('' when unknown); its first execution's duration. */
+  executionNode: string;
+  executionMillis: number | null;
+  outlived: boolean | null;
 }
 
 /** The facts of all of an incident's findings together. */
@@ -107,6 +155,7 @@ export interface AdviceFacts {
   ttl: boolean;
   crossTenantReplay: boolean;
   longestGapMillis: number;
+  timing: RetryTimingSummary;
 }
 
 /** Spread levels from narrowest to widest. */
@@ -123,13 +172,19 @@ export function factsOf(finding: Finding): FindingFacts {
       a.placement.service === finding.service &&
       a.operation === finding.operation,
   );
+  const firstExecution = landed.find((a) => a.kind === 'server' && a.outcome === 'miss');
   return {
     stores: finding.stores,
     declared,
     spread: spreadOf(landed),
     proxy: finding.retriedBy === 'proxy',
     cause: finding.cause,
-    gapMillis: finding.gapMillis ?? 0,
+    // The store's retention is measured from when it recorded the key, the first run's end.
+    gapMillis: finding.idleMillis ?? finding.gapMillis ?? 0,
+    callerWaitMillis: finding.callerWaitMillis ?? null,
+    executionNode: firstExecution?.placement.node ?? '',
+    executionMillis: finding.firstExecutionMillis ?? null,
+    outlived: finding.outlivedCallerWait ?? null,
   };
 }
 

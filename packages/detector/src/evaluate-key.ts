@@ -297,9 +297,17 @@ function draft(
 ): FindingDraft {
   const nodes = distinct(tier.landed.map((a) => a.placement.node).filter((n) => n !== ''));
   const tenants = distinct(evidence.map((a) => a.tenant).filter((t) => t !== ''));
-  let gapMillis: number | null = null;
-  if (executions.length >= 2) gapMillis = executions[1]!.startUnixMillis - executions[0]!.endUnixMillis;
   const seen = spanOf(evidence);
+  const links = new SendLinks(tier, evidence);
+  // Executions are measured on their requests (the SERVER span when the decision is a child span).
+  let gapMillis: number | null = null;
+  let idleMillis: number | null = null;
+  if (executions.length >= 2) {
+    const first = links.windowOf(executions[0]!);
+    const second = links.windowOf(executions[1]!);
+    gapMillis = second.start - first.start;
+    idleMillis = second.start - first.end;
+  }
   return {
     id: stableId('f', [findingClass, key]),
     key,
@@ -313,8 +321,10 @@ function draft(
     stores: distinct(tier.server.map((a) => a.store)),
     nodes,
     executions: executions.length,
-    retriedBy: retriedBy(tier, executions, evidence),
+    retriedBy: retriedBy(tier, executions, links),
     gapMillis,
+    idleMillis,
+    ...retryTiming(tier, executions, repeat, links),
     routing: {
       affinityBroken: nodes.length >= 2,
       event: brokenBy(tier, executions, repeat, routing(tier.service), config),
@@ -342,41 +352,144 @@ function spanOf(attempts: readonly Attempt[]): { from: number; to: number } {
 }
 
 /**
- * Who sent the repeat. Each landing is traced up its parents to the CLIENT span that called this
- * tier: two landings under one client send mean something between client and server retried (a
- * proxy or load balancer retrying a non-idempotent request); landings under different sends mean
- * the client retried. Without that linkage, count the callers' sends instead.
+ * Each landing traced up its parents to the send that delivered it. A send is the CLIENT span
+ * that called this tier when the key's evidence holds it, else the parent of the request's SERVER
+ * span even though that span is not in the evidence: HTTP client instrumentation records request
+ * headers (the key) only once a response arrives, so the send that timed out carries no key and
+ * is known only as the parent id its server spans name.
  */
-function retriedBy(tier: Tier, executions: ServerAttempt[], evidence: Attempt[]): RetriedBy {
-  const clients = evidence.filter((a): a is ClientAttempt => a.kind === 'client');
-  if (clients.length === 0) return 'unknown';
-  const bySpanId = new Map<string, Attempt>();
-  for (const attempt of evidence) bySpanId.set(attempt.spanId, attempt);
-  const callerOf = (landed: Attempt): ClientAttempt | undefined => {
-    let parent = bySpanId.get(landed.parentSpanId);
-    for (let hops = 0; parent !== undefined && hops < 4; hops++) {
-      if (parent.kind === 'client' && parent.placement.service !== tier.service) return parent;
-      parent = bySpanId.get(parent.parentSpanId);
+class SendLinks {
+  readonly clients: ClientAttempt[];
+  readonly #bySpanId = new Map<string, Attempt>();
+
+  constructor(
+    private readonly tier: Tier,
+    evidence: readonly Attempt[],
+  ) {
+    this.clients = evidence.filter((a): a is ClientAttempt => a.kind === 'client');
+    for (const attempt of evidence) this.#bySpanId.set(`${attempt.traceId}/${attempt.spanId}`, attempt);
+  }
+
+  /** The request `attempt` decided in: its SERVER span when the decision is on a child span. */
+  requestOf(attempt: Attempt): Attempt {
+    const parent = this.#bySpanId.get(`${attempt.traceId}/${attempt.parentSpanId}`);
+    return parent?.kind === 'arrival' ? parent : attempt;
+  }
+
+  /** When the request of `attempt` ran: its SERVER span's start, the later of the two ends. */
+  windowOf(attempt: Attempt): { start: number; end: number } {
+    const request = this.requestOf(attempt);
+    return {
+      start: request.startUnixMillis,
+      end: Math.max(request.endUnixMillis, attempt.endUnixMillis),
+    };
+  }
+
+  /**
+   * The send that delivered `landed`: its id (trace id / span id) and, when the key's evidence
+   * holds it, its CLIENT span. Undefined when the request's parent is a span of the evidence that
+   * is no send (a caller that made its call without a CLIENT span), or it names no parent.
+   */
+  sendOf(landed: Attempt): { id: string; client: ClientAttempt | undefined } | undefined {
+    let current = landed;
+    for (let hops = 0; hops < 4; hops++) {
+      if (current.parentSpanId === '') return undefined;
+      const id = `${current.traceId}/${current.parentSpanId}`;
+      const parent = this.#bySpanId.get(id);
+      if (parent === undefined) {
+        // An unseen parent of a span of this tier: the keyless CLIENT span of the send.
+        return current.placement.service === this.tier.service ? { id, client: undefined } : undefined;
+      }
+      if (parent.kind === 'client' && parent.placement.service !== this.tier.service)
+        return { id, client: parent };
+      current = parent;
     }
     return undefined;
-  };
+  }
+}
 
+/**
+ * Who sent the repeat. Two landings under one send mean something between client and server
+ * retried (a proxy or load balancer retrying a non-idempotent request), whether or not that send's
+ * CLIENT span carries the key; landings under different sends mean the client retried. Without
+ * that linkage, count the callers' sends instead.
+ */
+function retriedBy(tier: Tier, executions: ServerAttempt[], links: SendLinks): RetriedBy {
   const landings = executions.length >= 2 ? executions : tier.server;
-  const sendsOfLandings = landings.map(callerOf).filter((c): c is ClientAttempt => c !== undefined);
-  const distinctSends = new Set(sendsOfLandings.map((c) => c.spanId));
+  const sendsOfLandings = landings.map((landed) => links.sendOf(landed)).filter((s) => s !== undefined);
+  const distinctSends = new Set(sendsOfLandings.map((s) => s.id));
   if (distinctSends.size < sendsOfLandings.length) return 'proxy';
-  if (distinctSends.size >= 2) return 'client';
 
-  const callerServices = new Set(sendsOfLandings.map((c) => c.placement.service));
-  const sends = clients.filter((c) =>
-    callerServices.size > 0 ? callerServices.has(c.placement.service) : c.placement.service !== tier.service,
-  );
+  const { clients } = links;
+  if (clients.length === 0) return 'unknown';
+  if (distinctSends.size >= 2) return 'client';
+  const sends = callerSends(tier, sendsOfLandings, clients);
   if (sends.length === 0) return 'unknown';
   let resends = Number.NEGATIVE_INFINITY;
   for (const send of sends) if (send.resendCount > resends) resends = send.resendCount;
   const sendCount = Math.max(sends.length, 1 + resends);
   if (sendCount >= 2) return 'client';
   return landings.length >= 2 ? 'proxy' : 'unknown';
+}
+
+/** The CLIENT spans of the services that call this tier (linked ones name them, else any other). */
+function callerSends(
+  tier: Tier,
+  linked: readonly { client: ClientAttempt | undefined }[],
+  clients: readonly ClientAttempt[],
+): ClientAttempt[] {
+  const callerServices = new Set<string>();
+  for (const send of linked) if (send.client !== undefined) callerServices.add(send.client.placement.service);
+  return clients.filter((c) =>
+    callerServices.size > 0 ? callerServices.has(c.placement.service) : c.placement.service !== tier.service,
+  );
+}
+
+/**
+ * How the repeat's timing compares with the wait that caused it: how long the caller waited
+ * before it gave up (the failed send before the repeat — the one that delivered the first
+ * execution when the key's evidence links it, else the latest failed send that started before the
+ * repeat), how long the first execution's request ran, and whether it outlived that wait.
+ */
+function retryTiming(
+  tier: Tier,
+  executions: readonly ServerAttempt[],
+  repeat: ServerAttempt,
+  links: SendLinks,
+): Pick<FindingDraft, 'callerWaitMillis' | 'firstExecutionMillis' | 'outlivedCallerWait'> {
+  const first = executions[0];
+  let firstExecutionMillis: number | null = null;
+  if (first !== undefined && first !== repeat && first.startUnixMillis <= repeat.startUnixMillis) {
+    const window = links.windowOf(first);
+    firstExecutionMillis = window.end - window.start;
+  }
+  const sends = callerSends(
+    tier,
+    tier.server.map((landed) => links.sendOf(landed) ?? { client: undefined }),
+    links.clients,
+  );
+  const failedBefore = sends.filter(
+    (send) => failedSend(send) && send.startUnixMillis < repeat.startUnixMillis,
+  );
+  const ofFirst = first === undefined ? undefined : links.sendOf(first)?.client;
+  const gaveUp =
+    ofFirst !== undefined && failedSend(ofFirst) && ofFirst.startUnixMillis < repeat.startUnixMillis
+      ? ofFirst
+      : failedBefore[failedBefore.length - 1];
+  const callerWaitMillis = gaveUp === undefined ? null : gaveUp.endUnixMillis - gaveUp.startUnixMillis;
+  return {
+    callerWaitMillis,
+    firstExecutionMillis,
+    outlivedCallerWait:
+      callerWaitMillis === null || firstExecutionMillis === null
+        ? null
+        : firstExecutionMillis > callerWaitMillis,
+  };
+}
+
+/** A send the caller gave up on: no response (a timeout, a reset) or a 5xx. */
+function failedSend(send: ClientAttempt): boolean {
+  return send.statusCode === 0 || send.statusCode >= 500;
 }
 
 /**

@@ -76,9 +76,33 @@ export interface Finding {
    * effect; a suspected duplicate counts those whose effect is unknown too.
    */
   executions: number;
+  /**
+   * `proxy` when two landings of the key came from one send (their SERVER spans name one parent
+   * span), whether or not that send's CLIENT span carries the key; `client` when they came from
+   * different sends.
+   */
   retriedBy: RetriedBy;
-  /** Between the first execution's end and the second's start; null with fewer than two. */
+  /** From the first execution's start to the second's start; null with fewer than two. */
   gapMillis: number | null;
+  /**
+   * From the first execution's end to the second's start (negative when they overlapped); null
+   * with fewer than two. Absent on findings stored before it was recorded.
+   */
+  idleMillis: number | null;
+  /**
+   * How long the caller waited before it gave up: the duration of the failed CLIENT send of the
+   * key (no response, or a 5xx) that preceded the repeat. null when no CLIENT span of the key shows
+   * one — a send that timed out often carries no key, since HTTP instrumentation records request
+   * headers only once a response arrives. Absent on findings stored before it was recorded.
+   */
+  callerWaitMillis: number | null;
+  /**
+   * How long the first execution's request ran (its SERVER span); null when there is no earlier
+   * execution than the repeat. Absent on findings stored before it was recorded.
+   */
+  firstExecutionMillis: number | null;
+  /** `firstExecutionMillis > callerWaitMillis`; null when either is unknown. */
+  outlivedCallerWait: boolean | null;
   routing: FindingRouting;
   incidentId: string;
   firstSeenUnixMillis: number;

@@ -1,5 +1,5 @@
 import { SCOPE_LEVELS, type ScopeLevel } from '@keyscope/attempts';
-import { type AdviceFacts, type FindingFacts, SPREAD_ORDER } from './advice.ts';
+import { type AdviceFacts, type FindingFacts, type RetryTimingSummary, SPREAD_ORDER } from './advice.ts';
 import { type Finding, repeatUnixMillisOf } from './finding.ts';
 
 /**
@@ -25,6 +25,12 @@ export class IncidentTally {
   #last = Number.NEGATIVE_INFINITY;
   #longestGapMillis = 0;
   #extremesStale = false;
+  /** Callers' waits, counted per 100 ms bucket (`bucketOf`). */
+  readonly #callerWaits = new Map<number, number>();
+  /** First executions' durations per node, per 100 ms bucket. */
+  readonly #executionMillis = new Map<string, Map<number, number>>();
+  #outlived = 0;
+  #judged = 0;
 
   /**
    * An incident opens when its first key ran again (or crossed the key scope), not at that key's
@@ -82,7 +88,28 @@ export class IncidentTally {
         ttl: this.#ttls > 0,
         crossTenantReplay: this.#crossTenantReplays > 0,
         longestGapMillis: this.#longestGapMillis,
+        timing: this.#timing(),
       },
+    };
+  }
+
+  #timing(): RetryTimingSummary {
+    // The node that ran most first executions; ties to the first in name order, so any order of
+    // adds gives one summary.
+    let executionNode = '';
+    let most = 0;
+    for (const [node, buckets] of this.#executionMillis) {
+      let count = 0;
+      for (const n of buckets.values()) count += n;
+      if (count > most || (count === most && node < executionNode)) [executionNode, most] = [node, count];
+    }
+    const executions = this.#executionMillis.get(executionNode);
+    return {
+      callerWaitMillis: quantileOf(this.#callerWaits, 0.5),
+      executionNode,
+      executionP90Millis: executions === undefined ? null : quantileOf(executions, 0.9),
+      outlived: this.#outlived,
+      judged: this.#judged,
     };
   }
 
@@ -98,6 +125,20 @@ export class IncidentTally {
     if (facts.cause === 'race') this.#races += sign;
     if (facts.cause === 'ttl_expired') this.#ttls += sign;
     if (facts.cause === 'cross_tenant_replay') this.#crossTenantReplays += sign;
+    if (facts.callerWaitMillis !== null) adjust(this.#callerWaits, bucketOf(facts.callerWaitMillis), sign);
+    if (facts.executionMillis !== null) {
+      let buckets = this.#executionMillis.get(facts.executionNode);
+      if (buckets === undefined) {
+        buckets = new Map();
+        this.#executionMillis.set(facts.executionNode, buckets);
+      }
+      adjust(buckets, bucketOf(facts.executionMillis), sign);
+      if (buckets.size === 0) this.#executionMillis.delete(facts.executionNode);
+    }
+    if (facts.outlived !== null) {
+      this.#judged += sign;
+      if (facts.outlived) this.#outlived += sign;
+    }
   }
 }
 
@@ -107,6 +148,27 @@ export interface IncidentSummary {
   openedUnixMillis: number;
   lastFindingUnixMillis: number;
   facts: AdviceFacts;
+}
+
+/** Durations are summarized to the nearest 100 ms (a 2000.4 ms timeout reads 2.0 s). */
+export const TIMING_BUCKET_MILLIS = 100;
+
+function bucketOf(millis: number): number {
+  return Math.round(millis / TIMING_BUCKET_MILLIS) * TIMING_BUCKET_MILLIS;
+}
+
+/** The `q` quantile (nearest rank) of counted buckets; null when none are counted. */
+export function quantileOf(buckets: ReadonlyMap<number, number>, q: number): number | null {
+  let total = 0;
+  for (const n of buckets.values()) total += n;
+  if (total === 0) return null;
+  const rank = Math.max(1, Math.ceil(q * total));
+  let seen = 0;
+  for (const bucket of [...buckets.keys()].sort((a, b) => a - b)) {
+    seen += buckets.get(bucket)!;
+    if (seen >= rank) return bucket;
+  }
+  return null;
 }
 
 function adjust<K>(counts: Map<K, number>, key: K, by: number): void {

@@ -49,7 +49,9 @@ describe('duplicate executions', () => {
     expect(finding.executions).toBe(2);
     expect(finding.stores).toEqual(['payments/node:a', 'payments/node:b']);
     expect(finding.routing.affinityBroken).toBe(true);
-    expect(finding.gapMillis).toBe(200);
+    // From start to start; the time between the first's end and the repeat's start is idleMillis.
+    expect(finding.gapMillis).toBe(2100);
+    expect(finding.idleMillis).toBe(200);
     expect(finding.attempts).toHaveLength(2);
   });
 
@@ -188,12 +190,131 @@ describe('who retried', () => {
     expect(only(detector.findings()).retriedBy).toBe('client');
   });
 
+  it('blames a proxy when two server spans name one parent send whose CLIENT span carries no key', () => {
+    // The send timed out, so its CLIENT span recorded no request headers; the client's retry got
+    // a response and carries the key. The two executions under the first send are the proxy's.
+    const timedOutSpanId = '00000000000000aa';
+    const retry = client({ key: 'k1', traceId: 't'.repeat(32), at: 2.2, resendCount: 1 });
+    const detector = run([
+      retry,
+      server({
+        key: 'k1',
+        traceId: retry.traceId,
+        parentSpanId: timedOutSpanId,
+        node: 'a',
+        store: 'A',
+        at: 0,
+      }),
+      server({
+        key: 'k1',
+        traceId: retry.traceId,
+        parentSpanId: timedOutSpanId,
+        node: 'b',
+        store: 'B',
+        at: 1,
+      }),
+      server({
+        key: 'k1',
+        traceId: retry.traceId,
+        parentSpanId: retry.spanId,
+        node: 'c',
+        store: 'C',
+        at: 2.3,
+      }),
+    ]);
+    expect(only(detector.findings()).retriedBy).toBe('proxy');
+  });
+
+  it('follows a decision on a child span up to its SERVER span to find the send', () => {
+    const traceId = 'e'.repeat(32);
+    const send = '00000000000000bb';
+    const requests = [
+      arrival({ key: 'k1', traceId, spanId: '0000000000000001', parentSpanId: send, node: 'a', at: 0 }),
+      arrival({ key: 'k1', traceId, spanId: '0000000000000002', parentSpanId: send, node: 'b', at: 1 }),
+    ];
+    const detector = run([
+      client({ key: 'k1', traceId, at: 3, resendCount: 1 }),
+      ...requests,
+      ...requests.map((request, i) =>
+        server({
+          key: 'k1',
+          traceId,
+          parentSpanId: request.spanId,
+          node: request.placement.node,
+          store: `S${i}`,
+          at: i,
+        }),
+      ),
+    ]);
+    expect(only(detector.findings()).retriedBy).toBe('proxy');
+  });
+
   it('says unknown without client spans', () => {
     const detector = run([
       server({ key: 'k1', store: 'A', at: 0 }),
       server({ key: 'k1', store: 'B', at: 1 }),
     ]);
     expect(only(detector.findings()).retriedBy).toBe('unknown');
+  });
+});
+
+describe('retry timing', () => {
+  it('records how long the caller waited, how long the first execution ran and that it outlived the wait', () => {
+    const traceId = 'f'.repeat(32);
+    const first = client({
+      key: 'k1',
+      traceId,
+      at: 0,
+      durationMillis: 2000,
+      statusCode: 0,
+      error: 'timeout',
+    });
+    const retry = client({ key: 'k1', traceId, at: 2.2, resendCount: 1 });
+    const detector = run([
+      first,
+      retry,
+      server({
+        key: 'k1',
+        traceId,
+        parentSpanId: first.spanId,
+        node: 'node-a2',
+        store: 'A',
+        at: 0.01,
+        durationMillis: 2400,
+      }),
+      server({
+        key: 'k1',
+        traceId,
+        parentSpanId: retry.spanId,
+        node: 'node-b1',
+        store: 'B',
+        at: 2.21,
+        durationMillis: 300,
+      }),
+    ]);
+    const finding = only(detector.findings());
+    expect(finding.retriedBy).toBe('client');
+    expect(finding.gapMillis).toBeCloseTo(2200, 6);
+    expect(finding.idleMillis).toBeCloseTo(-200, 6);
+    expect(finding.callerWaitMillis).toBe(2000);
+    expect(finding.firstExecutionMillis).toBe(2400);
+    expect(finding.outlivedCallerWait).toBe(true);
+    const advice = detector.incidents()[0]!.advice;
+    expect(advice).toContain('callers gave up after 2.0 s');
+    expect(advice).toContain('first executions on node-a2 took 2.4 s at p90');
+    // Context, never the fix: the advice still leads with the scope rule.
+    expect(advice).toMatch(/Smallest sound fix: widen the key namespace/);
+  });
+
+  it('leaves the caller’s wait unknown when no CLIENT span of the key shows a failed send', () => {
+    const detector = run([
+      server({ key: 'k1', node: 'a', store: 'A', at: 0, durationMillis: 1500 }),
+      server({ key: 'k1', node: 'b', store: 'B', at: 1 }),
+    ]);
+    const finding = only(detector.findings());
+    expect(finding.callerWaitMillis).toBeNull();
+    expect(finding.firstExecutionMillis).toBe(1500);
+    expect(finding.outlivedCallerWait).toBeNull();
   });
 });
 

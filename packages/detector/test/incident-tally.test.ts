@@ -42,6 +42,10 @@ function member(next: () => number, id: number): [Finding, FindingFacts] {
     proxy: next() < 0.3,
     cause: pick(CAUSES),
     gapMillis: Math.floor(next() * 10_000),
+    callerWaitMillis: next() < 0.6 ? 1_000 + Math.floor(next() * 3_000) : null,
+    executionNode: pick(['node-a', 'node-b', '']),
+    executionMillis: next() < 0.8 ? Math.floor(next() * 5_000) : null,
+    outlived: next() < 0.5 ? next() < 0.5 : null,
   };
   return [finding, facts];
 }
@@ -57,7 +61,21 @@ function recomputed(members: Iterable<[Finding, FindingFacts]>): IncidentSummary
   let proxies = 0;
   const causes = new Set<Finding['cause']>();
   let longestGapMillis = 0;
+  const waits: number[] = [];
+  const executionsByNode = new Map<string, number[]>();
+  let outlived = 0;
+  let judged = 0;
   for (const [finding, facts] of members) {
+    if (facts.callerWaitMillis !== null) waits.push(Math.round(facts.callerWaitMillis / 100) * 100);
+    if (facts.executionMillis !== null) {
+      const list = executionsByNode.get(facts.executionNode) ?? [];
+      list.push(Math.round(facts.executionMillis / 100) * 100);
+      executionsByNode.set(facts.executionNode, list);
+    }
+    if (facts.outlived !== null) {
+      judged++;
+      if (facts.outlived) outlived++;
+    }
     for (const store of finding.stores) stores.add(store);
     for (const node of finding.nodes) nodes.add(node);
     // An incident opens when its first key ran again, not at that key's first attempt.
@@ -72,6 +90,11 @@ function recomputed(members: Iterable<[Finding, FindingFacts]>): IncidentSummary
     causes.add(facts.cause);
     longestGapMillis = Math.max(longestGapMillis, facts.gapMillis);
   }
+  // The node with most first executions, ties to the first name.
+  const busiest =
+    [...executionsByNode.entries()].sort(
+      ([a, x], [b, y]) => y.length - x.length || (a < b ? -1 : 1),
+    )[0]?.[0] ?? '';
   const adviceFacts: AdviceFacts = {
     stores: stores.size,
     declared: Object.fromEntries(
@@ -83,6 +106,13 @@ function recomputed(members: Iterable<[Finding, FindingFacts]>): IncidentSummary
     ttl: causes.has('ttl_expired'),
     crossTenantReplay: causes.has('cross_tenant_replay'),
     longestGapMillis,
+    timing: {
+      callerWaitMillis: nearestRank(waits, 0.5),
+      executionNode: busiest,
+      executionP90Millis: nearestRank(executionsByNode.get(busiest) ?? [], 0.9),
+      outlived,
+      judged,
+    },
   };
   return {
     stores: [...stores].sort(),
@@ -91,6 +121,12 @@ function recomputed(members: Iterable<[Finding, FindingFacts]>): IncidentSummary
     lastFindingUnixMillis: last,
     facts: adviceFacts,
   };
+}
+
+function nearestRank(values: number[], q: number): number | null {
+  if (values.length === 0) return null;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.max(1, Math.ceil(q * sorted.length)) - 1]!;
 }
 
 describe('IncidentTally', () => {

@@ -522,3 +522,58 @@ describe('admitted attempts that failed and released their key', () => {
     },
   );
 });
+
+/**
+ * The spans of a proxy that re-sends a POST when a try times out, in front of a client whose
+ * instrumentation records the key only once a response arrives (the send that timed out has a
+ * keyless CLIENT span, which the decoder's keyed selection drops), through the real OTLP encoder
+ * and decoder.
+ */
+describe('proxy retries and retry timing', () => {
+  function runDecoded(scenario: Scenario): { detector: Detector; truth: GroundTruth } {
+    const { spans, truth } = simulate(scenario, { seed: 11 });
+    const mapping = defaultMapping();
+    const detector = createDetector();
+    for (const payload of splitIntoPayloads(spans, 50, 3)) {
+      const decoded = decodeTraces(encodeTraces(payload), mappingDecodeOptions(mapping));
+      detector.ingest(extractAttempts(decoded, mapping));
+    }
+    detector.flush();
+    return { detector, truth };
+  }
+
+  it('names the proxy for at least 95% of the keys a proxy retried after a timeout', () => {
+    const { detector, truth } = runDecoded(scenarios.proxyTimeoutRetry());
+    const proxied = truth.keys.filter((k) => k.retriedBy === 'proxy');
+    expect(proxied.length).toBeGreaterThanOrEqual(50);
+    const byKey = new Map(detector.findings().map((f) => [f.key, f]));
+    const named = proxied.filter((k) => byKey.get(k.key)?.retriedBy === 'proxy');
+    expect(named.length / proxied.length).toBeGreaterThanOrEqual(0.95);
+    const advice = detector.incidents().map((i) => i.advice);
+    expect(advice.some((a) => /retried by a proxy or load balancer/.test(a))).toBe(true);
+  });
+
+  it('measures the gap between executions from start to start, and the caller’s timed-out wait', () => {
+    const scenario = scenarios.slowTail();
+    // The decision on the SERVER span: an execution is the whole request, so end and start differ.
+    scenario.services[0]!.dedup.decisionOn = 'server_span';
+    const { detector, truth } = runDecoded(scenario);
+    const timeoutMillis = scenario.services[0]!.client.timeoutMillis;
+    const byKey = new Map(detector.findings().map((f) => [f.key, f]));
+    expect(truth.keys.length).toBeGreaterThanOrEqual(5);
+    for (const key of truth.keys) {
+      const finding = byKey.get(key.key)!;
+      const [first, second] = key.executions;
+      // Truth times the store decisions, within a millisecond of their requests' starts.
+      expect(Math.abs(finding.gapMillis! - (second!.startUnixMillis - first!.startUnixMillis))).toBeLessThan(
+        1,
+      );
+      expect(finding.idleMillis!).toBeLessThan(finding.gapMillis! - 1);
+      expect(finding.idleMillis!).toBeCloseTo(finding.gapMillis! - finding.firstExecutionMillis!, 6);
+      expect(Math.abs(finding.callerWaitMillis! - timeoutMillis)).toBeLessThan(1);
+      expect(finding.outlivedCallerWait).toBe(finding.firstExecutionMillis! > finding.callerWaitMillis!);
+    }
+    // A slow tail: the first executions ran past the client's timeout, which sent the retry.
+    expect(detector.findings().every((f) => f.outlivedCallerWait === true)).toBe(true);
+  });
+});

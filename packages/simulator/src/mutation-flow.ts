@@ -584,7 +584,7 @@ class MutationFlow {
         resendCount: send.resendCount,
         statusCode,
         errorType: statusCode === undefined ? 'timeout' : statusCode >= 400 ? String(statusCode) : undefined,
-        key: this.key,
+        key: statusCode === undefined && edge.client.keyOnlyWithResponse === true ? undefined : this.key,
         timeoutMillis: edge.client.timeoutMillis,
       }),
     );

@@ -125,6 +125,12 @@ export interface ClientSpec {
   backoffMillis: number;
   /** When set, a submission that gave up is sent again by a job this long after (in a new trace). */
   redriveAfterMillis?: number;
+  /**
+   * The client's HTTP instrumentation records request headers (the key) only once a response
+   * arrives, as `@opentelemetry/instrumentation-http` does: the CLIENT span of a send that timed
+   * out carries no key. Unset: every CLIENT span carries it.
+   */
+  keyOnlyWithResponse?: boolean;
 }
 
 /** An uninstrumented proxy between client and service that retries POSTs on its own. */

@@ -162,6 +162,22 @@ export function proxyRetry(overrides: ScenarioOverrides = {}): Scenario {
   return base('proxy-retry', [service], overrides);
 }
 
+/**
+ * A proxy that re-sends a POST to the next node when a try times out after 1 s (nginx
+ * `proxy_next_upstream timeout` with `proxy_read_timeout 1s`), in front of a slow tail; the
+ * client gives up after 2 s and sends once more. Its HTTP instrumentation records the key only
+ * when a response arrived, so a send that timed out has a keyless CLIENT span: its proxy's
+ * retries are linked to it only by the parent span id both server spans name.
+ */
+export function proxyTimeoutRetry(overrides: ScenarioOverrides = {}): Scenario {
+  const service = payments({
+    latency: { medianMillis: 800, p99Millis: 2400 },
+    client: { timeoutMillis: 2 * SECOND, maxAttempts: 2, backoffMillis: 200, keyOnlyWithResponse: true },
+    proxy: { address: '10.0.0.10', perTryTimeoutMillis: SECOND, maxTries: 2, retryOn5xx: false },
+  });
+  return base('proxy-timeout-retry', [service], overrides);
+}
+
 /** A region-wide store forgets keys after 30 s; a job redrives failed payments after 45 s. */
 export function ttlExpired(overrides: ScenarioOverrides = {}): Scenario {
   const service = payments({

@@ -2,6 +2,7 @@ import { SpanKind, StatusCode } from '@keyscope/otlp';
 import { describe, expect, it } from 'vitest';
 import {
   type GroundTruth,
+  IDEMPOTENCY_KEY_HEADER,
   SIDE_EFFECT_SPAN_NAME,
   scenarios,
   simulate,
@@ -66,6 +67,22 @@ describe('scenarios', () => {
     expect(result.truth.keys.length).toBeGreaterThanOrEqual(5);
     expect(classes(result)).toEqual(['cross_store_duplicate']);
     expect(result.truth.keys.every((k) => k.retriedBy === 'proxy')).toBe(true);
+  });
+
+  it('proxyTimeoutRetry doubles payments under one send, whose CLIENT span carries the key only with a response', () => {
+    const { spans, truth } = simulate(scenarios.proxyTimeoutRetry());
+    expect(truth.keys.length).toBeGreaterThanOrEqual(50);
+    expect(classes({ truth })).toEqual(['cross_store_duplicate']);
+    expect(truth.keys.every((k) => k.retriedBy === 'proxy')).toBe(true);
+    // The mutation's sends (the caller's reads are keyless GETs).
+    const sends = spans.filter(
+      (span) => span.kind === SpanKind.CLIENT && span.attributes['http.request.method'] === 'POST',
+    );
+    const timedOut = sends.filter((span) => span.attributes['error.type'] === 'timeout');
+    const answered = sends.filter((span) => span.attributes['http.response.status_code'] !== undefined);
+    expect(timedOut.length).toBeGreaterThan(0);
+    expect(timedOut.every((span) => span.attributes[IDEMPOTENCY_KEY_HEADER] === undefined)).toBe(true);
+    expect(answered.every((span) => span.attributes[IDEMPOTENCY_KEY_HEADER] !== undefined)).toBe(true);
   });
 
   it('ttlExpired re-executes redriven payments in the same store after the key expired', () => {

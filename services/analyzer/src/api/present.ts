@@ -46,7 +46,12 @@ export function presentFinding(finding: Finding) {
     nodes: finding.nodes,
     executions: finding.executions,
     retriedBy: finding.retriedBy,
+    // Findings stored before the timing fields existed present them as unknown.
     gapMillis: finding.gapMillis,
+    idleMillis: finding.idleMillis ?? null,
+    callerWaitMillis: finding.callerWaitMillis ?? null,
+    firstExecutionMillis: finding.firstExecutionMillis ?? null,
+    outlivedCallerWait: finding.outlivedCallerWait ?? null,
     routing: {
       affinityBroken: finding.routing.affinityBroken,
       event: presentRoutingEvent(finding.routing.event),

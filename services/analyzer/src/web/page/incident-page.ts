@@ -250,7 +250,7 @@ function keysSection(
             'Tenant',
             'Executions',
             'Stores',
-            'Gap between runs',
+            'Gap between starts',
             'Retried by',
             'Trace ids',
             'Timeline',

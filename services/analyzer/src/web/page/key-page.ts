@@ -107,6 +107,26 @@ function verdict(lookup: KeyLookupJson): HTMLElement {
   );
 }
 
+/** The time from the first run's end to the repeat's start; negative when they overlapped. */
+function idleText(idleMillis: number): string {
+  return idleMillis < 0
+    ? `overlapping by ${formatDuration(-idleMillis)}`
+    : `${formatDuration(idleMillis)} after the first run ended`;
+}
+
+/** The caller's wait against the first execution: context for why the key was sent again. */
+function retryTimingText(finding: FindingJson): string {
+  const wait = finding.callerWaitMillis;
+  const ran = finding.firstExecutionMillis;
+  if (wait === null && ran === null) return '—';
+  const parts: string[] = [];
+  parts.push(wait === null ? 'caller’s wait unknown' : `caller gave up after ${formatDuration(wait)}`);
+  if (ran !== null) parts.push(`first execution ran ${formatDuration(ran)}`);
+  if (finding.outlivedCallerWait !== null)
+    parts.push(finding.outlivedCallerWait ? 'it outlived the wait' : 'it ended within the wait');
+  return parts.join('; ');
+}
+
 function findingCard(finding: FindingJson): HTMLElement {
   const event = finding.routing.event;
   const row = (term: string, ...value: (string | Node | null)[]) => [
@@ -132,7 +152,12 @@ function findingCard(finding: FindingJson): HTMLElement {
       ...row('Stores', finding.stores.join(', ') || '—'),
       ...row('Nodes', finding.nodes.join(', ') || '—'),
       ...row('Tenants', finding.tenants.join(', ') || '—'),
-      ...row('Gap between runs', finding.gapMillis === null ? '—' : formatDuration(finding.gapMillis)),
+      ...row(
+        'Gap between starts',
+        finding.gapMillis === null ? '—' : formatDuration(finding.gapMillis),
+        finding.idleMillis === null ? '' : ` (${idleText(finding.idleMillis)})`,
+      ),
+      ...row('Retry timing', retryTimingText(finding)),
       ...row('Retried by', RETRIED_BY_LABELS[finding.retriedBy]),
       ...row(
         'Affinity',
