@@ -22,13 +22,9 @@ export interface ProtoMessage<Field extends string = string> {
 }
 
 /**
- * A message from its fields' tags, keyed by the fields' JSON names (lowerCamelCase, as OTLP/JSON
- * writes them); error messages use the proto names (snake_case).
- *
- * Pass `tags` as an object literal and keep it as it is: the decoders compare every field they
- * read against its properties, and V8 keeps a literal's properties in fast slots (an object built
- * key by key past a dozen properties falls back to a dictionary, and made the Span decoder four
- * times slower).
+ * A message from its fields' tags (`tag(number, wireType)` each), keyed by the fields' JSON names
+ * (lowerCamelCase, as OTLP/JSON writes them); error messages use the proto names (snake_case).
+ * `tags` is kept as given, frozen: pass an object literal of plain numbers.
  */
 export function protoMessage<const Tags extends Record<string, number>>(
   name: string,
