@@ -8,7 +8,12 @@ export {
   type KeyedAttributeSelection,
   MAX_NESTING_DEPTH,
 } from './decode-options.ts';
-export { decodeTraceRequest, decodeTraces } from './decode-protobuf.ts';
+export {
+  createTracesDecoder,
+  decodeTraceRequest,
+  decodeTraces,
+  type TracesDecoder,
+} from './decode-protobuf.ts';
 export { encodeTracesJson } from './encode-json.ts';
 export { encodeTraces } from './encode-protobuf.ts';
 export {

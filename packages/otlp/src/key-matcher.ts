@@ -1,14 +1,12 @@
-import { type KeyedAttributeSelection, keyedOnlyKeys } from './decode-options.ts';
-
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
 const matchers = new WeakMap<ReadonlySet<string>, KeyMatcher>();
 
 /**
- * The matcher for `keys`, built once per set: callers pass the same set with every payload, and
- * building one encodes every key. Like the decoders' other caches, it assumes the set is not
- * changed after it was first passed.
+ * The matcher for `keys`, built once per set: every decoder made with the same set shares it
+ * (building one encodes every key), and it holds nothing decoded from payloads. Like the
+ * decoders, it assumes the set is not changed after it was first passed.
  */
 export function keyMatcherFor(keys: ReadonlySet<string>): KeyMatcher {
   let matcher = matchers.get(keys);
@@ -17,34 +15,6 @@ export function keyMatcherFor(keys: ReadonlySet<string>): KeyMatcher {
     matchers.set(keys, matcher);
   }
   return matcher;
-}
-
-/** Groups of the eager matcher of a `KeyedAttributeSelection`, as `KeyMatcher.find` reports them. */
-export const KEY_GROUP = { ALWAYS: 0, KEY: 1 } as const;
-
-/**
- * A keyed selection's matchers, built once per selection: `eager` for `keys` (group KEY) and
- * `always` (group ALWAYS), matched on every span; `deferred` for the keys kept only on keyed
- * spans, which a span not yet known to be keyed only pre-checks (`mayMatch`).
- */
-export interface SelectionMatchers {
-  readonly eager: KeyMatcher;
-  readonly deferred: KeyMatcher;
-}
-
-const selectionMatchers = new WeakMap<KeyedAttributeSelection, SelectionMatchers>();
-
-export function selectionMatchersFor(selection: KeyedAttributeSelection): SelectionMatchers {
-  let matchers = selectionMatchers.get(selection);
-  if (matchers === undefined) {
-    const eager = new Set([...selection.keys, ...selection.always]);
-    matchers = {
-      eager: new KeyMatcher(eager, (key) => (selection.keys.has(key) ? KEY_GROUP.KEY : KEY_GROUP.ALWAYS)),
-      deferred: new KeyMatcher(keyedOnlyKeys(selection)),
-    };
-    selectionMatchers.set(selection, matchers);
-  }
-  return matchers;
 }
 
 /**

@@ -1,4 +1,11 @@
+import { protoMessage, tag, WireType } from './proto-message.ts';
 import { WireWriter } from './wire-writer.ts';
+
+/** google/rpc/status.proto (keyscope writes no `details`, field 3). */
+const RPC_STATUS = protoMessage('google.rpc.Status', {
+  code: tag(1, WireType.VARINT),
+  message: tag(2, WireType.LEN),
+});
 
 /**
  * `google.rpc.Status { int32 code = 1; string message = 2; repeated Any details = 3 }`, the body
@@ -8,10 +15,10 @@ import { WireWriter } from './wire-writer.ts';
 export function encodeRpcStatus(code: number, message: string): Uint8Array {
   const w = new WireWriter(32 + message.length * 3);
   if (code !== 0) {
-    w.tag(1, 0);
+    w.tag(RPC_STATUS.tag.code);
     w.int64(code | 0);
   }
-  if (message !== '') w.stringField(2, message);
+  if (message !== '') w.stringField(RPC_STATUS.tag.message, message);
   return w.finish();
 }
 

@@ -1,24 +1,7 @@
 import { KeyscopeError } from '@keyscope/errors';
 import { OTLP_FIELD_NUMBER, OTLP_TRUNCATED, OTLP_VARINT_TOO_LONG, OTLP_WIRE_TYPE } from './errors.ts';
+import { type ProtoMessage, WireType } from './proto-message.ts';
 import { millisFromNanoHalves } from './time.ts';
-
-/** Protobuf wire types. 3 and 4 (groups) are deprecated and 6, 7 are undefined: all are refused. */
-export const WireType = { VARINT: 0, I64: 1, LEN: 2, I32: 5 } as const;
-
-/**
- * The fields of one message that the decoder knows, by field number: a known field that arrives
- * with another wire type is an error, not an unknown field to skip. Names are for error messages.
- */
-export interface MessageFields {
-  readonly message: string;
-  readonly fields: readonly (readonly [name: string, wireType: number] | undefined)[];
-}
-
-export function messageFields(message: string, fields: Record<number, [string, number]>): MessageFields {
-  const table: ([string, number] | undefined)[] = [];
-  for (const [number, spec] of Object.entries(fields)) table[Number(number)] = spec;
-  return { message, fields: table };
-}
 
 const WIRE_TYPE_NAMES = ['VARINT', 'I64', 'LEN', 'SGROUP', 'EGROUP', 'I32', '6', '7'];
 
@@ -212,18 +195,18 @@ export class WireReader {
   }
 
   /**
-   * Skips a field the caller does not decode. A field `fields` knows must still carry its
+   * Skips a field the caller does not decode. A field `message` knows must still carry its
    * declared wire type; groups and the undefined wire types 6 and 7 are refused.
    */
-  skip(tag: number, end: number, fields: MessageFields): void {
+  skip(tag: number, end: number, message: ProtoMessage): void {
     const wireType = tag & 7;
     const number = tag >>> 3;
-    const known = fields.fields[number];
+    const known = message.fields[number];
     const tagStart = this.tagAt;
     if (known !== undefined && known[1] !== wireType) {
       throw new KeyscopeError(
         OTLP_WIRE_TYPE,
-        `${fields.message}.${known[0]} (field ${number}) must have wire type ${WIRE_TYPE_NAMES[known[1]]}, ` +
+        `${message.name}.${known[0]} (field ${number}) must have wire type ${WIRE_TYPE_NAMES[known[1]]}, ` +
           `received ${WIRE_TYPE_NAMES[wireType]} (at byte ${tagStart})`,
       );
     }
@@ -245,7 +228,7 @@ export class WireReader {
       default:
         throw new KeyscopeError(
           OTLP_WIRE_TYPE,
-          `${fields.message} field ${number} must have wire type VARINT, I64, LEN or I32, ` +
+          `${message.name} field ${number} must have wire type VARINT, I64, LEN or I32, ` +
             `received ${WIRE_TYPE_NAMES[wireType]} (at byte ${tagStart})`,
         );
     }

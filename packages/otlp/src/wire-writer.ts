@@ -43,8 +43,9 @@ export class WireWriter {
     return pos;
   }
 
-  tag(field: number, wireType: number): void {
-    this.varint(field * 8 + wireType);
+  /** A field's tag (see proto-message.ts); the value follows. */
+  tag(fieldTag: number): void {
+    this.varint(fieldTag);
   }
 
   /** An int64 varint: negative values take ten bytes (two's complement), as protobuf writes them. */
@@ -87,16 +88,18 @@ export class WireWriter {
     this.pos += 8;
   }
 
-  bytesField(field: number, value: Uint8Array): void {
-    this.tag(field, 2);
+  /** A LEN field of bytes; `fieldTag` is the field's tag. */
+  bytesField(fieldTag: number, value: Uint8Array): void {
+    this.varint(fieldTag);
     this.varint(value.length);
     this.ensure(value.length);
     this.bytes.set(value, this.pos);
     this.pos += value.length;
   }
 
-  stringField(field: number, value: string): void {
-    this.tag(field, 2);
+  /** A LEN field of UTF-8 text; `fieldTag` is the field's tag. */
+  stringField(fieldTag: number, value: string): void {
+    this.varint(fieldTag);
     const length = value.length;
     if (length < 0x80) {
       // Short ASCII (keys, names, most values) is written directly: encodeInto needs a view per call.
@@ -133,9 +136,9 @@ export class WireWriter {
     this.pos = this.varintAt(lengthPos, written) + written;
   }
 
-  /** Starts a nested message in `field`; pass the result to `endMessage`. */
-  beginMessage(field: number): number {
-    this.tag(field, 2);
+  /** Starts a nested message in the LEN field tagged `fieldTag`; pass the result to `endMessage`. */
+  beginMessage(fieldTag: number): number {
+    this.varint(fieldTag);
     this.ensure(1);
     return this.pos++;
   }

@@ -2,7 +2,7 @@ import { isKeyscopeError } from '@keyscope/errors';
 import { ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer';
 import { describe, expect, it } from 'vitest';
 import { decodeTraceRequestJson, decodeTracesJson } from '../src/decode-json.ts';
-import { decodeTraceRequest, decodeTraces } from '../src/decode-protobuf.ts';
+import { createTracesDecoder, decodeTraceRequest, decodeTraces } from '../src/decode-protobuf.ts';
 import { encodeTracesJson } from '../src/encode-json.ts';
 import { OTLP_ID_ZERO, OTLP_JSON, OTLP_NESTING } from '../src/errors.ts';
 import { officialEncode, referenceDecode } from './support/reference-decoder.ts';
@@ -619,6 +619,92 @@ describe('decodeTraces', () => {
       expect(() => decodeTraces(payload, { maxDepth: 100_000 })).toThrow(RangeError);
       // biome-ignore lint/suspicious/noExplicitAny: deliberately wrong type
       expect(() => decodeTraces(payload, { spanAttributes: ['a'] as any })).toThrow(TypeError);
+    });
+  });
+});
+
+describe('createTracesDecoder', () => {
+  const payload = payloadOf(sdkSpans());
+  const serviceOnly = { resourceAttributes: new Set(['service.name']) };
+
+  it('hands its own later requests the resources it decoded, and no other decoder', () => {
+    const first = createTracesDecoder(serviceOnly);
+    const second = createTracesDecoder(serviceOnly);
+    const resource = first.decodeTraces(payload)[0]!.resource;
+    expect(first.decodeTraces(payload)[0]!.resource).toBe(resource);
+    const elsewhere = second.decodeTraces(payload)[0]!.resource;
+    expect(elsewhere).not.toBe(resource);
+    expect(elsewhere).toEqual(resource);
+    expect(first.decodeTraceRequest(payload).spans[0]!.resource).toBe(resource);
+  });
+
+  it('keeps decodeTraces callers with options objects of their own apart, even with the same key set', () => {
+    const keys = new Set(['service.name']);
+    const mine = { resourceAttributes: keys };
+    const theirs = { resourceAttributes: keys };
+    const resource = decodeTraces(payload, mine)[0]!.resource;
+    expect(decodeTraces(payload, mine)[0]!.resource).toBe(resource);
+    const elsewhere = decodeTraces(payload, theirs)[0]!.resource;
+    expect(elsewhere).not.toBe(resource);
+    expect(elsewhere).toEqual(resource);
+  });
+
+  it('decodes as a decoder of its own would while decoders with other options take turns with it', () => {
+    const selection = {
+      keys: new Set(['idempotency.key']),
+      always: new Set<string>(),
+      whenKeyed: new Set(['http.route']),
+    };
+    const keyed = (n: number) => ({ key: 'idempotency.key', value: { stringValue: `k-${n}` } });
+    const bodies = [1, 2, 3].map((n) =>
+      officialEncode(
+        requestWithAttributes([
+          { key: 'http.route', value: { stringValue: `/pay/${n}` } },
+          ...(n === 2 ? [] : [keyed(n)]),
+        ]),
+      ),
+    );
+    const decoders = [createTracesDecoder(), createTracesDecoder({ spanAttributes: selection })];
+    for (const body of bodies) {
+      expect(decoders[0]!.decodeTraces(body)).toEqual(referenceDecode(body));
+      expect(decoders[1]!.decodeTraces(body)).toEqual(
+        createTracesDecoder({ spanAttributes: selection }).decodeTraces(body),
+      );
+    }
+  });
+
+  it('gives the first span after a failed payload only its own attributes', () => {
+    // Under a keyed selection, a span's whenKeyed attributes wait for its key, noted by where they
+    // lie in the payload. The failed payload's waiting route lies where the next payload has its
+    // own, with a longer value: read from there it would fail, or be another route.
+    const decoder = createTracesDecoder({
+      spanAttributes: {
+        keys: new Set(['idempotency.key']),
+        always: new Set(['deep']),
+        whenKeyed: new Set(['http.route']),
+      },
+      maxDepth: 2,
+    });
+    const route = (value: string) => ({ key: 'http.route', value: { stringValue: value } });
+    const nested = (depth: number): object =>
+      depth === 0 ? { stringValue: 'leaf' } : { arrayValue: { values: [nested(depth - 1)] } };
+    const failing = officialEncode(
+      requestWithAttributes([route('/held'), { key: 'deep', value: nested(5) }]),
+    );
+    const next = officialEncode(
+      requestWithAttributes([
+        route('/next/longer'),
+        { key: 'idempotency.key', value: { stringValue: 'k-1' } },
+      ]),
+    );
+    const at = (bytes: Uint8Array) => Buffer.from(bytes).indexOf('http.route');
+    expect(at(next)).toBe(at(failing));
+    expect(() => decoder.decodeTraces(failing)).toThrowError(
+      expect.objectContaining({ code: OTLP_NESTING.code }),
+    );
+    expect(decoder.decodeTraces(next)[0]!.attributes).toEqual({
+      'http.route': '/next/longer',
+      'idempotency.key': 'k-1',
     });
   });
 });

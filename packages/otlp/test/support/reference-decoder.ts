@@ -23,9 +23,18 @@ const v1 = root.opentelemetry.proto;
 export const official = {
   ExportTraceServiceRequest: v1.collector.trace.v1.ExportTraceServiceRequest,
   ExportTraceServiceResponse: v1.collector.trace.v1.ExportTraceServiceResponse,
-  AnyValue: v1.common.v1.AnyValue,
-  KeyValue: v1.common.v1.KeyValue,
+  ExportTracePartialSuccess: v1.collector.trace.v1.ExportTracePartialSuccess,
+  ResourceSpans: v1.trace.v1.ResourceSpans,
+  Resource: v1.resource.v1.Resource,
+  ScopeSpans: v1.trace.v1.ScopeSpans,
+  InstrumentationScope: v1.common.v1.InstrumentationScope,
   Span: v1.trace.v1.Span,
+  SpanEvent: v1.trace.v1.Span.Event,
+  Status: v1.trace.v1.Status,
+  KeyValue: v1.common.v1.KeyValue,
+  AnyValue: v1.common.v1.AnyValue,
+  ArrayValue: v1.common.v1.ArrayValue,
+  KeyValueList: v1.common.v1.KeyValueList,
 } as const;
 
 /**
