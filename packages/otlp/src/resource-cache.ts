@@ -1,7 +1,7 @@
 import type { AttributeValue, Resource } from './span.ts';
 
 /**
- * Decoded resources by their encoded bytes, shared across requests.
+ * Decoded resources by their encoded bytes, shared across one decoder's requests.
  *
  * A pipeline's payloads repeat the same few hundred resources (one per SDK instance), each with
  * a dozen or more attributes, in every batch: a Collector forwards dozens of them per request.

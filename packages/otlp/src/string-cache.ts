@@ -9,8 +9,9 @@ import { decodeUtf8 } from './utf8.ts';
  * the cached key without hashing it again. One slot per hash, no chaining: a collision costs one
  * ordinary decode, never a wrong string, because a hit compares every byte.
  *
- * Module-level instances live for the process: they hold at most `slots × maxBytes` bytes and
- * `slots` strings, and they are only an accelerator: correctness never depends on their contents.
+ * Each protobuf decoder has its own instances, which live as long as it does: they hold at most
+ * `slots × maxBytes` bytes and `slots` strings, and they are only an accelerator: correctness
+ * never depends on their contents.
  */
 export class StringCache {
   private readonly slotMask: number;

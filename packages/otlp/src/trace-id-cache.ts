@@ -12,7 +12,7 @@ import { hexOf16 } from './hex.ts';
  *
  * Direct-mapped on a hash of all four words (generators differ in which bytes vary), no chaining: a
  * collision costs one ordinary conversion, never a wrong string, because a hit compares all 16
- * bytes. Module-level, like the string caches: bounded, and only an accelerator.
+ * bytes. One per decoder, like the string caches: bounded, and only an accelerator.
  */
 export class TraceIdCache {
   private readonly slotMask: number;
