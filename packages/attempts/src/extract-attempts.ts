@@ -1,5 +1,5 @@
 import { type Span, SpanKind, StatusCode } from '@keyscope/otlp';
-import { createActivityCounter } from './activity-counter.ts';
+import { type ActivityCounter, createActivityCounter } from './activity-counter.ts';
 import {
   type Arrival,
   type Attempt,
@@ -112,13 +112,7 @@ export function extractAttempts(
     const key = span.traceId === '' ? undefined : readText(attributes, names.key, fromResource.key);
 
     if (key === undefined) {
-      if (server)
-        activity.count(
-          view,
-          span.startTimeUnixMillis,
-          span.endTimeUnixMillis,
-          isServerError(span, compiled, view),
-        );
+      if (server) countActivity(activity, span, compiled, view);
       continue;
     }
 
@@ -132,13 +126,7 @@ export function extractAttempts(
     if (compiled.sideEffectSpans?.has(span.name) === true && !recordsDecision(span, compiled, view)) {
       const effect = sideEffect(span, key, compiled, view);
       if (refusals !== null && !admitted(effect, span, view, compiled, limits!, refusals)) continue;
-      if (server)
-        activity.count(
-          view,
-          span.startTimeUnixMillis,
-          span.endTimeUnixMillis,
-          isServerError(span, compiled, view),
-        );
+      if (server) countActivity(activity, span, compiled, view);
       attempts.push(effect);
       continue;
     }
@@ -153,13 +141,7 @@ export function extractAttempts(
 
     const outcome = outcomeOf(span, server, compiled, view, invalid);
     if (outcome === REFUSED || (outcome === undefined && !server)) {
-      if (server)
-        activity.count(
-          view,
-          span.startTimeUnixMillis,
-          span.endTimeUnixMillis,
-          isServerError(span, compiled, view),
-        );
+      if (server) countActivity(activity, span, compiled, view);
       continue;
     }
     const statusCode = readNumber(attributes, names.statusCode, fromResource.statusCode) ?? 0;
@@ -259,6 +241,16 @@ function effectOf(span: Span, compiled: CompiledMapping, view: ResourceView): Ef
 function releasedOf(span: Span, compiled: CompiledMapping, view: ResourceView): boolean {
   const released = readValue(span.attributes, compiled.names.released, view.fields.released);
   return released === true || (typeof released === 'string' && released.trim().toLowerCase() === 'true');
+}
+
+/** A SERVER span's part in its node's activity: its start, its duration, and whether it failed. */
+function countActivity(
+  activity: ActivityCounter,
+  span: Span,
+  compiled: CompiledMapping,
+  view: ResourceView,
+): void {
+  activity.count(view, span.startTimeUnixMillis, span.endTimeUnixMillis, isServerError(span, compiled, view));
 }
 
 function isServerError(span: Span, compiled: CompiledMapping, view: ResourceView): boolean {
