@@ -302,20 +302,18 @@ export class RoutingInference {
       const startUnixMillis = first * this.bucketMillis;
       const endUnixMillis = (last + 1) * this.bucketMillis;
       const p = node.placement;
-      out.push({
-        id: stableId('re', ['error_spike', service, p.node, startUnixMillis]),
-        type: 'error_spike',
-        service,
-        node: p.node,
-        cluster: p.cluster,
-        region: p.region,
-        startUnixMillis,
-        endUnixMillis,
-        ended: true,
-        description: `${service} node ${p.node} failed ${Math.round(
-          this.config.errorSpikeRatio * 100,
-        )}% or more of its server spans for ${formatSeconds(endUnixMillis - startUnixMillis)}`,
-      });
+      out.push(
+        spikeEvent(
+          'error_spike',
+          service,
+          p,
+          startUnixMillis,
+          endUnixMillis,
+          `${service} node ${p.node} failed ${Math.round(
+            this.config.errorSpikeRatio * 100,
+          )}% or more of its server spans for ${formatSeconds(endUnixMillis - startUnixMillis)}`,
+        ),
+      );
     }
   }
 
@@ -381,22 +379,20 @@ export class RoutingInference {
       const startUnixMillis = first * this.bucketMillis;
       const endUnixMillis = (last + 1) * this.bucketMillis;
       const p = node.placement;
-      out.push({
-        id: stableId('re', ['latency_spike', service, p.node, startUnixMillis]),
-        type: 'latency_spike',
-        service,
-        node: p.node,
-        cluster: p.cluster,
-        region: p.region,
-        startUnixMillis,
-        endUnixMillis,
-        ended: true,
-        description: `p90 of ${service} server spans on node ${p.node} rose from ${formatDuration(
-          baseline,
-        )} to ${formatDuration(p90)} for ${formatSeconds(
-          endUnixMillis - startUnixMillis,
-        )} while other nodes of ${service} stayed at ${formatDuration(peers)}`,
-      });
+      out.push(
+        spikeEvent(
+          'latency_spike',
+          service,
+          p,
+          startUnixMillis,
+          endUnixMillis,
+          `p90 of ${service} server spans on node ${p.node} rose from ${formatDuration(
+            baseline,
+          )} to ${formatDuration(p90)} for ${formatSeconds(
+            endUnixMillis - startUnixMillis,
+          )} while other nodes of ${service} stayed at ${formatDuration(peers)}`,
+        ),
+      );
     }
   }
 
@@ -549,4 +545,27 @@ function histogramAt(histograms: Map<number, number[]>, index: number): number[]
   let histogram = histograms.get(index);
   if (histogram === undefined) histograms.set(index, (histogram = emptyLatency()));
   return histogram;
+}
+
+/** A spike on one node over whole buckets, closed: its id follows from type, service, node and start. */
+function spikeEvent(
+  type: 'error_spike' | 'latency_spike',
+  service: string,
+  placement: { node: string; cluster: string; region: string },
+  startUnixMillis: number,
+  endUnixMillis: number,
+  description: string,
+): RoutingEvent {
+  return {
+    id: stableId('re', [type, service, placement.node, startUnixMillis]),
+    type,
+    service,
+    node: placement.node,
+    cluster: placement.cluster,
+    region: placement.region,
+    startUnixMillis,
+    endUnixMillis,
+    ended: true,
+    description,
+  };
 }
