@@ -14,6 +14,8 @@ export interface IncidentParts {
   delete(incidentId: string, partition: number): void;
   /** Every partition's part of the incident, in partition order; empty when none holds it. */
   of(incidentId: string): Incident[];
+  /** The parts a partition holds, by incident id, in id order. */
+  heldBy(partition: number): { incidentId: string; part: Incident }[];
 }
 
 /** The `kafka_incident_parts` table (migrations.ts). */
@@ -46,5 +48,12 @@ export class IncidentPartTable implements IncidentParts {
         .pluck()
         .all(incidentId) as string[]
     ).map((body) => JSON.parse(body) as Incident);
+  }
+
+  heldBy(partition: number): { incidentId: string; part: Incident }[] {
+    const rows = this.#statements
+      .get('SELECT incident_id, body FROM kafka_incident_parts WHERE partition = ? ORDER BY incident_id')
+      .all(partition) as { incident_id: string; body: string }[];
+    return rows.map((row) => ({ incidentId: row.incident_id, part: JSON.parse(row.body) as Incident }));
   }
 }

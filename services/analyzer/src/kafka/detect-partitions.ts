@@ -49,6 +49,11 @@ interface Slot {
   deferredThrough: number;
   /** The offset a gap made this slot seek back to once; a second gap there is accepted. */
   seekedBackTo?: number;
+  /**
+   * The partition's last offset when it was positioned: once the state has applied it, the
+   * takeover is published (PartitionDetector.publishTakeover). Undefined once published.
+   */
+  takeoverThrough?: number;
 }
 
 export interface DetectPartitionsOptions {
@@ -56,6 +61,11 @@ export interface DetectPartitionsOptions {
   readonly topic: string;
   readonly groupId: string;
   readonly incidentsTopic: string;
+  /**
+   * The incidents topic's partition count: every record of attempts partition p goes to incidents
+   * partition p modulo it, so the serve role reads one partition's records in order.
+   */
+  readonly incidentsPartitions: number;
   /** Where each partition's SQLite file lives, `<topic>-<partition>.db`. */
   readonly stateDir: string;
   readonly detectorConfig: DetectorConfig;
@@ -255,6 +265,9 @@ export class DetectPartitions {
       }
     }
     let from: number;
+    const offsets = await admin.fetchTopicOffsets(topic);
+    const bounds = offsets.find((p) => p.partition === partition);
+    slot.takeoverThrough = Number(bounds?.high ?? 0) - 1;
     const resumed = heldDetector(slot.state);
     if (resumed !== undefined) {
       await this.#flush(resumed);
@@ -263,15 +276,23 @@ export class DetectPartitions {
       logger.info(`detect: ${topic}[${partition}] resumes from its state at offset ${from}`);
     } else {
       slot.state = holding(slot.state, this.#openDetector(path, partition));
-      const offsets = await admin.fetchTopicOffsets(topic);
-      from = Number(offsets.find((p) => p.partition === partition)?.low ?? 0);
+      from = Number(bounds?.low ?? 0);
       counters.rebuilds++;
       logger.info(`detect: ${topic}[${partition}] rebuilds its state from offset ${from}`);
     }
     if (!isOwned(slot.state)) return;
+    await this.#publishTakeoverOnceCaughtUp(slot, heldDetector(slot.state)!);
     consumer.seek({ topic, partition, offset: String(from) });
     slot.state = positioned(slot.state);
     this.#options.backoff.resume(partition);
+  }
+
+  /** Publishes the takeover once the state covers the partition as it was when positioned. */
+  async #publishTakeoverOnceCaughtUp(slot: Slot, detector: PartitionDetector): Promise<void> {
+    if (slot.takeoverThrough === undefined || detector.appliedOffset < slot.takeoverThrough) return;
+    slot.takeoverThrough = undefined;
+    detector.publishTakeover();
+    await this.#flush(detector);
   }
 
   async #applyBatch(slot: Slot, batch: Batch, resolveOffset: (offset: string) => void): Promise<void> {
@@ -325,6 +346,7 @@ export class DetectPartitions {
     counters.attemptsDetected += detector.apply(records, last);
     counters.detectTransactions++;
     await this.#flush(detector);
+    await this.#publishTakeoverOnceCaughtUp(slot, detector);
     this.#options.backoff.succeeded(partition);
     this.#options.committer.mark(partition, last + 1);
   }
@@ -333,11 +355,12 @@ export class DetectPartitions {
   async #flush(detector: PartitionDetector): Promise<void> {
     const pending = detector.pending();
     if (pending.length === 0) return;
-    const { producer, incidentsTopic, counters } = this.#options;
+    const { producer, incidentsTopic, incidentsPartitions, counters } = this.#options;
+    const target = detector.partition % incidentsPartitions;
     await sendInChunks(
       producer,
       incidentsTopic,
-      pending.map((record) => encodeIncidentRecord(record)),
+      pending.map((record) => ({ ...encodeIncidentRecord(record), partition: target })),
       counters,
     );
     detector.delivered(pending.length);

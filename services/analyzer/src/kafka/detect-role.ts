@@ -52,7 +52,12 @@ export async function startDetectRole(
     keyNamespace: mapping.keyNamespace,
   });
   const kafka = createKafkaClient(kafkaConfig, 'detect', logger);
-  await ensureTopics(kafka, topicSpecs(config, ['attempts', 'incidents', 'deadLetter']), kafkaConfig, logger);
+  const partitionCounts = await ensureTopics(
+    kafka,
+    topicSpecs(config, ['attempts', 'incidents', 'deadLetter']),
+    kafkaConfig,
+    logger,
+  );
   mkdirSync(kafkaConfig.stateDir, { recursive: true });
   forgetStaleStates(kafkaConfig.stateDir, now() - detectorConfig.retryHorizonMillis, logger);
 
@@ -71,6 +76,7 @@ export async function startDetectRole(
       topic,
       groupId,
       incidentsTopic: kafkaConfig.incidents.topic,
+      incidentsPartitions: partitionCounts.get(kafkaConfig.incidents.topic) ?? 1,
       stateDir: kafkaConfig.stateDir,
       detectorConfig,
       retentionMillis: config.retention.findingsDays * 24 * 60 * 60 * 1000,

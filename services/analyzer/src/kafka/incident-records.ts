@@ -13,10 +13,22 @@ import { KAFKA_RECORD_INVALID } from './kafka-errors.ts';
  * | `incident/<incident id>/<partition>`  | `{ incident }` — that part   |
  * | `finding/<finding id>`                | `{ finding }`                |
  * | `scope/<partition>`                   | `{ scope }` — report counts  |
+ * | `parts/<partition>`                   | `{ incidentIds, sinceUnixMillis }` — see below |
  *
  * A retraction is a tombstone (null value) for the same key, which compaction eventually drops.
  * Ids are deterministic, so a detector that redoes work after a crash writes the same keys with
  * the same values: every redelivery is an idempotent upsert.
+ *
+ * Every record of one attempts partition goes to the same incidents partition (the attempts
+ * partition modulo the incidents topic's partition count), so the serve role reads them in the
+ * order they were written. That order is what makes `parts/<partition>` safe: a detector that
+ * takes a partition over (rebuilt from the attempts topic, or resumed from its file) republishes
+ * its incident parts once it has caught up, followed by the ids of every incident it holds a part
+ * of. The previous owner may have published parts the new state does not hold (a key attributed
+ * before the routing event that explains it was known, and the owner killed before it moved the
+ * key); nobody would ever retract them, so the serve role drops every part of that partition not
+ * in the list. Only parts of incidents opened since `sinceUnixMillis` are judged: a state rebuilt
+ * from the attempts topic knows one retry horizon, and older incidents stay as they were.
  */
 export type IncidentRecord =
   | { readonly type: 'finding'; readonly id: string; readonly finding: Finding | null }
@@ -26,7 +38,14 @@ export type IncidentRecord =
       readonly partition: number;
       readonly incident: Incident | null;
     }
-  | { readonly type: 'scope'; readonly partition: number; readonly scope: ScopeReportState | null };
+  | { readonly type: 'scope'; readonly partition: number; readonly scope: ScopeReportState | null }
+  | {
+      readonly type: 'parts';
+      readonly partition: number;
+      readonly incidentIds: readonly string[];
+      /** Parts of incidents opened before this are beyond the new owner's window and kept. */
+      readonly sinceUnixMillis: number;
+    };
 
 const VERSION = 1;
 
@@ -38,6 +57,8 @@ export function recordKey(record: IncidentRecord): string {
       return `incident/${record.id}/${record.partition}`;
     case 'scope':
       return `scope/${record.partition}`;
+    case 'parts':
+      return `parts/${record.partition}`;
   }
 }
 
@@ -71,6 +92,11 @@ export function encodeIncidentRecord(record: IncidentRecord): { key: string; val
       };
     case 'scope':
       return { key, value: json(record.scope === null ? null : { v: VERSION, scope: record.scope }) };
+    case 'parts':
+      return {
+        key,
+        value: json({ v: VERSION, incidentIds: record.incidentIds, sinceUnixMillis: record.sinceUnixMillis }),
+      };
   }
 }
 
@@ -102,7 +128,33 @@ export function decodeIncidentRecord(key: Buffer | null, value: Buffer | null): 
     if (scope !== null && !Array.isArray(scope)) throw invalid(`${text}: expected a scope list`);
     return { type: 'scope', partition: Number(parts[1]), scope: scope as ScopeReportState | null };
   }
+  if (parts[0] === 'parts' && parts.length === 2 && isPartition(parts[1]!)) {
+    const incidentIds = body?.incidentIds;
+    const sinceUnixMillis = body?.sinceUnixMillis;
+    if (!Array.isArray(incidentIds) || !incidentIds.every((id) => typeof id === 'string'))
+      throw invalid(`${text}: expected a list of incident ids`);
+    if (typeof sinceUnixMillis !== 'number' || !Number.isFinite(sinceUnixMillis))
+      throw invalid(`${text}: expected sinceUnixMillis`);
+    return { type: 'parts', partition: Number(parts[1]), incidentIds, sinceUnixMillis };
+  }
   throw invalid(`unknown key ${JSON.stringify(text)}`);
+}
+
+/**
+ * The records a detector that took over `partition` publishes once caught up: each incident it
+ * holds a part of, then the list of their ids (any other part of the partition is stale).
+ */
+export function recordsOfTakeover(
+  incidents: readonly Incident[],
+  partition: number,
+  sinceUnixMillis: number,
+): IncidentRecord[] {
+  return [
+    ...incidents.map(
+      (incident): IncidentRecord => ({ type: 'incident', id: incident.id, partition, incident }),
+    ),
+    { type: 'parts', partition, incidentIds: incidents.map((incident) => incident.id), sinceUnixMillis },
+  ];
 }
 
 /** The records that publish one detector call's changes, as seen from one attempts partition. */

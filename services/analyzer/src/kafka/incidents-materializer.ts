@@ -24,7 +24,9 @@ const SCOPE_PARTS = 'kafka-scope-parts';
  *   in the detectors' partition files);
  * - incident parts are kept per (incident, partition) in the store's `incidentParts` and merged
  *   into the incident the API serves and the alerter pages for;
- * - scope report parts are summed into the report.
+ * - scope report parts are summed into the report;
+ * - a partition's list of incident ids (written when a detector takes it over) drops the parts
+ *   of that partition it does not hold, among those opened within the window it covers.
  *
  * A batch and the offset it reaches are written in one transaction: after a crash the serve role
  * continues from its own offsets (kept with the data, not in a consumer group).
@@ -92,6 +94,17 @@ export class IncidentsMaterializer {
             else scopeParts.set(record.partition, record.scope);
             scopeChanged = true;
             break;
+          case 'parts': {
+            // The partition's new owner holds parts of these incidents only, of those it can judge
+            // (incident-records.ts).
+            const held = new Set(record.incidentIds);
+            for (const { incidentId, part } of store.incidentParts.heldBy(record.partition)) {
+              if (held.has(incidentId) || part.openedUnixMillis < record.sinceUnixMillis) continue;
+              store.incidentParts.delete(incidentId, record.partition);
+              touchedIncidents.add(incidentId);
+            }
+            break;
+          }
         }
       }
       const incidents: Incident[] = [];

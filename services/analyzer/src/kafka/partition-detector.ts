@@ -4,11 +4,12 @@ import type { Detector, DetectorChanges, DetectorConfig } from '@keyscope/detect
 import { KeyscopeStore } from '@keyscope/store';
 import { ACTIVITY_RESTORE_MILLIS, restoreDetector, saveScopeState } from '../pipeline/stored-detector.ts';
 import type { AttemptsRecord } from './attempt-records.ts';
-import { type IncidentRecord, recordsOfChanges } from './incident-records.ts';
+import { type IncidentRecord, recordsOfChanges, recordsOfTakeover } from './incident-records.ts';
 
 const APPLIED = 'kafka-applied';
 const OUTBOX = 'kafka-outbox';
 const SOURCES = 'kafka-activity-sources';
+const TAKEOVER_MARGIN_MILLIS = 10 * 60_000;
 const INVALID_NONE = Object.freeze({ outcome: 0, hit: 0, scope: 0 });
 
 interface Applied {
@@ -157,6 +158,24 @@ export class PartitionDetector {
       return changes;
     }, extra);
     this.#publishedScope = scopeText;
+  }
+
+  /**
+   * Publishes, after taking the partition over and catching up, every incident part the state
+   * holds and the list of their ids, so the serve role drops parts a previous owner left behind.
+   */
+  publishTakeover(): void {
+    // What the state covers: one retry horizon back from now (a rebuild skips older records), less
+    // a margin for event times ahead of the records' timestamps.
+    const since =
+      this.#options.now() - this.#options.detectorConfig.retryHorizonMillis + TAKEOVER_MARGIN_MILLIS;
+    const none: DetectorChanges = {
+      findings: [],
+      retractedFindingIds: [],
+      incidents: [],
+      retractedIncidentIds: [],
+    };
+    this.#commit(() => none, recordsOfTakeover(this.#detector.incidents(), this.partition, since));
   }
 
   /** The outbox reached Kafka. */

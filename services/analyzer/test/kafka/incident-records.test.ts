@@ -7,6 +7,7 @@ import {
   type IncidentRecord,
   MAX_RECORD_BYTES,
   recordsOfChanges,
+  recordsOfTakeover,
 } from '../../src/kafka/incident-records.ts';
 
 /** A real finding and incident: a key executed in two node stores. */
@@ -38,6 +39,24 @@ describe('incidents topic records', () => {
       `incident/${incident.id}/7`,
     );
     expect(encodeIncidentRecord({ type: 'scope', partition: 7, scope: [] }).key).toBe('scope/7');
+    expect(
+      encodeIncidentRecord({ type: 'parts', partition: 7, incidentIds: [], sinceUnixMillis: 0 }).key,
+    ).toBe('parts/7');
+  });
+
+  it("publishes a takeover as the partition's incident parts, then the list of their ids", () => {
+    const { incident } = duplicate();
+    const records = recordsOfTakeover([incident], 5, 1_000);
+    expect(records.map((record) => encodeIncidentRecord(record).key)).toEqual([
+      `incident/${incident.id}/5`,
+      'parts/5',
+    ]);
+    expect(records[1]).toEqual({
+      type: 'parts',
+      partition: 5,
+      incidentIds: [incident.id],
+      sinceUnixMillis: 1_000,
+    });
   });
 
   it('round-trips values, and retractions as tombstones', () => {
@@ -48,6 +67,7 @@ describe('incidents topic records', () => {
       { type: 'incident', id: incident.id, partition: 2, incident },
       { type: 'incident', id: incident.id, partition: 2, incident: null },
       { type: 'scope', partition: 2, scope: [] },
+      { type: 'parts', partition: 2, incidentIds: [incident.id], sinceUnixMillis: 1_000 },
     ];
     for (const record of records) expect(roundTrip(record)).toEqual(record);
     expect(encodeIncidentRecord({ type: 'finding', id: finding.id, finding: null }).value).toBeNull();
@@ -85,6 +105,9 @@ describe('incidents topic records', () => {
       ['finding/f_other', JSON.stringify({ v: 1, finding })],
       ['incident/inc_x/1', JSON.stringify({ v: 1, incident: { id: 'inc_y' } })],
       ['scope/1', '{"v":1,"scope":{}}'],
+      ['parts/1', null],
+      ['parts/1', '{"v":1,"incidentIds":[3],"sinceUnixMillis":0}'],
+      ['parts/1', '{"v":1,"incidentIds":[]}'],
     ];
     for (const [key, value] of bad) {
       let code: string | undefined;

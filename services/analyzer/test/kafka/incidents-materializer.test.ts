@@ -77,6 +77,63 @@ describe("the serve role's copy of the incidents topic", () => {
     store.close();
   });
 
+  it("drops the parts a partition's previous owner left behind once its new owner lists what it holds", () => {
+    const alerts = { changed: [] as Incident[], retracted: [] as string[] };
+    const { store, view } = materializer(join(dir, 'takeover.db'), alerts);
+    const kept = duplicateOf('k1');
+    const stale = duplicateOf('k2');
+    const keptIncident = kept.incidents[0]!;
+    // The previous owner of partition 3 published k2's incident part under another incident id
+    // (attributed before the event that explains it was known), and was killed before moving it.
+    const staleIncident: Incident = { ...stale.incidents[0]!, id: 'inc_stale' };
+    const old: Incident = {
+      ...stale.incidents[0]!,
+      id: 'inc_old',
+      openedUnixMillis: keptIncident.openedUnixMillis - 2 * 24 * 60 * 60 * 1000,
+    };
+    view.apply(
+      'incidents',
+      0,
+      [
+        { type: 'incident', id: keptIncident.id, partition: 3, incident: keptIncident },
+        { type: 'incident', id: 'inc_stale', partition: 3, incident: staleIncident },
+        { type: 'incident', id: 'inc_old', partition: 3, incident: old },
+        { type: 'incident', id: 'inc_stale', partition: 4, incident: staleIncident },
+      ],
+      0,
+    );
+    expect(store.incidents.get('inc_stale')).toMatchObject({ keys: 2 });
+    // The new owner, caught up, holds a part of the first incident only; it can judge incidents
+    // opened within its window, which the two-day-old one was not.
+    view.apply(
+      'incidents',
+      0,
+      [
+        {
+          type: 'parts',
+          partition: 3,
+          incidentIds: [keptIncident.id],
+          sinceUnixMillis: keptIncident.openedUnixMillis - 24 * 60 * 60 * 1000,
+        },
+      ],
+      1,
+    );
+    expect(store.incidents.get(keptIncident.id)).toMatchObject({ keys: 1 });
+    expect(store.incidents.get('inc_stale')).toMatchObject({ keys: 1 });
+    expect(store.incidentParts.heldBy(3).map((held) => held.incidentId)).toEqual(
+      [keptIncident.id, 'inc_old'].sort(),
+    );
+    expect(alerts.changed.at(-1)).toMatchObject({ id: 'inc_stale', keys: 1 });
+
+    // Partition 4's new owner holds nothing: the incident that was only its part is retracted.
+    view.apply('incidents', 1, [{ type: 'parts', partition: 4, incidentIds: [], sinceUnixMillis: 0 }], 0);
+    view.apply('incidents', 0, [{ type: 'parts', partition: 3, incidentIds: [], sinceUnixMillis: 0 }], 2);
+    expect(store.incidents.get('inc_stale')).toBeUndefined();
+    expect(store.incidents.get('inc_old')).toBeUndefined();
+    expect(alerts.retracted).toEqual(['inc_stale', keptIncident.id, 'inc_old']);
+    store.close();
+  });
+
   it('continues after a restart from the offsets stored with the data', () => {
     const path = join(dir, 'offsets.db');
     const first = materializer(path, { changed: [], retracted: [] });

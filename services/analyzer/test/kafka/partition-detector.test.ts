@@ -56,6 +56,24 @@ describe('one attempts partition', () => {
     expect(detector.pending()).toEqual([]);
   });
 
+  it('publishes, on taking the partition over, every incident part it holds and then their ids', () => {
+    const detector = partitionDetector();
+    detector.apply(twice, 1);
+    detector.delivered(detector.pending().length);
+    const [incident] = detector.detector.incidents();
+    detector.publishTakeover();
+    const horizon = defaultDetectorConfig().retryHorizonMillis;
+    expect(detector.pending()).toEqual([
+      { type: 'incident', id: incident!.id, partition: 3, incident },
+      {
+        type: 'parts',
+        partition: 3,
+        incidentIds: [incident!.id],
+        sinceUnixMillis: TEST_EPOCH_UNIX_MILLIS + 60_000 - horizon + 10 * 60_000,
+      },
+    ]);
+  });
+
   it('ignores records Kafka delivers again at or below the applied offset', () => {
     const detector = partitionDetector();
     detector.apply(twice, 1);
