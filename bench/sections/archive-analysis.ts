@@ -1,4 +1,4 @@
-import { type AnalyzeOutput, runAnalyze } from '@keyscope/analyzer';
+import { type AnalyzeOutput, defaultAnalyzeThreads, runAnalyze } from '@keyscope/analyzer';
 import type { Finding } from '@keyscope/detector';
 import { decodeTraces } from '@keyscope/otlp';
 import { KEY_ONLY_SQL } from '../baselines/attempt-rows.ts';
@@ -41,12 +41,18 @@ export const archiveAnalysisSection: Section = {
     await runBatchApproach(warmupBodies, crossStoreKeysWithDuckDb);
     await runBatchApproach(warmupBodies, crossStoreKeysWithSqlite);
 
-    const rates = { analyze: [], memory: [], decode: [], protobufjs: [], duckdb: [], sqlite: [] } as Record<
-      'analyze' | 'memory' | 'decode' | 'protobufjs' | 'duckdb' | 'sqlite',
-      number[]
-    >;
+    const rates = {
+      analyze: [],
+      oneThread: [],
+      memory: [],
+      decode: [],
+      protobufjs: [],
+      duckdb: [],
+      sqlite: [],
+    } as Record<'analyze' | 'oneThread' | 'memory' | 'decode' | 'protobufjs' | 'duckdb' | 'sqlite', number[]>;
     const rate = (seconds: number) => workload.spans / seconds;
     let analyzed: AnalyzedFolder | undefined;
+    let oneThread: AnalyzedFolder | undefined;
     let memory: Finding[] = [];
     let duckdbKeys: string[] = [];
     let sqliteKeys: string[] = [];
@@ -55,6 +61,8 @@ export const archiveAnalysisSection: Section = {
     for (let i = 0; i < repetitions; i++) {
       analyzed = await analyzeFolder(dir);
       rates.analyze.push(rate(analyzed.seconds));
+      oneThread = await analyzeFolder(dir, 1);
+      rates.oneThread.push(rate(oneThread.seconds));
 
       const inMemory = detectInMemory(workload, workload.bodies.length, undefined);
       memory = inMemory.findings;
@@ -86,6 +94,10 @@ export const archiveAnalysisSection: Section = {
     const sameFindings = sameSet(
       analyzeFindings.map((finding) => finding.id),
       memory.map((finding) => finding.id),
+    );
+    const sameAsOneThread = sameSet(
+      analyzeFindings.map((finding) => finding.id),
+      (oneThread?.findings ?? []).map((finding) => finding.id),
     );
     const crossStore = analyzeFindings.filter((finding) => finding.class === 'cross_store_duplicate');
     const classOf = new Map<string, string[]>();
@@ -123,6 +135,16 @@ export const archiveAnalysisSection: Section = {
           "CLI's runAnalyze with --format json, from listing the folder to the report's last byte. " +
           'The baselines below start from the payloads already in memory (no file reading): that ' +
           'favours them',
+      },
+      {
+        section: SECTION,
+        measurement: 'keyscope analyze --threads 1',
+        value: median(rates.oneThread),
+        unit: 'spans/s',
+        ratio: { value: pairedRatio(rates.oneThread, rates.analyze), against: 'analyze' },
+        check: { ok: sameAsOneThread, what: 'the same finding ids as on every core' },
+        samples: rates.oneThread,
+        note: `everything on one thread; the row above decodes and extracts on ${defaultAnalyzeThreads() - 1} more`,
       },
       {
         section: SECTION,
@@ -233,7 +255,7 @@ interface AnalyzedFolder {
 }
 
 /** `keyscope analyze --format json DIR` in this process; the report is parsed after timing. */
-async function analyzeFolder(dir: string): Promise<AnalyzedFolder> {
+async function analyzeFolder(dir: string, threads?: number): Promise<AnalyzedFolder> {
   const chunks: string[] = [];
   const stdout: AnalyzeOutput = {
     write(text, callback) {
@@ -251,7 +273,14 @@ async function analyzeFolder(dir: string): Promise<AnalyzedFolder> {
   };
   const started = performance.now();
   const exitStatus = await runAnalyze(
-    { paths: [dir], format: 'json', mappingFile: undefined, keepGoing: false, maxRecordBytes: 64 * 2 ** 20 },
+    {
+      paths: [dir],
+      format: 'json',
+      mappingFile: undefined,
+      keepGoing: false,
+      maxRecordBytes: 64 * 2 ** 20,
+      ...(threads === undefined ? {} : { threads }),
+    },
     { stdout, stderr, stdin: process.stdin, env: {} },
   );
   const seconds = (performance.now() - started) / 1000;

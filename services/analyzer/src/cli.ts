@@ -2,7 +2,13 @@ import { realpathSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { isKeyscopeError } from '@keyscope/errors';
-import { type AnalyzeFormat, DEFAULT_MAX_RECORD_MIB, runAnalyze } from './analyze/run-analyze.ts';
+import {
+  type AnalyzeFormat,
+  DEFAULT_MAX_RECORD_MIB,
+  defaultAnalyzeThreads,
+  MAX_ANALYZE_THREADS,
+  runAnalyze,
+} from './analyze/run-analyze.ts';
 import { defaultServeConfig, envOverrides, readConfigFile, resolveServeConfig } from './config.ts';
 import { runDemo } from './demo.ts';
 import { startRoles } from './kafka/start-roles.ts';
@@ -33,7 +39,7 @@ const SERVE_USAGE = `usage: keyscope serve [--config FILE] [--role all|ingest|de
 
 Stops on SIGINT or SIGTERM after answering the requests in flight.`;
 
-const ANALYZE_USAGE = `usage: keyscope analyze [--format table|json] [--mapping FILE] [--keep-going] [--max-record-mib N] PATH…
+const ANALYZE_USAGE = `usage: keyscope analyze [--format table|json] [--mapping FILE] [--keep-going] [--max-record-mib N] [--threads N] PATH…
 
   PATH                  a file, a folder (read recursively, in sorted order) or - (JSON lines on stdin):
                           .pb     one protobuf ExportTraceServiceRequest
@@ -47,6 +53,9 @@ const ANALYZE_USAGE = `usage: keyscope analyze [--format table|json] [--mapping 
   --keep-going          report each bad record on stderr (file, byte offset, error code) and
                         analyse the rest
   --max-record-mib N    largest .pb or .json file, or JSON line, after decompression (default ${DEFAULT_MAX_RECORD_MIB})
+  --threads N           threads in all (default ${defaultAnalyzeThreads()}, this machine's cores): N − 1 decode
+                        and extract the records while one reads them and runs the detector; 1 does
+                        everything on one thread. The results are the same with any number
   -h, --help            show this help
 
 A progress line is drawn on stderr when it is a terminal. Spans go through the same engine as
@@ -121,6 +130,7 @@ const ANALYZE_OPTIONS = {
   mapping: { type: 'string' },
   'keep-going': { type: 'boolean' },
   'max-record-mib': { type: 'string' },
+  threads: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -145,6 +155,13 @@ function parseAnalyzeArgs(args: string[]) {
       `--max-record-mib must be an integer from 1 to 4096, received ${JSON.stringify(mib)}`,
     );
   }
+  const threadsText = values.threads ?? String(defaultAnalyzeThreads());
+  const threads = /^\d{1,3}$/.test(threadsText) ? Number(threadsText) : Number.NaN;
+  if (!(threads >= 1 && threads <= MAX_ANALYZE_THREADS)) {
+    throw new UsageError(
+      `--threads must be an integer from 1 to ${MAX_ANALYZE_THREADS}, received ${JSON.stringify(threadsText)}`,
+    );
+  }
   if (values.help !== true && positionals.length === 0) {
     throw new UsageError('at least one PATH is required (a file, a folder, or - for stdin)');
   }
@@ -156,6 +173,7 @@ function parseAnalyzeArgs(args: string[]) {
       mappingFile: values.mapping,
       keepGoing: values['keep-going'] === true,
       maxRecordBytes: maxRecordMib * 1024 * 1024,
+      threads,
     },
   };
 }

@@ -1,4 +1,4 @@
-export { type AnalyzeOutput, runAnalyze } from './analyze/run-analyze.ts';
+export { type AnalyzeOutput, defaultAnalyzeThreads, runAnalyze } from './analyze/run-analyze.ts';
 export {
   defaultServeConfig,
   envOverrides,

@@ -1,4 +1,5 @@
 import {
+  type CheckedAttempts,
   EARLIEST_SPAN_UNIX_MILLIS,
   extractAttempts,
   type Mapping,
@@ -62,6 +63,50 @@ export interface AnalysisOptions {
 }
 
 /**
+ * What one request's spans give the analysis: their attempts (and activity, refusals) and what the
+ * report counts of the spans themselves. Plain data, so that it can be made on another thread
+ * (extract-workers.ts) from the mapping and limits alone.
+ */
+export interface RecordExtract {
+  readonly extracted: CheckedAttempts;
+  readonly spans: number;
+  /** Event time of the earliest start and latest end among spans inside the time window; null when none. */
+  readonly firstUnixMillis: number | null;
+  readonly lastUnixMillis: number | null;
+}
+
+/** What `extractRecord` needs besides the spans, as `Analysis.extraction` gives it. */
+export interface ExtractionInputs {
+  readonly mapping: Mapping;
+  readonly limits: SpanLimits;
+}
+
+/** One request's spans as the analysis takes them, under the mapping and the time window and limits. */
+export function extractRecord(spans: readonly Span[], { mapping, limits }: ExtractionInputs): RecordExtract {
+  const extracted = extractAttempts(spans, mapping, limits);
+  let first = Number.POSITIVE_INFINITY;
+  let last = Number.NEGATIVE_INFINITY;
+  const { notBeforeUnixMillis, notAfterUnixMillis } = limits;
+  let inWindow = 0;
+  for (let i = 0; i < spans.length; i++) {
+    const span = spans[i]!;
+    const start = span.startTimeUnixMillis;
+    const end = span.endTimeUnixMillis;
+    // As extraction's time rules (span-limits.ts): a refused time says nothing about the archive.
+    if (!(start >= notBeforeUnixMillis && end <= notAfterUnixMillis && end >= start)) continue;
+    inWindow++;
+    if (start < first) first = start;
+    if (end > last) last = end;
+  }
+  return {
+    extracted,
+    spans: spans.length,
+    firstUnixMillis: inWindow > 0 ? first : null,
+    lastUnixMillis: inWindow > 0 ? last : null,
+  };
+}
+
+/**
  * The detection engine of `keyscope serve` without its store: spans → attempts (the same mapping
  * as the embedded pipeline) → a detector with an in-memory attempt log, which like serve's store
  * refuses redelivered attempts by (trace id, span id).
@@ -107,11 +152,24 @@ export class Analysis {
     this.decodeOptions = mappingDecodeOptions(mapping, 'all');
   }
 
+  /** What extracting a request's spans needs (see `extractRecord`). */
+  get extraction(): ExtractionInputs {
+    return { mapping: this.#mapping, limits: this.#limits };
+  }
+
   /** Spans of one request. */
   ingest(spans: readonly Span[]): void {
-    if (this.#finished) throw new Error('Analysis.ingest called after finish');
+    this.apply(extractRecord(spans, this.extraction));
+  }
+
+  /**
+   * One request's extract, made here or on another thread: requests must be applied in the order
+   * they were read, for the results to be those of serve over the same exports.
+   */
+  apply(record: RecordExtract): void {
+    if (this.#finished) throw new Error('Analysis.apply called after finish');
+    const extracted = record.extracted;
     // As in serve: the attempt log refuses redelivered attempts, which the detector counts.
-    const extracted = extractAttempts(spans, this.#mapping, this.#limits);
     const duplicatesBefore = this.#detector.stats().duplicateAttempts;
     for (const attempt of extracted.attempts) this.#counts.attempts[attempt.kind]++;
     const { refusedSpans } = this.#counts;
@@ -120,7 +178,7 @@ export class Analysis {
     }
     this.#counts.truncatedValues += extracted.refusals.truncatedValues;
     this.#apply(this.#detector.ingest(extracted));
-    this.#count(spans, this.#detector.stats().duplicateAttempts - duplicatesBefore, extracted.invalid);
+    this.#count(record, this.#detector.stats().duplicateAttempts - duplicatesBefore, extracted.invalid);
   }
 
   get counts(): Readonly<AnalysisCounts> {
@@ -154,30 +212,22 @@ export class Analysis {
     for (const incident of changes.incidents) this.#incidents.set(incident.id, incident);
   }
 
-  #count(spans: readonly Span[], duplicateSpans: number, invalid: Record<string, number>): void {
+  #count(record: RecordExtract, duplicateSpans: number, invalid: Record<string, number>): void {
     const counts = this.#counts;
-    counts.spans += spans.length;
+    counts.spans += record.spans;
     counts.duplicateSpans += duplicateSpans;
     for (const [reason, n] of Object.entries(invalid)) {
       if (n > 0) counts.invalidValues[reason] = (counts.invalidValues[reason] ?? 0) + n;
     }
-    let first = counts.firstSpanUnixMillis ?? Number.POSITIVE_INFINITY;
-    let last = counts.lastSpanUnixMillis ?? Number.NEGATIVE_INFINITY;
-    const { notBeforeUnixMillis, notAfterUnixMillis } = this.#limits;
-    let inWindow = 0;
-    for (let i = 0; i < spans.length; i++) {
-      const span = spans[i]!;
-      const start = span.startTimeUnixMillis;
-      const end = span.endTimeUnixMillis;
-      // As extraction's time rules (span-limits.ts): a refused time says nothing about the archive.
-      if (!(start >= notBeforeUnixMillis && end <= notAfterUnixMillis && end >= start)) continue;
-      inWindow++;
-      if (start < first) first = start;
-      if (end > last) last = end;
-    }
-    if (inWindow > 0) {
-      counts.firstSpanUnixMillis = first;
-      counts.lastSpanUnixMillis = last;
+    if (record.firstUnixMillis !== null && record.lastUnixMillis !== null) {
+      counts.firstSpanUnixMillis = Math.min(
+        counts.firstSpanUnixMillis ?? record.firstUnixMillis,
+        record.firstUnixMillis,
+      );
+      counts.lastSpanUnixMillis = Math.max(
+        counts.lastSpanUnixMillis ?? record.lastUnixMillis,
+        record.lastUnixMillis,
+      );
     }
   }
 }

@@ -1,8 +1,7 @@
-import { isKeyscopeError, KeyscopeError } from '@keyscope/errors';
-import { decodeTraces, decodeTracesJson, OTLP_JSON, type Span } from '@keyscope/otlp';
 import type { Analysis } from './analysis.ts';
-import { ANALYZE_TRUNCATED } from './analyze-errors.ts';
+import { decodeRecord, isFailure, type RecordFailure } from './decode-record.ts';
 import { type ByteCounter, decompressedChunks } from './decompressed-chunks.ts';
+import type { ExtractResult, ExtractWorkers } from './extract-workers.ts';
 import { fileChunks } from './file-chunks.ts';
 import type { InputFile } from './input-files.ts';
 import { type InputRecord, readRecords } from './record-reader.ts';
@@ -40,6 +39,8 @@ export interface AnalyzeInputsOptions {
   readonly onBadRecord: (bad: BadRecord) => void;
   /** After each record: bytes read so far over all inputs, spans decoded so far. */
   readonly onProgress?: (bytesRead: number, spans: number) => void;
+  /** Threads that decode and extract while this one reads and detects; absent: all on this thread. */
+  readonly workers?: ExtractWorkers;
 }
 
 export interface InputsOutcome {
@@ -61,6 +62,8 @@ export async function analyzeInputs(
   options: AnalyzeInputsOptions,
 ): Promise<InputsOutcome> {
   const summary: InputsSummary = { files: 0, records: 0, badRecords: 0, bytesRead: 0, analysedAny: false };
+  let stoppedAt: BadRecord | null = null;
+  const { workers } = options;
   for (const input of inputs) {
     summary.files++;
     const counter: ByteCounter = { rawBytes: 0, gzip: false };
@@ -69,63 +72,76 @@ export async function analyzeInputs(
       ? (options.stdin as AsyncIterable<Buffer>)
       : fileChunks(input.path, READ_CHUNK_BYTES);
     const chunks = decompressedChunks(raw, input.gzipSuffix, counter);
-    let clean = true;
+    const file = { clean: true };
+    // A record's outcome, in the order records were read (with threads, once its turn comes).
+    const account = (bad: BadRecord | null) => {
+      if (stoppedAt !== null) return;
+      if (bad === null) {
+        summary.records++;
+        summary.analysedAny = true;
+        options.onProgress?.(summary.bytesRead, analysis.counts.spans);
+        return;
+      }
+      summary.badRecords++;
+      file.clean = false;
+      if (!options.keepGoing) stoppedAt = bad;
+      else options.onBadRecord(bad);
+    };
     try {
       for await (const item of readRecords(input.format, chunks, options.maxRecordBytes)) {
         const decompressed = counter.gzip;
-        const bad =
-          item.kind === 'bad'
-            ? badRecord(input, item.error, item.offsetBytes, item.line, decompressed)
-            : ingest(item, input, analysis, decompressed);
         summary.bytesRead = readBefore + counter.rawBytes;
-        if (bad === null) {
-          summary.records++;
-          summary.analysedAny = true;
-          options.onProgress?.(summary.bytesRead, analysis.counts.spans);
-          continue;
+        if (item.kind === 'bad') {
+          const bad = badRecord(input, item.error, item.offsetBytes, item.line, decompressed);
+          // Records handed to threads before it come first.
+          if (workers === undefined) account(bad);
+          else await workers.submitOutcome(() => account(bad));
+        } else if (workers === undefined) {
+          account(ingest(item, input, analysis, decompressed));
+        } else {
+          await workers.submit(item, (result) => {
+            if (stoppedAt === null) account(applied(result, item, input, analysis, decompressed));
+          });
         }
-        summary.badRecords++;
-        clean = false;
-        if (!options.keepGoing) return { summary, stoppedAt: bad };
-        options.onBadRecord(bad);
+        if (stoppedAt !== null) break;
       }
+      await workers?.drain();
     } finally {
       summary.bytesRead = readBefore + counter.rawBytes;
       // Closes the file when its records were not read to the end.
       if (!input.stdin) await (raw as AsyncGenerator<Buffer>).return(undefined);
     }
-    if (clean) summary.analysedAny = true;
+    if (stoppedAt !== null) return { summary, stoppedAt };
+    if (file.clean) summary.analysedAny = true;
   }
   return { summary, stoppedAt: null };
 }
 
-/** Decodes and analyses one record; the bad record when it does not decode. */
+/** Decodes and analyses one record on this thread; the bad record when it does not decode. */
 function ingest(
   record: InputRecord,
   input: InputFile,
   analysis: Analysis,
   decompressed: boolean,
 ): BadRecord | null {
-  let spans: Span[];
-  try {
-    spans =
-      record.encoding === 'protobuf'
-        ? decodeTraces(record.bytes, analysis.decodeOptions)
-        : decodeTracesJson(record.bytes, analysis.decodeOptions);
-  } catch (error) {
-    if (!isKeyscopeError(error)) throw error;
-    // The Collector ends every line with \n: a last line without one that is not even JSON was cut.
-    const cut = record.unterminated && error.code === OTLP_JSON.code && error.cause instanceof SyntaxError;
-    const reported = cut
-      ? new KeyscopeError(
-          ANALYZE_TRUNCATED,
-          `the last line must be a complete JSON record, received one cut short without a newline (${error.message})`,
-          { cause: error },
-        )
-      : error;
-    return badRecord(input, reported, record.offsetBytes, record.line, decompressed, record.encoding);
-  }
-  analysis.ingest(spans);
+  const decoded = decodeRecord(record, analysis.decodeOptions);
+  if (isFailure(decoded))
+    return badRecord(input, decoded, record.offsetBytes, record.line, decompressed, record.encoding);
+  analysis.ingest(decoded);
+  return null;
+}
+
+/** Applies one record a thread extracted; the bad record when it did not decode. */
+function applied(
+  result: ExtractResult,
+  record: InputRecord,
+  input: InputFile,
+  analysis: Analysis,
+  decompressed: boolean,
+): BadRecord | null {
+  if ('failure' in result)
+    return badRecord(input, result.failure, record.offsetBytes, record.line, decompressed, record.encoding);
+  analysis.apply(result.extract);
   return null;
 }
 
@@ -134,7 +150,7 @@ const DECODER_OFFSET = / \((?:span )?at byte (\d+)\)$/;
 
 function badRecord(
   input: InputFile,
-  error: KeyscopeError,
+  error: RecordFailure,
   offsetBytes: number,
   line: number | null,
   decompressed: boolean,

@@ -1,9 +1,11 @@
 import { readFile } from 'node:fs/promises';
+import { availableParallelism } from 'node:os';
 import { defaultMapping, loadMapping, type Mapping } from '@keyscope/attempts';
 import { type DetectorConfig, defaultDetectorConfig } from '@keyscope/detector';
 import { Analysis } from './analysis.ts';
 import { ANALYZE_INPUT_UNREADABLE, ANALYZE_NO_INPUT } from './analyze-errors.ts';
 import { analyzeInputs, type BadRecord, describeBadRecord } from './analyze-inputs.ts';
+import { ExtractWorkers } from './extract-workers.ts';
 import { listInputs, type SkippedPath } from './input-files.ts';
 import { analysisJson } from './json-report.ts';
 import { createProgressMeter } from './progress-meter.ts';
@@ -20,9 +22,17 @@ export interface AnalyzeOptions {
   readonly keepGoing: boolean;
   /** Largest .pb/.json file or JSON line, after decompression. */
   readonly maxRecordBytes: number;
+  /** Threads in all: 1 decodes, extracts and detects on this one; N > 1 decodes and extracts on N − 1 more. */
+  readonly threads?: number;
 }
 
 export const DEFAULT_MAX_RECORD_MIB = 64;
+export const MAX_ANALYZE_THREADS = 64;
+
+/** One thread per core. */
+export function defaultAnalyzeThreads(): number {
+  return Math.min(availableParallelism(), MAX_ANALYZE_THREADS);
+}
 
 export const ANALYZE_EXIT = Object.freeze({ ran: 0, unreadable: 1, usage: 2 });
 
@@ -85,9 +95,12 @@ export async function runAnalyze(options: AnalyzeOptions, io: AnalyzeIo): Promis
     ? null
     : listing.inputs.reduce((sum, input) => sum + (input.sizeBytes ?? 0), 0);
   const progress = createProgressMeter(io.stderr, totalBytes);
+  const threads = options.threads ?? defaultAnalyzeThreads();
+  const workers = threads > 1 ? new ExtractWorkers(threads - 1, analysis.extraction) : undefined;
   let outcome: Awaited<ReturnType<typeof analyzeInputs>>;
   try {
     outcome = await analyzeInputs(listing.inputs, analysis, {
+      workers,
       keepGoing: options.keepGoing,
       maxRecordBytes: options.maxRecordBytes,
       stdin: io.stdin,
@@ -99,6 +112,7 @@ export async function runAnalyze(options: AnalyzeOptions, io: AnalyzeIo): Promis
     });
   } finally {
     progress.finish();
+    await workers?.close();
   }
   if (outcome.stoppedAt !== null) return stop(outcome.stoppedAt, say);
   if (!outcome.summary.analysedAny) {

@@ -43,6 +43,7 @@ async function analyze(
       mappingFile: options.mappingFile,
       keepGoing: options.keepGoing ?? false,
       maxRecordBytes: options.maxRecordBytes ?? 64 * 1024 * 1024,
+      ...(options.threads === undefined ? {} : { threads: options.threads }),
     },
     {
       stdout: output((text) => (stdout += text), options.stdoutTTY ?? false),
@@ -188,6 +189,29 @@ describe('keyscope analyze input formats', () => {
     const run = await analyze(['-'], { stdin: gzipSync(jsonLines(failover.requests)) });
     expect(run.code).toBe(0);
     expect(findingKeys(run)).toEqual(failover.truthKeys);
+  });
+
+  it('reports the same on one thread as on four, bad records and where it stops included', async () => {
+    const dir = temporaryFolder();
+    failover.requests.forEach((request, i) => {
+      writeInput(join(dir, `r-${String(i).padStart(2, '0')}.pb`), protobufRequest(request));
+    });
+    // A cut request between good ones, and JSON lines with a bad line among good ones.
+    writeInput(join(dir, 'r-05-cut.pb'), protobufRequest(failover.requests[5]!).subarray(0, 40));
+    const lines = jsonLines(failover.requests.slice(0, 4)).split('\n');
+    lines.splice(2, 0, '{"resourceSpans": 7}');
+    writeInput(join(dir, 'r-07.jsonl'), lines.join('\n'));
+    for (const keepGoing of [true, false]) {
+      for (const format of ['json', 'table'] as const) {
+        const one = await analyze([dir], { keepGoing, format, threads: 1 });
+        const four = await analyze([dir], { keepGoing, format, threads: 4 });
+        expect(four).toEqual(one);
+        expect(one.code).toBe(keepGoing ? 0 : 1);
+      }
+    }
+    const kept = await analyze([dir], { keepGoing: true, threads: 4 });
+    expect(kept.stderr.match(/skipping/g)).toHaveLength(2);
+    expect(findingKeys(kept).length).toBeGreaterThan(0);
   });
 
   it('reads each file once when it is named twice', async () => {

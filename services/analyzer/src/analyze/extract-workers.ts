@@ -1,0 +1,160 @@
+import { Worker } from 'node:worker_threads';
+import type { ExtractionInputs, RecordExtract } from './analysis.ts';
+import type { RecordFailure } from './decode-record.ts';
+import type { InputRecord } from './record-reader.ts';
+
+/** A request handed to an extraction thread; its bytes are a copy the thread owns. */
+export interface ExtractTask {
+  readonly sequence: number;
+  readonly encoding: InputRecord['encoding'];
+  readonly bytes: Uint8Array;
+  readonly unterminated: boolean;
+}
+
+export type ExtractReply =
+  | { readonly sequence: number; readonly extract: RecordExtract }
+  | { readonly sequence: number; readonly failure: RecordFailure }
+  /** A bug, not a bad record: the run stops with it. */
+  | { readonly sequence: number; readonly crash: string };
+
+/** What a record became: its extract, or why it did not decode. */
+export type ExtractResult = { readonly extract: RecordExtract } | { readonly failure: RecordFailure };
+
+/** Requests handed out per thread before `submit` waits: bounds memory to a few records per thread. */
+const IN_FLIGHT_PER_THREAD = 4;
+/** The result of `submitOutcome`, which no thread makes. */
+const NOTHING: ExtractResult = Object.freeze({ failure: { code: '', message: '' } });
+
+/**
+ * Threads that decode requests and extract their attempts for `keyscope analyze`, while the main
+ * thread reads the files and runs the one detector. Results come back in any order and are handed
+ * to `done` in the order the records were submitted, so the detector sees exactly the sequence one
+ * thread would: the same findings, incidents and ids.
+ */
+export class ExtractWorkers {
+  readonly #workers: Worker[];
+  readonly #waiting = new Map<number, (result: ExtractResult) => void>();
+  readonly #arrived = new Map<number, ExtractResult>();
+  #submitted = 0;
+  #delivered = 0;
+  #failure: Error | undefined;
+  #wake: (() => void) | undefined;
+  #closing = false;
+
+  constructor(threads: number, inputs: ExtractionInputs) {
+    const tsx = import.meta.resolve('tsx/esm/api');
+    const entry = new URL('./extract-worker.ts', import.meta.url).href;
+    // The CLI is TypeScript run through tsx: each thread registers it before loading its entry.
+    const bootstrap = `import(${JSON.stringify(tsx)}).then(({ register }) => { register(); return import(${JSON.stringify(entry)}); });`;
+    this.#workers = Array.from({ length: threads }, () => {
+      const worker = new Worker(bootstrap, { eval: true, workerData: inputs });
+      worker.on('message', (reply: ExtractReply) => this.#arrive(reply));
+      worker.on('error', (error) => this.#fail(error));
+      worker.on('exit', (code) => {
+        if (code !== 0 && !this.#closing)
+          this.#fail(new Error(`an extraction thread exited with code ${code}`));
+      });
+      return worker;
+    });
+  }
+
+  get threads(): number {
+    return this.#workers.length;
+  }
+
+  /**
+   * Hands `record` to the next thread; resolves once another may be submitted. `done` is called
+   * with its result after those of every record submitted before it.
+   */
+  async submit(record: InputRecord, done: (result: ExtractResult) => void): Promise<void> {
+    this.#check();
+    const sequence = this.#submitted++;
+    this.#waiting.set(sequence, done);
+    const bytes = new Uint8Array(record.bytes);
+    const task: ExtractTask = {
+      sequence,
+      encoding: record.encoding,
+      bytes,
+      unterminated: record.unterminated,
+    };
+    this.#workers[sequence % this.#workers.length]!.postMessage(task, [bytes.buffer]);
+    while (this.#submitted - this.#delivered >= IN_FLIGHT_PER_THREAD * this.#workers.length)
+      await this.#sleep();
+  }
+
+  /** Calls `done` in its turn among the records submitted, without handing anything to a thread. */
+  async submitOutcome(done: () => void): Promise<void> {
+    this.#check();
+    const sequence = this.#submitted++;
+    this.#waiting.set(sequence, done);
+    this.#arrived.set(sequence, NOTHING);
+    this.#deliver();
+  }
+
+  /** Resolves once every submitted record's `done` was called. */
+  async drain(): Promise<void> {
+    while (this.#delivered < this.#submitted) await this.#sleep();
+    this.#check();
+  }
+
+  async close(): Promise<void> {
+    this.#closing = true;
+    await Promise.all(this.#workers.map((worker) => worker.terminate()));
+  }
+
+  #arrive(reply: ExtractReply): void {
+    if ('crash' in reply) {
+      this.#fail(new Error(`an extraction thread failed: ${reply.crash}`));
+      return;
+    }
+    this.#arrived.set(
+      reply.sequence,
+      'extract' in reply ? { extract: reply.extract } : { failure: reply.failure },
+    );
+    this.#deliver();
+  }
+
+  /** Hands every result whose turn has come to its `done`. */
+  #deliver(): void {
+    for (
+      let next = this.#arrived.get(this.#delivered);
+      next !== undefined;
+      next = this.#arrived.get(this.#delivered)
+    ) {
+      const sequence = this.#delivered;
+      const done = this.#waiting.get(sequence)!;
+      this.#arrived.delete(sequence);
+      this.#waiting.delete(sequence);
+      this.#delivered++;
+      try {
+        done(next);
+      } catch (error) {
+        this.#fail(error as Error);
+        return;
+      }
+    }
+    this.#wakeUp();
+  }
+
+  #fail(error: Error): void {
+    this.#failure ??= error;
+    this.#wakeUp();
+  }
+
+  #check(): void {
+    if (this.#failure !== undefined) throw this.#failure;
+  }
+
+  #sleep(): Promise<void> {
+    this.#check();
+    return new Promise<void>((resolve) => {
+      this.#wake = resolve;
+    }).then(() => this.#check());
+  }
+
+  #wakeUp(): void {
+    const wake = this.#wake;
+    this.#wake = undefined;
+    wake?.();
+  }
+}
