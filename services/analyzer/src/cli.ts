@@ -10,7 +10,7 @@ import {
   runAnalyze,
 } from './analyze/run-analyze.ts';
 import { defaultServeConfig, envOverrides, readConfigFile, resolveServeConfig } from './config.ts';
-import { runDemo } from './demo.ts';
+import { DEMO_DB_PATH, runDemo } from './demo.ts';
 import { startRoles } from './kafka/start-roles.ts';
 import { consoleLogger } from './logger.ts';
 
@@ -25,19 +25,40 @@ commands:
 
 'keyscope <command> --help' shows a command's options.`;
 
+const DEFAULTS = defaultServeConfig();
+
 const SERVE_USAGE = `usage: keyscope serve [--config FILE] [--role all|ingest|detect|serve] [--api-port N] [--otlp-http-port N] [--otlp-grpc-port N] [--db PATH]
 
   --config FILE         YAML or JSON configuration (or KEYSCOPE_CONFIG); KEYSCOPE_* variables
                         override it, flags override both (docs/configuration.md)
-  --role ROLE           all (default; without kafka.brokers the embedded service), or one part of
+  --role ROLE           ${DEFAULTS.role} (default; without kafka.brokers the embedded service), or one part of
                         the scaled mode: ingest, detect or serve (docs/scaling.md)
-  --api-port N          port of the HTTP API and web page (0 picks a free port)
-  --otlp-http-port N    OTLP/HTTP receiver port, default 4318 (0 picks a free port)
-  --otlp-grpc-port N    OTLP/gRPC receiver port, default 4317 (0 picks a free port)
-  --db PATH             SQLite database file
+  --api-port N          HTTP API, web page and API reference (/docs) on ${DEFAULTS.api.host},
+                        default ${DEFAULTS.api.port} (0 picks a free port)
+  --otlp-http-port N    OTLP/HTTP receiver on ${DEFAULTS.otlp.http.host}, default ${DEFAULTS.otlp.http.port} (0 picks a free port)
+  --otlp-grpc-port N    OTLP/gRPC receiver on ${DEFAULTS.otlp.grpc.host}, default ${DEFAULTS.otlp.grpc.port} (0 picks a free port)
+  --db PATH             SQLite database file, default ${DEFAULTS.db.path} (:memory: keeps nothing)
   -h, --help            show this help
 
 Stops on SIGINT or SIGTERM after answering the requests in flight.`;
+
+const DEMO_USAGE = `usage: keyscope demo [--keep] [--db PATH] [--api-port N] [--otlp-http-port N] [--otlp-grpc-port N] [--config FILE]
+
+Starts the embedded service as 'keyscope serve' does, then sends it a few minutes of simulated
+checkout → payments traffic over OTLP/HTTP: payments nodes with node-local dedup stores fail,
+clients retry with the same idempotency key on another node, and some keys execute twice. It
+prints the incidents keyscope opened and where to look at them (web page, API), then keeps
+serving until Ctrl-C.
+
+  --db PATH             SQLite database file, default ${DEMO_DB_PATH}, emptied at start unless --keep;
+                        any other file is used as it is (:memory: keeps nothing)
+  --keep                keep what earlier demos left in ${DEMO_DB_PATH}
+  --api-port N          web page, HTTP API and API reference (/docs) on ${DEFAULTS.api.host},
+                        default ${DEFAULTS.api.port} (0 picks a free port)
+  --otlp-http-port N    OTLP/HTTP receiver, default ${DEFAULTS.otlp.http.port} (0 picks a free port)
+  --otlp-grpc-port N    OTLP/gRPC receiver, default ${DEFAULTS.otlp.grpc.port} (0 picks a free port)
+  --config FILE         as for serve (docs/configuration.md)
+  -h, --help            show this help`;
 
 const ANALYZE_USAGE = `usage: keyscope analyze [--format table|json] [--mapping FILE] [--keep-going] [--max-record-mib N] [--threads N] PATH…
 
@@ -71,12 +92,14 @@ class UsageError extends Error {
 
 interface ServeArgs {
   readonly help: boolean;
+  /** demo only: `--keep`. */
+  readonly keep: boolean;
   readonly configFile: string | undefined;
   /** A partial config for `resolveServeConfig`, from the flags given. */
   readonly overrides: Record<string, unknown>;
 }
 
-function parseServeArgs(args: string[]): ServeArgs {
+function parseServeArgs(args: string[], mode: 'serve' | 'demo'): ServeArgs {
   let values: Record<string, string | boolean | undefined>;
   try {
     ({ values } = parseArgs({
@@ -86,6 +109,7 @@ function parseServeArgs(args: string[]): ServeArgs {
       options: {
         config: { type: 'string' },
         role: { type: 'string' },
+        keep: { type: 'boolean' },
         'api-port': { type: 'string' },
         'otlp-http-port': { type: 'string' },
         'otlp-grpc-port': { type: 'string' },
@@ -97,6 +121,9 @@ function parseServeArgs(args: string[]): ServeArgs {
     // parseArgs names the offending flag: "Unknown option '--prot'", "Option '--db <value>' argument missing".
     throw new UsageError((error as Error).message);
   }
+  // The demo runs the embedded service, on a database of its own: no role, and --keep for that database.
+  const foreign = mode === 'serve' ? 'keep' : 'role';
+  if (values[foreign] !== undefined) throw new UsageError(`--${foreign} is not a ${mode} option`);
   const port = (flag: string) => {
     const value = values[flag] as string | undefined;
     if (value === undefined) return undefined;
@@ -114,6 +141,7 @@ function parseServeArgs(args: string[]): ServeArgs {
   const dbPath = text('db');
   return {
     help: values.help === true,
+    keep: values.keep === true,
     configFile: text('config'),
     overrides: {
       // resolveServeConfig names the accepted roles when the value is not one.
@@ -193,16 +221,15 @@ async function analyze(args: string[]): Promise<number> {
 }
 
 async function serve(args: string[], mode: 'serve' | 'demo'): Promise<number> {
-  const parsed = parseServeArgs(args);
+  const parsed = parseServeArgs(args, mode);
   if (parsed.help) {
-    process.stdout.write(
-      `${mode === 'serve' ? SERVE_USAGE : SERVE_USAGE.replace('keyscope serve', 'keyscope demo')}\n`,
-    );
+    process.stdout.write(`${mode === 'serve' ? SERVE_USAGE : DEMO_USAGE}\n`);
     return 0;
   }
   // Defaults < config file < KEYSCOPE_* environment < flags.
+  const defaults = mode === 'serve' ? DEFAULTS : resolveServeConfig({ db: { path: DEMO_DB_PATH } });
   const configFile = parsed.configFile ?? process.env.KEYSCOPE_CONFIG;
-  const fromFile = configFile ? resolveServeConfig(await readConfigFile(configFile)) : defaultServeConfig();
+  const fromFile = configFile ? resolveServeConfig(await readConfigFile(configFile), defaults) : defaults;
   const fromEnv = resolveServeConfig(envOverrides(process.env), fromFile);
   const config = resolveServeConfig(parsed.overrides, fromEnv);
   // Listening for signals before the listeners start: a SIGTERM during startup still stops cleanly.
@@ -210,7 +237,10 @@ async function serve(args: string[], mode: 'serve' | 'demo'): Promise<number> {
     process.once('SIGINT', resolve);
     process.once('SIGTERM', resolve);
   });
-  const running = mode === 'serve' ? await startRoles(config) : await runDemo(config, consoleLogger);
+  const running =
+    mode === 'serve'
+      ? await startRoles(config)
+      : await runDemo(config, consoleLogger, { fresh: config.db.path === DEMO_DB_PATH && !parsed.keep });
   // A role whose Kafka consumer stopped for good exits 1, for its supervisor to restart it.
   const stopped = 'failed' in running ? running.failed : new Promise<never>(() => {});
   const signal = await Promise.race([signalled, stopped]);
@@ -218,8 +248,10 @@ async function serve(args: string[], mode: 'serve' | 'demo'): Promise<number> {
   const forceExit = () => process.exit(1);
   process.once('SIGINT', forceExit);
   process.once('SIGTERM', forceExit);
-  process.stderr.write(`keyscope: ${signal}, stopping\n`);
+  // Stopping on a signal is the normal end: said on stdout, with the other progress lines.
+  consoleLogger.info(`keyscope: ${signal}, stopping`);
   await running.stop();
+  consoleLogger.info('keyscope: stopped');
   return 0;
 }
 

@@ -89,8 +89,9 @@ export async function startServe(
     });
     stops.push(() => store.close());
     // Started before the first request rather than during it: the thread's start is tens of
-    // milliseconds of CPU that the first requests would otherwise share a core with.
-    if (!(await store.backgroundCheckpointsStarted)) {
+    // milliseconds of CPU that the first requests would otherwise share a core with. An in-memory
+    // database has no WAL file to checkpoint, and so no thread.
+    if (!(await store.backgroundCheckpointsStarted) && store.checkpointsInBackground) {
       logger.error(
         `the WAL checkpoint thread did not start on ${config.db.path} (it failed, or could not open the file): commits checkpoint on their own, and stall while they do`,
       );

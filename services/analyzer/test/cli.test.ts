@@ -1,11 +1,13 @@
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { encodeTraces } from '@keyscope/otlp';
 import { span } from '@keyscope/testkit';
 import { afterEach, describe, expect, it } from 'vitest';
+import { defaultServeConfig } from '../src/config.ts';
+import { DEMO_DB_PATH } from '../src/demo.ts';
 
 const repositoryRoot = fileURLToPath(new URL('../../../', import.meta.url));
 const CLI = 'services/analyzer/src/cli.ts';
@@ -28,7 +30,19 @@ function keyscope(...args: string[]): Child {
     args[0] === 'serve' && !args.includes('--db')
       ? ['--db', join(mkdtempSync(join(tmpdir(), 'keyscope-cli-')), 'k.db')]
       : [];
-  const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...args, ...db], { cwd: repositoryRoot });
+  return track(spawn(process.execPath, ['--import', 'tsx', CLI, ...args, ...db], { cwd: repositoryRoot }));
+}
+
+/** The CLI run from `cwd`, where its relative paths (the demo's database) resolve. */
+function keyscopeIn(cwd: string, ...args: string[]): Child {
+  return track(
+    spawn(process.execPath, ['--import', import.meta.resolve('tsx'), join(repositoryRoot, CLI), ...args], {
+      cwd,
+    }),
+  );
+}
+
+function track(child: ChildProcessWithoutNullStreams): Child {
   let stdout = '';
   let stderr = '';
   child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
@@ -56,6 +70,157 @@ async function waitForLines(
     `keyscope did not print ${patterns.join(', ')}; stdout: ${child.stdout()} stderr: ${child.stderr()}`,
   );
 }
+
+const FREE_PORTS = ['--api-port', '0', '--otlp-http-port', '0', '--otlp-grpc-port', '0'];
+
+describe('keyscope serve and demo --help', () => {
+  it('shows the defaults of serve: ports, hosts and database', async () => {
+    const defaults = defaultServeConfig();
+    const child = keyscope('serve', '--help');
+    expect(await child.exited).toBe(0);
+    const help = child.stdout();
+    expect(help).toMatch(/^usage: keyscope serve /);
+    expect(help).toMatch(new RegExp(`--api-port N .*${defaults.api.host},\\s+default ${defaults.api.port} `));
+    expect(help).toContain(
+      `--otlp-http-port N    OTLP/HTTP receiver on ${defaults.otlp.http.host}, default ${defaults.otlp.http.port} `,
+    );
+    expect(help).toContain(
+      `--otlp-grpc-port N    OTLP/gRPC receiver on ${defaults.otlp.grpc.host}, default ${defaults.otlp.grpc.port} `,
+    );
+    expect(help).toContain(`--db PATH             SQLite database file, default ${defaults.db.path} `);
+    expect(help).toContain('--role ROLE           all (default;');
+  });
+
+  it('describes the demo in its own text, with its own database and --keep', async () => {
+    const child = keyscope('demo', '--help');
+    expect(await child.exited).toBe(0);
+    const help = child.stdout();
+    expect(help).toMatch(/^usage: keyscope demo /);
+    expect(help).toContain('simulated');
+    expect(help).toContain(`default ${DEMO_DB_PATH}, emptied at start unless --keep`);
+    expect(help).toContain('--keep');
+    expect(help).not.toContain('--role');
+    expect(help).not.toContain('keyscope serve [');
+  });
+
+  it('refuses --role for the demo and --keep for serve, naming the flag', async () => {
+    const demo = keyscope('demo', '--role', 'ingest');
+    const serve = keyscope('serve', '--keep');
+    expect([await demo.exited, await serve.exited]).toEqual([2, 2]);
+    expect(demo.stderr()).toContain('--role is not a demo option');
+    expect(serve.stderr()).toContain('--keep is not a serve option');
+  });
+});
+
+describe('stopping keyscope', () => {
+  it('stops serve on SIGINT with exit status 0 and nothing on stderr', async () => {
+    const child = keyscope('serve', ...FREE_PORTS);
+    await waitForLines(child, [/^otlp-grpc listening on /m]);
+    child.process.kill('SIGINT');
+    expect(await child.exited).toBe(0);
+    expect(child.stdout()).toMatch(/^keyscope: SIGINT, stopping\nkeyscope: stopped\n$/m);
+    expect(child.stderr()).toBe('');
+  });
+
+  it('exits 0 when Ctrl-C reaches the whole process group of the pnpm script, shell included', async () => {
+    // pnpm runs a script as `sh -c '<script> <arguments>'`; a terminal's Ctrl-C signals every
+    // process of the foreground group, the shell as much as keyscope.
+    const manifest = JSON.parse(readFileSync(join(repositoryRoot, 'package.json'), 'utf8'));
+    const db = join(mkdtempSync(join(tmpdir(), 'keyscope-cli-')), 'k.db');
+    const child = track(
+      spawn('sh', ['-c', `${manifest.scripts.keyscope} serve --db ${db} ${FREE_PORTS.join(' ')}`], {
+        cwd: repositoryRoot,
+        detached: true,
+      }),
+    );
+    await waitForLines(child, [/^otlp-grpc listening on /m]);
+    const signalled = new Promise<NodeJS.Signals | null>((resolve) =>
+      child.process.on('exit', (_code, signal) => resolve(signal)),
+    );
+    process.kill(-child.process.pid!, 'SIGINT');
+    expect(await child.exited).toBe(0);
+    expect(await signalled).toBeNull();
+    expect(child.stderr()).toBe('');
+  });
+
+  it('stops the demo on SIGINT with exit status 0 and nothing on stderr', async () => {
+    const child = keyscopeIn(mkdtempSync(join(tmpdir(), 'keyscope-demo-')), 'demo', ...FREE_PORTS);
+    await waitForLines(child, [/keeps serving; Ctrl-C stops it$/m]);
+    child.process.kill('SIGINT');
+    expect(await child.exited).toBe(0);
+    expect(child.stderr()).toBe('');
+  });
+});
+
+describe('keyscope serve --db :memory:', () => {
+  it('runs and stops without a word on stderr', async () => {
+    const child = keyscope('serve', '--db', ':memory:', ...FREE_PORTS);
+    const [api] = await waitForLines(child, [/^api listening on (\S+)$/m, /^otlp-grpc listening on /m]);
+    expect((await fetch(`${api![1]}/readyz`)).status).toBe(200);
+    child.process.kill('SIGTERM');
+    expect(await child.exited).toBe(0);
+    expect(child.stderr()).toBe('');
+  });
+});
+
+describe('keyscope demo', () => {
+  /**
+   * Runs the demo in `cwd` until it serves: its database line, the incidents it listed, and how
+   * many open incidents were already acknowledged; then acknowledges one, for the next run to find
+   * if it keeps the database.
+   */
+  async function demo(cwd: string, ...args: string[]) {
+    const child = keyscopeIn(cwd, 'demo', ...FREE_PORTS, ...args);
+    const [database, opened, api] = await waitForLines(child, [
+      /^demo: database (.*)$/m,
+      /keyscope opened (\d+) incidents/,
+      /^demo: the web page: +(\S+)\/$/m,
+    ]);
+    await waitForLines(child, [/keeps serving/]);
+    const response = await fetch(`${api![1]}/api/v1/incidents?status=open&limit=500`);
+    const { items } = (await response.json()) as { items: { id: string; acknowledged: boolean }[] };
+    const ack = await fetch(`${api![1]}/api/v1/incidents/${items[0]!.id}/ack`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{}',
+    });
+    expect(ack.status).toBe(200);
+    child.process.kill('SIGINT');
+    expect(await child.exited).toBe(0);
+    return {
+      database: database![1],
+      listed: Number(opened![1]),
+      acknowledged: items.filter((item) => item.acknowledged).length,
+    };
+  }
+
+  it('starts from an empty keyscope-demo.db of its own each run, keeps it with --keep, and uses --db as it is', async () => {
+    const cwd = mkdtempSync(join(tmpdir(), 'keyscope-demo-'));
+    writeFileSync(join(cwd, 'keyscope.db'), "serve's database, which the demo leaves alone");
+
+    const first = await demo(cwd);
+    expect(first).toMatchObject({
+      database: `${DEMO_DB_PATH}, emptied at start (--keep keeps it)`,
+      acknowledged: 0,
+    });
+    expect(first.listed).toBeGreaterThan(0);
+    // The incident the first run acknowledged is gone.
+    expect(await demo(cwd)).toEqual(first);
+    expect(await demo(cwd, '--keep')).toMatchObject({
+      database: `${DEMO_DB_PATH}, kept as an earlier run left it`,
+      acknowledged: 1,
+    });
+
+    expect(await demo(cwd, '--db', 'mine.db')).toMatchObject({ database: 'mine.db, new', acknowledged: 0 });
+    expect(await demo(cwd, '--db', 'mine.db')).toMatchObject({
+      database: 'mine.db, kept as an earlier run left it',
+      acknowledged: 1,
+    });
+    expect(readFileSync(join(cwd, 'keyscope.db'), 'utf8')).toBe(
+      "serve's database, which the demo leaves alone",
+    );
+  }, 120_000);
+});
 
 describe('keyscope CLI', () => {
   it('serves on the ports it picked, accepts a payload, and exits 0 on SIGTERM', async () => {

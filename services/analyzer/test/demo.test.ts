@@ -1,22 +1,30 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveServeConfig } from '../src/config.ts';
-import { runDemo } from '../src/demo.ts';
+import { DEMO_DB_PATH, runDemo } from '../src/demo.ts';
 import type { RunningService } from '../src/serve.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'keyscope-demo-'));
+const path = join(dir, DEMO_DB_PATH);
 let service: RunningService | undefined;
 const lines: string[] = [];
 
 beforeAll(async () => {
+  // What an earlier run could have left: were it opened, startup would refuse it as damaged.
+  writeFileSync(path, 'not a database');
+  writeFileSync(`${path}-wal`, 'not a WAL');
   const config = resolveServeConfig({
     api: { port: 0 },
-    db: { path: join(dir, 'demo.db') },
+    db: { path },
     otlp: { http: { port: 0 }, grpc: { port: 0 } },
   });
-  service = await runDemo(config, { info: (line) => lines.push(line), error: (line) => lines.push(line) });
+  service = await runDemo(
+    config,
+    { info: (line) => lines.push(line), error: (line) => lines.push(line) },
+    { fresh: true },
+  );
 }, 60_000);
 
 afterAll(async () => {
@@ -25,13 +33,14 @@ afterAll(async () => {
 });
 
 /**
- * The lines as the README shows them: on the default ports, with the incident id (derived from
- * the failure's time, so different in every run) left out.
+ * The lines as the README shows them: on the default ports, in the working directory, with the
+ * incident id (derived from the failure's time, so different in every run) left out.
  */
 function asInReadme(text: readonly string[]): string[] {
   const { addresses } = service!;
   return text.map((line) =>
     line
+      .replaceAll(path, DEMO_DB_PATH)
       .replaceAll(`127.0.0.1:${addresses.api.port}`, '127.0.0.1:8080')
       .replaceAll(`127.0.0.1:${addresses.otlpHttp.port}`, '127.0.0.1:4318')
       .replaceAll(`127.0.0.1:${addresses.otlpGrpc.port}`, '127.0.0.1:4317')
@@ -61,6 +70,11 @@ describe('keyscope demo', () => {
       expect(incident.openedUnixMillis).toBeGreaterThanOrEqual(incident.routingEvent!.startUnixMillis);
       expect(incident.openedUnixMillis).toBeLessThan(incident.routingEvent!.endUnixMillis);
     }
+  });
+
+  it('empties the database an earlier run left, and says so first', () => {
+    expect(lines[0]).toBe(`demo: database ${path}, emptied at start (--keep keeps it)`);
+    expect(service!.store.incidents.list({}, { limit: 50 }).items.length).toBeGreaterThan(0);
   });
 
   it('prints what the README says it prints', () => {

@@ -7,6 +7,7 @@ import { webRoutes } from '../web/web-routes.ts';
 import { API_BAD_PARAMETER, API_FORBIDDEN, API_NOT_FOUND } from './api-errors.ts';
 import { type ApiToken, createAuthenticator, type Principal, requireAdmin } from './auth.ts';
 import { createCrossSiteGuard } from './cross-site.ts';
+import { docsRoutes } from './docs-routes.ts';
 import {
   API_BODY_LIMIT_BYTES,
   clientErrorHandler,
@@ -17,7 +18,7 @@ import {
   PATH_PARAMETER_MAX_CHARS,
 } from './error-handler.ts';
 import { acceptJsonBodies } from './json-body.ts';
-import { buildOpenApi, type RouteDoc } from './openapi.ts';
+import type { RouteDoc } from './openapi.ts';
 import { presentAttempt, presentFinding, presentIncident } from './present.ts';
 import { incidentForList, incidentPart, tenantOwnsIncident } from './tenant-view.ts';
 
@@ -83,7 +84,7 @@ const ERROR_BODY = {
 
 /**
  * The HTTP API of docs/design.md's "Contracts": findings, incidents (ack/resolve), key lookup, scope
- * report, health and metrics, and the OpenAPI document at /docs. Every input is validated by its
+ * report, health and metrics, and the OpenAPI document (docs-routes.ts). Every input is validated by its
  * JSON schema; every refusal, fastify's own included, is `{ error: { code, message } }` with the
  * code's status (error-handler.ts). Without tokens it refuses cross-site use (cross-site.ts); a
  * tenant-scoped token sees and acts on its own tenant's part only (tenant-view.ts).
@@ -358,9 +359,21 @@ export function createApiServer(deps: ApiDependencies): FastifyInstance {
   app.get('/metrics', async (_request, reply) =>
     reply.type('text/plain; version=0.0.4').send(await deps.metrics()),
   );
-  docs.push({ method: 'GET', url: '/metrics', summary: 'Prometheus metrics.', public: true });
-  app.get('/docs', async () => buildOpenApi(docs));
+  docs.push({
+    method: 'GET',
+    url: '/metrics',
+    summary: 'Prometheus metrics.',
+    public: true,
+    contentType: 'text/plain',
+  });
   app.register(webRoutes, { authenticate, traceLinkTemplate: deps.traceLinkTemplate ?? '' });
+  // Registered by webRoutes; any token may read it, as its own answer says who the token is.
+  docs.push({
+    method: 'GET',
+    url: '/api/v1/ui-config',
+    summary: "The web page's settings: who the token is, and where trace ids link to.",
+  });
+  docsRoutes(app, docs);
   return app;
 }
 

@@ -264,7 +264,7 @@ describe('key lookup, scope report, health and docs', () => {
     ready = false;
     expect((await app.inject('/readyz')).statusCode).toBe(503);
     expect((await app.inject('/metrics')).body).toContain('keyscope_up');
-    const docs = (await app.inject('/docs')).json();
+    const docs = (await app.inject('/docs/json')).json();
     expect(Object.keys(docs.paths)).toEqual(
       expect.arrayContaining([
         '/api/v1/findings',

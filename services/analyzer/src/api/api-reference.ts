@@ -1,0 +1,167 @@
+import type { JsonSchema, OpenApiDocument, OpenApiOperation, OpenApiParameter } from './openapi.ts';
+
+/** Where the reference page's stylesheet is served; the page loads nothing else. */
+export const API_REFERENCE_STYLESHEET_URL = '/docs/reference.css';
+
+/**
+ * The reference page runs no script and loads only its stylesheet from this origin: a summary that
+ * became markup by mistake could still not run anything or reach another host.
+ */
+export const API_REFERENCE_CONTENT_SECURITY_POLICY = [
+  "default-src 'none'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+const METHODS = ['get', 'post'] as const;
+
+/**
+ * The OpenAPI document as one HTML page, rendered on the server: each operation with its
+ * parameters, responses and whether it needs the bearer token, then the shared schemas. Every
+ * text from the document is escaped.
+ */
+export function renderApiReference(document: OpenApiDocument): string {
+  const operations = Object.entries(document.paths).flatMap(([path, item]) =>
+    METHODS.flatMap((method) => {
+      const operation = item[method];
+      return operation === undefined ? [] : [{ path, method, operation }];
+    }),
+  );
+  const nav = operations
+    .map(
+      ({ path, method }) =>
+        `<li><a href="#${operationId(method, path)}"><span class="method method-${method}">${method.toUpperCase()}</span> <code>${escapeHtml(path)}</code></a></li>`,
+    )
+    .join('\n');
+  const sections = operations.map(({ path, method, operation }) => renderOperation(method, path, operation));
+  const schemas = Object.entries(document.components.schemas).map(
+    ([name, schema]) =>
+      `<section class="schema" id="schema-${escapeHtml(name)}" data-schema="${escapeHtml(name)}">
+<h3>${escapeHtml(name)}</h3>
+<pre><code>${escapeHtml(JSON.stringify(schema, null, 2))}</code></pre>
+</section>`,
+  );
+  const { info } = document;
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<title>${escapeHtml(info.title)} reference</title>
+<link rel="icon" href="data:,">
+<link rel="stylesheet" href="${API_REFERENCE_STYLESHEET_URL}">
+</head>
+<body>
+<header class="reference-header">
+<h1>${escapeHtml(info.title)} <span class="version">${escapeHtml(info.version)}</span></h1>
+<p>${inlineMarkdown(info.description)}</p>
+<p>Send <code>Authorization: Bearer &lt;token&gt;</code> to every operation not marked public. The same description as OpenAPI ${escapeHtml(document.openapi)}: <a href="/openapi.json">/openapi.json</a> (also at <a href="/docs/json">/docs/json</a>).</p>
+</header>
+<div class="reference">
+<nav aria-label="Operations">
+<ul>
+${nav}
+<li><a href="#schemas">Schemas</a></li>
+</ul>
+</nav>
+<main>
+${sections.join('\n')}
+<section id="schemas">
+<h2>Schemas</h2>
+${schemas.join('\n')}
+</section>
+</main>
+</div>
+</body>
+</html>
+`;
+}
+
+function renderOperation(method: string, path: string, operation: OpenApiOperation): string {
+  const isPublic = operation.security !== undefined && operation.security.length === 0;
+  const parameters =
+    operation.parameters.length === 0
+      ? '<p class="none">No parameters.</p>'
+      : `<table>
+<thead><tr><th scope="col">Name</th><th scope="col">In</th><th scope="col">Required</th><th scope="col">Schema</th></tr></thead>
+<tbody>
+${operation.parameters.map(renderParameter).join('\n')}
+</tbody>
+</table>`;
+  const responses = Object.entries(operation.responses)
+    .map(([status, response]) => {
+      const content = Object.entries(response.content ?? {})
+        .map(
+          ([type, media]) =>
+            `<code>${escapeHtml(type)}</code>${media.schema ? ` ${describeSchema(media.schema)}` : ''}`,
+        )
+        .join(', ');
+      return `<tr data-status="${escapeHtml(status)}"><td><code>${escapeHtml(status)}</code></td><td>${inlineMarkdown(response.description)}</td><td>${content}</td></tr>`;
+    })
+    .join('\n');
+  return `<section class="operation" id="${operationId(method, path)}" data-operation="${method.toUpperCase()} ${escapeHtml(path)}">
+<h2><span class="method method-${method}">${method.toUpperCase()}</span> <code>${escapeHtml(path)}</code></h2>
+<p>${inlineMarkdown(operation.summary)}</p>
+<p class="auth">${isPublic ? 'Public: no token needed.' : 'Needs a bearer token.'}</p>
+<h3>Parameters</h3>
+${parameters}
+<h3>Responses</h3>
+<table>
+<thead><tr><th scope="col">Status</th><th scope="col">Meaning</th><th scope="col">Body</th></tr></thead>
+<tbody>
+${responses}
+</tbody>
+</table>
+</section>`;
+}
+
+function renderParameter(parameter: OpenApiParameter): string {
+  return `<tr data-parameter="${escapeHtml(parameter.name)}"><td><code>${escapeHtml(parameter.name)}</code></td><td>${parameter.in}</td><td>${parameter.required ? 'yes' : 'no'}</td><td>${describeSchema(parameter.schema)}</td></tr>`;
+}
+
+/** A schema in a few words: `integer, 1 to 500, default 50`; a `$ref` links to its section. */
+function describeSchema(schema: JsonSchema): string {
+  if (schema.$ref !== undefined) {
+    const name = schema.$ref.replace('#/components/schemas/', '');
+    return `<a href="#schema-${escapeHtml(name)}">${escapeHtml(name)}</a>`;
+  }
+  const parts: string[] = [];
+  if (schema.enum !== undefined)
+    parts.push(
+      `one of ${schema.enum.map((value) => `<code>${escapeHtml(String(value))}</code>`).join(', ')}`,
+    );
+  else if (schema.type !== undefined) parts.push(escapeHtml(schema.type));
+  if (schema.format !== undefined) parts.push(escapeHtml(schema.format));
+  if (schema.minimum !== undefined && schema.maximum !== undefined)
+    parts.push(`${schema.minimum} to ${schema.maximum}`);
+  else if (schema.minimum !== undefined) parts.push(`at least ${schema.minimum}`);
+  else if (schema.maximum !== undefined) parts.push(`at most ${schema.maximum}`);
+  if (schema.minLength !== undefined && schema.minLength > 0)
+    parts.push(`at least ${schema.minLength} characters`);
+  if (schema.maxLength !== undefined) parts.push(`at most ${schema.maxLength} characters`);
+  if (schema.default !== undefined) parts.push(`default <code>${escapeHtml(String(schema.default))}</code>`);
+  return parts.join(', ');
+}
+
+/** `GET /api/v1/incidents/{id}/ack` → `get-api-v1-incidents-id-ack`. */
+function operationId(method: string, path: string): string {
+  return `${method}${path.replace(/[^A-Za-z0-9]+/g, '-').replace(/-$/, '')}`;
+}
+
+/** OpenAPI descriptions are CommonMark; the document's use only code spans. */
+function inlineMarkdown(text: string): string {
+  return escapeHtml(text).replace(/`([^`]+)`/g, '<code>$1</code>');
+}
+
+function escapeHtml(text: string): string {
+  return text
+    .replaceAll('&', '&amp;')
+    .replaceAll('<', '&lt;')
+    .replaceAll('>', '&gt;')
+    .replaceAll('"', '&quot;')
+    .replaceAll("'", '&#39;');
+}

@@ -1,0 +1,141 @@
+import { createDetector } from '@keyscope/detector';
+import { KeyscopeStore } from '@keyscope/store';
+import { Validator } from '@seriousme/openapi-schema-validator';
+import type { FastifyInstance, RouteOptions } from 'fastify';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { createApiServer } from '../../src/api/api-server.ts';
+import type { ApiToken } from '../../src/api/auth.ts';
+import { PAGE_ROUTES } from '../../src/web/web-routes.ts';
+
+/** Every route fastify registers on any instance this file creates, seen from outside the API's code. */
+const registered: { method: string; url: string }[] = [];
+
+vi.mock('fastify', async (importOriginal) => {
+  const actual = await importOriginal<typeof import('fastify')>();
+  const create = (options: Parameters<typeof actual.default>[0]) => {
+    const app = actual.default(options);
+    app.addHook('onRoute', (route: RouteOptions) => {
+      for (const method of [route.method].flat()) registered.push({ method, url: route.url });
+    });
+    return app;
+  };
+  return { ...actual, default: create };
+});
+
+let store: KeyscopeStore;
+
+beforeEach(() => {
+  store = new KeyscopeStore({ path: ':memory:' });
+  registered.length = 0;
+});
+
+afterEach(() => store.close());
+
+function api(tokens: ApiToken[] = []): FastifyInstance {
+  const detector = createDetector(undefined, { attemptLog: store.attemptLog });
+  return createApiServer({
+    store,
+    detector: () => detector,
+    tokens,
+    metrics: async () => 'keyscope_up 1\n',
+    ready: () => true,
+  });
+}
+
+interface Document {
+  openapi: string;
+  paths: Record<string, Record<string, { security?: unknown[] }>>;
+}
+
+describe('the OpenAPI document', () => {
+  it('is the same valid OpenAPI 3.1 document at /docs/json and /openapi.json', async () => {
+    const app = api();
+    const [docsJson, openapiJson] = await Promise.all([
+      app.inject('/docs/json'),
+      app.inject('/openapi.json'),
+    ]);
+    expect([docsJson.statusCode, openapiJson.statusCode]).toEqual([200, 200]);
+    expect(docsJson.headers['content-type']).toMatch(/^application\/json/);
+    expect(openapiJson.json()).toEqual(docsJson.json());
+    const validation = await new Validator().validate(docsJson.json());
+    expect(validation.errors).toBeUndefined();
+    expect(validation.valid).toBe(true);
+    expect(docsJson.json().openapi).toBe('3.1.0');
+  });
+
+  it('lists every route the API server registers, with its method; only the web page and stylesheets are left out', async () => {
+    const app = api();
+    await app.ready();
+    const document: Document = (await app.inject('/docs/json')).json();
+    const pages = new Set<string>(PAGE_ROUTES);
+    const apiRoutes = registered.filter(
+      (route) =>
+        route.method !== 'HEAD' &&
+        !pages.has(route.url) &&
+        !route.url.startsWith('/assets/') &&
+        !route.url.endsWith('.css'),
+    );
+    expect(apiRoutes.length).toBeGreaterThan(10);
+    const documented = Object.entries(document.paths).flatMap(([path, item]) =>
+      Object.keys(item).map((method) => `${method.toUpperCase()} ${path}`),
+    );
+    const routes = apiRoutes.map((route) => `${route.method} ${route.url.replace(/:(\w+)/g, '{$1}')}`);
+    expect([...documented].sort()).toEqual([...routes].sort());
+    expect(routes).toEqual(
+      expect.arrayContaining(['GET /api/v1/ui-config', 'GET /docs', 'GET /docs/json', 'GET /openapi.json']),
+    );
+  });
+
+  it('points every $ref at a schema the document holds', async () => {
+    const text = (await api().inject('/openapi.json')).body;
+    const document = JSON.parse(text);
+    const refs = [...text.matchAll(/"\$ref":"#\/components\/schemas\/(\w+)"/g)].map((match) => match[1]!);
+    expect(refs.length).toBeGreaterThan(0);
+    for (const name of refs) expect(document.components.schemas[name]).toBeDefined();
+  });
+});
+
+describe('the API reference at /docs', () => {
+  it('is an HTML page with a section per operation, under a policy that allows no script and nothing inline', async () => {
+    const app = api();
+    const page = await app.inject('/docs');
+    expect(page.statusCode).toBe(200);
+    expect(page.headers['content-type']).toBe('text/html; charset=utf-8');
+    const policy = String(page.headers['content-security-policy']);
+    expect(policy).toContain("default-src 'none'");
+    expect(policy).toContain("style-src 'self'");
+    expect(policy).not.toContain('unsafe');
+    expect(policy).not.toContain('script-src');
+    expect(page.body).not.toMatch(/<script|<style|\sstyle=|\son\w+=/i);
+    const document: Document = (await app.inject('/docs/json')).json();
+    for (const [path, item] of Object.entries(document.paths)) {
+      for (const method of Object.keys(item)) {
+        expect(page.body).toContain(`data-operation="${method.toUpperCase()} ${path}"`);
+      }
+    }
+  });
+
+  it('links only to its own stylesheet, which answers 304 to its ETag', async () => {
+    const app = api();
+    const page = (await app.inject('/docs')).body;
+    const links = [...page.matchAll(/\s(?:href|src)="([^"#]+)"/g)].map((match) => match[1]);
+    expect(links.sort()).toEqual(['/docs/json', '/docs/reference.css', '/openapi.json', 'data:,']);
+    const stylesheet = await app.inject('/docs/reference.css');
+    expect(stylesheet.statusCode).toBe(200);
+    expect(stylesheet.headers['content-type']).toBe('text/css; charset=utf-8');
+    expect(stylesheet.body).toContain('.operation');
+    const again = await app.inject({
+      url: '/docs/reference.css',
+      headers: { 'if-none-match': String(stylesheet.headers.etag) },
+    });
+    expect(again.statusCode).toBe(304);
+  });
+
+  it('needs no token, as /healthz, while the API routes do', async () => {
+    const app = api([{ token: 'admin-secret-token', role: 'admin', name: 'alice' }]);
+    for (const url of ['/docs', '/docs/json', '/openapi.json', '/docs/reference.css']) {
+      expect((await app.inject(url)).statusCode, url).toBe(200);
+    }
+    expect((await app.inject('/api/v1/incidents')).statusCode).toBe(401);
+  });
+});
