@@ -21,7 +21,7 @@ afterAll(async () => {
 });
 
 describe('the page routes', () => {
-  it.each(['/', '/incidents/inc_0123', '/keys/a%2Fb%20c', '/scopes'])(
+  it.each(['/', '/incidents/inc_0123', '/keys/a%2Fb%20c', '/keys?key=a%2Fb', '/scopes'])(
     'answer %s with the shell under a policy that allows no inline script',
     async (path) => {
       const response = await fetch(`${keyscope.url}${path}`);

@@ -23,6 +23,11 @@ export const PAGE_SHELL = `<!doctype html>
 <li><a href="/scopes" data-nav="scopes">Scope report</a></li>
 </ul>
 </nav>
+<form class="key-search" id="key-search" role="search" action="/keys" method="get">
+<label for="key-search-input">Look up a key</label>
+<input id="key-search-input" name="key" type="search" required autocomplete="off" autocapitalize="off" spellcheck="false" enterkeyhint="go" placeholder="idempotency key">
+<button type="submit" class="secondary small">Go</button>
+</form>
 <div class="session" id="session"></div>
 </header>
 <div id="notice" class="notice" role="alert" aria-live="assertive"></div>

@@ -16,8 +16,12 @@ export interface UiConfig {
   principal: { name: string; role: 'read' | 'admin'; tenant: string | null };
 }
 
-/** Paths of the page itself; alerts link to `/incidents/:id`, so that one is a contract. */
-export const PAGE_ROUTES = ['/', '/incidents/:id', '/keys/*', '/scopes'] as const;
+/**
+ * Paths of the page itself; alerts link to `/incidents/:id`, so that one is a contract. `/keys?key=`
+ * is where the header's key search lands without script, and the form of a key page's address for
+ * keys no path segment can carry (`.` and `..`).
+ */
+export const PAGE_ROUTES = ['/', '/incidents/:id', '/keys', '/keys/*', '/scopes'] as const;
 
 /**
  * The web page: one HTML shell for every page route, the bundled script and stylesheet, and

@@ -1,5 +1,6 @@
 import type { AttemptJson } from './api-types.ts';
 import { el } from './element-builder.ts';
+import { stackedOnNarrowScreens } from './stacked-table.ts';
 import { formatClock, formatDuration } from './time-format.ts';
 import { traceLink } from './trace-link.ts';
 import { OUTCOME_LABELS } from './vocabulary.ts';
@@ -16,7 +17,7 @@ export function attemptTable(
 ): HTMLTableElement {
   const sorted = [...attempts].sort((a, b) => Date.parse(a.start) - Date.parse(b.start));
   const first = sorted[0] === undefined ? 0 : Date.parse(sorted[0].start);
-  return el(
+  const table = el(
     'table',
     { class: 'attempts' },
     el('caption', {}, caption),
@@ -67,6 +68,7 @@ export function attemptTable(
       ),
     ),
   );
+  return stackedOnNarrowScreens(table);
 }
 
 function sideOf(attempt: AttemptJson): string {

@@ -65,3 +65,11 @@ function isSafeUrl(value: string): boolean {
 export function pageHref(...segments: string[]): string {
   return `/${segments.map(encodeURIComponent).join('/')}`;
 }
+
+/**
+ * The page of one key, whatever it holds: `/keys/<key percent-encoded>`, except `.` and `..`, which
+ * URLs resolve as path steps even encoded, and which go in the query instead.
+ */
+export function keyHref(key: string): string {
+  return key === '.' || key === '..' ? `/keys?${new URLSearchParams({ key })}` : pageHref('keys', key);
+}

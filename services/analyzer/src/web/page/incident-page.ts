@@ -9,13 +9,14 @@ import type {
 } from './api-types.ts';
 import { attemptTable, traceCell } from './attempt-table.ts';
 import { severityBadge, statusBadge } from './badges.ts';
-import { el, pageHref, replaceChildren } from './element-builder.ts';
+import { el, keyHref, replaceChildren } from './element-builder.ts';
 import { incidentActions } from './incident-actions.ts';
 import { mainRegion, pageFooter, setPageTitle } from './page-frame.ts';
+import { stackedOnNarrowScreens } from './stacked-table.ts';
 import { formatDateTime, formatDuration } from './time-format.ts';
-import { drawTimeline, type Timeline } from './timeline.ts';
 import type { KeyedAttempt } from './timeline-layout.ts';
 import { timelineLegend } from './timeline-legend.ts';
+import { showTimeline, type TimelineView } from './timeline-view.ts';
 import { CAUSE_LABELS, CLASS_LABELS, RETRIED_BY_LABELS } from './vocabulary.ts';
 
 /**
@@ -38,7 +39,7 @@ export async function renderIncidentPage(config: UiConfig, id: string): Promise<
     'aria-labelledby': 'selected-key-title',
     'aria-live': 'polite',
   });
-  let timeline: Timeline | null = null;
+  let timeline: TimelineView | null = null;
   const keyButtons = new Map<string, HTMLButtonElement>();
 
   const pin = (key: string) => {
@@ -65,7 +66,7 @@ export async function renderIncidentPage(config: UiConfig, id: string): Promise<
       el(
         'p',
         { class: 'subtle' },
-        'One lane per dedup store. Hover a key in the table below to highlight its attempts; select it to keep it highlighted. Hover a mark for its details.',
+        'One lane per dedup store. Hover a key in the table below to highlight its attempts; select it to keep it highlighted. Hover a mark for its details; drag across the timeline to zoom in.',
       ),
       timelineLegend(),
       figure,
@@ -76,34 +77,12 @@ export async function renderIncidentPage(config: UiConfig, id: string): Promise<
     pageFooter(),
   );
 
-  const attempts = keyedAttempts(findings);
-  const events = routingEvents(detail);
-  const draw = () => {
-    const width = Math.max(figure.clientWidth, 640);
-    timeline = drawTimeline({ attempts, events, width, onSelect: pin });
-    replaceChildren(
-      figure,
-      el('div', { class: 'timeline-scroll' }, timeline.element),
-      el(
-        'figcaption',
-        { class: 'visually-hidden' },
-        'Timeline of the incident; the same attempts are listed in the tables below.',
-      ),
-    );
-    if (pinned !== null) timeline.select(pinned);
-  };
-  draw();
-  if (pinned !== null) pin(pinned);
-  let resizing: ReturnType<typeof setTimeout> | undefined;
-  let drawnWidth = figure.clientWidth;
-  addEventListener('resize', () => {
-    clearTimeout(resizing);
-    resizing = setTimeout(() => {
-      if (figure.clientWidth === drawnWidth) return;
-      drawnWidth = figure.clientWidth;
-      draw();
-    }, 150);
+  timeline = showTimeline(figure, {
+    attempts: keyedAttempts(findings),
+    events: routingEvents(detail),
+    onSelect: pin,
   });
+  if (pinned !== null) pin(pinned);
 }
 
 function incidentSummary(config: UiConfig, incident: IncidentJson, changed: () => void): HTMLElement {
@@ -206,7 +185,7 @@ function keysSection(
       el(
         'th',
         { scope: 'row', class: 'wrap-anywhere' },
-        el('a', { href: pageHref('keys', finding.key), class: 'key-link' }, finding.key),
+        el('a', { href: keyHref(finding.key), class: 'key-link' }, finding.key),
       ),
       el('td', {}, finding.tenants.join(', ') || '—'),
       el('td', { class: 'number' }, String(finding.executions)),
@@ -227,7 +206,7 @@ function keysSection(
     row.addEventListener('focusout', () => preview(null));
     return row;
   });
-  return el(
+  const section = el(
     'section',
     { class: 'keys', 'aria-labelledby': 'keys-title' },
     el('h2', { id: 'keys-title' }, `Affected keys (${findings.length})`),
@@ -260,6 +239,8 @@ function keysSection(
       el('tbody', {}, ...rows),
     ),
   );
+  stackedOnNarrowScreens(section.querySelector('table')!);
+  return section;
 }
 
 function drawSelectedPanel(panel: HTMLElement, findings: FindingJson[], key: string, template: string): void {
@@ -272,7 +253,7 @@ function drawSelectedPanel(panel: HTMLElement, findings: FindingJson[], key: str
       'p',
       {},
       `Executed ${finding.executions} time${finding.executions === 1 ? '' : 's'} in ${finding.stores.length} store${finding.stores.length === 1 ? '' : 's'}; retried by ${RETRIED_BY_LABELS[finding.retriedBy]}${finding.routing.affinityBroken ? '; session affinity broke (attempts on different nodes)' : ''}. `,
-      el('a', { href: pageHref('keys', key) }, 'Everything about this key'),
+      el('a', { href: keyHref(key) }, 'Everything about this key'),
     ),
     attemptTable(
       finding.attempts,

@@ -5,6 +5,7 @@ import { el, pageHref, replaceChildren } from './element-builder.ts';
 import { incidentActions } from './incident-actions.ts';
 import { describeRefusal } from './page-failure.ts';
 import { mainRegion, pageFooter, setPageTitle, showNotice } from './page-frame.ts';
+import { stackedOnNarrowScreens } from './stacked-table.ts';
 import { formatAgo, formatClock, formatDateTime } from './time-format.ts';
 import { CLASS_LABELS, FINDING_CLASSES, ROUTING_LABELS } from './vocabulary.ts';
 
@@ -267,7 +268,7 @@ function incidentTable(config: UiConfig, items: IncidentJson[], changed: () => v
   const sorted = [...items].sort(
     (a, b) => rank(a) - rank(b) || Date.parse(b.lastFindingAt) - Date.parse(a.lastFindingAt),
   );
-  return el(
+  const table = el(
     'table',
     { class: 'incidents', id: 'incidents' },
     el('caption', { class: 'visually-hidden' }, 'Incidents, open first'),
@@ -322,4 +323,5 @@ function incidentTable(config: UiConfig, items: IncidentJson[], changed: () => v
       ),
     ),
   );
+  return stackedOnNarrowScreens(table);
 }

@@ -3,16 +3,17 @@ import type { FindingJson, KeyLookupJson, RoutingEventJson, UiConfig } from './a
 import { attemptTable } from './attempt-table.ts';
 import { severityBadge } from './badges.ts';
 import { el, pageHref, replaceChildren } from './element-builder.ts';
-import { mainRegion, pageFooter, setPageTitle } from './page-frame.ts';
+import { mainRegion, pageFooter, setPageTitle, showSearchedKey } from './page-frame.ts';
 import { formatDateTime, formatDuration } from './time-format.ts';
-import { drawTimeline } from './timeline.ts';
 import { timelineLegend } from './timeline-legend.ts';
+import { showTimeline } from './timeline-view.ts';
 import { CAUSE_LABELS, CLASS_LABELS, RETRIED_BY_LABELS } from './vocabulary.ts';
 
 /** `/keys/:key`: did this key run twice? Every attempt, client and server side, and its findings. */
 export async function renderKeyPage(config: UiConfig, key: string): Promise<void> {
   const lookup = await apiGet<KeyLookupJson>(`/api/v1/keys/${encodeURIComponent(key)}`);
   setPageTitle(`Key ${key}`, null);
+  showSearchedKey(key);
 
   const figure = el('figure', { class: 'timeline-figure' });
   replaceChildren(
@@ -55,12 +56,10 @@ export async function renderKeyPage(config: UiConfig, key: string): Promise<void
     const events = new Map<string, RoutingEventJson>();
     for (const finding of lookup.findings)
       if (finding.routing.event !== null) events.set(finding.routing.event.id, finding.routing.event);
-    const timeline = drawTimeline({
+    const timeline = showTimeline(figure, {
       attempts: lookup.attempts.map((attempt) => ({ key: lookup.key, attempt })),
       events: [...events.values()],
-      width: Math.max(figure.clientWidth, 640),
     });
-    replaceChildren(figure, el('div', { class: 'timeline-scroll' }, timeline.element));
     timeline.select(lookup.key);
   }
 }

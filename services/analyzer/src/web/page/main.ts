@@ -4,7 +4,7 @@ import { renderIncidentPage } from './incident-page.ts';
 import { renderIncidentsPage } from './incidents-page.ts';
 import { renderKeyPage } from './key-page.ts';
 import { showPageFailure } from './page-failure.ts';
-import { clearNotice, showSession } from './page-frame.ts';
+import { clearNotice, listenForKeySearch, showSession } from './page-frame.ts';
 import { renderScopesPage } from './scopes-page.ts';
 
 /** The page a path names; alerts link to /incidents/<id>, so that path is a contract. */
@@ -13,6 +13,10 @@ type Route = (config: UiConfig) => Promise<void>;
 function routeOf(pathname: string): Route | null {
   if (pathname === '/' || pathname === '') return renderIncidentsPage;
   if (pathname === '/scopes') return renderScopesPage;
+  if (pathname === '/keys') {
+    const value = new URLSearchParams(location.search).get('key');
+    return value === null || value === '' ? null : (config) => renderKeyPage(config, value);
+  }
   const incident = /^\/incidents\/([^/]+)$/.exec(pathname);
   if (incident !== null) {
     const id = decodeSegment(incident[1]!);
@@ -52,4 +56,5 @@ async function start(): Promise<void> {
   }
 }
 
+listenForKeySearch();
 void start();

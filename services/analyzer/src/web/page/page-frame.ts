@@ -1,5 +1,5 @@
 import type { UiConfig } from './api-types.ts';
-import { el, replaceChildren } from './element-builder.ts';
+import { el, keyHref, replaceChildren } from './element-builder.ts';
 import { forgetToken, readToken } from './session-token.ts';
 import { timeZoneName } from './time-format.ts';
 
@@ -61,6 +61,28 @@ export function showSession(config: UiConfig | null): void {
     });
     session.append(' ', forget);
   }
+}
+
+/**
+ * The header's key search: Enter (or Go) opens that key's page. The value is taken exactly as
+ * typed, spaces included, since a key is any string; the form's own GET to `/keys?key=` is what
+ * happens without script.
+ */
+export function listenForKeySearch(): void {
+  const form = document.getElementById('key-search') as HTMLFormElement | null;
+  const input = document.getElementById('key-search-input') as HTMLInputElement | null;
+  if (form === null || input === null) return;
+  form.addEventListener('submit', (event) => {
+    event.preventDefault();
+    if (input.value === '') return;
+    location.assign(keyHref(input.value));
+  });
+}
+
+/** The key search shows the key of the page it is on, to edit or copy. */
+export function showSearchedKey(key: string): void {
+  const input = document.getElementById('key-search-input') as HTMLInputElement | null;
+  if (input !== null) input.value = key;
 }
 
 export function pageFooter(): HTMLElement {

@@ -2,7 +2,8 @@ import type { AttemptJson, RoutingEventJson, ServerAttemptJson } from './api-typ
 
 /**
  * Where things go on the timeline, computed without the DOM: the lanes (one per dedup store,
- * grouped by region and cluster, then one per client node), the time scale and its ticks.
+ * grouped by region and cluster, then one per client node), the time scale and its ticks, for the
+ * whole extent or a window of it.
  */
 
 export interface KeyedAttempt {
@@ -38,19 +39,31 @@ export interface TimelineLayout {
   lanesBottom: number;
   lanes: Lane[];
   groups: LaneGroup[];
+  /** The window shown: the whole extent, or the part zoomed to. */
   startMillis: number;
   endMillis: number;
+  /** Where a time is drawn; times outside the window land outside the plot. */
   x: (iso: string | number) => number;
+  /** The time drawn at pixel `x`: the inverse of `x`, for dragging across the plot. */
+  timeAt: (x: number) => number;
   ticks: { millis: number; x: number; label: string }[];
+}
+
+/** A span of time, in Unix milliseconds, start before end. */
+export interface TimeWindow {
+  startMillis: number;
+  endMillis: number;
 }
 
 export const LANE_HEIGHT = 40;
 const GROUP_HEIGHT = 26;
 const AXIS_HEIGHT = 64;
 const BOTTOM = 12;
+/** Room between the plot's edges and the window's first and last moment: a glyph's half width and more. */
+const EDGE_PADDING = 12;
 const TICK_STEPS_MILLIS = [
-  100, 200, 500, 1_000, 2_000, 5_000, 10_000, 15_000, 30_000, 60_000, 120_000, 300_000, 600_000, 900_000,
-  1_800_000, 3_600_000, 7_200_000, 21_600_000, 43_200_000, 86_400_000,
+  1, 2, 5, 10, 20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000, 15_000, 30_000, 60_000, 120_000, 300_000,
+  600_000, 900_000, 1_800_000, 3_600_000, 7_200_000, 21_600_000, 43_200_000, 86_400_000,
 ];
 
 export function layoutTimeline(
@@ -58,10 +71,11 @@ export function layoutTimeline(
   events: readonly RoutingEventJson[],
   width: number,
   formatTick: (millis: number, stepMillis: number) => string,
+  window?: TimeWindow,
 ): TimelineLayout {
   const labelWidth = width < 720 ? 170 : width < 1200 ? 270 : 330;
   const plotLeft = labelWidth + 16;
-  const plotRight = width - 24;
+  const plotRight = width - 8;
   const axisY = AXIS_HEIGHT - 6;
 
   const stores = new Map<string, { attempts: ServerAttemptJson[]; nodes: Set<string> }>();
@@ -129,32 +143,19 @@ export function layoutTimeline(
     }
   }
 
-  let startMillis = Number.POSITIVE_INFINITY;
-  let endMillis = Number.NEGATIVE_INFINITY;
-  for (const { attempt } of attempts) {
-    startMillis = Math.min(startMillis, Date.parse(attempt.start));
-    endMillis = Math.max(endMillis, Date.parse(attempt.end));
-  }
-  for (const event of events) {
-    startMillis = Math.min(startMillis, Date.parse(event.start));
-    endMillis = Math.max(endMillis, Date.parse(event.end));
-  }
-  if (!Number.isFinite(startMillis)) {
-    startMillis = Date.now() - 60_000;
-    endMillis = Date.now();
-  }
-  const span = Math.max(endMillis - startMillis, 1_000);
-  startMillis -= span * 0.03;
-  endMillis = startMillis + span * 1.06;
-
-  const plotWidth = plotRight - plotLeft;
+  const { startMillis, endMillis } = window ?? timelineExtent(attempts, events);
+  // Pixels, not time, at both ends: a glyph drawn at the window's first or last moment is whole.
+  const left = plotLeft + EDGE_PADDING;
+  const scaleWidth = plotRight - EDGE_PADDING - left;
+  const windowMillis = Math.max(endMillis - startMillis, 1);
   const x = (time: string | number) => {
     const millis = typeof time === 'number' ? time : Date.parse(time);
-    return plotLeft + ((millis - startMillis) / (endMillis - startMillis)) * plotWidth;
+    return left + ((millis - startMillis) / windowMillis) * scaleWidth;
   };
-  const maxTicks = Math.max(2, Math.floor(plotWidth / 96));
+  const timeAt = (pixel: number) => startMillis + ((pixel - left) / scaleWidth) * windowMillis;
+  const maxTicks = Math.max(2, Math.floor((plotRight - plotLeft) / 96));
   const step =
-    TICK_STEPS_MILLIS.find((candidate) => (endMillis - startMillis) / candidate <= maxTicks) ??
+    TICK_STEPS_MILLIS.find((candidate) => windowMillis / candidate <= maxTicks) ??
     TICK_STEPS_MILLIS[TICK_STEPS_MILLIS.length - 1]!;
   const ticks: TimelineLayout['ticks'] = [];
   for (let millis = Math.ceil(startMillis / step) * step; millis <= endMillis; millis += step) {
@@ -175,8 +176,37 @@ export function layoutTimeline(
     startMillis,
     endMillis,
     x,
+    timeAt,
     ticks,
   };
+}
+
+/**
+ * Everything the attempts and routing events cover, with a little room either side, and at least
+ * a second: the window the timeline shows unzoomed.
+ */
+export function timelineExtent(
+  attempts: readonly KeyedAttempt[],
+  events: readonly RoutingEventJson[],
+): TimeWindow {
+  let first = Number.POSITIVE_INFINITY;
+  let last = Number.NEGATIVE_INFINITY;
+  for (const { attempt } of attempts) {
+    first = Math.min(first, Date.parse(attempt.start));
+    last = Math.max(last, Date.parse(attempt.end));
+  }
+  for (const event of events) {
+    first = Math.min(first, Date.parse(event.start));
+    last = Math.max(last, Date.parse(event.end));
+  }
+  if (!Number.isFinite(first)) {
+    last = Date.now();
+    first = last - 60_000;
+  }
+  // Centred, so a key whose attempts took a few milliseconds is not squeezed against one edge.
+  const span = Math.max(last - first, 1_000) * 1.04;
+  const startMillis = (first + last) / 2 - span / 2;
+  return { startMillis, endMillis: startMillis + span };
 }
 
 function groupLabel(region: string, cluster: string): string {
