@@ -11,6 +11,9 @@ import { defineConfig } from 'vitest/config';
 const REAL_PEERS = ['packages/alerts/test/alertmanager-payload.test.ts'];
 
 export default defineConfig({
+  // Workspace packages that ship built JavaScript (packages/gate) point this condition at their
+  // TypeScript sources, so tests run the sources without a build; the rest are vitest's defaults.
+  ssr: { resolve: { conditions: ['@keyscope/source', 'node', 'development|production'] } },
   test: {
     testTimeout: 30_000,
     hookTimeout: 60_000,

@@ -41,7 +41,10 @@ function rowsByCode(text: string): Map<string, string[]> {
   return rows;
 }
 
-const SECTIONS: Record<string, readonly ErrorDefinition[]> = {
+/** A code as its section lists it: a startup code (the gate's) answers no request, so it has no HTTP status. */
+type DocumentedCode = Pick<ErrorDefinition, 'code' | 'retryable'> & { readonly httpStatus?: number };
+
+const SECTIONS: Record<string, readonly DocumentedCode[]> = {
   otlp: OTLP_ERRORS,
   attempts: ATTEMPTS_ERRORS,
   gate: GATE_ERRORS,
@@ -57,7 +60,7 @@ describe('docs/errors.md', () => {
       for (const definition of definitions) {
         expect(rows.get(`\`${definition.code}\``)?.slice(0, 3), definition.code).toEqual([
           `\`${definition.code}\``,
-          String(definition.httpStatus),
+          definition.httpStatus === undefined ? '—' : String(definition.httpStatus),
           definition.retryable ? 'retryable' : 'permanent',
         ]);
       }

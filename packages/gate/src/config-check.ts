@@ -1,43 +1,62 @@
-import {
-  type ConfigRules,
-  oneOf as choice,
-  fieldPath,
-  integer,
-  type KeyscopeError,
-  text,
-} from '@keyscope/errors';
-import { GATE_CONFIG_INVALID } from './errors.ts';
+import { GATE_CONFIG_INVALID, IdempotencyConfigError } from './errors.ts';
 
 /**
  * Strict checks for configuration that may come from a file or the environment as well as from
- * typed code: unknown keys and invalid values stop startup with a message naming the field.
+ * typed code: unknown keys and invalid values stop startup with a message naming the field, in
+ * keyscope's wording (`gate.ttlMillis must be a positive integer, received 0`).
  */
-const GATE_CONFIG: ConfigRules = { errors: GATE_CONFIG_INVALID, objects: 'object' };
-
-const STRING = text({ required: true });
-const NON_EMPTY_STRING = text({ required: true, nonEmpty: true });
-const POSITIVE_INTEGER = integer({ required: true });
-
-export function invalidConfig(path: string, expected: string, received: unknown): KeyscopeError {
-  return fieldPath(GATE_CONFIG, path).invalid(expected, received);
+export function invalidConfig(path: string, expected: string, received: unknown): IdempotencyConfigError {
+  return new IdempotencyConfigError(
+    GATE_CONFIG_INVALID,
+    `${path} must be ${expected}, received ${describeValue(received)}`,
+  );
 }
 
 export function objectAt(value: unknown, path: string, known: readonly string[]): Record<string, unknown> {
-  return fieldPath(GATE_CONFIG, path).object(value, known);
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw invalidConfig(path, 'an object', value);
+  }
+  for (const key of Object.keys(value)) {
+    if (!known.includes(key)) {
+      throw new IdempotencyConfigError(
+        GATE_CONFIG_INVALID,
+        `'${path}' has an unknown key '${key}'; known keys: ${known.join(', ')}`,
+      );
+    }
+  }
+  return value as Record<string, unknown>;
 }
 
 export function oneOf<T extends string>(value: unknown, path: string, allowed: readonly T[]): T {
-  return choice(allowed, { required: true }).check(value, fieldPath(GATE_CONFIG, path), undefined);
+  if (typeof value !== 'string' || !(allowed as readonly string[]).includes(value)) {
+    throw invalidConfig(path, `one of ${allowed.join(', ')}`, value);
+  }
+  return value as T;
 }
 
 export function stringAt(value: unknown, path: string): string {
-  return STRING.check(value, fieldPath(GATE_CONFIG, path), undefined);
+  if (typeof value !== 'string') throw invalidConfig(path, 'a string', value);
+  return value;
 }
 
 export function nonEmptyStringAt(value: unknown, path: string): string {
-  return NON_EMPTY_STRING.check(value, fieldPath(GATE_CONFIG, path), undefined);
+  if (typeof value !== 'string' || value.trim() === '')
+    throw invalidConfig(path, 'a non-empty string', value);
+  return value;
 }
 
 export function positiveIntegerAt(value: unknown, path: string): number {
-  return POSITIVE_INTEGER.check(value, fieldPath(GATE_CONFIG, path), undefined);
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
+    throw invalidConfig(path, 'a positive integer', value);
+  }
+  return value;
+}
+
+/** Text quoted, numbers and booleans as written, containers by kind (they may be long, or secret). */
+function describeValue(value: unknown): string {
+  if (value === undefined) return 'nothing';
+  if (typeof value === 'string') return JSON.stringify(value);
+  if (Array.isArray(value)) return 'a list';
+  if (value === null) return 'null';
+  return typeof value === 'object' ? 'an object' : String(value);
 }

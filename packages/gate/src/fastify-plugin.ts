@@ -1,8 +1,7 @@
-import { isKeyscopeError, type KeyscopeError } from '@keyscope/errors';
 import type { Span } from '@opentelemetry/api';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { invalidConfig, objectAt } from './config-check.ts';
-import { GATE_IN_PROGRESS, GATE_KEY_MISSING, GATE_KEY_REUSED } from './errors.ts';
+import { GATE_IN_PROGRESS, GATE_KEY_MISSING, GATE_KEY_REUSED, IdempotencyRequestError } from './errors.ts';
 import { requestFingerprint } from './fingerprint.ts';
 import type { Execution, IdempotencyGate } from './gate.ts';
 import { keyFromHeader } from './idempotency-key.ts';
@@ -142,7 +141,7 @@ export const idempotencyPlugin: FastifyPluginAsync<IdempotencyPluginOptions> = a
           });
       }
     } catch (error) {
-      if (!isKeyscopeError(error)) throw error;
+      if (!(error instanceof IdempotencyRequestError)) throw error;
       return problem(reply, options, error.httpStatus, error.code, titled(error));
     }
   });
@@ -202,7 +201,7 @@ function pickHeaders(reply: FastifyReply, names: readonly string[]): Record<stri
   return headers;
 }
 
-function titled(error: KeyscopeError): { title: string; detail: string } {
+function titled(error: IdempotencyRequestError): { title: string; detail: string } {
   const titles: Record<number, string> = {
     400: 'Idempotency-Key is invalid',
     503: 'Idempotency cannot be checked right now',

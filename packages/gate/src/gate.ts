@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { KeyscopeError } from '@keyscope/errors';
 import { type Span, trace } from '@opentelemetry/api';
 import { nonEmptyStringAt, objectAt, oneOf, positiveIntegerAt } from './config-check.ts';
 import type { DedupStore } from './dedup-store.ts';
@@ -9,6 +8,7 @@ import {
   GATE_KEY_REUSED,
   GATE_STORE_UNAVAILABLE,
   GATE_TENANT_MISSING,
+  IdempotencyRequestError,
 } from './errors.ts';
 import { checkIdempotencyKey } from './idempotency-key.ts';
 import { checkScopeConfig, type ScopeConfig } from './scope-config.ts';
@@ -146,7 +146,10 @@ export function createIdempotencyGate(options: IdempotencyGateOptions): Idempote
     const key = checkIdempotencyKey(request.key);
     const tenant = request.tenant ?? '';
     if (scope.keyScope === 'tenant' && tenant === '') {
-      throw new KeyscopeError(GATE_TENANT_MISSING, 'key scope is tenant, and the request named no tenant');
+      throw new IdempotencyRequestError(
+        GATE_TENANT_MISSING,
+        'key scope is tenant, and the request named no tenant',
+      );
     }
     const span = request.span ?? trace.getActiveSpan();
     // Only an admitted request can have an effect; every other answer ran nothing.
@@ -179,9 +182,13 @@ export function createIdempotencyGate(options: IdempotencyGateOptions): Idempote
       );
     } catch (error) {
       record('error');
-      throw new KeyscopeError(GATE_STORE_UNAVAILABLE, `dedup store ${storeIdOf(tenant)} did not answer`, {
-        cause: error,
-      });
+      throw new IdempotencyRequestError(
+        GATE_STORE_UNAVAILABLE,
+        `dedup store ${storeIdOf(tenant)} did not answer`,
+        {
+          cause: error,
+        },
+      );
     }
 
     if (existing === null) {
@@ -248,7 +255,7 @@ export function createIdempotencyGate(options: IdempotencyGateOptions): Idempote
   ): Promise<RunResult<T>> {
     if (key === undefined || key === '') {
       if (runOptions.required === false) return { value: await work(), replayed: false };
-      throw new KeyscopeError(GATE_KEY_MISSING, 'an idempotency key is required, received none');
+      throw new IdempotencyRequestError(GATE_KEY_MISSING, 'an idempotency key is required, received none');
     }
     const admission = await admit({
       key,
@@ -260,9 +267,12 @@ export function createIdempotencyGate(options: IdempotencyGateOptions): Idempote
       case 'hit':
         return { value: (JSON.parse(admission.response) as { value: T }).value, replayed: true };
       case 'in_progress':
-        throw new KeyscopeError(GATE_IN_PROGRESS, `a request with idempotency key ${key} is still executing`);
+        throw new IdempotencyRequestError(
+          GATE_IN_PROGRESS,
+          `a request with idempotency key ${key} is still executing`,
+        );
       case 'mismatch':
-        throw new KeyscopeError(
+        throw new IdempotencyRequestError(
           GATE_KEY_REUSED,
           `idempotency key ${key} was first used with another payload; use a new key for a new request`,
         );

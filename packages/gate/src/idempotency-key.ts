@@ -1,5 +1,4 @@
-import { KeyscopeError } from '@keyscope/errors';
-import { GATE_KEY_INVALID } from './errors.ts';
+import { GATE_KEY_INVALID, IdempotencyRequestError } from './errors.ts';
 
 export const MAX_KEY_LENGTH = 255;
 
@@ -10,13 +9,13 @@ export const MAX_KEY_LENGTH = 255;
  */
 export function checkIdempotencyKey(key: string): string {
   if (key.length > MAX_KEY_LENGTH) {
-    throw new KeyscopeError(
+    throw new IdempotencyRequestError(
       GATE_KEY_INVALID,
       `idempotency key must be at most ${MAX_KEY_LENGTH} characters, received ${key.length}`,
     );
   }
   if (!/^[\x20-\x7e]+$/.test(key)) {
-    throw new KeyscopeError(
+    throw new IdempotencyRequestError(
       GATE_KEY_INVALID,
       'idempotency key must be printable ASCII, received other characters',
     );
@@ -32,7 +31,7 @@ export function checkIdempotencyKey(key: string): string {
 export function keyFromHeader(value: string | readonly string[] | undefined): string | undefined {
   if (value === undefined) return undefined;
   if (typeof value !== 'string') {
-    throw new KeyscopeError(
+    throw new IdempotencyRequestError(
       GATE_KEY_INVALID,
       `Idempotency-Key must be sent once, received ${value.length} times`,
     );
@@ -57,7 +56,7 @@ function unquote(quoted: string): string {
       key += next;
     } else key += char;
   }
-  throw new KeyscopeError(
+  throw new IdempotencyRequestError(
     GATE_KEY_INVALID,
     'Idempotency-Key must be a quoted string with only \\" and \\\\ escapes, or a bare value',
   );

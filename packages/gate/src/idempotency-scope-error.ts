@@ -1,12 +1,11 @@
-import { KeyscopeError } from '@keyscope/errors';
-import { GATE_SCOPE_NOT_COVERED } from './errors.ts';
+import { GATE_SCOPE_NOT_COVERED, IdempotencyConfigError } from './errors.ts';
 import type { PlacementLevel, ScopeLevel } from './scope-config.ts';
 
 /**
  * Thrown by `verify()` (and so by `createIdempotencyGate`) when none of docs/design.md's three validity
  * conditions holds. Carries the levels as data so a caller can act on them without parsing text.
  */
-export class IdempotencyScopeError extends KeyscopeError {
+export class IdempotencyScopeError extends IdempotencyConfigError {
   readonly keyScope: ScopeLevel;
   /** The level the declared retry scope spans (relative to this instance). */
   readonly retryScope: PlacementLevel;

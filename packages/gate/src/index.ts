@@ -4,7 +4,14 @@ export type {
   DedupStore,
   InProgressRecord,
 } from './dedup-store.ts';
-export { GATE_ERRORS } from './errors.ts';
+export {
+  GATE_ERRORS,
+  type GateErrorDefinition,
+  IdempotencyConfigError,
+  IdempotencyRequestError,
+  type RequestErrorDefinition,
+  type StartupErrorDefinition,
+} from './errors.ts';
 export { type IdempotencyPluginOptions, idempotencyPlugin, type RouteIdempotency } from './fastify-plugin.ts';
 export { requestFingerprint } from './fingerprint.ts';
 export {
@@ -19,6 +26,14 @@ export {
 } from './gate.ts';
 export { checkIdempotencyKey, keyFromHeader, MAX_KEY_LENGTH } from './idempotency-key.ts';
 export { IdempotencyScopeError } from './idempotency-scope-error.ts';
+export { keyAttributesOf, type RequestWithHeaders } from './key-attributes.ts';
+export {
+  createKeyedSpanSampler,
+  DEFAULT_KEY_ATTRIBUTES,
+  type KeyedSpanSamplerOptions,
+  type Sampler,
+  type SamplingResult,
+} from './keyed-span-sampler.ts';
 export { createMemoryDedupStore } from './memory-store.ts';
 export { type Placement, placementFromResource } from './placement.ts';
 export {

@@ -59,11 +59,10 @@ describe('verify and dedupMode', () => {
     (keyScope, retryScope) => {
       const scope = config(keyScope, retryScope);
       expect(dedupMode(scope)).toBeNull();
-      expect(scopeError(scope)).toMatchObject({
-        code: 'KS_GATE_SCOPE_NOT_COVERED',
-        keyScope,
-        retryable: false,
-      });
+      const error = scopeError(scope);
+      expect(error).toMatchObject({ code: 'KS_GATE_SCOPE_NOT_COVERED', keyScope });
+      // A startup refusal answers no request: no HTTP status, nothing to retry.
+      expect(error).not.toHaveProperty('httpStatus');
     },
   );
 
