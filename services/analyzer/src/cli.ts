@@ -2,7 +2,13 @@ import { realpathSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { isKeyscopeError } from '@keyscope/errors';
-import { type AnalyzeFormat, DEFAULT_MAX_RECORD_MIB, runAnalyze } from './analyze/run-analyze.ts';
+import {
+  ANALYZE_FORMATS,
+  type AnalyzeFormat,
+  DEFAULT_MAX_RECORD_MIB,
+  runAnalyze,
+} from './analyze/run-analyze.ts';
+import { DEFAULT_TABLE_LIMIT } from './analyze/table-report.ts';
 import { defaultServeConfig, envOverrides, readConfigFile, resolveServeConfig } from './config.ts';
 import { runDemo } from './demo.ts';
 import { startRoles } from './kafka/start-roles.ts';
@@ -33,7 +39,7 @@ const SERVE_USAGE = `usage: keyscope serve [--config FILE] [--role all|ingest|de
 
 Stops on SIGINT or SIGTERM after answering the requests in flight.`;
 
-const ANALYZE_USAGE = `usage: keyscope analyze [--format table|json] [--mapping FILE] [--keep-going] [--max-record-mib N] PATH…
+const ANALYZE_USAGE = `usage: keyscope analyze [--format table|json|csv|ndjson] [--mapping FILE] [--keep-going] [--max-record-mib N] [--width N] [--limit N] PATH…
 
   PATH                  a file, a folder (read recursively, in sorted order) or - (JSON lines on stdin):
                           .pb     one protobuf ExportTraceServiceRequest
@@ -42,7 +48,10 @@ const ANALYZE_USAGE = `usage: keyscope analyze [--format table|json] [--mapping 
                         any of them gzipped (.gz, or recognised by its first bytes); other files are
                         skipped and listed on stderr
   --format table|json   table (default): a report to read; json: one object { findings, incidents,
-                        scopes } with the HTTP API's shapes, and nothing else on stdout
+                        scopes } with the HTTP API's shapes, and nothing else on stdout;
+                        csv, ndjson: one row per execution, as GET /api/v1/findings?format=csv
+  --width N             the table's width in columns (default: the terminal's, else 80; 0: no limit)
+  --limit N             incidents and findings the table shows (default ${DEFAULT_TABLE_LIMIT}; 0: all)
   --mapping FILE        attribute mapping, YAML or JSON (as serve's mapping.file)
   --keep-going          report each bad record on stderr (file, byte offset, error code) and
                         analyse the rest
@@ -121,6 +130,8 @@ const ANALYZE_OPTIONS = {
   mapping: { type: 'string' },
   'keep-going': { type: 'boolean' },
   'max-record-mib': { type: 'string' },
+  width: { type: 'string' },
+  limit: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -133,9 +144,22 @@ function parseAnalyzeArgs(args: string[]) {
     }
   })();
   const format = values.format ?? 'table';
-  if (format !== 'table' && format !== 'json') {
-    throw new UsageError(`--format must be table or json, received ${JSON.stringify(format)}`);
+  if (!ANALYZE_FORMATS.includes(format as AnalyzeFormat)) {
+    throw new UsageError(
+      `--format must be ${ANALYZE_FORMATS.join(', ')}, received ${JSON.stringify(format)}`,
+    );
   }
+  const count = (flag: 'width' | 'limit', min: number, max: number) => {
+    const value = values[flag];
+    if (value === undefined) return undefined;
+    const n = /^\d{1,9}$/.test(value) ? Number(value) : Number.NaN;
+    if (!(n === 0 || (n >= min && n <= max))) {
+      throw new UsageError(
+        `--${flag} must be 0 or an integer from ${min} to ${max}, received ${JSON.stringify(value)}`,
+      );
+    }
+    return n;
+  };
   if (values.mapping !== undefined && values.mapping.trim() === '')
     throw new UsageError('--mapping must not be empty');
   const mib = values['max-record-mib'] ?? String(DEFAULT_MAX_RECORD_MIB);
@@ -156,6 +180,8 @@ function parseAnalyzeArgs(args: string[]) {
       mappingFile: values.mapping,
       keepGoing: values['keep-going'] === true,
       maxRecordBytes: maxRecordMib * 1024 * 1024,
+      widthColumns: count('width', 20, 100_000),
+      limit: count('limit', 1, 1_000_000_000),
     },
   };
 }
