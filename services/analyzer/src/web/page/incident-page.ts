@@ -9,6 +9,7 @@ import type {
 } from './api-types.ts';
 import { attemptTable, traceCell } from './attempt-table.ts';
 import { severityBadge, statusBadge } from './badges.ts';
+import { csvDownloadLink } from './csv-download.ts';
 import { el, pageHref, replaceChildren } from './element-builder.ts';
 import { incidentActions } from './incident-actions.ts';
 import { mainRegion, pageFooter, setPageTitle } from './page-frame.ts';
@@ -71,6 +72,11 @@ export async function renderIncidentPage(config: UiConfig, id: string): Promise<
       figure,
     ),
     keysSection(findings, config.traceLinkTemplate, keyButtons, pin, preview),
+    csvDownloadLink(
+      `/api/v1/incidents/${encodeURIComponent(id)}?format=csv`,
+      `keyscope-${id}.csv`,
+      'Download these keys as CSV (one row per execution, for reconciliation)',
+    ),
     selectedPanel,
     alertsSection(detail),
     pageFooter(),
