@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { scenarios, simulate } from '@keyscope/simulator';
 import type { Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -150,6 +151,19 @@ describe('the web page', () => {
     expect(await other.locator('a.key-link').getAttribute('href')).toBe(
       `/keys/${encodeURIComponent(otherKey)}`,
     );
+  });
+
+  it("downloads the incident's keys as CSV, one row per execution, with the tab's token", async () => {
+    const link = readTab.getByRole('link', { name: /Download these keys as CSV/ });
+    expect(await link.getAttribute('href')).toBe(`/api/v1/incidents/${incident.id}?format=csv`);
+    const [download] = await Promise.all([readTab.waitForEvent('download'), link.click()]);
+    expect(download.suggestedFilename()).toBe(`keyscope-${incident.id}.csv`);
+    const lines = readFileSync((await download.path())!, 'utf8')
+      .trimEnd()
+      .split('\r\n');
+    expect(lines[0]).toMatch(/^key,tenant,class,findingId,incidentId,/);
+    const executions = incident.findings.reduce((sum, finding) => sum + finding.executions, 0);
+    expect(lines).toHaveLength(1 + executions);
   });
 
   it('shows every attempt of a key, client and server side, on the key page', async () => {

@@ -39,6 +39,7 @@ function cleanAttempt(n: number, startUnixMillis: number): ServerAttempt {
     failed: false,
     effect: '',
     released: false,
+    businessId: '',
     effectSpansDeclared: false,
   };
 }

@@ -38,6 +38,7 @@ function execution(node: string, startUnixMillis: number): ServerAttempt {
     effect: '',
     released: false,
     effectSpansDeclared: false,
+    businessId: '',
   };
 }
 

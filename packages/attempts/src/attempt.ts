@@ -46,9 +46,9 @@ interface AttemptBase {
 }
 
 /**
- * How the span's request ended, read for every server attempt and arrival: with the decision on
- * a child span of the SERVER span, the detector reads the request's end from the arrival that
- * the SERVER span is (same trace, its span id the decision's parent).
+ * How the span's request ended (and which mutation it was), read for every server attempt and
+ * arrival: with the decision on a child span of the SERVER span, the detector reads the request's
+ * end from the arrival that the SERVER span is (same trace, its span id the decision's parent).
  */
 interface RequestResult {
   /** `http.response.status_code`; 0 when the span has none. */
@@ -59,6 +59,11 @@ interface RequestResult {
   effect: Effect | '';
   /** `idempotency.released` is true: the service gave the key back, so a retry executes. */
   released: boolean;
+  /**
+   * The mutation's business identifier (`payment.id`), from the mapping's `businessId` field;
+   * '' when the span carries none or the mapping names no attribute for it.
+   */
+  businessId: string;
 }
 
 /** A server-side span in which a dedup store was consulted. */

@@ -26,6 +26,7 @@ const SPAN_FIELDS: readonly SpanField[] = [
   'replayed',
   'effect',
   'released',
+  'businessId',
 ];
 
 /** The resource's values for one field's names, index-aligned with the names. */

@@ -279,6 +279,10 @@ function tenantOf(span: Span, compiled: CompiledMapping, view: ResourceView): st
   return readText(span.attributes, compiled.names.tenant, view.fields.tenant) ?? '';
 }
 
+function businessIdOf(span: Span, compiled: CompiledMapping, view: ResourceView): string {
+  return readText(span.attributes, compiled.names.businessId, view.fields.businessId) ?? '';
+}
+
 function operationOf(span: Span, compiled: CompiledMapping, view: ResourceView): string {
   return readText(span.attributes, compiled.names.operation, view.fields.operation) ?? span.name;
 }
@@ -315,6 +319,7 @@ function serverAttempt(
     failed,
     effect: effectOf(span, compiled, view),
     released: releasedOf(span, compiled, view),
+    businessId: businessIdOf(span, compiled, view),
     effectSpansDeclared: compiled.sideEffectSpans !== null,
   };
 }
@@ -342,6 +347,7 @@ function arrival(
     failed,
     effect: effectOf(span, compiled, view),
     released: releasedOf(span, compiled, view),
+    businessId: businessIdOf(span, compiled, view),
   };
 }
 

@@ -52,17 +52,24 @@ const DEFAULT_FIELDS = {
   replayed: ['http.response.header.idempotent-replayed'],
   effect: ['idempotency.effect'],
   released: ['idempotency.released'],
+  // What the business calls the mutation (`payment.id`), for the people who reconcile a duplicate:
+  // none by default, since no convention names one.
+  businessId: [],
 } as const satisfies Record<string, readonly string[]>;
+
+/** Fields read only when the mapping names attributes for them: their list may be empty. */
+const OPTIONAL_FIELDS: ReadonlySet<string> = new Set(['businessId']);
 
 /**
  * Each field's attribute names, tried in turn. A given list replaces the default one entirely
- * (list the defaults too to keep them as fallbacks), so it may not be empty.
+ * (list the defaults too to keep them as fallbacks), so it may not be empty, except for an
+ * optional field's.
  */
 const FIELDS = object(
   Object.fromEntries(
     Object.entries(DEFAULT_FIELDS).map(([field, names]) => [
       field,
-      custom(nameList('attribute'), { default: names }),
+      custom(nameList('attribute', { mayBeEmpty: OPTIONAL_FIELDS.has(field) }), { default: names }),
     ]),
   ) as { readonly [F in keyof typeof DEFAULT_FIELDS]: FieldSpec<readonly string[], 'default'> },
 );

@@ -140,7 +140,7 @@ export function truncateToBytes(text: string, maxBytes: number): string {
 
 /**
  * Applies the attempt rules but the store's: a tenant over `maxNameBytes` refuses it (the
- * returned detail); an operation, target or error over its limit is cut. The caller checks the
+ * returned detail); an operation, target, error or business id over its limit is cut. The caller checks the
  * key before the attempt is built, and a stated store after (a store derived from the placement is
  * not checked: its parts are).
  */
@@ -150,6 +150,12 @@ export function limitAttempt(attempt: Attempt, limits: SpanLimits, refusals: Spa
   if (exceedsBytes(attempt.operation, maxName)) {
     attempt.operation = truncateToBytes(attempt.operation, maxName);
     refusals.truncatedValues++;
+  }
+  if ((attempt.kind === 'server' || attempt.kind === 'arrival') && attempt.businessId !== '') {
+    if (exceedsBytes(attempt.businessId, limits.maxValueBytes)) {
+      attempt.businessId = truncateToBytes(attempt.businessId, limits.maxValueBytes);
+      refusals.truncatedValues++;
+    }
   }
   if (attempt.kind === 'client') {
     const maxValue = limits.maxValueBytes;

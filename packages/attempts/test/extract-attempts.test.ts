@@ -59,6 +59,7 @@ describe('server attempts', () => {
       failed: false,
       effect: '',
       released: false,
+      businessId: '',
       effectSpansDeclared: false,
     });
   });
@@ -251,6 +252,30 @@ describe('invalid values', () => {
   });
 });
 
+describe('business ids', () => {
+  const naming = parseMapping({ fields: { businessId: ['payment.id', 'order.id'] } });
+
+  it('reads the business id of server attempts and arrivals from the attributes the mapping names', () => {
+    const { attempts } = extractAttempts(
+      [
+        serverSpan({ key: 'k1', outcome: 'miss', attributes: { 'payment.id': 'pay_123' } }),
+        serverSpan({ key: 'k1', attributes: { 'order.id': 4711 } }),
+        serverSpan({ key: 'k2', outcome: 'miss' }),
+      ],
+      naming,
+    );
+    expect(attempts.map((a) => (a as ServerAttempt | Arrival).businessId)).toEqual(['pay_123', '4711', '']);
+  });
+
+  it('reads none under the default mapping, which names no attribute for it', () => {
+    const attempt = only<ServerAttempt>(
+      [serverSpan({ key: 'k1', outcome: 'miss', attributes: { 'payment.id': 'pay_123' } })],
+      mapping,
+    );
+    expect(attempt.businessId).toBe('');
+  });
+});
+
 describe('arrivals', () => {
   it('turns a keyed SERVER span without an outcome into an arrival', () => {
     const input = serverSpan({ key: 'k1', route: '/payments', tenant: 'acme' });
@@ -269,6 +294,7 @@ describe('arrivals', () => {
       failed: false,
       effect: '',
       released: false,
+      businessId: '',
     });
   });
 

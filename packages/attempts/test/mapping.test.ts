@@ -24,6 +24,23 @@ function codeOf(action: () => unknown): string {
   throw new Error('expected a KeyscopeError, nothing was thrown');
 }
 
+describe('business id', () => {
+  it('names no attribute by default, and may be given an empty list', () => {
+    expect(defaultMapping().fields.businessId).toEqual([]);
+    expect(parseMapping({ fields: { businessId: [] } }).fields.businessId).toEqual([]);
+    expect(parseMapping({ fields: { businessId: ['payment.id'] } }).fields.businessId).toEqual([
+      'payment.id',
+    ]);
+  });
+
+  it('refuses a list that is not of attribute names', () => {
+    const code = (value: unknown) => codeOf(() => parseMapping({ fields: { businessId: value } }));
+    expect(code('payment.id')).toBe('KS_MAPPING_WRONG_TYPE');
+    expect(code([''])).toBe('KS_MAPPING_EMPTY_NAME');
+    expect(code(['payment.id', 'payment.id'])).toBe('KS_MAPPING_INVALID_VALUE');
+  });
+});
+
 describe('side-effect spans', () => {
   it('are none by default and read as a list of span names', () => {
     expect(defaultMapping().sideEffectSpans).toEqual([]);
@@ -69,6 +86,7 @@ describe('default mapping', () => {
       replayed: ['http.response.header.idempotent-replayed'],
       effect: ['idempotency.effect'],
       released: ['idempotency.released'],
+      businessId: [],
     });
     expect(options).toEqual({
       inferOutcomeFromHttp: false,

@@ -2,7 +2,7 @@ import type { Span } from '@keyscope/otlp';
 import { describe, expect, it } from 'vitest';
 import type { ClientAttempt, ServerAttempt } from '../src/attempt.ts';
 import { extractAttempts } from '../src/extract-attempts.ts';
-import { defaultMapping } from '../src/mapping.ts';
+import { defaultMapping, parseMapping } from '../src/mapping.ts';
 import { exceedsBytes, type SpanLimits, truncateToBytes } from '../src/span-limits.ts';
 import { clientSpan, resource, serverSpan } from '../src/testing.ts';
 
@@ -113,6 +113,24 @@ describe('extraction under span limits', () => {
     expect(client.target).toBe('payments');
     expect(client.error).toBe('éééé');
     expect(result.refusals).toMatchObject({ total: 0, truncatedValues: 3 });
+  });
+
+  it('cuts an over-long business id and keeps the span', () => {
+    const result = extractAttempts(
+      [
+        serverSpan({
+          key: 'k1',
+          outcome: 'miss',
+          route: '/p',
+          startMillis: NOW,
+          attributes: { 'payment.id': 'pay_éééé' },
+        }),
+      ],
+      parseMapping({ fields: { businessId: ['payment.id'] } }),
+      limits,
+    );
+    expect((result.attempts[0] as ServerAttempt).businessId).toBe('pay_éé');
+    expect(result.refusals).toMatchObject({ total: 0, truncatedValues: 1 });
   });
 
   it('reports nothing about refusals without limits, and refuses nothing', () => {

@@ -260,13 +260,14 @@ function* membersOf(entry: IncidentEntry): Generator<[Finding, FindingFacts]> {
   for (const [id, finding] of entry.members) yield [finding, entry.facts.get(id)!];
 }
 
+/** What the keys did, worded to follow "N keys" (or "1 key") as a sentence. */
 const CLASS_TITLE: Record<FindingClass, string> = {
   cross_store_duplicate: 'executed twice in different dedup stores',
   same_store_duplicate: 'executed twice in one dedup store',
-  absorbed_duplicate: 'executed twice, caught downstream',
+  absorbed_duplicate: 'executed twice, each repeat caught by a dedup store downstream',
   suspected_duplicate: 'ran again after a failed attempt whose effect is unknown',
-  key_collision: 'idempotency key shared across tenants',
-  scope_violation: 'retries reach more than one dedup store',
+  key_collision: 'shared across tenants',
+  scope_violation: 'whose retries reach more than one dedup store',
 };
 
 function titleOf(incident: Incident): string {

@@ -1,7 +1,7 @@
 import type { Attempt } from '@keyscope/attempts';
 import { activity, server } from '@keyscope/testkit';
 import { describe, expect, it } from 'vitest';
-import { createDetector, incidentOfMembers } from '../src/index.ts';
+import { createDetector, FINDING_CLASSES, type FindingClass, incidentOfMembers } from '../src/index.ts';
 
 // payments nodes a, b, c serve steadily; node a goes silent from second 60 to 120.
 const traffic = [
@@ -79,5 +79,29 @@ describe("a tenant's view of an incident", () => {
   it('needs at least one finding', () => {
     const [incident] = detectFailover().incidents();
     expect(() => incidentOfMembers(incident!, [])).toThrow(RangeError);
+  });
+});
+
+describe('incident titles', () => {
+  const expected: Record<FindingClass, string> = {
+    cross_store_duplicate: 'executed twice in different dedup stores',
+    same_store_duplicate: 'executed twice in one dedup store',
+    absorbed_duplicate: 'executed twice, each repeat caught by a dedup store downstream',
+    suspected_duplicate: 'ran again after a failed attempt whose effect is unknown',
+    key_collision: 'shared across tenants',
+    scope_violation: 'whose retries reach more than one dedup store',
+  };
+
+  it.each(FINDING_CLASSES)('read as a sentence about the keys for %s', (findingClass) => {
+    const detector = detectFailover();
+    const [incident] = detector.incidents();
+    const findings = detector.findings();
+    const asClass = { ...incident!, class: findingClass, routingEvent: null };
+    expect(incidentOfMembers(asClass, findings.slice(0, 1)).title).toBe(
+      `payments /payments: 1 key ${expected[findingClass]}`,
+    );
+    expect(incidentOfMembers(asClass, findings.slice(0, 2)).title).toBe(
+      `payments /payments: 2 keys ${expected[findingClass]}`,
+    );
   });
 });

@@ -8,13 +8,13 @@ import { CLOSE_BRACKET, COMMA, type JsonBytes, OPEN_BRACKET } from './json-bytes
  *   segment: [key, baseStartUnixMillis, ...entries]              (SEGMENT)
  *   entry:   [traceId or 0, spanId, kind, tenant, parentSpanId,
  *             start, end, placementId, operation, ...kind's own]  (ENTRY)
- *   kind:    0 server [outcome, store, scope, result?, effect?]   (SERVER)
- *            1 client [resendCount, target, statusCode, error]    (CLIENT)
- *            2 arrival [result?, effect?]                         (ARRIVAL)
- *            3 effect [failed: 0 or 1]                            (EFFECT)
+ *   kind:    0 server [outcome, store, scope, result?, effect?, businessId?]  (SERVER)
+ *            1 client [resendCount, target, statusCode, error]                (CLIENT)
+ *            2 arrival [result?, effect?, businessId?]                        (ARRIVAL)
+ *            3 effect [failed: 0 or 1]                                        (EFFECT)
  *   result:  how the request ended as one number, statusCode·8 + failed·4 + released·2 +
- *            effectSpansDeclared·1. Left out with the effect when both are at their defaults (0
- *            and ''), and the effect left out when it is '': most requests succeed silently.
+ *            effectSpansDeclared·1. Trailing fields at their defaults (0, '', '') are left out:
+ *            most requests succeed silently, and most mappings name no business id.
  *
  * A key's attempts mostly share their trace and start within a second of each other, and a batch's
  * bytes are what its commit writes (twice, counting the checkpoint): the trace id is 0 when it is
@@ -42,11 +42,11 @@ export const ENTRY = {
 } as const;
 
 /** Where a server attempt's own fields are, after ENTRY's. */
-export const SERVER = { outcome: 9, store: 10, scope: 11, result: 12, effect: 13 } as const;
+export const SERVER = { outcome: 9, store: 10, scope: 11, result: 12, effect: 13, businessId: 14 } as const;
 /** Where a client attempt's own fields are, after ENTRY's. */
 export const CLIENT = { resendCount: 9, target: 10, statusCode: 11, error: 12 } as const;
 /** Where an arrival's own fields are, after ENTRY's. */
-export const ARRIVAL = { result: 9, effect: 10 } as const;
+export const ARRIVAL = { result: 9, effect: 10, businessId: 11 } as const;
 /** Where a side effect's own field is, after ENTRY's. */
 export const EFFECT = { failed: 9 } as const;
 
@@ -92,14 +92,14 @@ export function writeAttempts(out: JsonBytes, attempts: readonly Attempt[], plac
       out.nextString(a.outcome);
       out.nextString(a.store);
       out.nextString(a.scope);
-      writeResult(out, resultCode(a, a.effectSpansDeclared), a.effect);
+      writeResult(out, resultCode(a, a.effectSpansDeclared), a.effect, a.businessId);
     } else if (a.kind === 'client') {
       out.nextNumber(a.resendCount);
       out.nextString(a.target);
       out.nextNumber(a.statusCode);
       out.nextString(a.error);
     } else if (a.kind === 'arrival') {
-      writeResult(out, resultCode(a, false), a.effect);
+      writeResult(out, resultCode(a, false), a.effect, a.businessId);
     } else {
       out.nextNumber(a.failed ? 1 : 0);
     }
@@ -135,7 +135,7 @@ export function readAttempts(json: string, placements: PlacementIds, into: Attem
     };
     const kind = KINDS[f[ENTRY.kind] as number];
     if (kind === 'server') {
-      const result = readResult(f, SERVER.result, SERVER.effect);
+      const result = readResult(f, SERVER.result, SERVER.effect, SERVER.businessId);
       into.push({
         kind,
         ...common,
@@ -146,10 +146,11 @@ export function readAttempts(json: string, placements: PlacementIds, into: Attem
         failed: result.failed,
         effect: result.effect,
         released: result.released,
+        businessId: result.businessId,
         effectSpansDeclared: result.declared,
       });
     } else if (kind === 'arrival') {
-      const result = readResult(f, ARRIVAL.result, ARRIVAL.effect);
+      const result = readResult(f, ARRIVAL.result, ARRIVAL.effect, ARRIVAL.businessId);
       into.push({
         kind,
         ...common,
@@ -157,6 +158,7 @@ export function readAttempts(json: string, placements: PlacementIds, into: Attem
         failed: result.failed,
         effect: result.effect,
         released: result.released,
+        businessId: result.businessId,
       });
     } else if (kind === 'effect') {
       into.push({ kind, ...common, failed: f[EFFECT.failed] === 1 });
@@ -182,15 +184,17 @@ function resultCode(
   return a.statusCode * 8 + (a.failed ? 4 : 0) + (a.released ? 2 : 0) + (declared ? 1 : 0);
 }
 
-/** Writes the result and the effect, the effect only when not '', neither when both are at their defaults. */
-function writeResult(out: JsonBytes, result: number, effect: string): void {
-  if (result === 0 && effect === '') return;
+/** Writes the result, the effect and the business id, leaving out those at their defaults at the end. */
+function writeResult(out: JsonBytes, result: number, effect: string, businessId: string): void {
+  if (result === 0 && effect === '' && businessId === '') return;
   out.nextNumber(result);
-  if (effect !== '') out.nextString(effect);
+  if (effect === '' && businessId === '') return;
+  out.nextString(effect);
+  if (businessId !== '') out.nextString(businessId);
 }
 
-/** The inverse of `resultCode` and `writeResult`, from the entry's fields at `resultAt` and `effectAt`. */
-function readResult(f: unknown[], resultAt: number, effectAt: number) {
+/** The inverse of `resultCode` and `writeResult`, from the entry's fields at the positions given. */
+function readResult(f: unknown[], resultAt: number, effectAt: number, businessIdAt: number) {
   const result = (f[resultAt] as number | undefined) ?? 0;
   return {
     statusCode: Math.floor(result / 8),
@@ -198,6 +202,7 @@ function readResult(f: unknown[], resultAt: number, effectAt: number) {
     effect: ((f[effectAt] as string | undefined) ?? '') as Effect | '',
     released: (result & 2) !== 0,
     declared: (result & 1) !== 0,
+    businessId: (f[businessIdAt] as string | undefined) ?? '',
   };
 }
 

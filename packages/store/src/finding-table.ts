@@ -9,6 +9,8 @@ export interface FindingFilter {
   key?: string;
   sinceUnixMillis?: number;
   untilUnixMillis?: number;
+  /** Only this incident's findings. */
+  incidentId?: string;
   /** Only this tenant's findings: every tenant in their evidence is this one (a tenant-scoped token). */
   tenant?: string;
 }
@@ -77,6 +79,7 @@ export class FindingTable implements Findings {
       where.push('last_seen_ms >= ?') && params.push(filter.sinceUnixMillis);
     if (filter.untilUnixMillis !== undefined)
       where.push('first_seen_ms < ?') && params.push(filter.untilUnixMillis);
+    if (filter.incidentId !== undefined) where.push('incident_id = ?') && params.push(filter.incidentId);
     if (filter.tenant !== undefined) where.push(TENANT_OF_FINDING) && params.push(filter.tenant);
     return readPage(
       this.#statements,

@@ -124,4 +124,23 @@ describe('the attempt codec', () => {
     expect(readAttempts(text, placements, into)).toBe(into);
     expect(into).toEqual([attempts[3], ...silent]);
   });
+
+  it('keeps the business id of server attempts and arrivals, with or without a stated effect', () => {
+    const placements = placementIds();
+    const named = [
+      server({ key: 'k3', node: 'a', businessId: 'pay_1' }),
+      server({ key: 'k3', node: 'a', effect: 'committed', businessId: 'pay_2' }),
+      arrival({ key: 'k3', node: 'a', businessId: 'pay_3' }),
+    ];
+    const text = encoded(named, placements);
+    const entries = (JSON.parse(text) as unknown[]).slice(SEGMENT.firstEntry) as unknown[][];
+    expect(entries.map((entry, i) => entry[i < 2 ? SERVER.businessId : ARRIVAL.businessId])).toEqual([
+      'pay_1',
+      'pay_2',
+      'pay_3',
+    ]);
+    const read = readAttempts(text, placements);
+    expect(read).toEqual(named);
+    expect(read.map((a) => Object.keys(a))).toEqual(named.map((a) => Object.keys(a)));
+  });
 });

@@ -126,6 +126,21 @@ describe('findings', () => {
     ]);
   });
 
+  it('filters findings by incident', () => {
+    ingest([
+      ...duplicate('k1', 0),
+      server({ key: 'r1', service: 'refunds', node: 'a', store: 'RA', at: 0 }),
+      server({ key: 'r1', service: 'refunds', node: 'b', store: 'RB', at: 2 }),
+    ]);
+    const incidents = store.incidents.list({}, { limit: 10 }).items;
+    expect(incidents).toHaveLength(2);
+    for (const incident of incidents) {
+      const keys = store.findings.list({ incidentId: incident.id }, { limit: 10 }).items.map((f) => f.key);
+      expect(keys).toEqual([incident.service === 'refunds' ? 'r1' : 'k1']);
+    }
+    expect(store.findings.list({ incidentId: 'inc_none' }, { limit: 10 }).items).toEqual([]);
+  });
+
   it('pages with a cursor that stays stable while new findings are inserted', () => {
     for (let i = 0; i < 5; i++) ingest(duplicate(`k${i}`, i * 10));
     const first = store.findings.list({}, { limit: 2 });

@@ -75,6 +75,7 @@ interface RequestInput {
   failed?: boolean;
   effect?: Effect | '';
   released?: boolean;
+  businessId?: string;
 }
 
 function request(input: RequestInput) {
@@ -84,6 +85,7 @@ function request(input: RequestInput) {
     failed: input.failed ?? statusCode >= 500,
     effect: input.effect ?? '',
     released: input.released ?? false,
+    businessId: input.businessId ?? '',
   };
 }
 

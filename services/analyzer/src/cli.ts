@@ -3,12 +3,14 @@ import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { isKeyscopeError } from '@keyscope/errors';
 import {
+  ANALYZE_FORMATS,
   type AnalyzeFormat,
   DEFAULT_MAX_RECORD_MIB,
   defaultAnalyzeThreads,
   MAX_ANALYZE_THREADS,
   runAnalyze,
 } from './analyze/run-analyze.ts';
+import { DEFAULT_TABLE_LIMIT } from './analyze/table-report.ts';
 import { defaultServeConfig, envOverrides, readConfigFile, resolveServeConfig } from './config.ts';
 import { DEMO_DB_PATH, runDemo } from './demo.ts';
 import { startRoles } from './kafka/start-roles.ts';
@@ -60,7 +62,7 @@ serving until Ctrl-C.
   --config FILE         as for serve (docs/configuration.md)
   -h, --help            show this help`;
 
-const ANALYZE_USAGE = `usage: keyscope analyze [--format table|json] [--mapping FILE] [--keep-going] [--max-record-mib N] [--threads N] PATH…
+const ANALYZE_USAGE = `usage: keyscope analyze [--format table|json|csv|ndjson] [--mapping FILE] [--keep-going] [--max-record-mib N] [--width N] [--limit N] [--threads N] PATH…
 
   PATH                  a file, a folder (read recursively, in sorted order) or - (JSON lines on stdin):
                           .pb     one protobuf ExportTraceServiceRequest
@@ -68,8 +70,11 @@ const ANALYZE_USAGE = `usage: keyscope analyze [--format table|json] [--mapping 
                           .jsonl  one OTLP/JSON request per line, as the Collector's file exporter writes
                         any of them gzipped (.gz, or recognised by its first bytes); other files are
                         skipped and listed on stderr
-  --format table|json   table (default): a report to read; json: one object { findings, incidents,
-                        scopes } with the HTTP API's shapes, and nothing else on stdout
+  --format FORMAT       table (default): a report to read; json: one object { findings, incidents,
+                        scopes } with the HTTP API's shapes, and nothing else on stdout;
+                        csv, ndjson: one row per execution, as GET /api/v1/findings?format=csv
+  --width N             the table's width in columns (default: the terminal's, else 80; 0: no limit)
+  --limit N             incidents and findings the table shows (default ${DEFAULT_TABLE_LIMIT}; 0: all)
   --mapping FILE        attribute mapping, YAML or JSON (as serve's mapping.file)
   --keep-going          report each bad record on stderr (file, byte offset, error code) and
                         analyse the rest
@@ -159,6 +164,8 @@ const ANALYZE_OPTIONS = {
   'keep-going': { type: 'boolean' },
   'max-record-mib': { type: 'string' },
   threads: { type: 'string' },
+  width: { type: 'string' },
+  limit: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -171,9 +178,22 @@ function parseAnalyzeArgs(args: string[]) {
     }
   })();
   const format = values.format ?? 'table';
-  if (format !== 'table' && format !== 'json') {
-    throw new UsageError(`--format must be table or json, received ${JSON.stringify(format)}`);
+  if (!ANALYZE_FORMATS.includes(format as AnalyzeFormat)) {
+    throw new UsageError(
+      `--format must be ${ANALYZE_FORMATS.join(', ')}, received ${JSON.stringify(format)}`,
+    );
   }
+  const count = (flag: 'width' | 'limit', min: number, max: number) => {
+    const value = values[flag];
+    if (value === undefined) return undefined;
+    const n = /^\d{1,9}$/.test(value) ? Number(value) : Number.NaN;
+    if (!(n === 0 || (n >= min && n <= max))) {
+      throw new UsageError(
+        `--${flag} must be 0 or an integer from ${min} to ${max}, received ${JSON.stringify(value)}`,
+      );
+    }
+    return n;
+  };
   if (values.mapping !== undefined && values.mapping.trim() === '')
     throw new UsageError('--mapping must not be empty');
   const mib = values['max-record-mib'] ?? String(DEFAULT_MAX_RECORD_MIB);
@@ -202,6 +222,8 @@ function parseAnalyzeArgs(args: string[]) {
       keepGoing: values['keep-going'] === true,
       maxRecordBytes: maxRecordMib * 1024 * 1024,
       threads,
+      widthColumns: count('width', 20, 100_000),
+      limit: count('limit', 1, 1_000_000_000),
     },
   };
 }

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveServeConfig } from '../src/config.ts';
 import { DEMO_DB_PATH, runDemo } from '../src/demo.ts';
 import type { RunningService } from '../src/serve.ts';
+import { csvObjects } from './api/export-csv.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'keyscope-demo-'));
 const path = join(dir, DEMO_DB_PATH);
@@ -75,6 +76,34 @@ describe('keyscope demo', () => {
   it('empties the database an earlier run left, and says so first', () => {
     expect(lines[0]).toBe(`demo: database ${path}, emptied at start (--keep keeps it)`);
     expect(service!.store.incidents.list({}, { limit: 50 }).items.length).toBeGreaterThan(0);
+  });
+
+  it("exports a demo incident's keys as CSV over HTTP, one row per execution", async () => {
+    const [incident] = service!.store.incidents.list({ status: 'open' }, { limit: 10 }).items;
+    const api = `http://127.0.0.1:${service!.addresses.api.port}`;
+    const detail = (await (await fetch(`${api}/api/v1/incidents/${incident!.id}`)).json()) as {
+      findings: {
+        key: string;
+        executions: number;
+        attempts: { kind: string; outcome?: string; spanId: string }[];
+      }[];
+    };
+    const response = await fetch(`${api}/api/v1/incidents/${incident!.id}`, {
+      headers: { accept: 'text/csv' },
+    });
+    expect(response.headers.get('content-type')).toMatch(/^text\/csv/);
+    const rows = csvObjects(await response.text());
+    expect(rows).toHaveLength(detail.findings.reduce((sum, finding) => sum + finding.executions, 0));
+    expect(rows.length).toBe(2 * incident!.keys);
+    for (const finding of detail.findings) {
+      const misses = finding.attempts.filter((a) => a.kind === 'server' && a.outcome === 'miss');
+      expect(
+        rows
+          .filter((row) => row.key === finding.key)
+          .map((row) => row.spanId)
+          .sort(),
+      ).toEqual(misses.map((a) => a.spanId).sort());
+    }
   });
 
   it('prints what the README says it prints', () => {

@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { defaultMapping, loadMapping, type Mapping } from '@keyscope/attempts';
 import { type DetectorConfig, defaultDetectorConfig } from '@keyscope/detector';
+import { exportChunks } from '../api/finding-export.ts';
 import { Analysis } from './analysis.ts';
 import { ANALYZE_INPUT_UNREADABLE, ANALYZE_NO_INPUT } from './analyze-errors.ts';
 import { analyzeInputs, type BadRecord, describeBadRecord } from './analyze-inputs.ts';
@@ -9,9 +10,10 @@ import { ExtractWorkers } from './extract-workers.ts';
 import { listInputs, type SkippedPath } from './input-files.ts';
 import { analysisJson } from './json-report.ts';
 import { createProgressMeter } from './progress-meter.ts';
-import { renderTable } from './table-report.ts';
+import { DEFAULT_TABLE_LIMIT, DEFAULT_WIDTH_COLUMNS, renderTable } from './table-report.ts';
 
-export type AnalyzeFormat = 'table' | 'json';
+export type AnalyzeFormat = 'table' | 'json' | 'csv' | 'ndjson';
+export const ANALYZE_FORMATS: readonly AnalyzeFormat[] = ['table', 'json', 'csv', 'ndjson'];
 
 /** `keyscope analyze`'s parsed command line. */
 export interface AnalyzeOptions {
@@ -24,6 +26,13 @@ export interface AnalyzeOptions {
   readonly maxRecordBytes: number;
   /** Threads in all: 1 decodes, extracts and detects on this one; N > 1 decodes and extracts on N − 1 more. */
   readonly threads?: number;
+  /**
+   * The table's width in columns (`--width`; 0 for no limit); undefined for the terminal's, or
+   * `DEFAULT_WIDTH_COLUMNS` when stdout is not one.
+   */
+  readonly widthColumns?: number;
+  /** Incidents and findings the table shows (`--limit`; 0 for all); `DEFAULT_TABLE_LIMIT` when absent. */
+  readonly limit?: number;
 }
 
 export const DEFAULT_MAX_RECORD_MIB = 64;
@@ -53,11 +62,14 @@ export interface AnalyzeIo {
 const PREFIX = 'keyscope analyze: ';
 /** Skipped names listed on stderr before "and N more": enough to recognise what was skipped. */
 const SKIPPED_NAMES_SHOWN = 5;
+/** Findings per chunk written by `--format csv` and `ndjson`, each written before the next is made. */
+const EXPORT_BATCH_FINDINGS = 500;
 
 /**
  * Runs `keyscope analyze` and returns its exit status: 0 when it ran (findings or not), 1 when an
  * input is unreadable (or, with keep-going, when nothing at all could be analysed). The report
- * goes to stdout — with `json`, nothing else does — and everything about the run to stderr.
+ * goes to stdout — with `json`, `csv` and `ndjson`, nothing else does — and everything about the
+ * run to stderr.
  * A bad mapping file throws its KeyscopeError for the CLI to report.
  */
 export async function runAnalyze(options: AnalyzeOptions, io: AnalyzeIo): Promise<number> {
@@ -79,7 +91,12 @@ export async function runAnalyze(options: AnalyzeOptions, io: AnalyzeIo): Promis
       code: ANALYZE_INPUT_UNREADABLE.code,
       message: path.message,
     };
-    if (!options.keepGoing) return stop(bad, say);
+    if (!options.keepGoing) {
+      say(describeBadRecord(bad));
+      // Only when there is something else to analyse does skipping the path help.
+      if (listing.inputs.length > 0) say('--keep-going skips the paths it cannot read and analyses the rest');
+      return ANALYZE_EXIT.unreadable;
+    }
     say(`skipping ${describeBadRecord(bad)}`);
   }
   if (listing.skipped.length > 0) say(skippedLine(listing.skipped));
@@ -121,6 +138,15 @@ export async function runAnalyze(options: AnalyzeOptions, io: AnalyzeIo): Promis
   }
 
   const result = analysis.finish();
+  if (options.format === 'csv' || options.format === 'ndjson') {
+    const batches = function* () {
+      for (let i = 0; i < result.findings.length; i += EXPORT_BATCH_FINDINGS) {
+        yield result.findings.slice(i, i + EXPORT_BATCH_FINDINGS);
+      }
+    };
+    for (const chunk of exportChunks(options.format, batches())) await writeAll(io.stdout, chunk);
+    return ANALYZE_EXIT.ran;
+  }
   const report =
     options.format === 'json'
       ? `${JSON.stringify(analysisJson(result), null, 2)}\n`
@@ -132,10 +158,20 @@ export async function runAnalyze(options: AnalyzeOptions, io: AnalyzeIo): Promis
             badRecords: outcome.summary.badRecords + listing.unreadable.length,
             bytesRead: outcome.summary.bytesRead,
           },
-          { colour: io.stdout.isTTY === true && !io.env.NO_COLOR },
+          {
+            colour: io.stdout.isTTY === true && !io.env.NO_COLOR,
+            widthColumns: options.widthColumns ?? terminalWidth(io.stdout),
+            limit: options.limit ?? DEFAULT_TABLE_LIMIT,
+          },
         );
   await writeAll(io.stdout, report);
   return ANALYZE_EXIT.ran;
+}
+
+/** The terminal's columns; `DEFAULT_WIDTH_COLUMNS` for a pipe or file, or a terminal that does not say. */
+function terminalWidth(output: AnalyzeOutput): number {
+  const columns = output.columns;
+  return output.isTTY === true && columns !== undefined && columns > 0 ? columns : DEFAULT_WIDTH_COLUMNS;
 }
 
 function stop(bad: BadRecord, say: (line: string) => void): number {

@@ -2,7 +2,7 @@ import type { Detector } from '@keyscope/detector';
 import { executionOutcomes, FINDING_CLASSES } from '@keyscope/detector';
 import { KeyscopeError } from '@keyscope/errors';
 import type { KeyscopeStore } from '@keyscope/store';
-import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { webRoutes } from '../web/web-routes.ts';
 import { API_BAD_PARAMETER, API_FORBIDDEN, API_NOT_FOUND } from './api-errors.ts';
 import { type ApiToken, createAuthenticator, type Principal, requireAdmin } from './auth.ts';
@@ -17,6 +17,8 @@ import {
   installErrorReplies,
   PATH_PARAMETER_MAX_CHARS,
 } from './error-handler.ts';
+import { EXPORT_PAGE_FINDINGS, sendExport } from './export-reply.ts';
+import { type ExportFormat, RESPONSE_FORMATS, requestedFormat } from './finding-export.ts';
 import { acceptJsonBodies } from './json-body.ts';
 import type { RouteDoc } from './openapi.ts';
 import { presentAttempt, presentFinding, presentIncident } from './present.ts';
@@ -70,7 +72,20 @@ declare module 'fastify' {
   }
 }
 
-const LIMIT = { type: 'integer', minimum: 1, maximum: 500, default: 50 } as const;
+const DEFAULT_LIMIT = 50;
+const LIMIT = {
+  type: 'integer',
+  minimum: 1,
+  maximum: 500,
+  description: `Items per page, ${DEFAULT_LIMIT} when absent.`,
+} as const;
+// An export holds every match: it takes no limit or cursor.
+const FORMAT = {
+  type: 'string',
+  enum: RESPONSE_FORMATS,
+  description:
+    'json (the default), or one row per execution as csv or ndjson; the Accept header (text/csv, application/x-ndjson) chooses too.',
+} as const;
 const TIME = { type: 'string', format: 'date-time' } as const;
 const CLASS = { type: 'string', enum: FINDING_CLASSES } as const;
 // Cursors the API issues are a few dozen characters; a longer one is refused before it is read.
@@ -127,7 +142,7 @@ export function createApiServer(deps: ApiDependencies): FastifyInstance {
   };
   const tenantOf = (request: FastifyRequest) => request.principal.tenant;
 
-  function route(doc: RouteDoc, handler: (request: FastifyRequest) => unknown): void {
+  function route(doc: RouteDoc, handler: (request: FastifyRequest, reply: FastifyReply) => unknown): void {
     docs.push(doc);
     app.route({
       method: doc.method,
@@ -138,7 +153,7 @@ export function createApiServer(deps: ApiDependencies): FastifyInstance {
         response: { 400: ERROR_BODY },
       },
       preHandler: doc.public ? undefined : guarded,
-      handler: async (request) => handler(request),
+      handler: async (request, reply) => handler(request, reply),
     });
   }
 
@@ -146,7 +161,8 @@ export function createApiServer(deps: ApiDependencies): FastifyInstance {
     {
       method: 'GET',
       url: '/api/v1/findings',
-      summary: 'Findings, newest first: one per key and class.',
+      summary:
+        'Findings, newest first: one per key and class; as csv or ndjson, every match, one row per execution.',
       query: {
         type: 'object',
         additionalProperties: false,
@@ -158,22 +174,32 @@ export function createApiServer(deps: ApiDependencies): FastifyInstance {
           until: TIME,
           limit: LIMIT,
           cursor: CURSOR,
+          format: FORMAT,
         },
       },
     },
-    (request) => {
+    (request, reply) => {
       const q = request.query as Record<string, string | number | undefined>;
-      const page = deps.store.findings.list(
-        {
-          class: q.class as never,
-          service: q.service as string | undefined,
-          key: q.key as string | undefined,
-          sinceUnixMillis: millis(q.since),
-          untilUnixMillis: millis(q.until),
-          tenant: tenantOf(request),
-        },
-        { limit: q.limit as number, cursor: q.cursor as string | undefined },
-      );
+      const filter = {
+        class: q.class as never,
+        service: q.service as string | undefined,
+        key: q.key as string | undefined,
+        sinceUnixMillis: millis(q.since),
+        untilUnixMillis: millis(q.until),
+        tenant: tenantOf(request),
+      };
+      const format = requestedFormat(q.format as string | undefined, request.headers.accept);
+      reply.header('vary', 'accept');
+      if (format !== 'json') {
+        refusePaging(q, format);
+        const page = (cursor?: string) =>
+          deps.store.findings.list(filter, { limit: EXPORT_PAGE_FINDINGS, cursor });
+        return sendExport(reply, format, 'keyscope-findings', page(), page);
+      }
+      const page = deps.store.findings.list(filter, {
+        limit: (q.limit as number | undefined) ?? DEFAULT_LIMIT,
+        cursor: q.cursor as string | undefined,
+      });
       return { items: page.items.map(presentFinding), nextCursor: page.nextCursor };
     },
   );
@@ -208,7 +234,7 @@ export function createApiServer(deps: ApiDependencies): FastifyInstance {
           untilUnixMillis: millis(q.until),
           tenant: tenantOf(request),
         },
-        { limit: q.limit as number, cursor: q.cursor as string | undefined },
+        { limit: (q.limit as number | undefined) ?? DEFAULT_LIMIT, cursor: q.cursor as string | undefined },
       );
       const tenant = tenantOf(request);
       const items = page.items.flatMap((incident) => {
@@ -229,13 +255,27 @@ export function createApiServer(deps: ApiDependencies): FastifyInstance {
     {
       method: 'GET',
       url: '/api/v1/incidents/:id',
-      summary: 'One incident with its findings (the evidence).',
+      summary:
+        'One incident with its findings (the evidence); as csv or ndjson, its keys, one row per execution.',
       params: idParams,
+      query: { type: 'object', additionalProperties: false, properties: { format: FORMAT } },
     },
-    (request) => {
+    (request, reply) => {
       const { id } = request.params as { id: string };
       const tenant = tenantOf(request);
+      const format = requestedFormat((request.query as { format?: string }).format, request.headers.accept);
+      reply.header('vary', 'accept');
       const stored = deps.store.incidents.get(id, tenant);
+      if (format !== 'json') {
+        const page = (cursor?: string) =>
+          deps.store.findings.list({ incidentId: id, tenant }, { limit: EXPORT_PAGE_FINDINGS, cursor });
+        const first = stored === undefined ? undefined : page();
+        // As the JSON answer: a tenant that sees none of the incident's findings does not see it.
+        if (first === undefined || (tenant !== undefined && first.items.length === 0)) {
+          throw new KeyscopeError(API_NOT_FOUND, `no incident ${excerpt(id)}`);
+        }
+        return sendExport(reply, format, `keyscope-${id}`, first, page);
+      }
       const part = stored === undefined ? undefined : incidentPart(deps.store, stored, tenant);
       if (part === undefined) throw new KeyscopeError(API_NOT_FOUND, `no incident ${excerpt(id)}`);
       return {
@@ -375,6 +415,18 @@ export function createApiServer(deps: ApiDependencies): FastifyInstance {
   });
   docsRoutes(app, docs);
   return app;
+}
+
+/** An export holds every match, so the JSON list's paging does not apply to it. */
+function refusePaging(q: Record<string, string | number | undefined>, format: ExportFormat): void {
+  for (const name of ['limit', 'cursor'] as const) {
+    if (q[name] !== undefined) {
+      throw new KeyscopeError(
+        API_BAD_PARAMETER,
+        `${name} pages the JSON list; a ${format} export holds every matching finding, so leave ${name} out`,
+      );
+    }
+  }
 }
 
 function millis(value: string | number | undefined): number | undefined {

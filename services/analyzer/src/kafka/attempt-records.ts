@@ -107,14 +107,17 @@ function checkAttempt(value: unknown): Attempt {
 
 /**
  * How a server attempt's or arrival's request ended. Records written before attempts carried it
- * have none of the fields: they read as a request that succeeded and stated nothing.
+ * have none of the fields: they read as a request that succeeded and stated nothing (and named
+ * no business id).
  */
 function checkRequestResult(value: Record<string, unknown>): void {
   value.statusCode ??= 0;
   value.failed ??= false;
   value.effect ??= '';
   value.released ??= false;
+  value.businessId ??= '';
   if (!Number.isFinite(value.statusCode)) throw invalid('attempt.statusCode must be a number');
+  if (typeof value.businessId !== 'string') throw invalid('attempt.businessId must be a string');
   if (typeof value.failed !== 'boolean' || typeof value.released !== 'boolean')
     throw invalid('attempt.failed and attempt.released must be true or false');
   if (value.effect !== '' && !EFFECTS.includes(value.effect as Effect))

@@ -1,7 +1,10 @@
 import { execFileSync, spawn } from 'node:child_process';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { encodeTraces } from '@keyscope/otlp';
+import { scenarios, simulateBatches } from '@keyscope/simulator';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   jsonLines,
   protobufRequest,
@@ -118,4 +121,63 @@ describe('keyscope analyze (process)', () => {
     // Erased before the report: the JSON starts on a clean line.
     expect(run.stdout).toContain(`${ERASE_LINE}{`);
   });
+});
+
+describe.skipIf(!hasScript())('keyscope analyze on a terminal, over a large archive', () => {
+  /** About 600,000 spans of the simulator's benchmark: hundreds of findings in a score of incidents. */
+  const SPANS = 600_000;
+  let large: string;
+  beforeAll(() => {
+    large = temporaryFolder();
+    const run = simulateBatches(scenarios.benchmark({ spans: SPANS }), { seed: 1, batchSize: 512 });
+    let i = 0;
+    // One .pb per export, written as made: the archive is never whole in this process's memory.
+    for (const batch of run.batches) {
+      writeFileSync(join(large, `traces-${String(i++).padStart(5, '0')}.pb`), encodeTraces(batch));
+    }
+  }, 60_000);
+  afterAll(() => rmSync(large, { recursive: true, force: true }));
+
+  /** The report as a terminal of `columns` columns shows it: stdout only, colour codes taken out. */
+  async function reportOnTerminal(columns: number): Promise<string[]> {
+    const command = [process.execPath, ...CLI, 'analyze', large].map(shellQuote).join(' ');
+    const output = await new Promise<string>((resolve, reject) => {
+      const child = spawn('script', ['-qec', `stty cols ${columns}; ${command} 2>/dev/null`, '/dev/null'], {
+        cwd: repositoryRoot,
+      });
+      let text = '';
+      child.stdout.setEncoding('utf8').on('data', (chunk: string) => (text += chunk));
+      child.on('error', reject);
+      child.on('close', (code) => (code === 0 ? resolve(text) : reject(new Error(`exit ${code}: ${text}`))));
+    });
+    const colour = new RegExp(`${String.fromCharCode(27)}\\[[\\d;]*m`, 'g');
+    return output.replace(colour, '').split(/\r?\n/);
+  }
+
+  /** Columns a line takes, counted apart from the report's own code: printable ASCII and … – only. */
+  function columnsOf(line: string): number {
+    const chars = [...line];
+    expect(
+      chars.filter((char) => !/^[\x20-\x7e…–]$/.test(char)),
+      line,
+    ).toEqual([]);
+    return chars.length;
+  }
+
+  it.each([80, 160])(
+    'fits every line of the table in %i columns and counts what --limit leaves out',
+    async (columns) => {
+      const lines = await reportOnTerminal(columns);
+      expect(lines.some((line) => /^Incidents \(\d+\) and their findings \([\d,]+\)$/.test(line))).toBe(true);
+      for (const line of lines) expect(columnsOf(line), line).toBeLessThanOrEqual(columns);
+      // The terminal's width is used, not a fixed one.
+      expect(Math.max(...lines.map(columnsOf))).toBeGreaterThan(columns - 10);
+      expect(lines.join('\n')).toMatch(/[\d,]+ more findings not shown: --limit 0 shows all/);
+      // At most 20 findings shown by default: their rows start with the four-space indent and a key.
+      const rows = lines.filter((line) => /^ {4}[0-9a-f]{8}-|^ {4}ord-/.test(line));
+      expect(rows.length).toBeGreaterThan(0);
+      expect(rows.length).toBeLessThanOrEqual(20);
+    },
+    60_000,
+  );
 });

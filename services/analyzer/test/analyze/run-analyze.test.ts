@@ -3,7 +3,10 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { gzipSync } from 'node:zlib';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { displayWidth } from '../../src/analyze/display-width.ts';
 import { type AnalyzeOptions, runAnalyze } from '../../src/analyze/run-analyze.ts';
+import { EXECUTION_COLUMNS } from '../../src/api/finding-export.ts';
+import { csvObjects, parseCsv } from '../api/export-csv.ts';
 import {
   collectorJsonLines,
   jsonLines,
@@ -24,12 +27,17 @@ interface Run {
 /** runAnalyze in this process, its output captured; stdout and stderr are pipes unless told. */
 async function analyze(
   paths: string[],
-  options: Partial<Omit<AnalyzeOptions, 'paths'>> & { stdin?: Uint8Array; stdoutTTY?: boolean } = {},
+  options: Partial<Omit<AnalyzeOptions, 'paths'>> & {
+    stdin?: Uint8Array;
+    stdoutTTY?: boolean;
+    stdoutColumns?: number;
+  } = {},
 ): Promise<Run> {
   let stdout = '';
   let stderr = '';
-  const output = (append: (text: string) => void, isTTY: boolean) => ({
+  const output = (append: (text: string) => void, isTTY: boolean, columns?: number) => ({
     isTTY,
+    columns,
     write(text: string, callback?: (error?: Error | null) => void) {
       append(text);
       callback?.();
@@ -43,10 +51,12 @@ async function analyze(
       mappingFile: options.mappingFile,
       keepGoing: options.keepGoing ?? false,
       maxRecordBytes: options.maxRecordBytes ?? 64 * 1024 * 1024,
+      widthColumns: options.widthColumns,
+      limit: options.limit,
       ...(options.threads === undefined ? {} : { threads: options.threads }),
     },
     {
-      stdout: output((text) => (stdout += text), options.stdoutTTY ?? false),
+      stdout: output((text) => (stdout += text), options.stdoutTTY ?? false, options.stdoutColumns),
       stderr: output((text) => (stderr += text), false),
       stdin: Readable.from(options.stdin === undefined ? [] : [Buffer.from(options.stdin)]),
       env: {},
@@ -320,10 +330,23 @@ describe('keyscope analyze on unreadable input', () => {
     expect(run.stdout).toBe('');
   });
 
-  it('refuses a missing path without --keep-going before reading anything', async () => {
-    const run = await analyze([join(temporaryFolder(), 'nope.jsonl')]);
+  it('refuses a missing path without --keep-going before reading anything, naming it', async () => {
+    const missing = join(temporaryFolder(), 'nope.jsonl');
+    const run = await analyze([missing]);
     expect(run.code).toBe(1);
-    expect(run.stderr).toContain('KS_ANALYZE_INPUT_UNREADABLE');
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toBe(
+      `keyscope analyze: ${missing}: no such file or directory (KS_ANALYZE_INPUT_UNREADABLE)\n`,
+    );
+  });
+
+  it('suggests --keep-going for a missing path only when there is something else to analyse', async () => {
+    const dir = temporaryFolder();
+    const good = writeInput(join(dir, 'good.jsonl'), jsonLines(failover.requests));
+    const run = await analyze([join(dir, 'nope.jsonl'), good]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain('--keep-going skips the paths it cannot read');
+    expect(run.stderr).not.toContain('bad record');
   });
 
   it('exits 1 when no path holds a file it reads', async () => {
@@ -420,7 +443,8 @@ describe('keyscope analyze reports', () => {
 
   it('--format table shows the summary, every incident with its routing event, every finding and the scope report', async () => {
     const json = JSON.parse((await analyze([jsonl], { format: 'json' })).stdout);
-    const run = await analyze([jsonl], { format: 'table' });
+    // No width limit and no count limit: every value whole.
+    const run = await analyze([jsonl], { format: 'table', widthColumns: 0, limit: 0 });
     expect(run.code).toBe(0);
     expect(run.stdout).toMatch(new RegExp(`keys ran twice\\s+${failover.truthKeys.length}\\n`));
     for (const incident of json.incidents) {
@@ -449,12 +473,143 @@ describe('keyscope analyze reports', () => {
 
   it('colours the table only for a terminal', async () => {
     const run = await analyze([jsonl], { format: 'table', stdoutTTY: true });
-    expect(run.stdout).toContain('\x1b[1;31mcross_store_duplicate');
+    expect(run.stdout).toContain('\x1b[1;31mcritical');
   });
 
   it('prints no progress when stderr is not a terminal', async () => {
     const run = await analyze([jsonl], { format: 'json' });
     expect(run.stderr).toBe('');
+  });
+});
+
+describe('keyscope analyze --format csv and ndjson', () => {
+  let jsonl: string;
+  beforeAll(() => {
+    jsonl = writeInput(join(temporaryFolder(), 'export.jsonl'), jsonLines(failover.requests));
+  });
+
+  it('--format csv writes one row per execution of every finding, and nothing else on stdout', async () => {
+    const json = JSON.parse((await analyze([jsonl], { format: 'json' })).stdout) as {
+      findings: { id: string; executions: number; attempts: { spanId: string }[] }[];
+    };
+    const run = await analyze([jsonl], { format: 'csv' });
+    expect(run.code).toBe(0);
+    expect(run.stderr).toBe('');
+    const [header] = parseCsv(run.stdout);
+    expect(header).toEqual(EXECUTION_COLUMNS);
+    const rows = csvObjects(run.stdout);
+    expect(rows).toHaveLength(json.findings.reduce((sum, f) => sum + f.executions, 0));
+    for (const finding of json.findings) {
+      const own = rows.filter((r) => r.findingId === finding.id);
+      expect(own).toHaveLength(finding.executions);
+      for (const r of own) expect(finding.attempts.map((a) => a.spanId)).toContain(r.spanId);
+    }
+    expect(new Set(rows.map((r) => r.key))).toEqual(new Set(failover.truthKeys));
+  });
+
+  it('--format ndjson writes the same rows as JSON lines', async () => {
+    const csv = csvObjects((await analyze([jsonl], { format: 'csv' })).stdout);
+    const run = await analyze([jsonl], { format: 'ndjson' });
+    const lines = run.stdout
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line));
+    expect(lines).toEqual(csv);
+  });
+
+  it('names the business id the mapping points at', async () => {
+    const [key] = failover.truthKeys;
+    const spans = failover.spans.map((span) =>
+      span.attributes['idempotency.key'] === key && span.attributes['idempotency.outcome'] === 'miss'
+        ? { ...span, attributes: { ...span.attributes, 'payment.id': `pay_${span.spanId}` } }
+        : span,
+    );
+    const dir = temporaryFolder();
+    const path = writeInput(join(dir, 'export.pb'), protobufRequest(spans));
+    const mapping = writeInput(join(dir, 'mapping.yaml'), 'fields:\n  businessId: [payment.id]\n');
+    const rows = csvObjects((await analyze([path], { format: 'csv', mappingFile: mapping })).stdout);
+    const ofKey = rows.filter((r) => r.key === key);
+    expect(ofKey.length).toBeGreaterThanOrEqual(2);
+    for (const r of ofKey) expect(r.businessId).toBe(`pay_${r.spanId}`);
+  });
+});
+
+describe('keyscope analyze --format table in a terminal', () => {
+  let jsonl: string;
+  beforeAll(() => {
+    jsonl = writeInput(join(temporaryFolder(), 'export.jsonl'), jsonLines(failover.requests));
+  });
+
+  it.each([40, 80, 160])('fits every line in %i columns, cutting cells with an ellipsis', async (columns) => {
+    const run = await analyze([jsonl], { format: 'table', widthColumns: columns });
+    const lines = run.stdout.split('\n');
+    for (const line of lines) expect(displayWidth(line), line).toBeLessThanOrEqual(columns);
+    expect(run.stdout).toContain('…');
+    expect(run.stdout.split('\n').some((line) => line.endsWith(' '))).toBe(false);
+  });
+
+  it("takes the terminal's width, and 80 columns when stdout is not a terminal", async () => {
+    const wide = await analyze([jsonl], { format: 'table', stdoutTTY: true, stdoutColumns: 200 });
+    const piped = await analyze([jsonl], { format: 'table', stdoutColumns: 200 });
+    const colour = new RegExp(`${String.fromCharCode(27)}\\[[\\d;]*m`, 'g');
+    const widest = (text: string) =>
+      Math.max(...text.split('\n').map((line) => displayWidth(line.replace(colour, ''))));
+    expect(widest(wide.stdout)).toBeGreaterThan(80);
+    expect(widest(wide.stdout)).toBeLessThanOrEqual(200);
+    expect(widest(piped.stdout)).toBeLessThanOrEqual(80);
+  });
+
+  it('groups the findings under their incidents, each incident line followed by its title and findings', async () => {
+    const json = JSON.parse((await analyze([jsonl], { format: 'json' })).stdout) as {
+      incidents: { id: string; title: string }[];
+      findings: { key: string; incidentId: string }[];
+    };
+    const lines = (await analyze([jsonl], { format: 'table', widthColumns: 0, limit: 0 })).stdout.split('\n');
+    for (const finding of json.findings) {
+      const row = lines.findIndex((line) => line.startsWith(`    ${finding.key} `));
+      const headline = lines.slice(0, row).findLastIndex((line) => /^ {2}inc_/.test(line));
+      expect(lines[headline]).toContain(finding.incidentId);
+      const incident = json.incidents.find((i) => i.id === finding.incidentId)!;
+      expect(lines[headline + 1]).toBe(`    ${incident.title}`);
+    }
+  });
+
+  it('--limit shows at most that many incidents and findings, and counts the rest', async () => {
+    const json = JSON.parse((await analyze([jsonl], { format: 'json' })).stdout) as {
+      incidents: unknown[];
+      findings: { key: string }[];
+    };
+    expect(json.findings.length).toBeGreaterThan(3);
+    const run = await analyze([jsonl], { format: 'table', limit: 3, widthColumns: 0 });
+    const shown = json.findings.filter((f) => run.stdout.includes(`    ${f.key} `));
+    expect(shown).toHaveLength(3);
+    const hiddenIncidents = Math.max(0, json.incidents.length - 3);
+    const hidden = json.findings.length - 3;
+    const incidents =
+      hiddenIncidents > 0 ? `${hiddenIncidents} more incident${hiddenIncidents === 1 ? '' : 's'} and ` : '';
+    expect(run.stdout).toContain(`… ${incidents}${hidden} more findings not shown: --limit 0 shows all`);
+    const all = await analyze([jsonl], { format: 'table', limit: 0, widthColumns: 0 });
+    expect(json.findings.every((f) => all.stdout.includes(`    ${f.key} `))).toBe(true);
+    expect(all.stdout).not.toContain('not shown');
+  });
+
+  it('shows a key that would steer the terminal as harmless text, within the width', async () => {
+    const [key] = failover.truthKeys;
+    const hostile = '\x1b[2J\x1b]0;pwned\x07支付-\u202e';
+    const spans = failover.spans.map((span) =>
+      span.attributes['idempotency.key'] === key
+        ? { ...span, attributes: { ...span.attributes, 'idempotency.key': hostile + key } }
+        : span,
+    );
+    const path = writeInput(join(temporaryFolder(), 'hostile.pb'), protobufRequest(spans));
+    const run = await analyze([path], { format: 'table', widthColumns: 80, limit: 0 });
+    const steering = [...run.stdout].filter((char) => {
+      const code = char.codePointAt(0)!;
+      return (code < 0x20 && char !== '\n') || code === 0x7f || code === 0x202e;
+    });
+    expect(steering).toEqual([]);
+    expect(run.stdout).toContain('\ufffd[2J\ufffd]0;pwned\ufffd支付-\ufffd');
+    for (const line of run.stdout.split('\n')) expect(displayWidth(line)).toBeLessThanOrEqual(80);
   });
 });
 

@@ -36,6 +36,22 @@ describe('attempts topic records', () => {
     }
   });
 
+  it('carries the business id of server attempts and arrivals, and reads a record without one as none', () => {
+    for (const attempt of [
+      server({ key: 'k1', businessId: 'pay_1' }),
+      arrival({ key: 'k1', businessId: 'pay_2' }),
+    ]) {
+      expect(decodeAttemptsRecord(encodeAttemptRecord(attempt))).toEqual({ type: 'attempt', attempt });
+    }
+    const { businessId, ...earlier } = server({ key: 'k1', businessId: 'pay_1' });
+    const record = Buffer.from(JSON.stringify({ v: 1, attempt: earlier }));
+    expect(decodeAttemptsRecord(record)).toMatchObject({ attempt: { businessId: '' } });
+    const wrong = Buffer.from(JSON.stringify({ v: 1, attempt: { ...earlier, businessId: 7 } }));
+    expect(() => decodeAttemptsRecord(wrong)).toThrow(
+      expect.objectContaining({ code: 'KS_KAFKA_RECORD_INVALID' }),
+    );
+  });
+
   it('reads a record written before attempts said how their request ended as a silent success', () => {
     const {
       statusCode,

@@ -9,7 +9,8 @@ import type {
 } from './api-types.ts';
 import { attemptTable, traceCell } from './attempt-table.ts';
 import { severityBadge, statusBadge } from './badges.ts';
-import { el, keyHref, replaceChildren } from './element-builder.ts';
+import { csvDownloadLink } from './csv-download.ts';
+import { el, keyHref, pageHref, replaceChildren } from './element-builder.ts';
 import { incidentActions } from './incident-actions.ts';
 import { mainRegion, pageFooter, setPageTitle } from './page-frame.ts';
 import { stackedOnNarrowScreens } from './stacked-table.ts';
@@ -72,6 +73,11 @@ export async function renderIncidentPage(config: UiConfig, id: string): Promise<
       figure,
     ),
     keysSection(findings, config.traceLinkTemplate, keyButtons, pin, preview),
+    csvDownloadLink(
+      `/api/v1/incidents/${encodeURIComponent(id)}?format=csv`,
+      `keyscope-${id}.csv`,
+      'Download these keys as CSV (one row per execution, for reconciliation)',
+    ),
     selectedPanel,
     alertsSection(detail),
     pageFooter(),
