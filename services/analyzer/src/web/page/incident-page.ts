@@ -10,7 +10,7 @@ import type {
 import { attemptTable, traceCell } from './attempt-table.ts';
 import { severityBadge, statusBadge } from './badges.ts';
 import { csvDownloadLink } from './csv-download.ts';
-import { el, keyHref, pageHref, replaceChildren } from './element-builder.ts';
+import { el, keyHref, replaceChildren } from './element-builder.ts';
 import { incidentActions } from './incident-actions.ts';
 import { mainRegion, pageFooter, setPageTitle } from './page-frame.ts';
 import { stackedOnNarrowScreens } from './stacked-table.ts';
