@@ -1,9 +1,5 @@
 import { createAttributes } from './attributes.ts';
-import {
-  type DecodedTraces,
-  type DecodeOptions,
-  resolveDecodeOptions,
-} from './decode-options.ts';
+import { type DecodedTraces, type DecodeOptions, resolveDecodeOptions } from './decode-options.ts';
 import { hexOf8 } from './hex.ts';
 import {
   EXPORT_TRACE_SERVICE_REQUEST,
