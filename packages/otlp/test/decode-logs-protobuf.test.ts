@@ -7,7 +7,7 @@ import type { LogRecord } from '../src/log-record.ts';
 import { expectCode } from './support/expect-code.ts';
 import { official } from './support/reference-decoder.ts';
 import { at, PAYMENTS_RESOURCE, SPAN_ID, sdkLogRecords, TRACE_ID } from './support/sdk-log-records.ts';
-import { concat, len, tag, varint } from './support/wire.ts';
+import { len, tag, varint } from './support/wire.ts';
 
 const millis = (time: [number, number]) => time[0] * 1000 + time[1] / 1e6;
 
