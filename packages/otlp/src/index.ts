@@ -22,6 +22,7 @@ export {
   type TracesDecoder,
 } from './decode-protobuf.ts';
 export { encodeTracesJson } from './encode-json.ts';
+export { encodeLogs, encodeLogsJson } from './encode-logs.ts';
 export { encodeTraces } from './encode-protobuf.ts';
 export {
   OTLP_ERRORS,
