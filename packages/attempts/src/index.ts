@@ -40,6 +40,7 @@ export {
   latencyBucketOf,
   latencyQuantileMillis,
 } from './latency-histogram.ts';
+export { isLoggedDecision, withoutRepeatedLogDecisions } from './logged-decisions.ts';
 export {
   defaultMapping,
   KEY_NAMESPACES,

@@ -1,4 +1,9 @@
-import type { Attempt, ClientAttempt, ServerAttempt } from '@keyscope/attempts';
+import {
+  type Attempt,
+  type ClientAttempt,
+  type ServerAttempt,
+  withoutRepeatedLogDecisions,
+} from '@keyscope/attempts';
 import type { DetectorConfig } from './config.ts';
 import { executionOutcomes } from './execution-outcome.ts';
 import { type Finding, type FindingCause, type FindingClass, type RetriedBy, SEVERITY } from './finding.ts';
@@ -43,7 +48,8 @@ export function evaluateKey(
   routing: RoutingLookup,
   config: DetectorConfig,
 ): FindingDraft[] {
-  const evidence = [...attempts].sort(compareAttempts);
+  // A decision recorded both as a span and as a log record is one execution.
+  const evidence = [...withoutRepeatedLogDecisions(attempts)].sort(compareAttempts);
   const tiers = groupTiers(evidence);
   const drafts: FindingDraft[] = [];
 

@@ -1,33 +1,24 @@
-import { KeyscopeError } from '@keyscope/errors';
 import { createAttributes } from './attributes.ts';
-import {
-  type DecodedTraces,
-  type DecodeOptions,
-  type ResolvedDecodeOptions,
-  resolveDecodeOptions,
-} from './decode-options.ts';
-import { OTLP_ID_LENGTH, OTLP_ID_ZERO, OTLP_NESTING } from './errors.ts';
+import { type DecodedTraces, type DecodeOptions, resolveDecodeOptions } from './decode-options.ts';
 import { hexOf8 } from './hex.ts';
-import { type KeyMatcher, keyMatcherFor, type MatchedKey } from './key-matcher.ts';
-import { type AttributeValueDecoder, KEY_GROUP, KeyedSelection } from './keyed-selection.ts';
 import {
-  ANY_VALUE,
-  ARRAY_VALUE,
   EXPORT_TRACE_SERVICE_REQUEST,
-  INSTRUMENTATION_SCOPE,
-  KEY_VALUE,
-  KEY_VALUE_LIST,
-  RESOURCE,
   RESOURCE_SPANS,
   SCOPE_SPANS,
   SPAN,
   SPAN_EVENT,
   STATUS,
 } from './otlp-fields.ts';
-import { ResourceCache } from './resource-cache.ts';
+import {
+  checkId,
+  isZero,
+  missingId,
+  ProtobufDecoderState,
+  ProtobufRequestReader,
+  zeroId,
+} from './request-reader.ts';
 import type {
   Attributes,
-  AttributeValue,
   InstrumentationScope,
   Resource,
   Span,
@@ -36,25 +27,17 @@ import type {
   SpanStatus,
   StatusCode,
 } from './span.ts';
-import { StringCache } from './string-cache.ts';
-import { TraceIdCache } from './trace-id-cache.ts';
-import { decodeUtf8 } from './utf8.ts';
-import { WireReader } from './wire-reader.ts';
 
 /*
  * The tags of the fields the decoder reads (otlp-fields.ts), as number constants of this module:
  * every field of every span is compared against several, and V8 compiles these as it does
- * literals. Compared against `SPAN.tag.traceId` and the like, which it reads at each comparison,
- * decoding took 12% more instructions per span (6% with the tag objects copied into this module).
+ * literals (see request-reader.ts).
  */
 const EXPORT_TRACE_SERVICE_REQUEST_RESOURCE_SPANS = EXPORT_TRACE_SERVICE_REQUEST.tag.resourceSpans;
 const RESOURCE_SPANS_RESOURCE = RESOURCE_SPANS.tag.resource;
 const RESOURCE_SPANS_SCOPE_SPANS = RESOURCE_SPANS.tag.scopeSpans;
-const RESOURCE_ATTRIBUTES = RESOURCE.tag.attributes;
 const SCOPE_SPANS_SCOPE = SCOPE_SPANS.tag.scope;
 const SCOPE_SPANS_SPANS = SCOPE_SPANS.tag.spans;
-const INSTRUMENTATION_SCOPE_NAME = INSTRUMENTATION_SCOPE.tag.name;
-const INSTRUMENTATION_SCOPE_VERSION = INSTRUMENTATION_SCOPE.tag.version;
 const SPAN_TRACE_ID = SPAN.tag.traceId;
 const SPAN_SPAN_ID = SPAN.tag.spanId;
 const SPAN_PARENT_SPAN_ID = SPAN.tag.parentSpanId;
@@ -70,17 +53,6 @@ const SPAN_EVENT_NAME = SPAN_EVENT.tag.name;
 const SPAN_EVENT_ATTRIBUTES = SPAN_EVENT.tag.attributes;
 const STATUS_MESSAGE = STATUS.tag.message;
 const STATUS_CODE = STATUS.tag.code;
-const KEY_VALUE_KEY = KEY_VALUE.tag.key;
-const KEY_VALUE_VALUE = KEY_VALUE.tag.value;
-const ANY_VALUE_STRING_VALUE = ANY_VALUE.tag.stringValue;
-const ANY_VALUE_BOOL_VALUE = ANY_VALUE.tag.boolValue;
-const ANY_VALUE_INT_VALUE = ANY_VALUE.tag.intValue;
-const ANY_VALUE_DOUBLE_VALUE = ANY_VALUE.tag.doubleValue;
-const ANY_VALUE_ARRAY_VALUE = ANY_VALUE.tag.arrayValue;
-const ANY_VALUE_KVLIST_VALUE = ANY_VALUE.tag.kvlistValue;
-const ANY_VALUE_BYTES_VALUE = ANY_VALUE.tag.bytesValue;
-const ARRAY_VALUE_VALUES = ARRAY_VALUE.tag.values;
-const KEY_VALUE_LIST_VALUES = KEY_VALUE_LIST.tag.values;
 
 /** What spans without attributes, events or a status message share; frozen, so no consumer can change them. */
 const NO_ATTRIBUTES: Attributes = Object.freeze(createAttributes());
@@ -155,47 +127,7 @@ export function decodeTraceRequest(bytes: Uint8Array, options?: DecodeOptions): 
   return decoderFor(options).decodeTraceRequest(bytes);
 }
 
-class ProtobufTracesDecoder implements TracesDecoder {
-  /** null: keep every attribute. Under a keyed selection, its `eager` matcher. */
-  readonly spanKeys: KeyMatcher | null;
-  readonly selection: KeyedSelection | null;
-  readonly resourceKeys: KeyMatcher | null;
-  readonly events: boolean;
-  readonly maxDepth: number;
-  /** Attribute keys repeat across spans and batches; see string-cache.ts. */
-  readonly keyCache = new StringCache(2048, 64);
-  /** Short values repeat too (methods, routes, service and host names, status strings, span names). */
-  readonly valueCache = new StringCache(1024, 32);
-  /**
-   * Values of a keyed selection's `keys`: an idempotency key (a UUID is 36 bytes) is on every span of
-   * its request, at each tier, client and server, usually within a few payloads of each other.
-   * Decoding it to the same string each time spares the string, and makes the later stages' lookups
-   * by key (the detector's, the attempt log's) find one already hashed and compare it by identity.
-   */
-  readonly keyValueCache = new StringCache(4096, 64);
-  /**
-   * Instrumentation scope names and versions: one pair per ScopeSpans, the same few in every batch,
-   * and names run past the value cache's 32 bytes (`io.opentelemetry.instrumentation.http`).
-   */
-  readonly scopeCache = new StringCache(256, 128);
-  /** A trace's spans are spread over a payload; see trace-id-cache.ts. */
-  readonly traceIdCache = new TraceIdCache(4096);
-  /** Decoded under this decoder's resource key set and depth limit, as no other decoder's are. */
-  readonly resourceCache = new ResourceCache(512, 16 * 1024);
-
-  constructor(options: ResolvedDecodeOptions) {
-    if (options.spanSelection !== null) {
-      this.selection = new KeyedSelection(options.spanSelection, options.unkeyedKindMask);
-      this.spanKeys = this.selection.eager;
-    } else {
-      this.selection = null;
-      this.spanKeys = options.spanKeys === null ? null : keyMatcherFor(options.spanKeys);
-    }
-    this.resourceKeys = options.resourceKeys === null ? null : keyMatcherFor(options.resourceKeys);
-    this.events = options.events;
-    this.maxDepth = options.maxDepth;
-  }
-
+class ProtobufTracesDecoder extends ProtobufDecoderState implements TracesDecoder {
   decodeTraces(bytes: Uint8Array): Span[] {
     return new TraceRequestReader(bytes, this).request();
   }
@@ -208,40 +140,15 @@ class ProtobufTracesDecoder implements TracesDecoder {
 }
 
 /** One request's decoding, with its decoder's options and caches. */
-class TraceRequestReader implements AttributeValueDecoder {
-  private readonly r: WireReader;
-  private readonly bytes: Uint8Array;
-  private readonly spanKeys: KeyMatcher | null;
-  private readonly selection: KeyedSelection | null;
-  private readonly resourceKeys: KeyMatcher | null;
+class TraceRequestReader extends ProtobufRequestReader {
   private readonly events: boolean;
-  private readonly maxDepth: number;
-  private readonly keyCache: StringCache;
-  private readonly valueCache: StringCache;
-  private readonly keyValueCache: StringCache;
-  private readonly scopeCache: StringCache;
-  private readonly traceIdCache: TraceIdCache;
-  private readonly resources: ResourceCache;
   private readonly spans: Span[] = [];
   /** Spans read, returned or not. */
   spanCount = 0;
-  /** Whether the value being decoded is a key's (see keyValueCache). */
-  private decodingKey = false;
 
   constructor(bytes: Uint8Array, decoder: ProtobufTracesDecoder) {
-    this.bytes = bytes;
-    this.r = new WireReader(bytes);
-    this.spanKeys = decoder.spanKeys;
-    this.selection = decoder.selection;
-    this.resourceKeys = decoder.resourceKeys;
+    super(bytes, decoder);
     this.events = decoder.events;
-    this.maxDepth = decoder.maxDepth;
-    this.keyCache = decoder.keyCache;
-    this.valueCache = decoder.valueCache;
-    this.keyValueCache = decoder.keyValueCache;
-    this.scopeCache = decoder.scopeCache;
-    this.traceIdCache = decoder.traceIdCache;
-    this.resources = decoder.resourceCache;
   }
 
   request(): Span[] {
@@ -258,65 +165,13 @@ class TraceRequestReader implements AttributeValueDecoder {
   private resourceSpans(end: number): void {
     const r = this.r;
     const start = r.pos;
-    // Protobuf does not order fields, and spans that precede the `resource` field must still get
-    // its object: find it first (one tag and length per field), then read the scope spans.
-    let resourceStart = -1;
-    let resourceEnd = -1;
-    let resourceFields = 0;
-    while (r.pos < end) {
-      const tag = r.tag(end);
-      if (tag === RESOURCE_SPANS_RESOURCE) {
-        resourceEnd = r.lengthEnd(end);
-        resourceStart = r.pos;
-        resourceFields++;
-        r.pos = resourceEnd;
-      } else if (tag === RESOURCE_SPANS_SCOPE_SPANS) r.pos = r.lengthEnd(end);
-      else r.skip(tag, end, RESOURCE_SPANS);
-    }
-    // A resource written in several parts is merged, as protobuf merges repeated messages.
-    const resource =
-      resourceFields === 1
-        ? this.cachedResource(resourceStart, resourceEnd)
-        : this.mergedResource(start, end);
-    if (this.selection !== null) this.selection.beginResource(resource);
+    const resource = this.containerResource(end, RESOURCE_SPANS);
     r.pos = start;
     while (r.pos < end) {
       const tag = r.tag(end);
       if (tag === RESOURCE_SPANS_SCOPE_SPANS) this.scopeSpans(r.lengthEnd(end), resource);
       else if (tag === RESOURCE_SPANS_RESOURCE) r.pos = r.lengthEnd(end);
       else r.skip(tag, end, RESOURCE_SPANS);
-    }
-  }
-
-  private cachedResource(start: number, end: number): Resource {
-    const cached = this.resources.get(this.bytes, this.r.view, start, end);
-    if (cached !== undefined) return cached;
-    const resource: Resource = { attributes: createAttributes() };
-    this.r.pos = start;
-    this.resource(end, resource.attributes);
-    return this.resources.set(this.bytes, this.r.view, start, end, resource);
-  }
-
-  /** Every `resource` field of the ResourceSpans at [start, end) into one (possibly empty) resource. */
-  private mergedResource(start: number, end: number): Resource {
-    const r = this.r;
-    const resource: Resource = { attributes: createAttributes() };
-    r.pos = start;
-    while (r.pos < end) {
-      const tag = r.tag(end);
-      if (tag === RESOURCE_SPANS_RESOURCE) this.resource(r.lengthEnd(end), resource.attributes);
-      else if (tag === RESOURCE_SPANS_SCOPE_SPANS) r.pos = r.lengthEnd(end);
-      else r.skip(tag, end, RESOURCE_SPANS);
-    }
-    return resource;
-  }
-
-  private resource(end: number, attributes: Attributes): void {
-    const r = this.r;
-    while (r.pos < end) {
-      const tag = r.tag(end);
-      if (tag === RESOURCE_ATTRIBUTES) this.attribute(r.lengthEnd(end), attributes, this.resourceKeys);
-      else r.skip(tag, end, RESOURCE);
     }
   }
 
@@ -331,25 +186,6 @@ class TraceRequestReader implements AttributeValueDecoder {
       } else if (tag === SCOPE_SPANS_SCOPE) this.scope(r.lengthEnd(end), scope);
       else r.skip(tag, end, SCOPE_SPANS);
     }
-  }
-
-  private scope(end: number, scope: InstrumentationScope): void {
-    const r = this.r;
-    while (r.pos < end) {
-      const tag = r.tag(end);
-      if (tag === INSTRUMENTATION_SCOPE_NAME)
-        scope.name = this.cachedString(this.scopeCache, r.lengthEnd(end));
-      else if (tag === INSTRUMENTATION_SCOPE_VERSION)
-        scope.version = this.cachedString(this.scopeCache, r.lengthEnd(end));
-      else r.skip(tag, end, INSTRUMENTATION_SCOPE);
-    }
-  }
-
-  private cachedString(cache: StringCache, end: number): string {
-    const r = this.r;
-    const text = cache.get(this.bytes, r.view, r.pos, end);
-    r.pos = end;
-    return text;
   }
 
   /** The span at [pos, end); null when the options leave it out (see `unkeyedKinds`). */
@@ -369,7 +205,7 @@ class TraceRequestReader implements AttributeValueDecoder {
     let statusCode = 0;
     let statusMessage = '';
     // Under a key filter most spans keep no attribute and no event: they share frozen empties.
-    const spanKeys = this.spanKeys;
+    const spanKeys = this.attributeKeys;
     let attributes: Attributes | null = spanKeys === null ? createAttributes() : null;
     let events: SpanEvent[] = NO_EVENTS;
     const selection = this.selection;
@@ -498,252 +334,4 @@ class TraceRequestReader implements AttributeValueDecoder {
     }
     return { name, timeUnixMillis, attributes };
   }
-
-  /** A resource attribute: all of them, or only those `keys` matches. */
-  private attribute(end: number, target: Attributes, keys: KeyMatcher | null): void {
-    if (keys === null) this.keyValue(end, target, 0);
-    else this.selectedKeyValue(end, target, keys, null);
-  }
-
-  /**
-   * One KeyValue into `target`. The value is located while scanning (protobuf allows it before
-   * the key) and decoded after.
-   */
-  private keyValue(end: number, target: Attributes, depth: number): void {
-    const r = this.r;
-    let key = '';
-    let valueStart = -1;
-    let valueEnd = -1;
-    while (r.pos < end) {
-      const tag = r.tag(end);
-      if (tag === KEY_VALUE_KEY) {
-        const keyEnd = r.lengthEnd(end);
-        key = this.keyCache.get(this.bytes, r.view, r.pos, keyEnd);
-        r.pos = keyEnd;
-      } else if (tag === KEY_VALUE_VALUE) {
-        valueEnd = r.lengthEnd(end);
-        valueStart = r.pos;
-        r.pos = valueEnd;
-      } else r.skip(tag, end, KEY_VALUE);
-    }
-    this.value(target, key, valueStart, valueEnd, depth);
-    r.pos = end;
-  }
-
-  /**
-   * Like `keyValue`, but only keys `keys` matches are decoded at all (see key-matcher.ts); under a
-   * keyed `selection`, also the `whenKeyed` ones it lets through. A kept attribute goes into
-   * `target`, created on the first one; returns it.
-   */
-  private selectedKeyValue(
-    end: number,
-    target: Attributes | null,
-    keys: KeyMatcher,
-    selection: KeyedSelection | null,
-  ): Attributes | null {
-    const r = this.r;
-    const bytes = this.bytes;
-    // Every encoder writes a KeyValue as key, then value, each with a one-byte tag. When the
-    // bytes frame exactly that, an unwanted attribute is rejected on its key and skipped whole,
-    // without reading the value's tag and length one field at a time.
-    const at = r.pos;
-    if (bytes[at] === KEY_VALUE_KEY) {
-      const keyLength = bytes[at + 1]!;
-      const keyStart = at + 2;
-      const keyEnd = keyStart + keyLength;
-      if (keyLength < 0x80 && keyEnd < end && bytes[keyEnd] === KEY_VALUE_VALUE) {
-        const valueLength = bytes[keyEnd + 1]!;
-        if (valueLength < 0x80 && keyEnd + 2 + valueLength === end) {
-          const found = keys.find(bytes, r.view, keyStart, keyEnd);
-          if (found !== undefined) target = this.selected(target, found, keyEnd + 2, end);
-          else if (selection !== null)
-            target = this.whenKeyed(target, selection, keyStart, keyEnd, keyEnd + 2, end);
-          r.pos = end;
-          return target;
-        }
-      }
-    }
-    let keyStart = 0;
-    let keyEnd = 0;
-    let valueStart = -1;
-    let valueEnd = -1;
-    while (r.pos < end) {
-      const tag = r.tag(end);
-      if (tag === KEY_VALUE_KEY) {
-        keyEnd = r.lengthEnd(end);
-        keyStart = r.pos;
-        r.pos = keyEnd;
-      } else if (tag === KEY_VALUE_VALUE) {
-        valueEnd = r.lengthEnd(end);
-        valueStart = r.pos;
-        r.pos = valueEnd;
-      } else r.skip(tag, end, KEY_VALUE);
-    }
-    const found = keys.find(bytes, r.view, keyStart, keyEnd);
-    if (found !== undefined) target = this.selected(target, found, valueStart, valueEnd);
-    else if (selection !== null)
-      target = this.whenKeyed(target, selection, keyStart, keyEnd, valueStart, valueEnd);
-    r.pos = end;
-    return target;
-  }
-
-  /**
-   * An attribute outside `keys` that `selection` may keep (see KeyedSelection.whenKeyed) into
-   * `target` (created on the first one), which it returns. Leaves the reader anywhere: callers
-   * reposition it.
-   */
-  private whenKeyed(
-    target: Attributes | null,
-    selection: KeyedSelection,
-    keyStart: number,
-    keyEnd: number,
-    valueStart: number,
-    valueEnd: number,
-  ): Attributes | null {
-    const key = selection.whenKeyed(this.bytes, this.r.view, keyStart, keyEnd, valueStart, valueEnd);
-    if (key === undefined) return target;
-    target ??= createAttributes();
-    this.value(target, key, valueStart, valueEnd, 0);
-    return target;
-  }
-
-  /**
-   * An attribute `keys` matched into `target` (created on the first one), which it returns.
-   * Leaves the reader anywhere: callers reposition it.
-   */
-  private selected(target: Attributes | null, found: MatchedKey, valueStart: number, valueEnd: number) {
-    target ??= createAttributes();
-    if (found.group === KEY_GROUP.KEY) {
-      // Only a keyed selection's matcher has this group.
-      this.selection!.keyFound(this.bytes, this.r.view, target, this);
-      this.decodingKey = true;
-      this.value(target, found.key, valueStart, valueEnd, 0);
-      this.decodingKey = false;
-    } else this.value(target, found.key, valueStart, valueEnd, 0);
-    return target;
-  }
-
-  /** Decodes the AnyValue at `[valueStart, valueEnd)` into `target[key]`; no value is null. */
-  value(target: Attributes, key: string, valueStart: number, valueEnd: number, depth: number): void {
-    if (valueStart < 0) {
-      target[key] = null;
-      return;
-    }
-    this.r.pos = valueStart;
-    target[key] = this.anyValue(valueEnd, depth);
-  }
-
-  private anyValue(end: number, depth: number): AttributeValue {
-    const r = this.r;
-    // An AnyValue with no field set is "empty"; a oneof written twice keeps the last, as protobuf does.
-    let value: AttributeValue = null;
-    while (r.pos < end) {
-      const tag = r.tag(end);
-      switch (tag) {
-        case ANY_VALUE_STRING_VALUE: {
-          const stringEnd = r.lengthEnd(end);
-          value = (this.decodingKey ? this.keyValueCache : this.valueCache).get(
-            this.bytes,
-            r.view,
-            r.pos,
-            stringEnd,
-          );
-          r.pos = stringEnd;
-          break;
-        }
-        case ANY_VALUE_INT_VALUE:
-          value = r.int64(end);
-          break;
-        case ANY_VALUE_BOOL_VALUE:
-          value = r.bool(end);
-          break;
-        case ANY_VALUE_DOUBLE_VALUE:
-          value = r.double(end);
-          break;
-        case ANY_VALUE_ARRAY_VALUE:
-          value = this.arrayValue(r.lengthEnd(end), depth + 1);
-          break;
-        case ANY_VALUE_KVLIST_VALUE: {
-          const listEnd = r.lengthEnd(end);
-          value = this.keyValueList(listEnd, depth + 1);
-          break;
-        }
-        case ANY_VALUE_BYTES_VALUE: {
-          const bytesEnd = r.lengthEnd(end);
-          // A copy, so the span does not keep the whole payload alive or see it reused.
-          value = new Uint8Array(this.bytes.subarray(r.pos, bytesEnd));
-          r.pos = bytesEnd;
-          break;
-        }
-        default:
-          r.skip(tag, end, ANY_VALUE);
-      }
-    }
-    return value;
-  }
-
-  private arrayValue(end: number, depth: number): AttributeValue[] {
-    if (depth > this.maxDepth) throw tooDeep(depth, this.maxDepth, this.r.pos);
-    const r = this.r;
-    const values: AttributeValue[] = [];
-    while (r.pos < end) {
-      const tag = r.tag(end);
-      if (tag === ARRAY_VALUE_VALUES) values.push(this.anyValue(r.lengthEnd(end), depth));
-      else r.skip(tag, end, ARRAY_VALUE);
-    }
-    return values;
-  }
-
-  private keyValueList(end: number, depth: number): Attributes {
-    if (depth > this.maxDepth) throw tooDeep(depth, this.maxDepth, this.r.pos);
-    const r = this.r;
-    const values: Attributes = createAttributes();
-    while (r.pos < end) {
-      const tag = r.tag(end);
-      if (tag === KEY_VALUE_LIST_VALUES) this.keyValue(r.lengthEnd(end), values, depth);
-      else r.skip(tag, end, KEY_VALUE_LIST);
-    }
-    return values;
-  }
-
-  /** A string field ending at `end`; leaves the reader after it. */
-  private string(end: number): string {
-    const r = this.r;
-    const text = decodeUtf8(this.bytes, r.pos, end);
-    r.pos = end;
-    return text;
-  }
-}
-
-function checkId(what: string, at: number, end: number, size: number): void {
-  if (end - at !== size) {
-    throw new KeyscopeError(
-      OTLP_ID_LENGTH,
-      `${what} must be ${size} bytes, received ${end - at} (at byte ${at})`,
-    );
-  }
-}
-
-function missingId(what: string, size: number, spanStart: number): KeyscopeError {
-  return new KeyscopeError(
-    OTLP_ID_LENGTH,
-    `${what} must be ${size} bytes, received 0 (span at byte ${spanStart})`,
-  );
-}
-
-function zeroId(what: string, at: number): KeyscopeError {
-  return new KeyscopeError(OTLP_ID_ZERO, `${what} must not be all zeros, received all zeros (at byte ${at})`);
-}
-
-function tooDeep(depth: number, maxDepth: number, at: number): KeyscopeError {
-  return new KeyscopeError(
-    OTLP_NESTING,
-    `attribute values must nest at most ${maxDepth} arrays/kvlists deep, received ${depth} (at byte ${at})`,
-  );
-}
-
-/** Whether the `size` bytes at `at` (a multiple of four) are all zero; read a word at a time. */
-function isZero(view: DataView, at: number, size: number): boolean {
-  for (let i = 0; i < size; i += 4) if (view.getInt32(at + i) !== 0) return false;
-  return true;
 }

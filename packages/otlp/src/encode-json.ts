@@ -44,7 +44,7 @@ function spanJson(span: Span): object {
 
 const HEX = /^[0-9a-f]*$/;
 
-function checkId(name: string, hex: string, length: number): void {
+export function checkId(name: string, hex: string, length: number): void {
   if (hex.length !== length || !HEX.test(hex)) {
     throw new TypeError(`${name} must be ${length} lowercase hex characters, received '${hex}'`);
   }
@@ -53,7 +53,7 @@ function checkId(name: string, hex: string, length: number): void {
 /** Bounds the recursion on cyclic or absurdly deep values, which the decoders would refuse anyway. */
 const MAX_ENCODE_DEPTH = 1000;
 
-function attributesJson(attributes: Attributes, depth: number): object[] {
+export function attributesJson(attributes: Attributes, depth: number): object[] {
   const out: object[] = [];
   for (const key in attributes) out.push({ key, value: anyValueJson(attributes[key]!, depth) });
   return out;

@@ -90,7 +90,12 @@ function writeSpan(w: WireWriter, span: Span): void {
 const MAX_ENCODE_DEPTH = 1000;
 
 /** Each attribute as a KeyValue in the LEN field tagged `fieldTag`. */
-function writeAttributes(w: WireWriter, fieldTag: number, attributes: Attributes, depth: number): void {
+export function writeAttributes(
+  w: WireWriter,
+  fieldTag: number,
+  attributes: Attributes,
+  depth: number,
+): void {
   for (const key in attributes) {
     const keyValue = w.beginMessage(fieldTag);
     w.stringField(KEY_VALUE.tag.key, key);
@@ -143,7 +148,7 @@ function writeAnyValue(w: WireWriter, fieldTag: number, value: AttributeValue, d
   w.endMessage(message);
 }
 
-function idBytes(name: string, hex: string, size: number): Uint8Array {
+export function idBytes(name: string, hex: string, size: number): Uint8Array {
   const bytes = hex.length === size * 2 ? bytesOfHex(hex) : null;
   if (bytes === null) throw new TypeError(`${name} must be ${size * 2} hex characters, received '${hex}'`);
   return bytes;

@@ -37,7 +37,7 @@ export const OTLP_ID_LENGTH = defineError(
   'KS_OTLP_ID_LENGTH',
   400,
   false,
-  'A trace id is not 16 bytes (32 hex characters in JSON), or a span id or parent span id is not 8 bytes (16 hex characters); a missing trace or span id counts as 0 bytes.',
+  "A trace id is not 16 bytes (32 hex characters in JSON), or a span id or parent span id is not 8 bytes (16 hex characters); a missing trace or span id counts as 0 bytes. A log record's ids are optional (absent, empty or all zeros: outside a trace); another length is refused.",
 );
 
 export const OTLP_ID_ZERO = defineError(
@@ -72,7 +72,7 @@ export const OTLP_TIME_RANGE = defineError(
   'KS_OTLP_TIME_RANGE',
   400,
   false,
-  'An OTLP/JSON time (startTimeUnixNano, endTimeUnixNano, timeUnixNano) is an integer outside the unsigned 64-bit nanoseconds OTLP carries: a decimal string above 18446744073709551615, or a JSON number below 0 or at least 2^64 (such as 1e300).',
+  'An OTLP/JSON time (startTimeUnixNano, endTimeUnixNano, timeUnixNano, observedTimeUnixNano) is an integer outside the unsigned 64-bit nanoseconds OTLP carries: a decimal string above 18446744073709551615, or a JSON number below 0 or at least 2^64 (such as 1e300).',
 );
 
 /** Every code this package declares, for the registry test and for receivers that list them. */

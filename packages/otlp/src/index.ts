@@ -1,6 +1,13 @@
 export { createAttributes } from './attributes.ts';
 export { ACCEPTED_ALL, type ConsumeResult, type SpanConsumer } from './consumer.ts';
 export { decodeTraceRequestJson, decodeTracesJson } from './decode-json.ts';
+export { decodeLogRequestJson, decodeLogsJson } from './decode-logs-json.ts';
+export {
+  createLogsDecoder,
+  decodeLogRequest,
+  decodeLogs,
+  type LogsDecoder,
+} from './decode-logs-protobuf.ts';
 export {
   DEFAULT_MAX_DEPTH,
   type DecodedTraces,
@@ -15,6 +22,7 @@ export {
   type TracesDecoder,
 } from './decode-protobuf.ts';
 export { encodeTracesJson } from './encode-json.ts';
+export { encodeLogs, encodeLogsJson } from './encode-logs.ts';
 export { encodeTraces } from './encode-protobuf.ts';
 export {
   OTLP_ERRORS,
@@ -29,7 +37,9 @@ export {
   OTLP_VARINT_TOO_LONG,
   OTLP_WIRE_TYPE,
 } from './errors.ts';
-export { encodeExportResponse, exportResponseJson } from './export-response.ts';
+export { encodeExportResponse, exportResponseJson, type OtlpSignal } from './export-response.ts';
+export type { DecodedLogs, LogRecord } from './log-record.ts';
+export { loggedSpanId, logRecordSpan, spansOfLogRecords } from './log-record-spans.ts';
 export { encodeRpcStatus, rpcStatusJson } from './rpc-status.ts';
 export {
   type Attributes,

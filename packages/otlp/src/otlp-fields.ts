@@ -1,12 +1,14 @@
 import { protoMessage, tag, WireType } from './proto-message.ts';
 
 /*
- * The OTLP trace messages keyscope decodes and encodes, with the field numbers and wire types of
- * opentelemetry-proto: opentelemetry/proto/collector/trace/v1/trace_service.proto (the request and
- * response), opentelemetry/proto/trace/v1/trace.proto (ResourceSpans to Status),
- * opentelemetry/proto/resource/v1/resource.proto and opentelemetry/proto/common/v1/common.proto.
- * Fields keyscope does not keep (trace_state, links, flags, dropped counts, schema urls) are listed
- * so that their wire types are still checked when they are skipped.
+ * The OTLP trace and log messages keyscope decodes and encodes, with the field numbers and wire
+ * types of opentelemetry-proto: opentelemetry/proto/collector/trace/v1/trace_service.proto and
+ * collector/logs/v1/logs_service.proto (the requests and responses),
+ * opentelemetry/proto/trace/v1/trace.proto (ResourceSpans to Status), logs/v1/logs.proto
+ * (ResourceLogs to LogRecord), opentelemetry/proto/resource/v1/resource.proto and
+ * opentelemetry/proto/common/v1/common.proto. Fields keyscope does not keep (trace_state, links,
+ * flags, dropped counts, schema urls) are listed so that their wire types are still checked when
+ * they are skipped.
  */
 const { VARINT, I64, LEN, I32 } = WireType;
 
@@ -77,6 +79,46 @@ export const SPAN_EVENT = protoMessage('Span.Event', {
 export const STATUS = protoMessage('Status', {
   message: tag(2, LEN),
   code: tag(3, VARINT),
+});
+
+export const EXPORT_LOGS_SERVICE_REQUEST = protoMessage('ExportLogsServiceRequest', {
+  resourceLogs: tag(1, LEN),
+});
+
+export const EXPORT_LOGS_SERVICE_RESPONSE = protoMessage('ExportLogsServiceResponse', {
+  partialSuccess: tag(1, LEN),
+});
+
+export const EXPORT_LOGS_PARTIAL_SUCCESS = protoMessage('ExportLogsPartialSuccess', {
+  rejectedLogRecords: tag(1, VARINT),
+  errorMessage: tag(2, LEN),
+});
+
+export const RESOURCE_LOGS = protoMessage('ResourceLogs', {
+  resource: tag(1, LEN),
+  scopeLogs: tag(2, LEN),
+  schemaUrl: tag(3, LEN),
+});
+
+export const SCOPE_LOGS = protoMessage('ScopeLogs', {
+  scope: tag(1, LEN),
+  logRecords: tag(2, LEN),
+  schemaUrl: tag(3, LEN),
+});
+
+// Field 4 is reserved.
+export const LOG_RECORD = protoMessage('LogRecord', {
+  timeUnixNano: tag(1, I64),
+  severityNumber: tag(2, VARINT),
+  severityText: tag(3, LEN),
+  body: tag(5, LEN),
+  attributes: tag(6, LEN),
+  droppedAttributesCount: tag(7, VARINT),
+  flags: tag(8, I32),
+  traceId: tag(9, LEN),
+  spanId: tag(10, LEN),
+  observedTimeUnixNano: tag(11, I64),
+  eventName: tag(12, LEN),
 });
 
 export const KEY_VALUE = protoMessage('KeyValue', {

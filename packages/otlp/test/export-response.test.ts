@@ -30,3 +30,21 @@ describe('encodeExportResponse', () => {
     });
   });
 });
+
+describe('encodeExportResponse for logs', () => {
+  it('reports rejected log records as the official ExportLogsServiceResponse reads it', () => {
+    const bytes = encodeExportResponse({ rejectedSpans: 2, errorMessage: 'too old' }, 'logs');
+    const decoded = official.ExportLogsServiceResponse.toObject(
+      official.ExportLogsServiceResponse.decode(bytes),
+      { longs: String },
+    );
+    expect(decoded).toEqual({ partialSuccess: { rejectedLogRecords: '2', errorMessage: 'too old' } });
+  });
+
+  it('names rejectedLogRecords in the JSON form, and is {} when everything was accepted', () => {
+    expect(exportResponseJson({ rejectedSpans: 1, errorMessage: 'late' }, 'logs')).toEqual({
+      partialSuccess: { rejectedLogRecords: '1', errorMessage: 'late' },
+    });
+    expect(exportResponseJson({ rejectedSpans: 0, errorMessage: '' }, 'logs')).toEqual({});
+  });
+});

@@ -82,6 +82,18 @@ export function createMetrics(sources: MetricSources): { registry: Registry; ren
     (transport, c) => byReason(transport, c.spansRejected),
   );
   ingestCounter(
+    'keyscope_log_records_received_total',
+    'Log records accepted by the OTLP receivers (POST /v1/logs, LogsService/Export).',
+    ['transport'],
+    (transport, c) => [[{ transport }, c.logRecordsAccepted]],
+  );
+  ingestCounter(
+    'keyscope_log_records_rejected_total',
+    'Log records refused, by transport and reason (receiver reasons or KS_* error codes).',
+    ['transport', 'reason'],
+    (transport, c) => byReason(transport, c.logRecordsRejected),
+  );
+  ingestCounter(
     'keyscope_payloads_rejected_total',
     'OTLP requests refused, by transport and reason.',
     ['transport', 'reason'],

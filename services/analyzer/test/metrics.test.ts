@@ -7,6 +7,8 @@ const transport = (spansAccepted: number) => ({
   payloadsRejected: { KS_OTLP_TRUNCATED: 1 },
   spansAccepted,
   spansRejected: { consumer_refused: 4 },
+  logRecordsAccepted: 6,
+  logRecordsRejected: { KS_SPAN_TOO_OLD: 2 },
   bytesReceivedCompressed: 100,
   bytesReceivedDecompressed: 400,
 });
@@ -57,6 +59,10 @@ describe('Prometheus metrics', () => {
     expect(first).toContain('keyscope_spans_rejected_total{transport="http",reason="consumer_refused"} 4');
     expect(first).toContain(
       'keyscope_payloads_rejected_total{transport="grpc",reason="KS_OTLP_TRUNCATED"} 1',
+    );
+    expect(first).toContain('keyscope_log_records_received_total{transport="grpc"} 6');
+    expect(first).toContain(
+      'keyscope_log_records_rejected_total{transport="http",reason="KS_SPAN_TOO_OLD"} 2',
     );
     expect(first).toContain('keyscope_received_bytes_total{transport="http",form="decompressed"} 400');
     expect(first).toContain('keyscope_ingest_queue_depth{unit="spans"} 700');

@@ -35,6 +35,12 @@ export const official = {
   AnyValue: v1.common.v1.AnyValue,
   ArrayValue: v1.common.v1.ArrayValue,
   KeyValueList: v1.common.v1.KeyValueList,
+  ExportLogsServiceRequest: v1.collector.logs.v1.ExportLogsServiceRequest,
+  ExportLogsServiceResponse: v1.collector.logs.v1.ExportLogsServiceResponse,
+  ExportLogsPartialSuccess: v1.collector.logs.v1.ExportLogsPartialSuccess,
+  ResourceLogs: v1.logs.v1.ResourceLogs,
+  ScopeLogs: v1.logs.v1.ScopeLogs,
+  LogRecord: v1.logs.v1.LogRecord,
 } as const;
 
 /**

@@ -1,3 +1,4 @@
+import { withoutRepeatedLogDecisions } from '@keyscope/attempts';
 import type { Detector } from '@keyscope/detector';
 import { executionOutcomes, FINDING_CLASSES } from '@keyscope/detector';
 import { KeyscopeError } from '@keyscope/errors';
@@ -342,10 +343,11 @@ export function createApiServer(deps: ApiDependencies): FastifyInstance {
       const findings = deps.store.findings.ofKey(key, tenantOf(request));
       // An admission whose request failed before its effect committed is no execution; one whose
       // effect is unknown is counted apart, as its finding is a suspected duplicate (docs/design.md).
+      // A decision recorded both as a span and as a log record is one execution.
       const outcomeOf = executionOutcomes(attempts);
       let executions = 0;
       let unconfirmedExecutions = 0;
-      for (const attempt of attempts) {
+      for (const attempt of withoutRepeatedLogDecisions(attempts)) {
         if (attempt.kind !== 'server' || attempt.outcome !== 'miss') continue;
         const outcome = outcomeOf(attempt);
         if (outcome === 'executed') executions++;

@@ -1,6 +1,9 @@
+import type { OtlpSignal } from '@keyscope/otlp';
+
 /**
  * What the receivers took in and what they refused, per transport. Plain in-memory counters: the
  * /metrics endpoint reads `snapshot()` and exports them, so nothing here knows about Prometheus.
+ * Payloads are counted whatever they export; their items by signal (spans, log records).
  */
 
 export type Transport = 'http' | 'grpc';
@@ -39,6 +42,9 @@ export interface TransportCounts {
   spansAccepted: number;
   /** Only spans whose count was known: a payload refused before decoding counts no spans. */
   spansRejected: Record<string, number>;
+  /** Log records, counted as spans are (`POST /v1/logs`, `LogsService/Export`). */
+  logRecordsAccepted: number;
+  logRecordsRejected: Record<string, number>;
   /** Bytes as they arrived on the wire. gRPC reports 0: grpc-js decompresses before the handler. */
   bytesReceivedCompressed: number;
   bytesReceivedDecompressed: number;
@@ -59,20 +65,35 @@ export class IngestCounters {
     counts.bytesReceivedDecompressed += decompressedBytes;
   }
 
-  payloadAccepted(transport: Transport, acceptedSpans: number): void {
+  /** A payload answered 200 / OK, with `accepted` of its items (spans, or log records for `logs`). */
+  payloadAccepted(transport: Transport, accepted: number, signal: OtlpSignal = 'traces'): void {
     const counts = this.#counts[transport];
     counts.payloadsAccepted += 1;
-    counts.spansAccepted += acceptedSpans;
+    if (signal === 'logs') counts.logRecordsAccepted += accepted;
+    else counts.spansAccepted += accepted;
   }
 
-  payloadRejected(transport: Transport, reason: RejectReason, spans: number): void {
+  payloadRejected(
+    transport: Transport,
+    reason: RejectReason,
+    items: number,
+    signal: OtlpSignal = 'traces',
+  ): void {
     const counts = this.#counts[transport];
     increment(counts.payloadsRejected, reason, 1);
-    this.spansRejected(transport, reason, spans);
+    this.itemsRejected(transport, reason, items, signal);
   }
 
-  spansRejected(transport: Transport, reason: RejectReason, spans: number): void {
-    if (spans > 0) increment(this.#counts[transport].spansRejected, reason, spans);
+  /** Items (spans, or log records for `logs`) refused for `reason`. */
+  itemsRejected(
+    transport: Transport,
+    reason: RejectReason,
+    items: number,
+    signal: OtlpSignal = 'traces',
+  ): void {
+    if (items <= 0) return;
+    const counts = this.#counts[transport];
+    increment(signal === 'logs' ? counts.logRecordsRejected : counts.spansRejected, reason, items);
   }
 
   /** A copy: later counting never changes a snapshot already taken. */
@@ -88,6 +109,8 @@ function emptyCounts(): TransportCounts {
     payloadsRejected: {},
     spansAccepted: 0,
     spansRejected: {},
+    logRecordsAccepted: 0,
+    logRecordsRejected: {},
     bytesReceivedCompressed: 0,
     bytesReceivedDecompressed: 0,
   };
@@ -98,6 +121,7 @@ function copyCounts(counts: TransportCounts): TransportCounts {
     ...counts,
     payloadsRejected: { ...counts.payloadsRejected },
     spansRejected: { ...counts.spansRejected },
+    logRecordsRejected: { ...counts.logRecordsRejected },
   };
 }
 

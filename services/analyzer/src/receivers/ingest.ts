@@ -4,9 +4,13 @@ import {
   type ConsumeResult,
   type DecodedTraces,
   type DecodeOptions,
+  decodeLogRequest,
+  decodeLogRequestJson,
   decodeTraceRequest,
   decodeTraceRequestJson,
+  type OtlpSignal,
   type SpanConsumer,
+  spansOfLogRecords,
 } from '@keyscope/otlp';
 import { ANALYZER_SATURATED } from '../errors.ts';
 import type { Logger } from '../logger.ts';
@@ -18,8 +22,10 @@ import type { PayloadBytes } from './payload-bytes.ts';
 export type PayloadEncoding = 'protobuf' | 'json';
 
 export interface Payload {
+  /** What the request exports: an ExportTraceServiceRequest, or an ExportLogsServiceRequest. */
+  readonly signal: OtlpSignal;
   readonly encoding: PayloadEncoding;
-  /** The ExportTraceServiceRequest, decompressed. */
+  /** The request, decompressed. */
   readonly bytes: PayloadBytes;
   /** Its size on the wire, 0 when the transport does not show it. */
   readonly compressedBytes: number;
@@ -42,6 +48,11 @@ export interface IngestOptions {
  * What both receivers do with a payload once their transport has delivered it: admit it, decode it,
  * hand its spans to the consumer, count the result. The receivers only translate the outcome to
  * their wire format, so OTLP/HTTP and OTLP/gRPC answer the same payload the same way.
+ *
+ * Traces and logs go the same way: a logs payload's records reach the consumer as the spans of the
+ * decisions they state (`spansOfLogRecords`), one span per record, so the same admission bounds,
+ * time window and size limits apply to them and the consumer's rejections are the records'.
+ * Log records are counted apart from spans (IngestCounters).
  *
  * A receiver calls `received` once per payload, then `admit` once it has the whole body (or `refuse`
  * when it refuses the payload at the door), then `export` with the slot it was given.
@@ -68,15 +79,18 @@ export class Ingest {
     );
   }
 
-  /** Counts a payload refused for `error` (`spans` of it, when known) and says how to answer. */
-  refuse(transport: Transport, error: unknown, spans = 0): IngestFailure {
+  /**
+   * Counts a payload refused for `error` (`items` of it, spans or log records by `signal`, when
+   * known) and says how to answer.
+   */
+  refuse(transport: Transport, error: unknown, items = 0, signal: OtlpSignal = 'traces'): IngestFailure {
     const failure = ingestFailureFor(error);
     if (failure === INTERNAL_FAILURE) {
       this.#options.logger.error(
         `otlp-${transport}: ${error instanceof Error ? error.stack : String(error)}`,
       );
     }
-    this.#options.counters.payloadRejected(transport, failure.reason, spans);
+    this.#options.counters.payloadRejected(transport, failure.reason, items, signal);
     return failure;
   }
 
@@ -88,57 +102,73 @@ export class Ingest {
   /** Decodes the payload and hands its spans to the consumer; always releases `slot`. */
   async export(transport: Transport, slot: AdmissionSlot, payload: Payload): Promise<IngestOutcome> {
     const { counters, consumer } = this.#options;
+    const { signal } = payload;
     try {
       counters.bytesReceived(transport, payload.compressedBytes, payload.bytes.byteLength);
       let decoded: DecodedTraces;
       try {
         const { decodeOptions } = this.#options;
-        decoded = payload.bytes.read((bytes) =>
-          payload.encoding === 'json'
-            ? decodeTraceRequestJson(bytes, decodeOptions)
-            : decodeTraceRequest(bytes, decodeOptions),
-        );
+        decoded = payload.bytes.read((bytes) => decodePayload(payload, bytes, decodeOptions));
       } catch (error) {
-        return { accepted: false, failure: this.refuse(transport, error) };
+        return { accepted: false, failure: this.refuse(transport, error, 0, signal) };
       }
-      // Every span of the payload counts, also those the decode options left out.
+      // Every span (log record) of the payload counts, also those the decode options left out.
       const { spans, spanCount: count } = decoded;
       // The OTLP spec asks for success on an empty request. With no span decoded (none, or only
       // spans the consumer does not read), the consumer has nothing to do.
       if (spans.length === 0) {
-        counters.payloadAccepted(transport, count);
+        counters.payloadAccepted(transport, count, signal);
         return { accepted: true, result: ACCEPTED_ALL };
       }
       if (!slot.reserveSpans(count)) {
         const { spans: held } = this.#options.admission.inFlight();
         const error = new KeyscopeError(
           ANALYZER_SATURATED,
-          `receivers already hold ${held} unacknowledged spans; this payload has ${count}`,
+          `receivers already hold ${held} unacknowledged spans; this payload has ${count}${signal === 'logs' ? ' log records' : ''}`,
         );
-        return { accepted: false, failure: this.refuse(transport, error, count) };
+        return { accepted: false, failure: this.refuse(transport, error, count, signal) };
       }
       let result: ConsumeResult;
       try {
         result = await consumer.consumeSpans(spans);
       } catch (error) {
-        return { accepted: false, failure: this.refuse(transport, error, count) };
+        return { accepted: false, failure: this.refuse(transport, error, count, signal) };
       }
       const rejected = Math.min(Math.max(result.rejectedSpans, 0), count);
-      counters.payloadAccepted(transport, count - rejected);
+      counters.payloadAccepted(transport, count - rejected, signal);
       // By the consumer's codes where it gave them; whatever is left has no reason but refusal.
       let unexplained = rejected;
       for (const [reason, n] of Object.entries(result.rejectedByReason ?? {})) {
-        const spans = Math.min(Math.max(n, 0), unexplained);
-        if (!reason.startsWith('KS_') || spans === 0) continue;
-        counters.spansRejected(transport, reason as RejectReason, spans);
-        unexplained -= spans;
+        const items = Math.min(Math.max(n, 0), unexplained);
+        if (!reason.startsWith('KS_') || items === 0) continue;
+        counters.itemsRejected(transport, reason as RejectReason, items, signal);
+        unexplained -= items;
       }
-      counters.spansRejected(transport, 'consumer_refused', unexplained);
+      counters.itemsRejected(transport, 'consumer_refused', unexplained, signal);
       return { accepted: true, result };
     } finally {
       slot.release();
     }
   }
+}
+
+/**
+ * The payload's spans, and how many spans (log records) it held. A logs payload's records become
+ * spans here (one each), after decoding, so that a payload the decoder refuses is refused whole.
+ */
+function decodePayload(
+  payload: Payload,
+  bytes: Uint8Array,
+  options: DecodeOptions | undefined,
+): DecodedTraces {
+  if (payload.signal === 'traces') {
+    return payload.encoding === 'json'
+      ? decodeTraceRequestJson(bytes, options)
+      : decodeTraceRequest(bytes, options);
+  }
+  const { records, recordCount } =
+    payload.encoding === 'json' ? decodeLogRequestJson(bytes, options) : decodeLogRequest(bytes, options);
+  return { spans: spansOfLogRecords(records), spanCount: recordCount };
 }
 
 export function isIngestFailure(value: AdmissionSlot | IngestFailure): value is IngestFailure {

@@ -1,11 +1,12 @@
 import * as grpc from '@grpc/grpc-js';
-import { encodeExportResponse } from '@keyscope/otlp';
+import { encodeExportResponse, type OtlpSignal } from '@keyscope/otlp';
 import type { Logger } from '../logger.ts';
 import { type Ingest, isIngestFailure } from './ingest.ts';
 import { formatHostPort, type Receiver } from './listen-address.ts';
 import { wholePayload } from './payload-bytes.ts';
 
 export const TRACE_SERVICE_EXPORT_PATH = '/opentelemetry.proto.collector.trace.v1.TraceService/Export';
+export const LOGS_SERVICE_EXPORT_PATH = '/opentelemetry.proto.collector.logs.v1.LogsService/Export';
 
 export interface OtlpGrpcReceiverOptions {
   readonly host: string;
@@ -35,24 +36,32 @@ export interface OtlpGrpcReceiverOptions {
 const identity = (bytes: Buffer): Buffer => bytes;
 
 /**
- * `TraceService` with raw bytes on both sides: the request reaches the handler as the
- * ExportTraceServiceRequest bytes for the otlp decoder, and the handler answers with the encoded
- * ExportTraceServiceResponse. No proto loader: the otlp package owns the wire format.
+ * A collector service's `Export` with raw bytes on both sides: the request reaches the handler as
+ * the encoded ExportTraceServiceRequest (ExportLogsServiceRequest) for the otlp decoder, and the
+ * handler answers with the encoded response. No proto loader: the otlp package owns the wire format.
  */
-const TRACE_SERVICE: grpc.ServiceDefinition = {
-  Export: {
-    path: TRACE_SERVICE_EXPORT_PATH,
-    requestStream: false,
-    responseStream: false,
-    requestSerialize: identity,
-    requestDeserialize: identity,
-    responseSerialize: (bytes: Uint8Array) => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength),
-    responseDeserialize: identity,
-  },
+function exportService(path: string): grpc.ServiceDefinition {
+  return {
+    Export: {
+      path,
+      requestStream: false,
+      responseStream: false,
+      requestSerialize: identity,
+      requestDeserialize: identity,
+      responseSerialize: (bytes: Uint8Array) => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength),
+      responseDeserialize: identity,
+    },
+  };
+}
+
+const SERVICE_PATHS: Readonly<Record<OtlpSignal, string>> = {
+  traces: TRACE_SERVICE_EXPORT_PATH,
+  logs: LOGS_SERVICE_EXPORT_PATH,
 };
 
 /**
- * OTLP/gRPC traces receiver: `opentelemetry.proto.collector.trace.v1.TraceService/Export`,
+ * OTLP/gRPC receiver of traces (`opentelemetry.proto.collector.trace.v1.TraceService/Export`) and
+ * logs (`opentelemetry.proto.collector.logs.v1.LogsService/Export`), both through one ingest,
  * accepting gzip (grpc-js decompresses `grpc-encoding: gzip` messages itself), answering with the
  * codes of the OTLP specification: INVALID_ARGUMENT for bad payloads, UNAVAILABLE when saturated or
  * when the pipeline asks the sender to retry. Resolves once listening.
@@ -69,28 +78,37 @@ export async function startOtlpGrpcReceiver(options: OtlpGrpcReceiverOptions): P
     'grpc.keepalive_timeout_ms': options.keepaliveTimeoutMillis,
   });
 
-  const exportTraces: grpc.handleUnaryCall<Buffer, Uint8Array> = (call, callback) => {
-    ingest.received('grpc');
-    const slot = ingest.admit('grpc');
-    if (isIngestFailure(slot)) {
-      callback({ code: slot.grpcCode, details: slot.message });
-      return;
-    }
-    ingest
-      .export('grpc', slot, { encoding: 'protobuf', bytes: wholePayload(call.request), compressedBytes: 0 })
-      .then(
-        (outcome) => {
-          if (outcome.accepted) callback(null, encodeExportResponse(outcome.result));
-          else callback({ code: outcome.failure.grpcCode, details: outcome.failure.message });
-        },
-        (error: unknown) => {
-          // ingest.export settles every failure into an outcome; this is a bug in it.
-          options.logger.error(`otlp-grpc: ${error instanceof Error ? error.stack : String(error)}`);
-          callback({ code: grpc.status.INTERNAL, details: 'internal error' });
-        },
-      );
-  };
-  server.addService(TRACE_SERVICE, { Export: exportTraces });
+  const exportCall =
+    (signal: OtlpSignal): grpc.handleUnaryCall<Buffer, Uint8Array> =>
+    (call, callback) => {
+      ingest.received('grpc');
+      const slot = ingest.admit('grpc');
+      if (isIngestFailure(slot)) {
+        callback({ code: slot.grpcCode, details: slot.message });
+        return;
+      }
+      ingest
+        .export('grpc', slot, {
+          signal,
+          encoding: 'protobuf',
+          bytes: wholePayload(call.request),
+          compressedBytes: 0,
+        })
+        .then(
+          (outcome) => {
+            if (outcome.accepted) callback(null, encodeExportResponse(outcome.result, signal));
+            else callback({ code: outcome.failure.grpcCode, details: outcome.failure.message });
+          },
+          (error: unknown) => {
+            // ingest.export settles every failure into an outcome; this is a bug in it.
+            options.logger.error(`otlp-grpc: ${error instanceof Error ? error.stack : String(error)}`);
+            callback({ code: grpc.status.INTERNAL, details: 'internal error' });
+          },
+        );
+    };
+  for (const [signal, path] of Object.entries(SERVICE_PATHS) as [OtlpSignal, string][]) {
+    server.addService(exportService(path), { Export: exportCall(signal) });
+  }
 
   const port = await new Promise<number>((resolve, reject) => {
     server.bindAsync(

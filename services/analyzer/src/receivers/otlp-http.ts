@@ -6,6 +6,7 @@ import {
   encodeExportResponse,
   encodeRpcStatus,
   exportResponseJson,
+  type OtlpSignal,
   rpcStatusJson,
 } from '@keyscope/otlp';
 import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify';
@@ -24,6 +25,13 @@ import type { Receiver } from './listen-address.ts';
 import { chunkedPayload, ScratchBuffer } from './payload-bytes.ts';
 
 export const OTLP_HTTP_TRACES_PATH = '/v1/traces';
+export const OTLP_HTTP_LOGS_PATH = '/v1/logs';
+
+/** Each signal's path (OTLP/HTTP's defaults). */
+const SIGNAL_PATHS: Readonly<Record<OtlpSignal, string>> = {
+  traces: OTLP_HTTP_TRACES_PATH,
+  logs: OTLP_HTTP_LOGS_PATH,
+};
 
 export interface OtlpHttpReceiverOptions {
   readonly host: string;
@@ -62,9 +70,11 @@ const CONTENT_TYPE: Readonly<Record<PayloadEncoding, string>> = {
 const OTHER_METHODS = ['GET', 'HEAD', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'] as const;
 
 /**
- * OTLP/HTTP traces receiver: `POST /v1/traces`, binary protobuf or JSON, gzip or identity,
- * answered in the request's encoding with the status codes of the OTLP specification
- * (opentelemetry-proto docs/specification.md, "OTLP/HTTP"). Resolves once listening.
+ * OTLP/HTTP receiver of traces (`POST /v1/traces`) and logs (`POST /v1/logs`), binary protobuf or
+ * JSON, gzip or identity, answered in the request's encoding with the status codes of the OTLP
+ * specification (opentelemetry-proto docs/specification.md, "OTLP/HTTP"). Resolves once listening.
+ * Both paths go through the same reading, admission and ingest (ingest.ts); only the decoder and
+ * the response message differ.
  *
  * Slow senders hold no admission slot: a request is admitted once its body has arrived, the body
  * must arrive within `bodyTimeoutMillis` and the headers within `headersTimeoutMillis` (else 408
@@ -160,32 +170,49 @@ export async function startOtlpHttpReceiver(options: OtlpHttpReceiverOptions): P
   const scratch = new ScratchBuffer();
   app.addContentTypeParser('*', (_request, _payload, done) => done(null));
 
-  app.route({
-    method: 'POST',
-    url: OTLP_HTTP_TRACES_PATH,
-    // Runs before fastify looks at the content type, so every refusal gets an OTLP answer.
-    onRequest: async (request, reply) => {
-      ingest.received('http');
-      if (closing) {
-        const error = new KeyscopeError(ANALYZER_SHUTTING_DOWN, 'this receiver is stopping; retry');
-        return sendFailure(reply, fallbackEncoding(request), ingest.refuse('http', error));
-      }
-      const negotiated = negotiate(request);
-      if (negotiated instanceof KeyscopeError) {
-        return sendFailure(reply, fallbackEncoding(request), ingest.refuse('http', negotiated));
-      }
-    },
-    handler: async (request, reply) => {
-      const endTurn = await takeTurn(request.raw.socket);
-      try {
-        return await exportRequest(request, reply);
-      } finally {
-        endTurn();
-      }
-    },
-  });
+  for (const [signal, path] of Object.entries(SIGNAL_PATHS) as [OtlpSignal, string][]) {
+    app.route({
+      method: 'POST',
+      url: path,
+      // Runs before fastify looks at the content type, so every refusal gets an OTLP answer.
+      onRequest: async (request, reply) => {
+        ingest.received('http');
+        if (closing) {
+          const error = new KeyscopeError(ANALYZER_SHUTTING_DOWN, 'this receiver is stopping; retry');
+          return sendFailure(reply, fallbackEncoding(request), ingest.refuse('http', error, 0, signal));
+        }
+        const negotiated = negotiate(request);
+        if (negotiated instanceof KeyscopeError) {
+          return sendFailure(reply, fallbackEncoding(request), ingest.refuse('http', negotiated, 0, signal));
+        }
+      },
+      handler: async (request, reply) => {
+        const endTurn = await takeTurn(request.raw.socket);
+        try {
+          return await exportRequest(signal, request, reply);
+        } finally {
+          endTurn();
+        }
+      },
+    });
 
-  async function exportRequest(request: FastifyRequest, reply: FastifyReply) {
+    app.route({
+      method: [...OTHER_METHODS],
+      url: path,
+      handler: async (request, reply) => {
+        reply.header('allow', 'POST');
+        return sendStatus(
+          reply,
+          fallbackEncoding(request),
+          405,
+          GrpcCode.INVALID_ARGUMENT,
+          `${path} accepts POST, received ${request.method}`,
+        );
+      },
+    });
+  }
+
+  async function exportRequest(signal: OtlpSignal, request: FastifyRequest, reply: FastifyReply) {
     const { encoding, coding } = negotiate(request) as Negotiated;
     const buffer = bufferedBodies.open();
     let body: RequestBody;
@@ -203,7 +230,7 @@ export async function startOtlpHttpReceiver(options: OtlpHttpReceiverOptions): P
       }
       // The rest of the body was not read: end the connection after answering.
       reply.header('connection', 'close');
-      return sendFailure(reply, encoding, ingest.refuse('http', error));
+      return sendFailure(reply, encoding, ingest.refuse('http', error, 0, signal));
     } finally {
       // Complete or refused, the body leaves this bound: its admission slot bounds it from here.
       buffer.release();
@@ -211,28 +238,14 @@ export async function startOtlpHttpReceiver(options: OtlpHttpReceiverOptions): P
     const slot = ingest.admit('http');
     if (isIngestFailure(slot)) return sendFailure(reply, encoding, slot);
     const outcome = await ingest.export('http', slot, {
+      signal,
       encoding,
       bytes: chunkedPayload(body.chunks, body.byteLength, scratch),
       compressedBytes: body.compressedBytes,
     });
     if (!outcome.accepted) return sendFailure(reply, encoding, outcome.failure);
-    return sendSuccess(reply, encoding, outcome.result);
+    return sendSuccess(reply, encoding, outcome.result, signal);
   }
-
-  app.route({
-    method: [...OTHER_METHODS],
-    url: OTLP_HTTP_TRACES_PATH,
-    handler: async (request, reply) => {
-      reply.header('allow', 'POST');
-      return sendStatus(
-        reply,
-        fallbackEncoding(request),
-        405,
-        GrpcCode.INVALID_ARGUMENT,
-        `${OTLP_HTTP_TRACES_PATH} accepts POST, received ${request.method}`,
-      );
-    },
-  });
 
   app.setNotFoundHandler(async (request, reply) =>
     sendStatus(
@@ -240,7 +253,7 @@ export async function startOtlpHttpReceiver(options: OtlpHttpReceiverOptions): P
       fallbackEncoding(request),
       404,
       GrpcCode.NOT_FOUND,
-      `no OTLP endpoint at ${request.url}; traces go to POST ${OTLP_HTTP_TRACES_PATH}`,
+      `no OTLP endpoint at ${request.url}; traces go to POST ${OTLP_HTTP_TRACES_PATH}, logs to POST ${OTLP_HTTP_LOGS_PATH}`,
     ),
   );
 
@@ -308,11 +321,16 @@ function fallbackEncoding(request: FastifyRequest): PayloadEncoding {
   return (request.headers['content-type'] ?? '').toLowerCase().includes('json') ? 'json' : 'protobuf';
 }
 
-function sendSuccess(reply: FastifyReply, encoding: PayloadEncoding, result: ConsumeResult) {
+function sendSuccess(
+  reply: FastifyReply,
+  encoding: PayloadEncoding,
+  result: ConsumeResult,
+  signal: OtlpSignal,
+) {
   reply.code(200).type(CONTENT_TYPE[encoding]);
   return encoding === 'json'
-    ? reply.send(JSON.stringify(exportResponseJson(result)))
-    : reply.send(toBuffer(encodeExportResponse(result)));
+    ? reply.send(JSON.stringify(exportResponseJson(result, signal)))
+    : reply.send(toBuffer(encodeExportResponse(result, signal)));
 }
 
 /**
