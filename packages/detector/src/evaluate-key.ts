@@ -170,14 +170,7 @@ function unseenExecution(
       const executions = requests.filter((a) => a.outcome === 'miss' && outcomes(a) !== 'not_executed');
       if (executions.length !== 1) continue;
       const visible = executions[0]!;
-      const unseen = suspectUnseenExecution(
-        tier,
-        visible.tenant,
-        visible,
-        evidence,
-        routing(tier.service),
-        config,
-      );
+      const unseen = suspectUnseenExecution(tier, visible.tenant, evidence, routing(tier.service), config);
       if (unseen === null) continue;
       const found = draft(
         key,

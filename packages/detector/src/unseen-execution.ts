@@ -89,8 +89,8 @@ export interface UnseenExecution {
 }
 
 /**
- * The evidence that `tenant`'s key ran at `tier` once more than the one execution the spans show
- * (`visible`), or null when there is none. Marks that say the request never ran (`never_ran`
+ * The evidence that `tenant`'s key, which the spans show executing once at `tier`, ran there once
+ * more, or null when there is none. Marks that say the request never ran (`never_ran`
  * sends, a 503 before admission) are no evidence; a send with a span of the tier (or of any
  * service) under it is judged by that span, not here. `events` are the routing events of the
  * tier's service. Pure: the same evidence and events give the same answer in any order.
@@ -98,7 +98,6 @@ export interface UnseenExecution {
 export function suspectUnseenExecution(
   tier: UnseenTier,
   tenant: string,
-  visible: ServerAttempt,
   evidence: readonly Attempt[],
   events: readonly RoutingEvent[],
   config: DetectorConfig,
@@ -188,18 +187,16 @@ export function suspectUnseenExecution(
     });
   }
 
-  // The visible execution's own request is no mark of another one.
-  const marks = found.filter(
-    ({ item }) => !(item.traceId === visible.traceId && item.spanId === visible.spanId),
-  );
-  if (marks.length === 0) return null;
-  marks.sort((a, b) => compareEvidence(a.item, b.item));
-  const strong = marks.filter(({ item }) => item.strength === 'strong');
-  const attributed = (strong.length > 0 ? strong : marks).find(({ event }) => event !== null);
+  // None of these is the visible execution's own: its request has its decision under it, and its
+  // send a landing.
+  if (found.length === 0) return null;
+  found.sort((a, b) => compareEvidence(a.item, b.item));
+  const strong = found.filter(({ item }) => item.strength === 'strong');
+  const attributed = (strong.length > 0 ? strong : found).find(({ event }) => event !== null);
   return {
     suspicion: {
       strength: strong.length > 0 ? 'strong' : 'moderate',
-      evidence: marks.map(({ item }) => item),
+      evidence: found.map(({ item }) => item),
     },
     event: attributed?.event ?? null,
   };

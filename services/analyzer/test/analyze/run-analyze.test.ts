@@ -378,6 +378,7 @@ describe('keyscope analyze reports', () => {
         'firstSeen',
         'lastSeen',
         'attempts',
+        'suspicion',
         'evidenceCapped',
       ].sort(),
     );
