@@ -53,15 +53,26 @@ function classAdvice(findingClass: FindingClass, facts: AdviceFacts): string {
       return parts.join(' ');
     }
     case 'suspected_duplicate': {
-      const head =
-        'A key ran again after an earlier attempt of it had been admitted and failed. The first attempt failed after admission; whether its effect committed is unknown, so this is a double side effect only if it did.';
-      const settle =
-        'To settle it, record idempotency.effect (committed or none) on the decision or SERVER span of a request that fails after admission, or name the side-effect spans in the attribute mapping (sideEffectSpans, e.g. ledger.charge) and put the key on them.';
-      const scope =
-        stores >= 2
-          ? `Either way, the repeats reached ${stores} dedup stores (keys have ${declaredText}; retries reached ${NEXT_LEVEL_NAME[spread]}). ${widenAdvice(declared, spread)}`
-          : '';
-      return [head, settle, scope, proxyAdvice(proxies)].filter((s) => s !== '').join(' ');
+      const parts: string[] = [];
+      // Incidents of suspects that rest on failed admissions keep the words they always had.
+      if (facts.effectUnknown || !facts.executionUnseen) {
+        parts.push(
+          'A key ran again after an earlier attempt of it had been admitted and failed. The first attempt failed after admission; whether its effect committed is unknown, so this is a double side effect only if it did.',
+          'To settle it, record idempotency.effect (committed or none) on the decision or SERVER span of a request that fails after admission, or name the side-effect spans in the attribute mapping (sideEffectSpans, e.g. ledger.charge) and put the key on them.',
+        );
+      }
+      if (facts.executionUnseen) {
+        parts.push(
+          `A key executed once in the spans, and the spans say an earlier attempt probably executed where its own spans were lost: a send reset or left unanswered as a node of the service went silent, a store answering in_progress for a lock no visible execution held. Check these keys against the system the side effect reaches (the payment processor): if it ran twice, the retry reached a store that had not seen the key (keys have ${declaredText}): widen the key namespace to cover the nodes a retry fails over to, or pin a key's retries to one store, or make the side effect idempotent downstream.`,
+          "Spans are lost when a process dies before its SDK exports them (SIGKILL, an OOM kill): export more often (the BatchSpanProcessor's scheduledDelayMillis), flush the SDK on SIGTERM within the grace period, and let the kernel's resets show in CLIENT spans (error.type).",
+        );
+      }
+      if (stores >= 2)
+        parts.push(
+          `Either way, the repeats reached ${stores} dedup stores (keys have ${declaredText}; retries reached ${NEXT_LEVEL_NAME[spread]}). ${widenAdvice(declared, spread)}`,
+        );
+      parts.push(proxyAdvice(proxies));
+      return parts.filter((s) => s !== '').join(' ');
     }
     case 'absorbed_duplicate':
       return `The front tier executed one key twice, and a downstream service's dedup caught the repeat: no double side effect, thanks to downstream idempotency. The front tier's keys have ${declaredText} while its retries reached ${NEXT_LEVEL_NAME[spread]}; ${widenAdvice(declared, spread, true)}`;
@@ -154,6 +165,10 @@ export interface AdviceFacts {
   race: boolean;
   ttl: boolean;
   crossTenantReplay: boolean;
+  /** Some findings are suspected on an admitted attempt that failed (`effect_unknown`). */
+  effectUnknown: boolean;
+  /** Some findings are suspected on marks of an execution whose spans were lost (`execution_unseen`). */
+  executionUnseen: boolean;
   longestGapMillis: number;
   timing: RetryTimingSummary;
 }

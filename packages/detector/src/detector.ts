@@ -17,6 +17,7 @@ import {
   type SpreadLevel,
   spreadOf,
 } from './scope-report.ts';
+import { mayHideExecution } from './unseen-execution.ts';
 
 /**
  * What one call changed. Findings, incidents and routing events are upserts keyed by their
@@ -177,6 +178,13 @@ export function createDetector(
   const judgedAttempts = new Map<string, number>();
   /** Large keys with attempts not yet judged: the next tick judges them. */
   const deferred = new Set<string>();
+  /**
+   * Keys with a mark of an execution whose spans may have been lost (a send without an answer,
+   * unseen-execution.ts), which only a routing event inferred later can make evidence: judged
+   * again when their services' routing events change, until those events are final (their last
+   * attempt plus the detection horizon, in closed activity time).
+   */
+  const awaitingRouting = new Map<string, { services: Set<string>; finalAt: number }>();
 
   function partitionKeyOf(attempt: Attempt): string {
     return partitionKey(attempt, config);
@@ -214,6 +222,7 @@ export function createDetector(
    */
   function observe(slot: number, attempt: Attempt, fresh: boolean): boolean {
     const tenant = attempt.tenant === '' ? -1 : interner.id(attempt.tenant);
+    if (mayHideExecution(attempt)) keys.markSuspect(slot);
     // A side effect lands at no tier, like a client send; a suspect key is judged again with it.
     if (attempt.kind === 'client' || attempt.kind === 'effect')
       return keys.observe(slot, attempt.endUnixMillis, tenant, -1, -1, false, noop);
@@ -254,6 +263,21 @@ export function createDetector(
     const key = evidence[0]!.key;
     const drafts = evaluateKey(key, evidence, (service) => routing.eventsOf(service), config);
     apply(key, drafts, changes);
+    awaitRouting(partitionKey, evidence);
+  }
+
+  function awaitRouting(partitionKey: string, evidence: readonly Attempt[]): void {
+    if (!evidence.some(mayHideExecution)) {
+      awaitingRouting.delete(partitionKey);
+      return;
+    }
+    const services = new Set<string>();
+    let lastEnd = Number.NEGATIVE_INFINITY;
+    for (const attempt of evidence) {
+      if (attempt.kind === 'server' || attempt.kind === 'arrival') services.add(attempt.placement.service);
+      if (attempt.endUnixMillis > lastEnd) lastEnd = attempt.endUnixMillis;
+    }
+    awaitingRouting.set(partitionKey, { services, finalAt: lastEnd + routing.detectionHorizonMillis() });
   }
 
   function updateSpreads(partitionKey: string, evidence: Attempt[]): void {
@@ -355,6 +379,9 @@ export function createDetector(
     for (const finding of current.values()) {
       if (changedServices.has(finding.service)) keysToJudge.add(partitionKeyOf(finding.attempts[0]!));
     }
+    for (const [partitionKey, { services }] of awaitingRouting) {
+      for (const service of services) if (changedServices.has(service)) keysToJudge.add(partitionKey);
+    }
     for (const partitionKey of [...keysToJudge].sort()) judge(partitionKey, changes);
   }
 
@@ -370,6 +397,8 @@ export function createDetector(
     for (const partitionKey of expired) forget(partitionKey);
     for (const [partitionKey, seen] of spreads)
       if (seen.lastSeenUnixMillis < cutoff) spreads.delete(partitionKey);
+    for (const [partitionKey, { finalAt }] of awaitingRouting)
+      if (finalAt < cutoff) awaitingRouting.delete(partitionKey);
     log.expire(cutoff);
     routing.prune();
     book.forget(cutoff);
@@ -383,6 +412,8 @@ export function createDetector(
    */
   function settle(changes: Changes): void {
     const closed = routing.closedUnixMillisNow();
+    for (const [partitionKey, { finalAt }] of awaitingRouting)
+      if (finalAt <= closed) awaitingRouting.delete(partitionKey);
     for (const [id, finalAt] of unsettled) {
       if (finalAt > closed) continue;
       unsettled.delete(id);
@@ -507,5 +538,7 @@ function signatureOf(finding: FindingDraft): string {
     finding.routing.event?.endUnixMillis ?? '',
     finding.attempts.length,
     finding.lastSeenUnixMillis,
+    finding.suspicion?.strength ?? '',
+    finding.suspicion?.evidence.map((e) => `${e.kind}:${e.spanId}:${e.routingEventId ?? ''}`).join(',') ?? '',
   ].join('|');
 }

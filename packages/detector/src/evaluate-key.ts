@@ -5,10 +5,18 @@ import {
   withoutRepeatedLogDecisions,
 } from '@keyscope/attempts';
 import type { DetectorConfig } from './config.ts';
-import { executionOutcomes } from './execution-outcome.ts';
-import { type Finding, type FindingCause, type FindingClass, type RetriedBy, SEVERITY } from './finding.ts';
+import { type ExecutionOutcomes, executionOutcomes } from './execution-outcome.ts';
+import {
+  type Finding,
+  type FindingCause,
+  type FindingClass,
+  type RetriedBy,
+  SEVERITY,
+  type Suspicion,
+} from './finding.ts';
 import { stableId } from './ids.ts';
 import { eventCovers, type RoutingEvent } from './routing-event.ts';
+import { suspectUnseenExecution } from './unseen-execution.ts';
 
 /** A finding before it is placed in an incident. */
 export type FindingDraft = Omit<Finding, 'incidentId'>;
@@ -84,21 +92,27 @@ export function evaluateKey(
       findingClass = 'same_store_duplicate';
       cause = causeOfRepeat(executions, evidence);
     }
-    drafts.push(draft(key, findingClass, cause, tier, executions, executions[1]!, evidence, routing, config));
+    const found = draft(
+      key,
+      findingClass,
+      cause,
+      tier,
+      executions,
+      executions[1]!,
+      evidence,
+      routing,
+      config,
+    );
+    if (cause === 'effect_unknown')
+      found.suspicion = failedAfterAdmission(executions, outcomes, found.routing.event);
+    drafts.push(found);
   } else {
-    // Predictive: the retry scope already exceeds the key scope, but nothing ran twice yet.
-    violation: for (const tier of tiers.values()) {
-      for (const requests of byTenant(tier.server)) {
-        if (distinct(requests.map((a) => a.store)).length < 2) continue;
-        const executions = requests.filter((a) => a.outcome === 'miss' && outcomes(a) !== 'not_executed');
-        // The retry that crossed the key scope: the first attempt in a store other than the first's.
-        const crossing = requests.find((a) => a.store !== requests[0]!.store)!;
-        drafts.push(
-          draft(key, 'scope_violation', null, tier, executions, crossing, evidence, routing, config),
-        );
-        break violation;
-      }
-    }
+    // One execution in the spans, and marks of another whose spans were lost: it outranks a scope
+    // violation, as a duplicate does, and gives way to the duplicate when that one shows.
+    const found =
+      unseenExecution(key, tiers, evidence, outcomes, routing, config) ??
+      scopeViolation(key, tiers, evidence, outcomes, routing, config);
+    if (found !== null) drafts.push(found);
   }
 
   const collision = keyCollision(evidence);
@@ -121,6 +135,88 @@ export function evaluateKey(
     );
   }
   return drafts;
+}
+
+/** Predictive: the retry scope already exceeds the key scope, but nothing ran twice yet. */
+function scopeViolation(
+  key: string,
+  tiers: Map<string, Tier>,
+  evidence: Attempt[],
+  outcomes: ExecutionOutcomes,
+  routing: RoutingLookup,
+  config: DetectorConfig,
+): FindingDraft | null {
+  for (const tier of tiers.values()) {
+    for (const requests of byTenant(tier.server)) {
+      if (distinct(requests.map((a) => a.store)).length < 2) continue;
+      const executions = requests.filter((a) => a.outcome === 'miss' && outcomes(a) !== 'not_executed');
+      // The retry that crossed the key scope: the first attempt in a store other than the first's.
+      const crossing = requests.find((a) => a.store !== requests[0]!.store)!;
+      return draft(key, 'scope_violation', null, tier, executions, crossing, evidence, routing, config);
+    }
+  }
+  return null;
+}
+
+/**
+ * The first tier and tenant whose requests executed once in the spans and whose evidence says
+ * another execution ran unseen (unseen-execution.ts): a suspected duplicate, cause
+ * `execution_unseen`, blamed on the routing event its strongest evidence rests on.
+ */
+function unseenExecution(
+  key: string,
+  tiers: Map<string, Tier>,
+  evidence: Attempt[],
+  outcomes: ExecutionOutcomes,
+  routing: RoutingLookup,
+  config: DetectorConfig,
+): FindingDraft | null {
+  for (const tier of tiers.values()) {
+    for (const requests of byTenant(tier.server)) {
+      const executions = requests.filter((a) => a.outcome === 'miss' && outcomes(a) !== 'not_executed');
+      if (executions.length !== 1) continue;
+      const visible = executions[0]!;
+      const unseen = suspectUnseenExecution(tier, visible.tenant, evidence, routing(tier.service), config);
+      if (unseen === null) continue;
+      const found = draft(
+        key,
+        'suspected_duplicate',
+        'execution_unseen',
+        tier,
+        executions,
+        visible,
+        evidence,
+        routing,
+        config,
+      );
+      found.suspicion = unseen.suspicion;
+      if (unseen.event !== null) found.routing = { ...found.routing, event: unseen.event };
+      return found;
+    }
+  }
+  return null;
+}
+
+/** The evidence of an `effect_unknown` suspect: each admitted attempt whose effect nobody can tell. */
+function failedAfterAdmission(
+  executions: readonly ServerAttempt[],
+  outcomes: ExecutionOutcomes,
+  event: RoutingEvent | null,
+): Suspicion {
+  const unknown = executions.filter((a) => outcomes(a) === 'unknown');
+  return {
+    strength: 'moderate',
+    evidence: unknown.map((a) => ({
+      kind: 'failed_after_admission',
+      strength: 'moderate',
+      traceId: a.traceId,
+      spanId: a.spanId,
+      atUnixMillis: a.startUnixMillis,
+      node: a.placement.node,
+      store: a.store,
+      routingEventId: event !== null && eventCovers(event, a.placement) ? event.id : null,
+    })),
+  };
 }
 
 function groupTiers(evidence: readonly Attempt[]): Map<string, Tier> {
@@ -339,6 +435,7 @@ function draft(
     repeatUnixMillis: repeat.startUnixMillis,
     lastSeenUnixMillis: seen.to,
     attempts: evidence,
+    suspicion: null,
     evidenceCapped: evidence.length >= config.maxAttemptsPerKey,
   };
 }

@@ -32,9 +32,10 @@ export const SEVERITY: Readonly<Record<FindingClass, Severity>> = {
 
 /**
  * Why, within a class: `ttl_expired` / `race` for same-store duplicates, `cross_tenant_replay` /
- * `shared_key` for key collisions, `effect_unknown` for suspected duplicates (an earlier attempt
- * failed after admission, and whether its effect committed is unknown); null where the class says
- * it all.
+ * `shared_key` for key collisions; for suspected duplicates `effect_unknown` (an earlier attempt
+ * failed after admission, and whether its effect committed is unknown) or `execution_unseen` (one
+ * execution is in the spans, and the spans say another probably ran where its own spans were lost:
+ * a node killed before exporting them, see unseen-execution.ts); null where the class says it all.
  */
 export type FindingCause =
   | 'ttl_expired'
@@ -42,7 +43,64 @@ export type FindingCause =
   | 'cross_tenant_replay'
   | 'shared_key'
   | 'effect_unknown'
+  | 'execution_unseen'
   | null;
+
+/**
+ * What a suspected duplicate rests on, each one a span on-call can open (unseen-execution.ts):
+ *
+ * - `send_reset`: a send of the key whose connection was reset with no response and no span of
+ *   the tier under it — the request reached a process that died under it; strong when a node of
+ *   the tier's service went silent (`node_down`, or a cluster or region failover) at that moment;
+ * - `send_cut_off`: a send that got no answer (a timeout, or a 502/504 from a proxy) with no span
+ *   of the tier under it, during which a node of the tier's service stopped emitting spans;
+ * - `unexplained_in_progress`: a store answered `in_progress` (409) while no execution in that
+ *   store is in the spans to hold the key: an execution the spans do not show held it;
+ * - `arrival_without_decision`: a request of the key reached a node (its SERVER span carries the
+ *   key and failed or has no status) that recorded no store decision under it, and the node went
+ *   silent as it ended;
+ * - `failed_after_admission`: an admitted attempt failed, and nothing says whether its effect
+ *   committed (the `effect_unknown` cause).
+ */
+export type SuspicionEvidenceKind =
+  | 'send_reset'
+  | 'send_cut_off'
+  | 'unexplained_in_progress'
+  | 'arrival_without_decision'
+  | 'failed_after_admission';
+
+export const SUSPICION_EVIDENCE_KINDS: readonly SuspicionEvidenceKind[] = [
+  'send_reset',
+  'send_cut_off',
+  'unexplained_in_progress',
+  'arrival_without_decision',
+  'failed_after_admission',
+];
+
+/** `strong`: the spans leave one likely reading; `moderate`: likely, with another reading open. */
+export type SuspicionStrength = 'strong' | 'moderate';
+
+export interface SuspicionEvidence {
+  kind: SuspicionEvidenceKind;
+  strength: SuspicionStrength;
+  /** The span it rests on: a CLIENT send, a decision, a SERVER span. */
+  traceId: string;
+  spanId: string;
+  atUnixMillis: number;
+  /** The node the unseen (or unconfirmed) execution probably ran on; '' when the spans cannot say. */
+  node: string;
+  /** The store it points at (`unexplained_in_progress`, `failed_after_admission`); '' otherwise. */
+  store: string;
+  /** The routing event it rests on (the node that went silent); null when none. */
+  routingEventId: string | null;
+}
+
+/** Why a finding is a suspected duplicate: the evidence, and the strongest of it. */
+export interface Suspicion {
+  strength: SuspicionStrength;
+  /** In time order, never empty. */
+  evidence: SuspicionEvidence[];
+}
 
 export type RetriedBy = 'client' | 'proxy' | 'unknown';
 
@@ -73,7 +131,8 @@ export interface Finding {
   nodes: string[];
   /**
    * Executions (`miss`) at the finding's tier, less the admitted attempts that failed before their
-   * effect; a suspected duplicate counts those whose effect is unknown too.
+   * effect; a suspected duplicate counts those whose effect is unknown too, and one whose other
+   * execution is unseen (`execution_unseen`) counts the one in the spans: 1.
    */
   executions: number;
   /**
@@ -116,6 +175,11 @@ export interface Finding {
   lastSeenUnixMillis: number;
   /** Every attempt of the key (client, arrival, server), in time order. */
   attempts: Attempt[];
+  /**
+   * For a suspected duplicate, what it rests on; null for every other class. Absent on findings
+   * stored before it was recorded.
+   */
+  suspicion: Suspicion | null;
   /**
    * The key reached `maxAttemptsPerKey`: `attempts` are its first ones, those after them were
    * counted and not kept, so the finding is judged on part of the key's traffic (a hot key).

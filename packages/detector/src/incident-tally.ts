@@ -21,6 +21,8 @@ export class IncidentTally {
   #races = 0;
   #ttls = 0;
   #crossTenantReplays = 0;
+  #effectsUnknown = 0;
+  #executionsUnseen = 0;
   #opened = Number.POSITIVE_INFINITY;
   #last = Number.NEGATIVE_INFINITY;
   #longestGapMillis = 0;
@@ -87,6 +89,8 @@ export class IncidentTally {
         race: this.#races > 0,
         ttl: this.#ttls > 0,
         crossTenantReplay: this.#crossTenantReplays > 0,
+        effectUnknown: this.#effectsUnknown > 0,
+        executionUnseen: this.#executionsUnseen > 0,
         longestGapMillis: this.#longestGapMillis,
         timing: this.#timing(),
       },
@@ -125,6 +129,8 @@ export class IncidentTally {
     if (facts.cause === 'race') this.#races += sign;
     if (facts.cause === 'ttl_expired') this.#ttls += sign;
     if (facts.cause === 'cross_tenant_replay') this.#crossTenantReplays += sign;
+    if (facts.cause === 'effect_unknown') this.#effectsUnknown += sign;
+    if (facts.cause === 'execution_unseen') this.#executionsUnseen += sign;
     if (facts.callerWaitMillis !== null) adjust(this.#callerWaits, bucketOf(facts.callerWaitMillis), sign);
     if (facts.executionMillis !== null) {
       let buckets = this.#executionMillis.get(facts.executionNode);

@@ -20,6 +20,11 @@ export {
   repeatUnixMillisOf,
   SEVERITY,
   type Severity,
+  SUSPICION_EVIDENCE_KINDS,
+  type Suspicion,
+  type SuspicionEvidence,
+  type SuspicionEvidenceKind,
+  type SuspicionStrength,
 } from './finding.ts';
 export { type Incident, type IncidentStatus, incidentOfMembers } from './incidents.ts';
 export type { RoutingEvent, RoutingEventType } from './routing-event.ts';
@@ -30,3 +35,4 @@ export {
   type SpreadLevel,
   spreadOf,
 } from './scope-report.ts';
+export { mayHideExecution, readSend, type SendReading } from './unseen-execution.ts';

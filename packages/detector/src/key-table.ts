@@ -171,6 +171,14 @@ export class KeyTable {
     return (flags & SUSPECT) !== 0;
   }
 
+  /**
+   * Makes the slot's key suspect whatever its tiers say: an attempt of it may be the mark of an
+   * execution whose spans were lost (unseen-execution.ts), which only its full evidence can tell.
+   */
+  markSuspect(slot: number): void {
+    this.#flags[slot] = this.#flags[slot]! | SUSPECT;
+  }
+
   /** Replaces every interned id of the keys in memory (tier, node, tenant; not -1) by `remap(id)`. */
   remapInterned(remap: (id: number) => number): void {
     for (const slot of this.#slots.values()) {

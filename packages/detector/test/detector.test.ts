@@ -373,7 +373,7 @@ describe('key collisions and scope violations', () => {
     const first = detector.ingest(
       batch([
         server({ key: 'k1', node: 'a', store: 'A', at: 0 }),
-        server({ key: 'k1', node: 'b', store: 'B', outcome: 'in_progress', at: 1 }),
+        server({ key: 'k1', node: 'b', store: 'B', outcome: 'error', at: 1 }),
       ]),
     );
     expect(first.findings.map((f) => f.class)).toEqual(['scope_violation']);

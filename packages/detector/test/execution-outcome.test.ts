@@ -105,6 +105,25 @@ describe('an admitted attempt that failed', () => {
     expect(incident.advice).toContain('sideEffectSpans');
   });
 
+  it('names the failed admission a suspected duplicate rests on', () => {
+    const finding = only(run(resentAfterFailure()).findings());
+    expect(finding.suspicion).toEqual({
+      strength: 'moderate',
+      evidence: [
+        {
+          kind: 'failed_after_admission',
+          strength: 'moderate',
+          traceId: TRACE,
+          spanId: '00000000000000a2',
+          atUnixMillis: finding.attempts.find((a) => a.spanId === '00000000000000a2')!.startUnixMillis,
+          node: 'a',
+          store: 'payments/node:a',
+          routingEventId: null,
+        },
+      ],
+    });
+  });
+
   it('is a confirmed duplicate when two other attempts executed, whatever the failed one did', () => {
     const attempts = resentAfterFailure();
     attempts.push(server({ key: 'k1', node: 'c', store: 'payments/node:c', at: 5 }));

@@ -18,6 +18,8 @@ const CAUSES: readonly Finding['cause'][] = [
   'ttl_expired',
   'cross_tenant_replay',
   'shared_key',
+  'effect_unknown',
+  'execution_unseen',
   null,
 ];
 
@@ -105,6 +107,8 @@ function recomputed(members: Iterable<[Finding, FindingFacts]>): IncidentSummary
     race: causes.has('race'),
     ttl: causes.has('ttl_expired'),
     crossTenantReplay: causes.has('cross_tenant_replay'),
+    effectUnknown: causes.has('effect_unknown'),
+    executionUnseen: causes.has('execution_unseen'),
     longestGapMillis,
     timing: {
       callerWaitMillis: nearestRank(waits, 0.5),

@@ -177,6 +177,7 @@ describe('routing attribution against the simulator’s record', () => {
     ['a node failing payments after the charge', withEffects(scenarios.releaseAfterEffect)],
     ['a node failing payments before the charge', withEffects(scenarios.releaseBeforeEffect)],
     ['every node slowing together', () => scenarios.slowEverywhere()],
+    ['payments nodes killed with their unexported spans', () => scenarios.nodeKill()],
   ];
 
   function blame(make: () => Scenario) {
@@ -326,6 +327,7 @@ describe('spans delivered in any order', () => {
     ['racing double submits', () => scenarios.race()],
     ['everything at once', () => scenarios.mixed()],
     ['a node brownout', () => scenarios.brownout()],
+    ['killed nodes', () => scenarios.nodeKill()],
   ];
 
   it.each(ORDERED)(
@@ -575,5 +577,157 @@ describe('proxy retries and retry timing', () => {
     }
     // A slow tail: the first executions ran past the client's timeout, which sent the retry.
     expect(detector.findings().every((f) => f.outlivedCallerWait === true)).toBe(true);
+  });
+});
+
+/**
+ * Payments nodes SIGKILLed mid-run (`ProcessKillSpec`): each loses the spans it had not exported,
+ * so a payment in flight on it ran there unseen, and its client's retry ran again elsewhere. The
+ * truth knows which executions the spans never showed; keyscope must suspect those keys from the
+ * marks left around them, and no others. The spans go through the real OTLP encoder and the
+ * decoder with the mapping's keyed selection, as the receivers hand them on.
+ */
+describe('executions whose spans died with a killed node', () => {
+  function runKilled(scenario: Scenario, seed: number) {
+    const { spans, truth } = simulate(scenario, { seed });
+    const mapping = defaultMapping();
+    const detector = createDetector();
+    const received: Span[] = [];
+    for (const payload of splitIntoPayloads(spans, 50, 3)) {
+      const decoded = decodeTraces(encodeTraces(payload), mappingDecodeOptions(mapping));
+      received.push(...decoded);
+      detector.ingest(extractAttempts(decoded, mapping));
+    }
+    detector.flush();
+    return { detector, truth, received };
+  }
+
+  /**
+   * The keys truth says ran twice, and those of them whose first execution the spans never showed
+   * while they show one other.
+   */
+  function ranTwice(truth: GroundTruth) {
+    const twice = truth.keys.filter((k) => k.class !== 'key_collision' && k.executions.length >= 2);
+    return {
+      all: new Set(twice.map((k) => k.key)),
+      firstUnseen: twice.filter(
+        (k) => !k.executions[0]!.visible && k.executions.filter((e) => e.visible).length === 1,
+      ),
+    };
+  }
+
+  /**
+   * Nothing of the unseen execution reached keyscope: the send that delivered it has no span in
+   * what the receivers kept (its CLIENT span carried no key, so the keyed selection dropped it).
+   */
+  function invisible(received: readonly Span[], traceId: string, sendSpanId: string): boolean {
+    return !received.some((s) => s.traceId === traceId && s.spanId === sendSpanId);
+  }
+
+  it.each([11, 1, 2, 3])(
+    'suspects every key whose first execution died unseen, and almost nothing else (seed %i)',
+    (seed) => {
+      const { detector, truth, received } = runKilled(scenarios.nodeKill(), seed);
+      const { all, firstUnseen } = ranTwice(truth);
+      expect(firstUnseen.length).toBeGreaterThanOrEqual(5);
+      const findings = detector.findings();
+      const suspected = findings.filter((f) => f.cause === 'execution_unseen');
+      const byKey = new Map(suspected.map((f) => [f.key, f]));
+      const inferred = new Map(detector.routingEvents().map((e) => [e.id, e]));
+      for (const key of firstUnseen) {
+        const lost = key.executions[0]!;
+        const finding = byKey.get(key.key);
+        if (finding === undefined) {
+          expect(invisible(received, lost.traceId, lost.sendSpanId), `missed ${key.key}`).toBe(true);
+          continue;
+        }
+        expect(finding).toMatchObject({ class: 'suspected_duplicate', severity: 'high', executions: 1 });
+        // Blamed on the silence of the node the lost execution ran on.
+        expect(finding.routing.event).toMatchObject({ type: 'node_down', node: lost.node });
+      }
+      const correct = suspected.filter((f) => all.has(f.key)).length;
+      expect(suspected.length).toBeGreaterThan(0);
+      expect(correct / suspected.length).toBeGreaterThanOrEqual(0.9);
+      for (const finding of suspected) {
+        const spans = new Set(finding.attempts.map((a) => `${a.traceId}/${a.spanId}`));
+        expect(finding.suspicion!.evidence.length).toBeGreaterThan(0);
+        for (const item of finding.suspicion!.evidence) {
+          expect(spans.has(`${item.traceId}/${item.spanId}`), `${finding.key} ${item.kind}`).toBe(true);
+          if (item.routingEventId !== null) expect(inferred.has(item.routingEventId)).toBe(true);
+        }
+      }
+      // Keys whose both executions the spans show stay confirmed, of truth's class.
+      const confirmed = truth.keys.filter((k) => k.executions.every((e) => e.visible));
+      const classes = new Map(findings.map((f) => [f.key, f.class]));
+      for (const key of confirmed) expect(classes.get(key.key), key.key).toBe(key.class);
+      // One incident per node that died, never critical.
+      const incidents = detector.incidents().filter((i) => i.class === 'suspected_duplicate');
+      expect(incidents.every((i) => i.severity === 'high' && i.routingEvent?.type === 'node_down')).toBe(
+        true,
+      );
+      expect(new Set(incidents.map((i) => i.routingEvent!.node)).size).toBe(incidents.length);
+    },
+  );
+
+  it('names the reset of the send the lost execution came from', () => {
+    const { detector, truth } = runKilled(scenarios.nodeKill(), 11);
+    const byKey = new Map(detector.findings().map((f) => [f.key, f]));
+    for (const key of ranTwice(truth).firstUnseen) {
+      const lost = key.executions[0]!;
+      const evidence = byKey.get(key.key)!.suspicion!.evidence;
+      expect(evidence).toContainEqual(
+        expect.objectContaining({
+          kind: 'send_reset',
+          strength: 'strong',
+          traceId: lost.traceId,
+          spanId: lost.sendSpanId,
+          node: lost.node,
+        }),
+      );
+    }
+  });
+
+  it('explains as invisible every lost execution whose send carried no key, and suspects none', () => {
+    const scenario = scenarios.nodeKill();
+    scenario.services[0]!.client.keyOnlyWithResponse = true;
+    const { detector, truth, received } = runKilled(scenario, 11);
+    const { firstUnseen } = ranTwice(truth);
+    expect(firstUnseen.length).toBeGreaterThanOrEqual(5);
+    for (const key of firstUnseen) {
+      const lost = key.executions[0]!;
+      expect(invisible(received, lost.traceId, lost.sendSpanId)).toBe(true);
+    }
+    expect(detector.findings().filter((f) => f.class === 'suspected_duplicate')).toEqual([]);
+  });
+
+  it('suspects the lock a killed execution left in a cluster store, once the redrive ran again', () => {
+    const scenario = scenarios.clusterStoreInClusterFailover();
+    for (const failure of scenario.failures)
+      if (failure.type === 'node_down') failure.kill = { exportIntervalMillis: 5000 };
+    scenario.services[0]!.client.redriveAfterMillis = 45_000;
+    const { detector, truth } = runKilled(scenario, 11);
+    const { all, firstUnseen } = ranTwice(truth);
+    expect(firstUnseen.length).toBeGreaterThanOrEqual(3);
+    const suspected = new Map(
+      detector
+        .findings()
+        .filter((f) => f.cause === 'execution_unseen')
+        .map((f) => [f.key, f]),
+    );
+    for (const key of firstUnseen) {
+      const kinds = suspected.get(key.key)?.suspicion?.evidence.map((e) => e.kind);
+      expect(kinds, key.key).toContain('unexplained_in_progress');
+    }
+    for (const key of suspected.keys()) expect(all.has(key)).toBe(true);
+  });
+
+  it.each(CONTROLS)('finds nothing with %s when the failed nodes are killed', (_name, make) => {
+    const scenario = make();
+    for (const failure of scenario.failures)
+      if (failure.type === 'node_down') failure.kill = { exportIntervalMillis: 5000 };
+    const { detector, truth } = runKilled(scenario, 11);
+    expect(truth.keys).toEqual([]);
+    expect(detector.findings()).toEqual([]);
+    expect(detector.incidents()).toEqual([]);
   });
 });

@@ -1,3 +1,4 @@
+import type { Resource, Span } from '@keyscope/otlp';
 import type { Prng } from './prng.ts';
 import type { FailureSpec, Scenario } from './scenario.ts';
 import type { SimNode, Topology } from './topology.ts';
@@ -16,6 +17,11 @@ export interface ScheduledFailure {
   phase?: 'before_effect' | 'after_effect';
   /** `brownout` only: how much later the node answers. */
   slowdownMillis?: number;
+  /**
+   * `node_down` of a killed process only: when its SDK last exported spans, at or before the
+   * kill; what ended after it, or was still open at the kill, is lost.
+   */
+  lastExportUnixMillis?: number;
 }
 
 /**
@@ -28,6 +34,8 @@ export class FailureSchedule {
   private readonly spikes = new Map<SimNode, NodeFailures>();
   private readonly executionFailures = new Map<SimNode, NodeFailures>();
   private readonly brownouts = new Map<SimNode, NodeFailures>();
+  /** Kills of each killed node, by the resource its spans carry. */
+  private readonly kills = new Map<Resource, ScheduledFailure[]>();
 
   constructor(scenario: Scenario, topology: Topology, rng: Prng) {
     scenario.failures.forEach((spec, i) => {
@@ -76,6 +84,14 @@ export class FailureSchedule {
       );
       if (spec.type === 'execution_failure') scheduled.phase = spec.phase;
       if (spec.type === 'brownout') scheduled.slowdownMillis = spec.slowdownMillis;
+      if (spec.type === 'node_down' && spec.kill) {
+        // Drawn only for kills, so that runs without one keep their failures.
+        scheduled.lastExportUnixMillis = startUnixMillis - rng.between(0, spec.kill.exportIntervalMillis);
+        scheduled.event.lastExportUnixMillis = scheduled.lastExportUnixMillis;
+        const kills = this.kills.get(node.resource) ?? [];
+        kills.push(scheduled);
+        this.kills.set(node.resource, kills);
+      }
       this.routingEvents.push(scheduled.event);
       const byType = {
         error_spike: this.spikes,
@@ -101,6 +117,23 @@ export class FailureSchedule {
   /** An outage that began while a request was in flight on `node`, in (fromMillis, toMillis]. */
   outageBeginningIn(node: SimNode, fromMillis: number, toMillis: number): ScheduledFailure | undefined {
     return this.outages.get(node)?.beginningIn(fromMillis, toMillis);
+  }
+
+  /**
+   * Whether `span` reached the pipeline: false when its node was killed after it began and before
+   * exporting it (it ended after the last export before the kill, or was still open), or it would
+   * have begun while the process was dead (work that a request in flight at the kill had still
+   * planned).
+   */
+  exported(span: Span): boolean {
+    const kills = this.kills.get(span.resource);
+    if (kills === undefined) return true;
+    const start = span.startTimeUnixMillis;
+    return !kills.some((kill) =>
+      start < kill.startUnixMillis
+        ? span.endTimeUnixMillis > kill.lastExportUnixMillis!
+        : start < kill.endUnixMillis,
+    );
   }
 
   spikeAt(node: SimNode, t: number): ScheduledFailure | undefined {

@@ -14,6 +14,7 @@ export type {
   LatencySpec,
   MutationServiceSpec,
   NodeDownSpec,
+  ProcessKillSpec,
   ProxySpec,
   RegionFailoverSpec,
   RegionSpec,

@@ -65,8 +65,15 @@ interface CallSeries {
   emit: (span: Span) => void;
   /** For downstream calls: the decision span of the upstream execution that made them. */
   upstreamSpanId: string | undefined;
+  /** Nodes that refused a connection of this call: its balancer avoids them for its next sends. */
+  refusedBy: Set<SimNode>;
+  /** True once the call's sender is gone (its node was killed): nothing more is sent or recorded. */
+  halted: () => boolean;
   onSettled: (t: number, statusCode: number | undefined) => void;
 }
+
+/** How a send fails without a response when the node's process was killed (`ProcessKillSpec`). */
+type ConnectionError = 'ECONNRESET' | 'ECONNREFUSED';
 
 interface Send {
   series: CallSeries;
@@ -97,7 +104,16 @@ interface ServerRequest {
   failure: 'before_effect' | 'after_effect' | undefined;
   /** Spans recorded on this node for this request (decision, downstream sends): lost with it. */
   ownSpans: Span[];
+  /** Its store visit, once it decided. */
+  visit: StoreVisit | undefined;
+  /** When its side effect (the charge, or the downstream call that makes it) takes place. */
+  effectUnixMillis: number;
+  /** It answered: a later kill of its node does not touch it. */
+  done: boolean;
+  /** Its node's process was killed under it: it never answers, its connection was reset. */
+  killed: boolean;
   onResponse: (t: number, statusCode: number) => void;
+  onConnectionError: (t: number, error: ConnectionError) => void;
 }
 
 const STATUS_BY_OUTCOME: Record<DedupOutcome, number> = {
@@ -149,8 +165,12 @@ class MutationFlow {
       this.at(this.startUnixMillis + delay, () => this.submit('user', other, this.payload(other), 0));
     }
     for (let event = this.events.pop(); event; event = this.events.pop()) event();
+    // What a killed node had not exported never reaches the pipeline; truth keeps its visits.
+    const spans = this.spans.filter((span) => this.ctx.schedule.exported(span));
+    const emitted = new Set(spans.map((span) => span.spanId));
+    for (const visit of this.visits) visit.visible = emitted.has(visit.spanId);
     return {
-      spans: this.spans,
+      spans,
       history: {
         key: this.key,
         tenants: this.tenants,
@@ -206,6 +226,8 @@ class MutationFlow {
       firstNode: undefined,
       emit: (span) => this.spans.push(span),
       upstreamSpanId: undefined,
+      refusedBy: new Set(),
+      halted: () => false,
       onSettled: (t, statusCode) => {
         const end = t + this.rng.between(0.5, 4);
         if (kind === 'redrive') {
@@ -281,6 +303,7 @@ class MutationFlow {
           atUnixMillis: t,
           session: this.session,
           pinned,
+          avoid: series.refusedBy.size > 0 ? series.refusedBy : undefined,
         },
         this.ctx.topology,
         this.ctx.schedule,
@@ -290,7 +313,16 @@ class MutationFlow {
       series.firstNode ??= route.node;
       send.peerAddress = route.node.ip;
       const arrive = t + networkDelayMillis(this.ctx, series.from, route.node);
-      this.deliver(send, route.node, arrive, (tr, status) => this.settleSend(send, tr, status));
+      this.deliver(
+        send,
+        route.node,
+        arrive,
+        (tr, status) => this.settleSend(send, tr, status),
+        (tr, error) => {
+          if (error === 'ECONNREFUSED') series.refusedBy.add(route.node);
+          this.settleSend(send, tr, undefined, error);
+        },
+      );
     }
     const timeout = edge.client.timeoutMillis;
     this.at(t + timeout, () => this.settleSend(send, this.now, undefined));
@@ -322,15 +354,27 @@ class MutationFlow {
         this.at(tf + this.rng.between(0.2, 1), () => this.settleSend(send, this.now, status));
       };
       const arrive = t + networkDelayMillis(this.ctx, series.from, route.node);
-      this.deliver(send, route.node, arrive, (tr, status) => {
-        if (settled) return;
-        settled = true;
-        if (status >= 500 && proxy.retryOn5xx && hasNext) {
-          this.proxyTry(send, tryIndex + 1, tr + this.rng.between(5, 25), tried);
-        } else {
-          forward(tr, status);
-        }
-      });
+      this.deliver(
+        send,
+        route.node,
+        arrive,
+        (tr, status) => {
+          if (settled) return;
+          settled = true;
+          if (status >= 500 && proxy.retryOn5xx && hasNext) {
+            this.proxyTry(send, tryIndex + 1, tr + this.rng.between(5, 25), tried);
+          } else {
+            forward(tr, status);
+          }
+        },
+        // A proxy tries the next node on a connection error (nginx `proxy_next_upstream error`).
+        (tr) => {
+          if (settled) return;
+          settled = true;
+          if (hasNext) this.proxyTry(send, tryIndex + 1, tr, tried);
+          else forward(tr, 502);
+        },
+      );
       this.at(t + proxy.perTryTimeoutMillis, () => {
         if (settled) return;
         settled = true;
@@ -340,16 +384,24 @@ class MutationFlow {
     });
   }
 
-  /** The request reaches `node` at `arrive`, unless the node is down: then it vanishes. */
+  /**
+   * The request reaches `node` at `arrive`, unless the node is down: then it vanishes, or, when
+   * the node's process was killed, its connection is refused.
+   */
   private deliver(
     send: Send,
     node: SimNode,
     arrive: number,
     onResponse: (t: number, statusCode: number) => void,
+    onConnectionError: (t: number, error: ConnectionError) => void,
   ): void {
     const outage = this.ctx.schedule.outageAt(node, arrive);
     if (outage) {
       this.noteEvent(outage, 'broke', arrive);
+      if (outage.lastExportUnixMillis !== undefined) {
+        const refusedAt = arrive + networkDelayMillis(this.ctx, node, send.series.from);
+        this.at(refusedAt, () => onConnectionError(this.now, 'ECONNREFUSED'));
+      }
       return;
     }
     const { series } = send;
@@ -370,13 +422,38 @@ class MutationFlow {
       decision: undefined,
       failure: undefined,
       ownSpans: [],
+      visit: undefined,
+      effectUnixMillis: 0,
+      done: false,
+      killed: false,
       onResponse,
+      onConnectionError,
     };
     this.at(arrive + this.rng.between(0.2, 1), () => this.check(request));
+    const kill = this.ctx.schedule.outageBeginningIn(node, arrive, Number.POSITIVE_INFINITY);
+    if (kill?.lastExportUnixMillis !== undefined)
+      this.at(kill.startUnixMillis, () => this.kill(request, kill));
+  }
+
+  /**
+   * The node's process dies under the request: what it had recorded goes out with the rest of its
+   * buffer (less what the kill loses, `FailureSchedule.exported`), its caller's connection is
+   * reset, and its store record stays as it was. A kill before its side effect undoes nothing,
+   * because nothing was done.
+   */
+  private kill(request: ServerRequest, failure: ScheduledFailure): void {
+    if (request.done) return;
+    request.killed = true;
+    this.noteEvent(failure, 'broke', Math.max(failure.startUnixMillis, request.decidedUnixMillis));
+    if (request.visit !== undefined && this.now < request.effectUnixMillis) request.visit.effect = 'none';
+    for (const span of request.ownSpans) this.spans.push(span);
+    const resetAt = this.now + networkDelayMillis(this.ctx, request.node, request.series.from);
+    this.at(resetAt, () => request.onConnectionError(this.now, 'ECONNRESET'));
   }
 
   /** The dedup decision: the moment a `miss` admits the key and the side effect starts. */
   private check(request: ServerRequest): void {
+    if (request.killed) return;
     const t = this.now;
     const { spec, node, series } = request;
     const dedup = spec.dedup;
@@ -435,7 +512,8 @@ class MutationFlow {
     }
     const visitSpanId = onCheckSpan ? request.decisionSpanId : request.serverSpanId;
     request.decidedUnixMillis = micros(onCheckSpan ? t : request.arriveUnixMillis);
-    this.visits.push({
+    request.effectUnixMillis = checkEnd;
+    request.visit = {
       service: spec.name,
       operation: spec.route,
       store,
@@ -449,7 +527,9 @@ class MutationFlow {
       startUnixMillis: request.decidedUnixMillis,
       clientSpanId: request.send.spanId,
       upstreamSpanId: series.upstreamSpanId,
-    });
+      visible: true,
+    };
+    this.visits.push(request.visit);
 
     if (request.outcome !== 'miss') {
       const end = checkEnd + this.rng.between(1, 12) + slowdown;
@@ -465,6 +545,7 @@ class MutationFlow {
     request.plannedEndUnixMillis = Math.max(request.arriveUnixMillis + latency, checkEnd + 1);
     if (spec.effectConvention === 'span') {
       const chargeAt = checkEnd + this.rng.between(0.1, 0.3) * (request.plannedEndUnixMillis - checkEnd);
+      request.effectUnixMillis = chargeAt;
       const chargeEnd = chargeAt + Math.min(this.rng.between(2, 20), request.plannedEndUnixMillis - chargeAt);
       request.ownSpans.push(
         sideEffectSpan(
@@ -489,6 +570,7 @@ class MutationFlow {
     }
     // The side effect is the downstream call, made with the same key partway through the work.
     const callAt = checkEnd + this.rng.between(0.1, 0.3) * (request.plannedEndUnixMillis - checkEnd);
+    request.effectUnixMillis = callAt;
     const downstreamSeries: CallSeries = {
       edge: { target: downstream, spec: downstream.spec, client: downstream.spec.client, proxy: undefined },
       from: node,
@@ -501,17 +583,23 @@ class MutationFlow {
       firstNode: undefined,
       emit: (span) => request.ownSpans.push(span),
       upstreamSpanId: visitSpanId,
+      refusedBy: new Set(),
+      halted: () => request.killed,
       onSettled: (ts, statusCode) => {
         if (statusCode === undefined || statusCode >= 500) request.statusCode = 502;
         const end = Math.max(request.plannedEndUnixMillis, ts + this.rng.between(0.5, 3));
         this.at(end, () => this.respond(request));
       },
     };
-    this.at(callAt, () => this.send(downstreamSeries));
+    this.at(callAt, () => {
+      if (!request.killed) this.send(downstreamSeries);
+    });
   }
 
   /** The server finishes; the response is lost if the node failed while the request was in flight. */
   private respond(request: ServerRequest): void {
+    if (request.killed) return;
+    request.done = true;
     const t = this.now;
     const { node, series, spec } = request;
     const released = request.failure !== undefined && spec.dedup.releaseOnFailure === true;
@@ -563,10 +651,16 @@ class MutationFlow {
   }
 
   /** The send ends with a response or its timeout, whichever comes first; then maybe a resend. */
-  private settleSend(send: Send, t: number, statusCode: number | undefined): void {
+  private settleSend(
+    send: Send,
+    t: number,
+    statusCode: number | undefined,
+    connectionError?: ConnectionError,
+  ): void {
     if (send.settled) return;
     send.settled = true;
     const { series } = send;
+    if (series.halted()) return;
     const { edge } = series;
     series.emit(
       clientSpan({
@@ -583,7 +677,9 @@ class MutationFlow {
         peerAddress: send.peerAddress,
         resendCount: send.resendCount,
         statusCode,
-        errorType: statusCode === undefined ? 'timeout' : statusCode >= 400 ? String(statusCode) : undefined,
+        errorType:
+          connectionError ??
+          (statusCode === undefined ? 'timeout' : statusCode >= 400 ? String(statusCode) : undefined),
         key: statusCode === undefined && edge.client.keyOnlyWithResponse === true ? undefined : this.key,
         timeoutMillis: edge.client.timeoutMillis,
       }),

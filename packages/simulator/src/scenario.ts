@@ -187,10 +187,34 @@ interface FailureBase {
   durationMillis: number;
 }
 
-/** A node stops answering and stops emitting spans. `node` indexes the service's nodes; unset: seeded pick. */
+/**
+ * A node stops answering and stops emitting spans. `node` indexes the service's nodes; unset: seeded
+ * pick. Without `kill` the node is cut off (a partition, a host that stopped answering): sends to
+ * it time out, and the spans of requests in flight follow `inFlightSpansOnFailure`.
+ */
 export interface NodeDownSpec extends FailureBase {
   type: 'node_down';
   node?: number;
+  /** Its process was killed (SIGKILL, an OOM kill) at the start, and restarts at the end. */
+  kill?: ProcessKillSpec;
+}
+
+/**
+ * What a killed process takes with it, as the real parts behave:
+ *
+ * - its OpenTelemetry SDK exported its spans every `exportIntervalMillis` (the BatchSpanProcessor's
+ *   `scheduledDelayMillis`, 5 s by default), so the spans that ended since its last export and
+ *   those of requests still open are lost — while what those requests did (a charge) happened,
+ *   and the ground truth records it;
+ * - the kernel closes its sockets: a request in flight on it ends at once with a connection reset
+ *   (`ECONNRESET`) at its caller, its store record left as it was (an in-flight lock stays until
+ *   its lease runs out), its downstream calls stopped;
+ * - until it is back, connecting to it is refused (`ECONNREFUSED`) at once, and the caller's
+ *   balancer avoids the node for the rest of that call (a passive health check), so the call's
+ *   next send goes to another node.
+ */
+export interface ProcessKillSpec {
+  exportIntervalMillis: number;
 }
 
 /** Every node of the service in `region` stops answering; with `global` failover traffic moves away. */
@@ -293,6 +317,8 @@ export function validateScenario(scenario: Scenario): void {
     if (!(failure.durationMillis > 0)) fail(`failures[${i}].durationMillis`, '> 0', failure.durationMillis);
     if (failure.type === 'execution_failure' && !(failure.failureRate >= 0 && failure.failureRate <= 1))
       fail(`failures[${i}].failureRate`, 'in [0, 1]', failure.failureRate);
+    if (failure.type === 'node_down' && failure.kill && !(failure.kill.exportIntervalMillis > 0))
+      fail(`failures[${i}].kill.exportIntervalMillis`, '> 0', failure.kill.exportIntervalMillis);
     if (failure.type === 'brownout' && !(failure.slowdownMillis > 0))
       fail(`failures[${i}].slowdownMillis`, '> 0', failure.slowdownMillis);
   });

@@ -124,6 +124,24 @@ export function nodeFailover(overrides: ScenarioOverrides = {}): Scenario {
   });
 }
 
+/**
+ * The node failover with the payments processes killed (SIGKILL, an OOM kill) instead of cut off
+ * (`ProcessKillSpec`): each takes the spans it had not exported (up to 5 s of them) with it, so a
+ * payment in flight on it ran there unseen, and its client, whose connection was reset, sent it
+ * again to another node, refused by the dead one at first.
+ */
+export function nodeKill(overrides: ScenarioOverrides = {}): Scenario {
+  const failures = nodeDowns(2, 8 * SECOND, 11 * SECOND).map((failure) => ({
+    ...failure,
+    kill: { exportIntervalMillis: 5 * SECOND },
+  }));
+  return base('node-kill', [payments({ latency: { medianMillis: 900, p99Millis: 1900 } })], {
+    requests: 1200,
+    failures,
+    ...overrides,
+  });
+}
+
 /** Region-scoped stores in two regions; one region fails and traffic moves to the other. */
 export function regionFailover(overrides: ScenarioOverrides = {}): Scenario {
   const service = payments({ latency: { medianMillis: 900, p99Millis: 1900 } });

@@ -150,7 +150,8 @@ function* generateBatches(
     times.sort((a, b) => a - b);
     for (const tb of times) {
       yield* release(tb);
-      const spans = simulateBackgroundRequest(ctx, tb);
+      // A killed node's unexported spans are lost with it, ordinary traffic's as any other.
+      const spans = simulateBackgroundRequest(ctx, tb).filter((span) => schedule.exported(span));
       if (!admit(spans)) {
         budgetReachedAt = tb;
         break flows;

@@ -156,7 +156,7 @@ export interface OutboundRequest extends SpanBase {
   resendCount: number;
   /** Undefined when no response arrived. */
   statusCode: number | undefined;
-  /** `timeout`, or the status code as a string for HTTP errors. */
+  /** `timeout`, `ECONNRESET` / `ECONNREFUSED`, or the status code as a string for HTTP errors. */
   errorType: string | undefined;
   key?: string;
   timeoutMillis: number;
@@ -185,6 +185,13 @@ export function clientSpan(request: OutboundRequest): Span {
     if (request.errorType === 'timeout') {
       message = `request to ${request.serverAddress} timed out after ${request.timeoutMillis} ms`;
       events = [exceptionEvent(request.endUnixMillis, 'TimeoutError', message)];
+    } else if (request.errorType === 'ECONNREFUSED' || request.errorType === 'ECONNRESET') {
+      // As Node.js words them: the connect refused, or the socket reset while reading the response.
+      message =
+        request.errorType === 'ECONNREFUSED'
+          ? `connect ECONNREFUSED ${request.peerAddress ?? request.serverAddress}:${request.serverPort}`
+          : 'read ECONNRESET';
+      events = [exceptionEvent(request.endUnixMillis, 'Error', message)];
     } else {
       message = `HTTP ${request.errorType}`;
     }

@@ -20,6 +20,13 @@ export interface TruthExecution {
   traceId: string;
   /** Start of that span. */
   startUnixMillis: number;
+  /** The CLIENT span of the send that delivered it (a proxy's tries share their client's send). */
+  sendSpanId: string;
+  /**
+   * That span reached the pipeline. False when it was lost: its node was killed before exporting
+   * it (`ProcessKillSpec`), or died with it in flight (`inFlightSpansOnFailure: 'lost'`).
+   */
+  visible: boolean;
 }
 
 export interface TruthKey {
@@ -54,6 +61,11 @@ export interface TruthRoutingEvent {
   region?: string;
   startUnixMillis: number;
   endUnixMillis: number;
+  /**
+   * A killed node's (`ProcessKillSpec`): when its SDK last exported spans before the kill. What it
+   * had not exported by then never reached the pipeline.
+   */
+  lastExportUnixMillis?: number;
 }
 
 export interface GroundTruth {
@@ -89,6 +101,8 @@ export interface StoreVisit {
   clientSpanId: string;
   /** For a downstream visit, the decision span id of the upstream execution that called. */
   upstreamSpanId: string | undefined;
+  /** Its span (`spanId`) reached the pipeline (see `TruthExecution.visible`). */
+  visible: boolean;
 }
 
 /** A failure that touched one of a key's requests, and when in the key's history it did. */
@@ -252,6 +266,8 @@ function truthKey(
       spanId: v.spanId,
       traceId: v.traceId,
       startUnixMillis: v.startUnixMillis,
+      sendSpanId: v.clientSpanId,
+      visible: v.visible,
     })),
     stores: distinct(visits.map((v) => v.store)),
     retriedBy: retried,

@@ -253,3 +253,98 @@ describe('mutation spans, by service options', () => {
     }
   });
 });
+
+/**
+ * Payments nodes whose processes are killed (`ProcessKillSpec`): what the pipeline receives of
+ * them, and what the truth keeps.
+ */
+describe('mutation spans of killed nodes', () => {
+  const killed = simulate(scenarios.nodeKill());
+  const { spans, truth } = killed;
+  const kills = truth.routingEvents;
+  const nodeOf = (span: Span) => span.resource.attributes['service.instance.id'];
+
+  it('loses every span its node had not exported when it was killed, and keeps the rest', () => {
+    expect(kills).toHaveLength(2);
+    for (const kill of kills) {
+      const lastExport = kill.lastExportUnixMillis!;
+      expect(kill.startUnixMillis - lastExport).toBeGreaterThanOrEqual(0);
+      expect(kill.startUnixMillis - lastExport).toBeLessThan(5000);
+      const before = spans.filter(
+        (s) => nodeOf(s) === kill.node && s.startTimeUnixMillis < kill.startUnixMillis,
+      );
+      expect(before.length).toBeGreaterThan(0);
+      for (const span of before) expect(span.endTimeUnixMillis).toBeLessThanOrEqual(lastExport);
+      // Spans it ended in the second before its last export did reach the pipeline.
+      expect(before.some((s) => s.endTimeUnixMillis > lastExport - 1000)).toBe(true);
+      expect(
+        spans.some(
+          (s) =>
+            nodeOf(s) === kill.node &&
+            s.startTimeUnixMillis >= kill.startUnixMillis &&
+            s.startTimeUnixMillis < kill.endUnixMillis,
+        ),
+      ).toBe(false);
+    }
+  });
+
+  it('keeps in the truth every execution whose spans were lost, marked unseen', () => {
+    const emitted = new Set(spans.map((s) => s.traceId + s.spanId));
+    const executions = truth.keys.flatMap((k) => k.executions);
+    expect(executions.some((e) => !e.visible)).toBe(true);
+    for (const execution of executions)
+      expect(emitted.has(execution.traceId + execution.spanId)).toBe(execution.visible);
+    for (const key of truth.keys.filter((k) => !k.executions[0]!.visible)) {
+      const kill = kills.find((k) => k.id === key.routingEventId)!;
+      expect(key.executions[0]!.node).toBe(kill.node);
+      expect(key.executions[1]!.visible).toBe(true);
+    }
+  });
+
+  it('resets the sends in flight on the killed node, and refuses the sends that reach it until it is back', () => {
+    const clients = spans.filter((s) => s.kind === SpanKind.CLIENT && keyOf(s) !== undefined);
+    const errors = (type: string) => clients.filter((s) => s.attributes['error.type'] === type);
+    expect(errors('ECONNRESET').length).toBeGreaterThan(0);
+    expect(errors('ECONNREFUSED').length).toBeGreaterThan(0);
+    for (const send of errors('ECONNRESET')) {
+      // Ended as the node died, with no response and no server span under it.
+      expect(kills.some((k) => Math.abs(send.endTimeUnixMillis - k.startUnixMillis) < 5)).toBe(true);
+      expect(send.attributes['http.response.status_code']).toBeUndefined();
+      expect(spans.some((s) => s.traceId === send.traceId && s.parentSpanId === send.spanId)).toBe(false);
+    }
+    for (const send of errors('ECONNREFUSED')) {
+      expect(send.status.code).toBe(StatusCode.ERROR);
+      expect(send.endTimeUnixMillis - send.startTimeUnixMillis).toBeLessThan(5);
+      expect(send.status.message).toMatch(/^connect ECONNREFUSED /);
+    }
+  });
+
+  it('sends a call’s next try to another node once one refused it', () => {
+    const byTrace = new Map<string, Span[]>();
+    for (const span of spans) byTrace.set(span.traceId, [...(byTrace.get(span.traceId) ?? []), span]);
+    let retried = 0;
+    for (const send of spans.filter((s) => s.attributes['error.type'] === 'ECONNREFUSED')) {
+      const refusedBy = send.attributes['network.peer.address'];
+      const later = byTrace
+        .get(send.traceId)!
+        .filter(
+          (s) =>
+            s.kind === SpanKind.CLIENT &&
+            s.parentSpanId === send.parentSpanId &&
+            s.startTimeUnixMillis > send.startTimeUnixMillis,
+        );
+      for (const next of later) expect(next.attributes['network.peer.address']).not.toBe(refusedBy);
+      retried += later.length;
+    }
+    expect(retried).toBeGreaterThan(0);
+  });
+
+  it('leaves runs without kills as they were', () => {
+    const partitioned = scenarios.nodeKill();
+    for (const failure of partitioned.failures) if (failure.type === 'node_down') delete failure.kill;
+    const withoutKills = simulate(partitioned);
+    const failover = simulate({ ...scenarios.nodeFailover(), name: partitioned.name });
+    expect(withoutKills.spans).toEqual(failover.spans);
+    expect(withoutKills.truth).toEqual(failover.truth);
+  });
+});

@@ -20,6 +20,7 @@ function visit(overrides: Partial<StoreVisit> & { send?: string } = {}): StoreVi
     startUnixMillis: nextSpan * 1000,
     clientSpanId: send ?? `send-${nextSpan}`,
     upstreamSpanId: undefined,
+    visible: true,
     ...rest,
   };
 }

@@ -1,5 +1,5 @@
 import type { Attempt } from '@keyscope/attempts';
-import type { Finding, RoutingEvent, ScopeReportRow } from '@keyscope/detector';
+import type { Finding, RoutingEvent, ScopeReportRow, Suspicion } from '@keyscope/detector';
 import type { StoredIncident } from '@keyscope/store';
 
 /**
@@ -60,8 +60,18 @@ export function presentFinding(finding: Finding) {
     firstSeen: isoTime(finding.firstSeenUnixMillis),
     lastSeen: isoTime(finding.lastSeenUnixMillis),
     attempts: finding.attempts.map(presentAttempt),
+    // Findings stored before the field existed name no evidence of suspicion.
+    suspicion: presentSuspicion(finding.suspicion ?? null),
     // Findings stored before the field existed were judged on every attempt.
     evidenceCapped: finding.evidenceCapped === true,
+  };
+}
+
+function presentSuspicion(suspicion: Suspicion | null) {
+  if (suspicion === null) return null;
+  return {
+    strength: suspicion.strength,
+    evidence: suspicion.evidence.map(({ atUnixMillis, ...rest }) => ({ ...rest, at: isoTime(atUnixMillis) })),
   };
 }
 

@@ -425,6 +425,7 @@ describe('keyscope analyze reports', () => {
         'firstSeen',
         'lastSeen',
         'attempts',
+        'suspicion',
         'evidenceCapped',
       ].sort(),
     );

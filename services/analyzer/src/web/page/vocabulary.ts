@@ -24,6 +24,7 @@ export const CAUSE_LABELS: Readonly<Record<NonNullable<FindingCause>, string>> =
   cross_tenant_replay: "a tenant was served another tenant's replay",
   shared_key: 'tenants generated the same key',
   effect_unknown: 'the first attempt failed after admission; whether its effect committed is unknown',
+  execution_unseen: 'one execution is in the traces; another probably ran on a node whose spans were lost',
 };
 
 export const OUTCOME_LABELS: Readonly<Record<Outcome, string>> = {
