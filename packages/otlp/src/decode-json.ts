@@ -3,7 +3,7 @@ import { carriesKey, createAttributes } from './attributes.ts';
 import {
   type DecodedTraces,
   type DecodeOptions,
-  type KeyedAttributeSelection,
+  keyedNotLinkedKeys,
   keyedOnlyKeys,
   type ResolvedDecodeOptions,
   resolveDecodeOptions,
@@ -71,14 +71,13 @@ export function decodeTraceRequestJson(input: string | Uint8Array, options?: Dec
 // A BOM at the start of a JSON body is an encoding marker (strip it, as HTTP clients may send one).
 const jsonTextDecoder = new TextDecoder('utf-8', { fatal: true });
 
-/** A span's attributes without those its keyed selection keeps on keyed spans only (itself when it has none). */
-function withoutWhenKeyed(attributes: Attributes, selection: KeyedAttributeSelection): Attributes {
-  const dropped = keyedOnlyKeys(selection);
-  const onlyWhenKeyed = (key: string) => dropped.has(key);
+/** A span's attributes without the `dropped` keys (itself when it has none of them). */
+function without(attributes: Attributes, dropped: ReadonlySet<string>): Attributes {
+  const isDropped = (key: string) => dropped.has(key);
   const keys = Object.keys(attributes);
-  if (!keys.some(onlyWhenKeyed)) return attributes;
+  if (!keys.some(isDropped)) return attributes;
   const kept = createAttributes();
-  for (const key of keys) if (!onlyWhenKeyed(key)) kept[key] = attributes[key]!;
+  for (const key of keys) if (!isDropped(key)) kept[key] = attributes[key]!;
   return kept;
 }
 
@@ -180,14 +179,6 @@ class JsonTraceDecoder {
       selection === null ||
       carriesKey(attributes, selection.keys) ||
       carriesKey(resource.attributes, selection.keys);
-    if (!keyed) {
-      // Checked above, but not kept: a keyed selection's spans without a key go without them.
-      attributes = withoutWhenKeyed(attributes, selection);
-      traceId = '';
-      spanId = '';
-      parentSpanId = '';
-      name = '';
-    }
     const events: SpanEvent[] = [];
     if (this.options.events) {
       const eventList = list(message, 'events', 'events');
@@ -211,7 +202,20 @@ class JsonTraceDecoder {
     const startTimeUnixMillis = time(message, 'startTimeUnixNano', 'start_time_unix_nano');
     const endTimeUnixMillis = time(message, 'endTimeUnixNano', 'end_time_unix_nano');
     this.spanCount++;
-    if (!keyed && ((this.options.unkeyedKindMask >>> kind) & 1) === 0) return null;
+    if (!keyed) {
+      if (status.code === 2 && ((this.options.failedKindMask >>> kind) & 1) !== 0) {
+        // A failed span of `failedKinds`: returned with its ids and its link attributes.
+        attributes = without(attributes, keyedNotLinkedKeys(selection));
+      } else {
+        if (((this.options.unkeyedKindMask >>> kind) & 1) === 0) return null;
+        // Checked above, but not kept: a keyed selection's spans without a key go without them.
+        attributes = without(attributes, keyedOnlyKeys(selection));
+        traceId = '';
+        spanId = '';
+        parentSpanId = '';
+        name = '';
+      }
+    }
     return {
       traceId,
       spanId,

@@ -3,6 +3,7 @@ import {
   extractAttempts,
   type Mapping,
   mappingDecodeOptions,
+  SendLinker,
   type SpanLimits,
 } from '@keyscope/attempts';
 import {
@@ -89,6 +90,8 @@ export class Analysis {
     lastSpanUnixMillis: null,
   };
   readonly #limits: SpanLimits;
+  /** As in serve: keyless sends get the key of their server spans, across requests. */
+  readonly #sendLinker = new SendLinker();
   #finished = false;
 
   constructor(mapping: Mapping, detectorConfig: DetectorConfig, options: AnalysisOptions = {}) {
@@ -112,6 +115,7 @@ export class Analysis {
     if (this.#finished) throw new Error('Analysis.ingest called after finish');
     // As in serve: the attempt log refuses redelivered attempts, which the detector counts.
     const extracted = extractAttempts(spans, this.#mapping, this.#limits);
+    this.#sendLinker.linkInto(extracted);
     const duplicatesBefore = this.#detector.stats().duplicateAttempts;
     for (const attempt of extracted.attempts) this.#counts.attempts[attempt.kind]++;
     const { refusedSpans } = this.#counts;

@@ -4,6 +4,8 @@ import {
   type Mapping,
   mappingDecodeOptions,
   mergeExtracted,
+  SendLinker,
+  type SendLinkerCounts,
   type SpanLimits,
 } from '@keyscope/attempts';
 import {
@@ -48,8 +50,13 @@ export interface PipelineCounts {
    * pipeline never reads (no key, not SERVER): the receivers' counters count every span.
    */
   spans: number;
-  /** Attempts extracted, by kind, redelivered ones included (they are counted in duplicateSpans). */
+  /**
+   * Attempts extracted, by kind, redelivered ones included (they are counted in duplicateSpans);
+   * `client` counts the keyless sends linked to their key (`sendLinks.linked`) too.
+   */
   attempts: { server: number; arrival: number; client: number; effect: number };
+  /** Keyless sends linked to the key of their server spans, and the linker's dropped entries. */
+  sendLinks: SendLinkerCounts;
   /** Attempts the attempt log already held (a span delivered again), ignored by the detector. */
   duplicateSpans: number;
   invalidValues: Record<string, number>;
@@ -82,6 +89,7 @@ export class DetectionPipeline implements SpanConsumer {
   readonly #counts: PipelineCounts = {
     spans: 0,
     attempts: { server: 0, arrival: 0, client: 0, effect: 0 },
+    sendLinks: { linked: 0, evicted: 0, expired: 0, entries: 0 },
     duplicateSpans: 0,
     invalidValues: {},
     refusedSpans: {},
@@ -91,6 +99,12 @@ export class DetectionPipeline implements SpanConsumer {
   };
 
   readonly #spans: SpansConfig;
+  /**
+   * Keyless sends meet their server spans across payloads (different services export apart).
+   * Its state is not the detector's: a transaction that fails leaves it as it is, and the
+   * payload sent again links again (see SendLinker).
+   */
+  readonly #sendLinker = new SendLinker();
 
   constructor(options: DetectionPipelineOptions) {
     this.#options = options;
@@ -123,6 +137,7 @@ export class DetectionPipeline implements SpanConsumer {
       // A redelivered span gives its attempt again: the store's attempt log refuses it exactly
       // (see AttemptTable) and the detector counts it (#commitPending).
       const extracted = extractAttempts(spans, this.#options.mapping, this.#limits());
+      this.#sendLinker.linkInto(extracted);
       this.#count(spans.length, extracted);
       span.setAttribute('keyscope.spans', spans.length);
       span.setAttribute('keyscope.attempts', extracted.attempts.length);
@@ -167,6 +182,7 @@ export class DetectionPipeline implements SpanConsumer {
   }
 
   counts(): PipelineCounts {
+    this.#counts.sendLinks = this.#sendLinker.counts();
     const snapshot = structuredClone(this.#counts);
     this.#counts.storeWriteSeconds = [];
     return snapshot;
