@@ -156,7 +156,7 @@ describe('the send linker', () => {
     const linker = new SendLinker();
     const keyed: ClientAttempt = { ...send(1), key: 'k1', tenant: 't1', statusCode: 201, error: '' };
     expect(linker.link([landing(1, 'k1'), keyed], [])).toEqual([]);
-    expect(linker.counts().entries).toBe(0);
+    expect(linker.counts()).toMatchObject({ sends: 0, keys: 0 });
   });
 
   it('does not take a key from a server span of another trace with the same span id', () => {
@@ -177,44 +177,58 @@ describe('the send linker', () => {
     expect(linker.link([landing(2, 'k2')], [])).toEqual([linkedOf(send(2), 'k2')]);
   });
 
-  it('holds at most maxEntries, dropping the oldest and counting them', () => {
-    const linker = new SendLinker({ horizonMillis: 60_000, maxEntries: 2 });
+  it('holds at most maxSends sends, dropping the oldest and counting them', () => {
+    const linker = new SendLinker({ horizonMillis: 60_000, maxSends: 2, maxKeys: 10 });
     linker.link([], [send(1)]);
     linker.link([], [send(2), send(3)]);
-    expect(linker.counts()).toMatchObject({ evicted: 1, entries: 2 });
-    // The oldest went: its server span finds nothing to link.
+    expect(linker.counts()).toMatchObject({ evicted: 1, sends: 2 });
+    // The oldest went: its server span finds nothing to link, and leaves its key.
     expect(linker.link([landing(1, 'k1')], [])).toEqual([]);
-    expect(linker.counts()).toMatchObject({ evicted: 2, entries: 2 });
+    expect(linker.counts()).toMatchObject({ evicted: 1, sends: 2, keys: 1 });
     expect(linker.link([landing(3, 'k3')], [])).toEqual([linkedOf(send(3), 'k3')]);
   });
 
+  it('holds at most maxKeys keys apart from the sends, so many keys never push a send out', () => {
+    const linker = new SendLinker({ horizonMillis: 60_000, maxSends: 2, maxKeys: 3 });
+    linker.link([], [send(1)]);
+    const keys = Array.from({ length: 50 }, (_, i) => landing(100 + i, `k${100 + i}`));
+    expect(linker.link(keys, [])).toEqual([]);
+    expect(linker.counts()).toMatchObject({ evicted: 47, sends: 1, keys: 3 });
+    // The oldest keys went; the newest are kept, and the waiting send still links.
+    expect(linker.link([], [send(100), send(149)])).toEqual([linkedOf(send(149), 'k149')]);
+    expect(linker.link([landing(1, 'k1')], [])).toEqual([linkedOf(send(1), 'k1')]);
+  });
+
   it('drops what waited past its horizon of event time, and counts it', () => {
-    const linker = new SendLinker({ horizonMillis: 60_000, maxEntries: 100 });
+    const linker = new SendLinker({ horizonMillis: 60_000, maxSends: 100, maxKeys: 100 });
     linker.link([], [send(1, { at: 0 }), send(2, { at: 50 })]);
     // Spans ending 70 s after the epoch: the first send (ended at 2 s) is past the horizon.
     expect(linker.link([landing(9, 'k9', { at: 68 })], [])).toEqual([]);
-    expect(linker.counts()).toMatchObject({ expired: 1, entries: 2 });
+    expect(linker.counts()).toMatchObject({ expired: 1, sends: 1, keys: 1 });
     // A server span that came past the horizon is not held either.
     expect(linker.link([landing(1, 'k1', { at: 1 })], [])).toEqual([]);
-    expect(linker.counts()).toMatchObject({ expired: 2, entries: 2 });
+    expect(linker.counts()).toMatchObject({ expired: 2, sends: 1, keys: 1 });
     expect(linker.link([landing(2, 'k2', { at: 50 })], [])).toEqual([linkedOf(send(2, { at: 50 }), 'k2')]);
   });
 
   it('refuses an entry that came late and waited past the horizon behind a newer one', () => {
-    const linker = new SendLinker({ horizonMillis: 60_000, maxEntries: 100 });
+    const linker = new SendLinker({ horizonMillis: 60_000, maxSends: 100, maxKeys: 100 });
     linker.link([], [send(2, { at: 50 })]);
     linker.link([], [send(1, { at: 0 })]);
     linker.link([landing(9, 'k9', { at: 68 })], []);
-    expect(linker.counts()).toMatchObject({ expired: 0, entries: 3 });
+    expect(linker.counts()).toMatchObject({ expired: 0, sends: 2, keys: 1 });
     // A long request: its server span ends within the horizon, the send it names long before.
     expect(linker.link([landing(1, 'k1', { at: 66 })], [])).toEqual([]);
     expect(linker.counts().expired).toBe(1);
   });
 
   it('refuses limits that are not a horizon and a count', () => {
-    expect(() => new SendLinker({ horizonMillis: -1, maxEntries: 10 })).toThrow(RangeError);
-    expect(() => new SendLinker({ horizonMillis: Number.NaN, maxEntries: 10 })).toThrow(RangeError);
-    expect(() => new SendLinker({ horizonMillis: 1000, maxEntries: 1.5 })).toThrow(RangeError);
+    expect(() => new SendLinker({ horizonMillis: -1, maxSends: 10, maxKeys: 10 })).toThrow(RangeError);
+    expect(() => new SendLinker({ horizonMillis: Number.NaN, maxSends: 10, maxKeys: 10 })).toThrow(
+      RangeError,
+    );
+    expect(() => new SendLinker({ horizonMillis: 1000, maxSends: 1.5, maxKeys: 10 })).toThrow(RangeError);
+    expect(() => new SendLinker({ horizonMillis: 1000, maxSends: 10, maxKeys: -1 })).toThrow(RangeError);
   });
 
   it('appends what it links to what extraction gave, from the spans themselves', () => {

@@ -20,7 +20,7 @@ describe('Prometheus metrics', () => {
       pipeline: () => ({
         spans: accepted,
         attempts: { server: 3, arrival: 1, client: 2, effect: 0 },
-        sendLinks: { linked: 1, evicted: 4, expired: 0, entries: 9 },
+        sendLinks: { linked: 1, evicted: 4, expired: 0, sends: 2, keys: 7 },
         duplicateSpans: 1,
         invalidValues: {},
         refusedSpans: { KS_SPAN_TOO_OLD: 1 },

@@ -89,7 +89,7 @@ export class DetectionPipeline implements SpanConsumer {
   readonly #counts: PipelineCounts = {
     spans: 0,
     attempts: { server: 0, arrival: 0, client: 0, effect: 0 },
-    sendLinks: { linked: 0, evicted: 0, expired: 0, entries: 0 },
+    sendLinks: { linked: 0, evicted: 0, expired: 0, sends: 0, keys: 0 },
     duplicateSpans: 0,
     invalidValues: {},
     refusedSpans: {},
