@@ -115,7 +115,8 @@ export class SendLinker {
         // Carries its key: nothing to link, and no key of its server spans need wait for it.
         const entry = this.#keys.get(attempt.spanId);
         if (entry !== undefined && entry.traceId === attempt.traceId) this.#keys.delete(attempt.spanId);
-        const waiting = this.#sends.get(attempt.spanId);
+        // Sends wait rarely: most batches find none to look up.
+        const waiting = this.#sends.size === 0 ? undefined : this.#sends.get(attempt.spanId);
         if (waiting !== undefined && waiting.traceId === attempt.traceId) this.#sends.delete(attempt.spanId);
       }
     }
@@ -144,7 +145,7 @@ export class SendLinker {
   #keyed(attempt: Attempt, cutoff: number, linked: ClientAttempt[]): void {
     const id = attempt.parentSpanId;
     if (this.#live(this.#keys, id, cutoff, keyEnd) !== undefined) return;
-    const waiting = this.#live(this.#sends, id, cutoff, sendEnd);
+    const waiting = this.#sends.size === 0 ? undefined : this.#live(this.#sends, id, cutoff, sendEnd);
     if (waiting !== undefined) {
       if (waiting.traceId !== attempt.traceId) return;
       linked.push(linkedAttempt(waiting, attempt.key, attempt.tenant));
