@@ -52,7 +52,8 @@ export interface DecodeOptions {
  * (keyscope gives a keyless CLIENT span that failed, a send that timed out, the key of the SERVER
  * spans naming it as their parent). Only failed spans: most CLIENT spans carry no key and succeed
  * (queries, GETs), and building them all cost a third of the decode. On the others the held-back
- * attributes are dropped as before.
+ * attributes are dropped as before. The link attributes of such a span are decoded, and so
+ * checked (nesting, UTF-8), as a keyed span's are.
  *
  * Like key sets, a selection is compared by identity: pass the same object, unchanged, each time.
  */
