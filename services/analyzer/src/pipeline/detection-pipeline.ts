@@ -47,7 +47,8 @@ export interface DetectionPipelineOptions {
 export interface PipelineCounts {
   /**
    * Spans handed to `consumeSpans`. Decoded with `decodeOptions`, that leaves out the spans the
-   * pipeline never reads (no key, neither SERVER nor a failed CLIENT): the receivers' counters count every span.
+   * pipeline never reads (no key, neither SERVER nor a failed CLIENT): the receivers' counters
+   * count every span.
    */
   spans: number;
   /**
@@ -110,7 +111,8 @@ export class DetectionPipeline implements SpanConsumer {
     this.#options = options;
     this.#spans = options.spans ?? defaultServeConfig().spans;
     // The decoder materializes only what the mapping reads: most spans carry no key and must
-    // cost almost nothing, and those that are neither SERVER spans nor failed sends are not even returned.
+    // cost almost nothing, and those that are neither SERVER spans nor failed sends are not
+    // even returned.
     this.decodeOptions = mappingDecodeOptions(options.mapping);
     this.#detector = this.#restoredDetector();
   }
