@@ -109,7 +109,23 @@ export interface ClientAttempt extends AttemptBase {
   statusCode: number;
   /** `error.type`, else the status message of an ERROR span; '' on success. */
   error: string;
+  /**
+   * 'child' when the span carried no key and was given the key (and tenant) of a server span
+   * naming it as its parent (`SendLinker`): HTTP client instrumentation records the key header
+   * only once a response arrives, so a send that timed out is keyless. Absent when the span
+   * carried the key itself.
+   */
+  keyFrom?: 'child';
 }
+
+/**
+ * A CLIENT span without a key, as extraction reads it for `SendLinker`: a client attempt but for
+ * the key and tenant, which the linker takes from a server span naming it as its parent. Only a
+ * send that failed (status ERROR: a timeout, a reset, a 5xx) is one: the key goes unrecorded when
+ * no response arrived, while a keyless span that got its answer is another call (a query, a GET),
+ * and those, most CLIENT spans, would only cost decoding and fill the linker.
+ */
+export type KeylessSend = Omit<ClientAttempt, 'key' | 'tenant' | 'keyFrom'>;
 
 export type Attempt = ServerAttempt | Arrival | ClientAttempt | SideEffect;
 
@@ -137,6 +153,12 @@ export interface ExtractedAttempts {
   activity: NodeActivity[];
   /** Attribute values outside their closed list or of the wrong type, counted by attribute. */
   invalid: InvalidValueCounts;
+  /**
+   * The CLIENT spans without a key but with ids, for a `SendLinker`; `extractAttempts` always
+   * sets it (empty under decode options that leave such spans without ids), a merged or
+   * stored batch has none.
+   */
+  keylessSends?: KeylessSend[];
 }
 
 /**

@@ -8,6 +8,7 @@ import {
   type Effect,
   type ExtractedAttempts,
   type InvalidValueCounts,
+  type KeylessSend,
   OUTCOMES,
   type Outcome,
   SCOPE_LEVELS,
@@ -30,6 +31,7 @@ import {
   createSpanRefusals,
   exceedsBytes,
   limitAttempt,
+  limitSend,
   refuseSpan,
   type SpanLimits,
   type SpanRefusals,
@@ -48,7 +50,9 @@ const REFUSED = Symbol('refused');
 /**
  * Turns decoded spans into mutation attempts, per span:
  *
- * - no key: nothing, except that a SERVER span still counts into `activity`;
+ * - no key: nothing, except that a SERVER span still counts into `activity`, and a CLIENT span
+ *   with ids and an ERROR status is a `KeylessSend` (in `keylessSends`), for `SendLinker` to
+ *   give it a key;
  * - CLIENT with a key: a `ClientAttempt` (an outcome attribute on a client span is ignored: the
  *   client's view is not the store's decision);
  * - SERVER, INTERNAL, UNSPECIFIED, PRODUCER or CONSUMER with a key and an outcome (recorded,
@@ -88,6 +92,7 @@ export function extractAttempts(
   const attempts: Attempt[] = [];
   const activity = createActivityCounter(compiled.activityBucketMillis);
   const invalid: InvalidValueCounts = { outcome: 0, hit: 0, scope: 0 };
+  const keylessSends: KeylessSend[] = [];
   const refusals = limits === undefined ? null : createSpanRefusals();
   for (let i = 0; i < spans.length; i++) {
     const span = spans[i]!;
@@ -108,11 +113,19 @@ export function extractAttempts(
     const server = span.kind === SpanKind.SERVER;
     // No ids: the decoder found no key attribute under the mapping's keyed selection (see
     // KeyedAttributeSelection), so there is none to read, and a span without ids is no attempt.
-    // Four spans in five in the bench's workload.
+    // Four spans in five in the bench's workload. (Failed CLIENT spans without a key keep their
+    // ids: `failedKinds`.)
     const key = span.traceId === '' ? undefined : readText(attributes, names.key, fromResource.key);
 
     if (key === undefined) {
       if (server) countActivity(activity, span, compiled, view);
+      else if (span.kind === SpanKind.CLIENT && span.traceId !== '') {
+        const send = keylessSend(span, compiled, view);
+        if (send !== null) {
+          if (limits !== undefined) limitSend(send, limits);
+          keylessSends.push(send);
+        }
+      }
       continue;
     }
 
@@ -163,7 +176,7 @@ export function extractAttempts(
     attempts.push(attempt);
   }
 
-  const extracted = { attempts, activity: activity.activity, invalid };
+  const extracted = { attempts, activity: activity.activity, invalid, keylessSends };
   return refusals === null ? extracted : { ...extracted, refusals };
 }
 
@@ -374,17 +387,7 @@ function clientAttempt(
   view: ResourceView,
 ): ClientAttempt {
   const names = compiled.names;
-  const fromResource = view.fields;
   const attributes = span.attributes;
-  let target: string;
-  const address = readText(attributes, names.serverAddress, fromResource.serverAddress);
-  if (address !== undefined) {
-    const port = readText(attributes, names.serverPort, fromResource.serverPort);
-    target = port === undefined ? address : address + ':' + port;
-  } else {
-    target = readText(attributes, names.peerAddress, fromResource.peerAddress) ?? '';
-  }
-  const failed = span.status.code === StatusCode.ERROR;
   return {
     kind: 'client',
     key,
@@ -396,11 +399,49 @@ function clientAttempt(
     endUnixMillis: span.endTimeUnixMillis,
     placement: view.placement,
     operation: operationOf(span, compiled, view),
-    resendCount: readNumber(attributes, names.resendCount, fromResource.resendCount) ?? 0,
-    target,
-    statusCode: readNumber(attributes, names.statusCode, fromResource.statusCode) ?? 0,
-    error:
-      readText(attributes, names.errorType, fromResource.errorType) ??
-      (failed ? span.status.message || 'error' : ''),
+    resendCount: readNumber(attributes, names.resendCount, view.fields.resendCount) ?? 0,
+    target: targetOf(span, compiled, view),
+    statusCode: readNumber(attributes, names.statusCode, view.fields.statusCode) ?? 0,
+    error: sendErrorOf(span, compiled, view),
   };
+}
+
+/** A client attempt but for the key and tenant, when the send failed: see KeylessSend. */
+function keylessSend(span: Span, compiled: CompiledMapping, view: ResourceView): KeylessSend | null {
+  const names = compiled.names;
+  const attributes = span.attributes;
+  if (span.status.code !== StatusCode.ERROR) return null;
+  return {
+    kind: 'client',
+    traceId: span.traceId,
+    spanId: span.spanId,
+    parentSpanId: span.parentSpanId,
+    startUnixMillis: span.startTimeUnixMillis,
+    endUnixMillis: span.endTimeUnixMillis,
+    placement: view.placement,
+    operation: operationOf(span, compiled, view),
+    resendCount: readNumber(attributes, names.resendCount, view.fields.resendCount) ?? 0,
+    target: targetOf(span, compiled, view),
+    statusCode: readNumber(attributes, names.statusCode, view.fields.statusCode) ?? 0,
+    error: sendErrorOf(span, compiled, view),
+  };
+}
+
+/** `server.address[:server.port]`, else `network.peer.address`, else ''. */
+function targetOf(span: Span, compiled: CompiledMapping, view: ResourceView): string {
+  const names = compiled.names;
+  const attributes = span.attributes;
+  const address = readText(attributes, names.serverAddress, view.fields.serverAddress);
+  if (address === undefined) return readText(attributes, names.peerAddress, view.fields.peerAddress) ?? '';
+  const port = readText(attributes, names.serverPort, view.fields.serverPort);
+  return port === undefined ? address : address + ':' + port;
+}
+
+/** `error.type`, else the status message of an ERROR span, else ''. */
+function sendErrorOf(span: Span, compiled: CompiledMapping, view: ResourceView): string {
+  const failed = span.status.code === StatusCode.ERROR;
+  return (
+    readText(span.attributes, compiled.names.errorType, view.fields.errorType) ??
+    (failed ? span.status.message || 'error' : '')
+  );
 }

@@ -8,6 +8,7 @@ export {
   INVALID_VALUE_REASONS,
   type InvalidValueCounts,
   type InvalidValueReason,
+  type KeylessSend,
   type NodeActivity,
   OUTCOMES,
   type Outcome,
@@ -57,6 +58,12 @@ export {
 } from './mapping.ts';
 export { mergeExtracted } from './merge-extracted.ts';
 export { partitionKey } from './partition-key.ts';
+export {
+  defaultSendLinkerLimits,
+  SendLinker,
+  type SendLinkerCounts,
+  type SendLinkerLimits,
+} from './send-linker.ts';
 export {
   type CheckedAttempts,
   EARLIEST_SPAN_UNIX_MILLIS,

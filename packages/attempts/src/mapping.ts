@@ -204,6 +204,17 @@ export type MappingSpans = 'read' | 'all';
 
 /** The kinds `extractAttempts` reads on a span without a key: SERVER, for node activity. */
 const UNKEYED_KINDS_READ: ReadonlySet<SpanKind> = new Set([SpanKind.SERVER]);
+/** Failed spans without a key that keep their ids and what a client attempt reads: sends, for `SendLinker`. */
+const FAILED_KINDS: ReadonlySet<SpanKind> = new Set([SpanKind.CLIENT]);
+/** The fields a client attempt reads, but its key and tenant (a linked send takes its server span's). */
+const SEND_FIELDS = [
+  'operation',
+  'resendCount',
+  'serverAddress',
+  'serverPort',
+  'peerAddress',
+  'errorType',
+] as const;
 
 /**
  * What the OTLP decoders need to materialize for `extractAttempts` with `mapping`, for the
@@ -214,9 +225,14 @@ const UNKEYED_KINDS_READ: ReadonlySet<SpanKind> = new Set([SpanKind.SERVER]);
  * (`KeyedAttributeSelection`): most spans carry no key, and decoding their routes, peers and
  * ports cost about a third of the decode. Events are never read.
  *
- * `spans`: 'read' (the default) returns only the spans `extractAttempts` reads, those with a key
- * and SERVER spans without one: the others (a third of the bench's workload) are checked and
- * counted (`DecodedTraces.spanCount`) but not built, which took ~5% off the decode. 'all' returns
+ * A CLIENT span without a key that failed keeps its ids and what a client attempt reads
+ * (`failedKinds`): a send that timed out carries no key, and `SendLinker` gives it the key of the
+ * server spans that name it as their parent.
+ *
+ * `spans`: 'read' (the default) returns only the spans `extractAttempts` reads, those with a key,
+ * SERVER spans without one and failed CLIENT spans: the others (a third of the bench's workload)
+ * are checked and counted (`DecodedTraces.spanCount`) but not built, which took ~5% off the
+ * decode. 'all' returns
  * every span, for a caller that reads more of each span than `extractAttempts` does (the time
  * window of an archive).
  */
@@ -235,14 +251,16 @@ function decodeOptionVariants(mapping: Mapping): Record<MappingSpans, DecodeOpti
   const keys = new Set(mapping.fields.key);
   const always = new Set(mapping.fields.statusCode);
   const whenKeyed = new Set([...names.span].filter((name) => !keys.has(name) && !always.has(name)));
+  const linkAttributes = new Set(SEND_FIELDS.flatMap((field) => mapping.fields[field]));
   const variant = (spanAttributes: KeyedAttributeSelection): DecodeOptions =>
     Object.freeze({
       spanAttributes: Object.freeze(spanAttributes),
       resourceAttributes: names.resource,
       events: false,
     });
+  const linked = { failedKinds: FAILED_KINDS, linkAttributes };
   return {
-    read: variant({ keys, always, whenKeyed, unkeyedKinds: UNKEYED_KINDS_READ }),
-    all: variant({ keys, always, whenKeyed }),
+    read: variant({ keys, always, whenKeyed, unkeyedKinds: UNKEYED_KINDS_READ, ...linked }),
+    all: variant({ keys, always, whenKeyed, ...linked }),
   };
 }

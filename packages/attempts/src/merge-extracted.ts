@@ -1,9 +1,9 @@
-import type { Attempt, ExtractedAttempts, NodeActivity, Placement } from './attempt.ts';
+import type { Attempt, ExtractedAttempts, KeylessSend, NodeActivity, Placement } from './attempt.ts';
 import { addLatency, emptyLatency } from './latency-histogram.ts';
 
 /**
- * Several extracted batches as one, as if their spans had come in one payload: the attempts in
- * order, the node activity of one placement and bucket summed into one sample (latency histograms too) (placements compared
+ * Several extracted batches as one, as if their spans had come in one payload: the attempts (and
+ * keyless sends) in order, the node activity of one placement and bucket summed into one sample (latency histograms too) (placements compared
  * by identity: extraction gives every span of a resource the same placement object, and the
  * decoders give equal resources the same object), the invalid values added up. The batches are
  * only read; a single batch is returned as it is.
@@ -11,11 +11,13 @@ import { addLatency, emptyLatency } from './latency-histogram.ts';
 export function mergeExtracted(batches: readonly ExtractedAttempts[]): ExtractedAttempts {
   if (batches.length === 1) return batches[0]!;
   const attempts: Attempt[] = [];
+  const keylessSends: KeylessSend[] = [];
   const activity: NodeActivity[] = [];
   const invalid = { outcome: 0, hit: 0, scope: 0 };
   const byPlacement = new Map<Placement, Map<number, NodeActivity>>();
   for (const batch of batches) {
     for (const attempt of batch.attempts) attempts.push(attempt);
+    for (const send of batch.keylessSends ?? []) keylessSends.push(send);
     for (const sample of batch.activity) {
       let buckets = byPlacement.get(sample.placement);
       if (buckets === undefined) {
@@ -41,5 +43,5 @@ export function mergeExtracted(batches: readonly ExtractedAttempts[]): Extracted
     invalid.hit += batch.invalid.hit;
     invalid.scope += batch.invalid.scope;
   }
-  return { attempts, activity, invalid };
+  return { attempts, activity, invalid, keylessSends };
 }

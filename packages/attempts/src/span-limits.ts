@@ -1,6 +1,6 @@
 import type { ErrorDefinition } from '@keyscope/errors';
 import type { Span } from '@keyscope/otlp';
-import type { Attempt, ExtractedAttempts } from './attempt.ts';
+import type { Attempt, ExtractedAttempts, KeylessSend } from './attempt.ts';
 import {
   SPAN_ENDS_BEFORE_START,
   SPAN_IN_FUTURE,
@@ -29,7 +29,7 @@ import {
  * operation (`http.route` or the span name, which some instrumentations fill with a URL or a
  * statement) to `maxNameBytes`, and a client attempt's `target` and `error` (an exception's
  * message) to `maxValueBytes`. These are free text; the names above identify where a key ran, and
- * a cut one could make two stores one.
+ * a cut one could make two stores one. A keyless send's are cut alike (`limitSend`).
  */
 export interface SpanLimits {
   readonly notBeforeUnixMillis: number;
@@ -147,28 +147,45 @@ export function truncateToBytes(text: string, maxBytes: number): string {
 export function limitAttempt(attempt: Attempt, limits: SpanLimits, refusals: SpanRefusals): string | null {
   const maxName = limits.maxNameBytes;
   if (exceedsBytes(attempt.tenant, maxName)) return tooLong('the tenant', attempt.tenant, maxName);
+  refusals.truncatedValues += cutValues(attempt, limits);
+  return null;
+}
+
+/**
+ * Cuts a keyless send's operation, target and error as `limitAttempt` cuts a client attempt's,
+ * uncounted: most sends never become an attempt (see KeylessSend), and one that does is cut
+ * already.
+ */
+export function limitSend(send: KeylessSend, limits: SpanLimits): void {
+  cutValues(send, limits);
+}
+
+/** The operation, a client's target and error, and a decision's business id, cut to their limits; how many were cut. */
+function cutValues(attempt: Attempt | KeylessSend, limits: SpanLimits): number {
+  let cut = 0;
+  const maxName = limits.maxNameBytes;
   if (exceedsBytes(attempt.operation, maxName)) {
     attempt.operation = truncateToBytes(attempt.operation, maxName);
-    refusals.truncatedValues++;
+    cut++;
   }
   if ((attempt.kind === 'server' || attempt.kind === 'arrival') && attempt.businessId !== '') {
     if (exceedsBytes(attempt.businessId, limits.maxValueBytes)) {
       attempt.businessId = truncateToBytes(attempt.businessId, limits.maxValueBytes);
-      refusals.truncatedValues++;
+      cut++;
     }
   }
   if (attempt.kind === 'client') {
     const maxValue = limits.maxValueBytes;
     if (exceedsBytes(attempt.target, maxValue)) {
       attempt.target = truncateToBytes(attempt.target, maxValue);
-      refusals.truncatedValues++;
+      cut++;
     }
     if (exceedsBytes(attempt.error, maxValue)) {
       attempt.error = truncateToBytes(attempt.error, maxValue);
-      refusals.truncatedValues++;
+      cut++;
     }
   }
-  return null;
+  return cut;
 }
 
 /** The detail for a value over its limit; never quotes more than its start. */

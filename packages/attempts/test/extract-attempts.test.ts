@@ -437,6 +437,86 @@ describe('client attempts', () => {
   });
 });
 
+describe('keyless sends', () => {
+  const timedOut = (options: Parameters<typeof clientSpan>[0] = {}) =>
+    clientSpan({
+      statusMessage: 'request to payments timed out after 2000 ms',
+      error: true,
+      parentSpanId: '00000000000000aa',
+      attributes: { 'server.address': 'payments', 'server.port': 443, 'error.type': 'timeout' },
+      ...options,
+    });
+
+  it('hands a CLIENT span without a key that failed to the linker as a send without key or tenant', () => {
+    const span = timedOut({
+      id: 0xc1,
+      tenant: 't1',
+      attributes: { 'server.address': 'payments', 'error.type': 'timeout', 'http.request.resend_count': 1 },
+    });
+    const result = extractAttempts([span], mapping);
+    expect(result.attempts).toEqual([]);
+    expect(result.keylessSends).toEqual([
+      {
+        kind: 'client',
+        traceId: span.traceId,
+        spanId: span.spanId,
+        parentSpanId: '00000000000000aa',
+        startUnixMillis: span.startTimeUnixMillis,
+        endUnixMillis: span.endTimeUnixMillis,
+        placement: { service: 'payments', node: 'payments-a-1', cluster: '', region: '', zone: '' },
+        operation: 'POST /payments',
+        resendCount: 1,
+        target: 'payments',
+        statusCode: 0,
+        error: 'timeout',
+      },
+    ]);
+  });
+
+  it('hands over only a send whose status is ERROR, not one that got its answer', () => {
+    const result = extractAttempts(
+      [
+        clientSpan({ id: 1, statusCode: 503, error: true, attributes: { 'error.type': '503' } }),
+        clientSpan({ id: 2, error: true }),
+        clientSpan({ id: 3, statusCode: 201 }),
+        clientSpan({ id: 4 }), // a query: no HTTP status, no error
+        timedOut({ id: 5, key: 'k1' }), // carries its key: a client attempt
+        serverSpan({ id: 6, error: true }),
+      ],
+      mapping,
+    );
+    expect(result.keylessSends!.map((send) => [send.spanId, send.statusCode, send.error])).toEqual([
+      ['0000000000000001', 503, '503'],
+      ['0000000000000002', 0, 'error'],
+    ]);
+    expect(result.attempts.map((a) => a.kind)).toEqual(['client']);
+  });
+
+  it('hands over no send of a span without ids', () => {
+    const idless = { ...timedOut(), traceId: '', spanId: '', parentSpanId: '' };
+    expect(extractAttempts([idless], mapping).keylessSends).toEqual([]);
+  });
+
+  it('cuts a send’s target and error to the limits, as a client attempt’s', () => {
+    const limits = {
+      notBeforeUnixMillis: 0,
+      notAfterUnixMillis: Number.MAX_SAFE_INTEGER,
+      maxKeyBytes: 256,
+      maxNameBytes: 16,
+      maxValueBytes: 8,
+    };
+    const result = extractAttempts(
+      [timedOut({ attributes: { 'error.type': 'connection reset by peer' } })],
+      mapping,
+      limits,
+    );
+    expect(result.keylessSends!.map((send) => [send.operation, send.error])).toEqual([
+      ['POST /payments', 'connecti'],
+    ]);
+    expect(result.refusals.truncatedValues).toBe(0);
+  });
+});
+
 describe('how a request ended', () => {
   it('reads the HTTP status and the ERROR status of a SERVER span that admitted its key', () => {
     const attempt = only<ServerAttempt>([

@@ -326,6 +326,35 @@ describe('mapping decode options', () => {
     expect(read).toEqual(all.spans.filter((_, i) => i !== 2));
   });
 
+  it('return a failed CLIENT span without a key with its ids and what a send is read by', () => {
+    const timedOut = clientSpan({
+      id: 0xc1,
+      parentSpanId: '00000000000000aa',
+      error: true,
+      statusMessage: 'timed out',
+      route: '/pay',
+      attributes: {
+        'server.address': 'payments',
+        'error.type': 'timeout',
+        'url.full': 'https://payments/pay',
+      },
+    });
+    const body = encodeTraces([...spans, timedOut]);
+    for (const variant of ['read', 'all'] as const) {
+      const decoded = decodeTraces(body, mappingDecodeOptions(mapping, variant));
+      const send = decoded.find((span) => span.spanId === timedOut.spanId)!;
+      expect(send).toMatchObject({ parentSpanId: '00000000000000aa', name: timedOut.name });
+      expect({ ...send.attributes }).toEqual({
+        'http.route': '/pay',
+        'server.address': 'payments',
+        'error.type': 'timeout',
+      });
+      expect(extractAttempts(decoded, mapping).keylessSends).toEqual(
+        extractAttempts([timedOut], mapping).keylessSends,
+      );
+    }
+  });
+
   it('keep what a failed admission is judged by: status, effect, release and side-effect spans', () => {
     const declaring = parseMapping({ sideEffectSpans: ['ledger.charge'] });
     const failure = encodeTraces([

@@ -1,5 +1,11 @@
 import { carriesKey, createAttributes } from './attributes.ts';
-import { type DecodedTraces, type DecodeOptions, resolveDecodeOptions } from './decode-options.ts';
+import {
+  type DecodedTraces,
+  type DecodeOptions,
+  keyedNotLinkedKeys,
+  keyedOnlyKeys,
+  resolveDecodeOptions,
+} from './decode-options.ts';
 import {
   asObject,
   enumValue,
@@ -12,7 +18,6 @@ import {
   parseJsonPayload,
   string,
   time,
-  withoutWhenKeyed,
   withPath,
 } from './json-reader.ts';
 import type {
@@ -55,6 +60,16 @@ export function decodeTraceRequestJson(input: string | Uint8Array, options?: Dec
   const decoder = new JsonTraceDecoder(resolved);
   const spans = decoder.request(root);
   return { spans, spanCount: decoder.spanCount };
+}
+
+/** A span's attributes without the `dropped` keys (itself when it has none of them). */
+function without(attributes: Attributes, dropped: ReadonlySet<string>): Attributes {
+  const isDropped = (key: string) => dropped.has(key);
+  const keys = Object.keys(attributes);
+  if (!keys.some(isDropped)) return attributes;
+  const kept = createAttributes();
+  for (const key of keys) if (!isDropped(key)) kept[key] = attributes[key]!;
+  return kept;
 }
 
 const SPAN_KINDS: Record<string, SpanKind> = {
@@ -127,14 +142,6 @@ class JsonTraceDecoder extends JsonRequestReader {
       selection === null ||
       carriesKey(attributes, selection.keys) ||
       carriesKey(resource.attributes, selection.keys);
-    if (!keyed) {
-      // Checked above, but not kept: a keyed selection's spans without a key go without them.
-      attributes = withoutWhenKeyed(attributes, selection);
-      traceId = '';
-      spanId = '';
-      parentSpanId = '';
-      name = '';
-    }
     const events: SpanEvent[] = [];
     if (this.options.events) {
       const eventList = list(message, 'events', 'events');
@@ -158,7 +165,20 @@ class JsonTraceDecoder extends JsonRequestReader {
     const startTimeUnixMillis = time(message, 'startTimeUnixNano', 'start_time_unix_nano');
     const endTimeUnixMillis = time(message, 'endTimeUnixNano', 'end_time_unix_nano');
     this.spanCount++;
-    if (!keyed && ((this.options.unkeyedKindMask >>> kind) & 1) === 0) return null;
+    if (!keyed) {
+      if (status.code === 2 && ((this.options.failedKindMask >>> kind) & 1) !== 0) {
+        // A failed span of `failedKinds`: returned with its ids and its link attributes.
+        attributes = without(attributes, keyedNotLinkedKeys(selection));
+      } else {
+        if (((this.options.unkeyedKindMask >>> kind) & 1) === 0) return null;
+        // Checked above, but not kept: a keyed selection's spans without a key go without them.
+        attributes = without(attributes, keyedOnlyKeys(selection));
+        traceId = '';
+        spanId = '';
+        parentSpanId = '';
+        name = '';
+      }
+    }
     return {
       traceId,
       spanId,

@@ -46,6 +46,15 @@ export interface DecodeOptions {
  * and it is counted in `DecodedTraces.spanCount`. Kinds outside the OTLP values count as
  * UNSPECIFIED, as they decode.
  *
+ * `failedKinds` makes an exception to both: a span without a key whose kind is in it and whose
+ * status is ERROR is returned, with its ids and name, and keeps the `linkAttributes` among
+ * `whenKeyed` too, so that a consumer can give it the key of a keyed span it is linked to by ids
+ * (keyscope gives a keyless CLIENT span that failed, a send that timed out, the key of the SERVER
+ * spans naming it as their parent). Only failed spans: most CLIENT spans carry no key and succeed
+ * (queries, GETs), and building them all cost a third of the decode. On the others the held-back
+ * attributes are dropped as before. The link attributes of such a span are decoded, and so
+ * checked (nesting, UTF-8), as a keyed span's are.
+ *
  * Like key sets, a selection is compared by identity: pass the same object, unchanged, each time.
  */
 export interface KeyedAttributeSelection {
@@ -53,6 +62,9 @@ export interface KeyedAttributeSelection {
   readonly always: ReadonlySet<string>;
   readonly whenKeyed: ReadonlySet<string>;
   readonly unkeyedKinds?: ReadonlySet<SpanKind>;
+  readonly failedKinds?: ReadonlySet<SpanKind>;
+  /** Keys of `whenKeyed` kept on the failed spans of `failedKinds` without a key; none when absent. */
+  readonly linkAttributes?: ReadonlySet<string>;
 }
 
 /** A request's decoded spans, and how many spans it held (returned or not: see `unkeyedKinds`). */
@@ -79,6 +91,8 @@ export interface ResolvedDecodeOptions {
    * unless the options are a keyed selection with `unkeyedKinds`.
    */
   readonly unkeyedKindMask: number;
+  /** Bit k set: a failed span of kind k without a key is returned with its ids (see `failedKinds`). */
+  readonly failedKindMask: number;
 }
 
 /** Bits 0–5: every SpanKind. */
@@ -88,6 +102,7 @@ const DEFAULTS: ResolvedDecodeOptions = Object.freeze({
   spanKeys: null,
   spanSelection: null,
   unkeyedKindMask: ALL_KINDS_MASK,
+  failedKindMask: 0,
   resourceKeys: null,
   events: true,
   maxDepth: DEFAULT_MAX_DEPTH,
@@ -115,6 +130,7 @@ export function resolveDecodeOptions(options: DecodeOptions | undefined): Resolv
     events: options.events ?? true,
     maxDepth,
     unkeyedKindMask: spanSelection === null ? ALL_KINDS_MASK : kindMaskOf(spanSelection.unkeyedKinds),
+    failedKindMask: spanSelection?.failedKinds === undefined ? 0 : kindMaskOf(spanSelection.failedKinds),
   };
 }
 
@@ -127,15 +143,19 @@ function checkedSelection(selection: KeyedAttributeSelection): KeyedAttributeSel
     const keys: unknown = selection[part];
     if (!(keys instanceof Set)) throw new TypeError(`spanAttributes.${part} must be a Set of keys`);
   }
-  const kinds: unknown = selection.unkeyedKinds;
-  if (kinds !== undefined) {
-    if (!(kinds instanceof Set))
-      throw new TypeError('spanAttributes.unkeyedKinds must be a Set of span kinds');
+  for (const part of ['unkeyedKinds', 'failedKinds'] as const) {
+    const kinds: unknown = selection[part];
+    if (kinds === undefined) continue;
+    if (!(kinds instanceof Set)) throw new TypeError(`spanAttributes.${part} must be a Set of span kinds`);
     for (const kind of kinds) {
       if (!Number.isInteger(kind) || kind < 0 || kind > 5) {
-        throw new RangeError(`spanAttributes.unkeyedKinds must hold span kinds 0 to 5, received ${kind}`);
+        throw new RangeError(`spanAttributes.${part} must hold span kinds 0 to 5, received ${kind}`);
       }
     }
+  }
+  const linkAttributes: unknown = selection.linkAttributes;
+  if (linkAttributes !== undefined && !(linkAttributes instanceof Set)) {
+    throw new TypeError('spanAttributes.linkAttributes must be a Set of keys');
   }
   return selection;
 }
@@ -172,6 +192,22 @@ export function keyedOnlyKeys(selection: KeyedAttributeSelection): ReadonlySet<s
       [...selection.whenKeyed].filter((key) => !selection.keys.has(key) && !selection.always.has(key)),
     );
     keyedOnly.set(selection, keys);
+  }
+  return keys;
+}
+
+const linkedOnly = new WeakMap<KeyedAttributeSelection, ReadonlySet<string>>();
+
+/**
+ * The keys a selection keeps on keyed spans only and not on failed spans of `failedKinds` either:
+ * `keyedOnlyKeys` without `linkAttributes`. One set per selection.
+ */
+export function keyedNotLinkedKeys(selection: KeyedAttributeSelection): ReadonlySet<string> {
+  let keys = linkedOnly.get(selection);
+  if (keys === undefined) {
+    const link = selection.linkAttributes;
+    keys = new Set([...keyedOnlyKeys(selection)].filter((key) => link?.has(key) !== true));
+    linkedOnly.set(selection, keys);
   }
   return keys;
 }

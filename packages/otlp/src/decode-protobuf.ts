@@ -214,7 +214,8 @@ class TraceRequestReader extends ProtobufRequestReader {
       const tag = r.tag(end);
       switch (tag) {
         // Ids and name are checked where they lie and built at the end, once it is known whether
-        // the span is keyed: under a keyed selection, a span without a key goes without them.
+        // the span is keyed: under a keyed selection, a span without a key goes without them
+        // (unless it failed and its kind is one of `failedKinds`).
         case SPAN_TRACE_ID: {
           const fieldEnd = r.lengthEnd(end);
           this.checkTraceId(r.pos, fieldEnd);
@@ -282,12 +283,16 @@ class TraceRequestReader extends ProtobufRequestReader {
     if (spanAt === -1) throw missingId('span id', 8, spanStart);
     this.spanCount++;
     if (kind > 5) kind = 0;
-    if (selection !== null && !selection.returns(kind)) return null;
+    if (selection !== null && !selection.returns(kind, statusCode)) return null;
     let traceId = '';
     let spanId = '';
     let parentSpanId = '';
     let name = '';
-    if (selection === null || selection.keyed) {
+    if (selection === null || selection.identifies(kind, statusCode)) {
+      if (selection !== null && !selection.keyed) {
+        attributes = selection.linkedAttributes(bytes, r.view, attributes, this);
+        r.pos = end;
+      }
       traceId = this.traceIdCache.get(bytes, r.view, traceAt);
       spanId = hexOf8(bytes, spanAt);
       if (parentAt !== -1) parentSpanId = hexOf8(bytes, parentAt);

@@ -1,7 +1,10 @@
-import { carriesKey } from './attributes.ts';
+import { carriesKey, createAttributes } from './attributes.ts';
 import { type KeyedAttributeSelection, keyedOnlyKeys } from './decode-options.ts';
 import { KeyMatcher } from './key-matcher.ts';
 import type { Attributes, Resource } from './span.ts';
+
+/** `StatusCode.ERROR`, as the protobuf decoder reads it. */
+const STATUS_ERROR = 2;
 
 /** Groups of `KeyedSelection.eager`, as `KeyMatcher.find` reports them. */
 export const KEY_GROUP = { ALWAYS: 0, KEY: 1 } as const;
@@ -19,7 +22,8 @@ export interface AttributeValueDecoder {
  * Protobuf does not order a span's attributes, and the key may come after attributes kept only
  * on keyed spans. Those are located (key and value bounds), neither matched exactly nor decoded,
  * and held back; when a key turns up they are matched and decoded, in order, so a repeated key
- * keeps its last value; at the span's end without a key they are dropped.
+ * keeps its last value; at the span's end without a key they are dropped, but for the
+ * `linkAttributes` of a failed span of `failedKinds` (see `linkedAttributes`).
  *
  * The decoder that owns it reads one request at a time and calls `beginResource` for every
  * ResourceSpans and `beginSpan` for every span, which reset what the previous one left.
@@ -32,6 +36,9 @@ export class KeyedSelection {
   private readonly keys: ReadonlySet<string>;
   /** See `ResolvedDecodeOptions.unkeyedKindMask`. */
   private readonly unkeyedKindMask: number;
+  /** See `ResolvedDecodeOptions.failedKindMask`. */
+  private readonly failedKindMask: number;
+  private readonly linkAttributes: ReadonlySet<string>;
   /** Whether the current ResourceSpans' resource carries a key. */
   private resourceKeyed = false;
   /** Whether the span being read is keyed. */
@@ -40,13 +47,15 @@ export class KeyedSelection {
   private pendingCount = 0;
   private readonly pending: number[] = [];
 
-  constructor(selection: KeyedAttributeSelection, unkeyedKindMask: number) {
+  constructor(selection: KeyedAttributeSelection, unkeyedKindMask: number, failedKindMask: number) {
     this.keys = selection.keys;
     this.eager = new KeyMatcher(new Set([...selection.keys, ...selection.always]), (key) =>
       selection.keys.has(key) ? KEY_GROUP.KEY : KEY_GROUP.ALWAYS,
     );
     this.deferred = new KeyMatcher(keyedOnlyKeys(selection));
     this.unkeyedKindMask = unkeyedKindMask;
+    this.failedKindMask = failedKindMask;
+    this.linkAttributes = selection.linkAttributes ?? new Set();
   }
 
   /** The spans of the next ResourceSpans belong to `resource` (with its kept attributes). */
@@ -59,9 +68,40 @@ export class KeyedSelection {
     this.pendingCount = 0;
   }
 
-  /** Whether the span just read, of `kind`, is returned (see `unkeyedKinds`). */
-  returns(kind: number): boolean {
-    return this.keyed || ((this.unkeyedKindMask >>> kind) & 1) !== 0;
+  /** Whether the span just read, of `kind` and status `statusCode`, is returned (see `unkeyedKinds`). */
+  returns(kind: number, statusCode: number): boolean {
+    return this.keyed || ((this.unkeyedKindMask >>> kind) & 1) !== 0 || this.failed(kind, statusCode);
+  }
+
+  /** Whether the span just read comes with its ids and name: keyed, or failed (see `failedKinds`). */
+  identifies(kind: number, statusCode: number): boolean {
+    return this.keyed || this.failed(kind, statusCode);
+  }
+
+  private failed(kind: number, statusCode: number): boolean {
+    return statusCode === STATUS_ERROR && ((this.failedKindMask >>> kind) & 1) !== 0;
+  }
+
+  /**
+   * At the end of a span without a key that `identifies`: its held-back `linkAttributes`
+   * decoded into `target` (created on the first one), in order, which it returns. Leaves the
+   * reader anywhere: callers reposition it.
+   */
+  linkedAttributes(
+    bytes: Uint8Array,
+    view: DataView,
+    target: Attributes | null,
+    decoder: AttributeValueDecoder,
+  ): Attributes | null {
+    const pending = this.pending;
+    for (let i = 0; i < this.pendingCount; i += 4) {
+      const key = this.deferred.match(bytes, pending[i]!, pending[i + 1]!, view);
+      if (key === undefined || !this.linkAttributes.has(key)) continue;
+      target ??= createAttributes();
+      decoder.value(target, key, pending[i + 2]!, pending[i + 3]!, 0);
+    }
+    this.pendingCount = 0;
+    return target;
   }
 
   /**

@@ -96,7 +96,11 @@ export class ProtobufDecoderState {
 
   constructor(options: ResolvedDecodeOptions) {
     if (options.spanSelection !== null) {
-      this.selection = new KeyedSelection(options.spanSelection, options.unkeyedKindMask);
+      this.selection = new KeyedSelection(
+        options.spanSelection,
+        options.unkeyedKindMask,
+        options.failedKindMask,
+      );
       this.attributeKeys = this.selection.eager;
     } else {
       this.selection = null;

@@ -74,7 +74,8 @@ export interface SpanEvent {
 
 /**
  * One decoded span. Under a `KeyedAttributeSelection` (decode-options.ts), a span that carries no
- * key has '' for its trace id, span id, parent span id and name.
+ * key has '' for its trace id, span id, parent span id and name, unless it failed and its kind is
+ * one of the selection's `failedKinds`.
  */
 export interface Span {
   /** 32 lowercase hex characters. */

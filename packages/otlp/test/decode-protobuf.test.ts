@@ -7,6 +7,7 @@ import { encodeTracesJson } from '../src/encode-json.ts';
 import { OTLP_ID_ZERO, OTLP_JSON, OTLP_NESTING } from '../src/errors.ts';
 import { officialEncode, referenceDecode } from './support/reference-decoder.ts';
 import { sdkSpans } from './support/sdk-spans.ts';
+import * as wire from './support/wire.ts';
 
 const traceId = (n: number) => Uint8Array.from(Buffer.from(n.toString(16).padStart(32, '0'), 'hex'));
 const spanId = (n: number) => Uint8Array.from(Buffer.from(n.toString(16).padStart(16, '0'), 'hex'));
@@ -604,6 +605,110 @@ describe('decodeTraces', () => {
           expect(() => decodeTraces(bytes, broken([2]))).toThrow(TypeError);
           expect(() => decodeTraces(bytes, broken(new Set([6])))).toThrow(RangeError);
           expect(() => decodeTraces(bytes, broken(new Set(['SERVER'])))).toThrow(RangeError);
+        });
+      });
+
+      describe('with failedKinds', () => {
+        const linking = {
+          spanAttributes: {
+            ...selection,
+            whenKeyed: new Set(['http.route', 'server.address', 'error.type']),
+            unkeyedKinds: new Set([2] as const),
+            failedKinds: new Set([3] as const),
+            linkAttributes: new Set(['server.address', 'error.type']),
+          },
+          resourceAttributes: new Set(['idempotency.key']),
+        };
+        const address = { key: 'server.address', value: text('payments') };
+        const timeout = { key: 'error.type', value: text('timeout') };
+        const failed = { code: 2, message: 'timed out' };
+        const send = (n: number, kind: number, attributes: object[], status?: object) => ({
+          ...span(n, attributes),
+          kind,
+          parentSpanId: spanId(90 + n),
+          ...(status === undefined ? {} : { status }),
+        });
+        const sends = officialEncode({
+          resourceSpans: [
+            resourceSpans(
+              [],
+              [
+                send(1, 3, [route('/pay'), address, status, timeout], failed), // failed CLIENT, no key
+                send(2, 2, [route('/pay'), address, status], failed), // failed SERVER, no key: no ids
+                send(3, 3, [route('/pay'), address, key]), // CLIENT with its key
+                send(4, 3, [route('/pay'), address, status]), // CLIENT, no key, answered: left out
+              ],
+            ),
+          ],
+        });
+        const identities = (spans: ReturnType<typeof decodeTraces>) =>
+          spans.map((decoded) => [decoded.spanId, decoded.parentSpanId, decoded.name]);
+        const expected = [
+          [hex16(1), hex16(91), 'span 1'],
+          ['', '', ''],
+          [hex16(3), hex16(93), 'span 3'],
+        ];
+
+        it('returns failed CLIENT spans without a key with their ids, name and link attributes, and no other', () => {
+          const decoded = decodeTraceRequest(sends, linking);
+          expect(identities(decoded.spans)).toEqual(expected);
+          expect(decoded.spanCount).toBe(4);
+          expect(decoded.spans[0]).toMatchObject({
+            traceId: '1'.padStart(32, '0'),
+            kind: 3,
+            status: { code: 2, message: 'timed out' },
+            startTimeUnixMillis: 1_700_000_000_000,
+            endTimeUnixMillis: 1_700_000_001_000,
+          });
+          expect(decoded.spans.map((s) => s.attributes)).toEqual([
+            { 'server.address': 'payments', 'http.response.status_code': 503, 'error.type': 'timeout' },
+            { 'http.response.status_code': 503 },
+            { 'http.route': '/pay', 'server.address': 'payments', 'idempotency.key': 'k-1' },
+          ]);
+          // Without failedKinds, the failed CLIENT span is left out like the answered one.
+          const plain = { ...linking, spanAttributes: { ...selection, unkeyedKinds: new Set([2] as const) } };
+          expect(identities(decodeTraces(sends, plain))).toEqual([expected[1], expected[2]]);
+        });
+
+        it('reads link attributes that come before the span kind and status', () => {
+          // Kind and status after the attributes: the decoder learns the span failed at its end.
+          const keyValue = (name: string, value: string) =>
+            wire.len(9, wire.text(1, name), wire.len(2, wire.text(1, value)));
+          const spanBytes = wire.concat([
+            wire.len(1, [...traceId(1)]),
+            wire.len(2, [...spanId(7)]),
+            wire.len(4, [...spanId(97)]),
+            keyValue('server.address', 'payments'),
+            keyValue('http.route', '/pay'),
+            keyValue('error.type', 'timeout'),
+            wire.len(15, wire.uint(3, 2)),
+            wire.uint(6, 3),
+            wire.fixed64(7, 1_700_000_000_000_000_000n),
+            wire.fixed64(8, 1_700_000_001_000_000_000n),
+          ]);
+          const request = wire.bytes(wire.len(1, wire.len(2, wire.len(2, spanBytes))));
+          const decoded = decodeTraces(request, linking);
+          expect(decoded).toMatchObject([{ spanId: hex16(7), parentSpanId: hex16(97), kind: 3 }]);
+          expect({ ...decoded[0]!.attributes }).toEqual({
+            'server.address': 'payments',
+            'error.type': 'timeout',
+          });
+        });
+
+        it('decodes from OTLP JSON exactly as from protobuf', () => {
+          const json = JSON.stringify(encodeTracesJson(decodeTraces(sends)));
+          const fromJson = decodeTraceRequestJson(json, linking);
+          expect(identities(fromJson.spans)).toEqual(expected);
+          expect(fromJson).toEqual(decodeTraceRequest(sends, linking));
+        });
+
+        it('refuses failed kinds and link attributes that are not sets', () => {
+          const broken = (part: object) => ({
+            spanAttributes: { ...selection, ...part } as typeof selection,
+          });
+          expect(() => decodeTraces(bytes, broken({ failedKinds: [3] }))).toThrow(TypeError);
+          expect(() => decodeTraces(bytes, broken({ failedKinds: new Set([7]) }))).toThrow(RangeError);
+          expect(() => decodeTraces(bytes, broken({ linkAttributes: ['error.type'] }))).toThrow(TypeError);
         });
       });
 

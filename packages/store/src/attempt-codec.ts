@@ -1,4 +1,4 @@
-import type { Attempt, Effect, Outcome, Placement, ScopeLevel } from '@keyscope/attempts';
+import type { Attempt, ClientAttempt, Effect, Outcome, Placement, ScopeLevel } from '@keyscope/attempts';
 import { CLOSE_BRACKET, COMMA, type JsonBytes, OPEN_BRACKET } from './json-bytes.ts';
 
 /**
@@ -9,12 +9,14 @@ import { CLOSE_BRACKET, COMMA, type JsonBytes, OPEN_BRACKET } from './json-bytes
  *   entry:   [traceId or 0, spanId, kind, tenant, parentSpanId,
  *             start, end, placementId, operation, ...kind's own]  (ENTRY)
  *   kind:    0 server [outcome, store, scope, result?, effect?, businessId?]  (SERVER)
- *            1 client [resendCount, target, statusCode, error]                (CLIENT)
+ *            1 client [resendCount, target, statusCode, error, keyFrom?]      (CLIENT)
  *            2 arrival [result?, effect?, businessId?]                        (ARRIVAL)
  *            3 effect [failed: 0 or 1]                                        (EFFECT)
  *   result:  how the request ended as one number, statusCode·8 + failed·4 + released·2 +
  *            effectSpansDeclared·1. Trailing fields at their defaults (0, '', '') are left out:
  *            most requests succeed silently, and most mappings name no business id.
+ *   keyFrom: 1 for a send linked to its key by its server span (`keyFrom: 'child'`); left out
+ *            when the send carried its key.
  *
  * A key's attempts mostly share their trace and start within a second of each other, and a batch's
  * bytes are what its commit writes (twice, counting the checkpoint): the trace id is 0 when it is
@@ -44,7 +46,7 @@ export const ENTRY = {
 /** Where a server attempt's own fields are, after ENTRY's. */
 export const SERVER = { outcome: 9, store: 10, scope: 11, result: 12, effect: 13, businessId: 14 } as const;
 /** Where a client attempt's own fields are, after ENTRY's. */
-export const CLIENT = { resendCount: 9, target: 10, statusCode: 11, error: 12 } as const;
+export const CLIENT = { resendCount: 9, target: 10, statusCode: 11, error: 12, keyFrom: 13 } as const;
 /** Where an arrival's own fields are, after ENTRY's. */
 export const ARRIVAL = { result: 9, effect: 10, businessId: 11 } as const;
 /** Where a side effect's own field is, after ENTRY's. */
@@ -98,6 +100,7 @@ export function writeAttempts(out: JsonBytes, attempts: readonly Attempt[], plac
       out.nextString(a.target);
       out.nextNumber(a.statusCode);
       out.nextString(a.error);
+      if (a.keyFrom === 'child') out.nextNumber(1);
     } else if (a.kind === 'arrival') {
       writeResult(out, resultCode(a, false), a.effect, a.businessId);
     } else {
@@ -163,14 +166,16 @@ export function readAttempts(json: string, placements: PlacementIds, into: Attem
     } else if (kind === 'effect') {
       into.push({ kind, ...common, failed: f[EFFECT.failed] === 1 });
     } else if (kind === 'client') {
-      into.push({
+      const client: ClientAttempt = {
         kind,
         ...common,
         resendCount: f[CLIENT.resendCount] as number,
         target: f[CLIENT.target] as string,
         statusCode: f[CLIENT.statusCode] as number,
         error: f[CLIENT.error] as string,
-      });
+      };
+      if (f[CLIENT.keyFrom] === 1) client.keyFrom = 'child';
+      into.push(client);
     }
   }
   return into;

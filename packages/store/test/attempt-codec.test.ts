@@ -114,6 +114,20 @@ describe('the attempt codec', () => {
     expect(read.map((a) => Object.keys(a))).toEqual(attempts.map((a) => Object.keys(a)));
   });
 
+  it('marks a send linked to its key by its server span, and reads the mark back', () => {
+    const placements = placementIds();
+    const sends = [
+      client({ key: 'k3', spanId: '00000000000000c1', statusCode: 0, error: 'timeout', keyFrom: 'child' }),
+      client({ key: 'k3', spanId: '00000000000000c2' }),
+    ];
+    const text = encoded(sends, placements);
+    const entries = (JSON.parse(text) as unknown[]).slice(SEGMENT.firstEntry) as unknown[][];
+    expect(entries.map((entry) => entry[CLIENT.keyFrom])).toEqual([1, undefined]);
+    const read = readAttempts(text, placements);
+    expect(read).toStrictEqual(sends);
+    expect(read.map((a) => Object.keys(a))).toEqual(sends.map((a) => Object.keys(a)));
+  });
+
   it('appends to the attempts it is given, and writes a request that succeeded silently without its result', () => {
     const placements = placementIds();
     const silent = [server({ key: 'k2', node: 'a' }), arrival({ key: 'k2', node: 'a' })];

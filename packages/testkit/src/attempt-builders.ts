@@ -124,9 +124,15 @@ export function effect(input: CommonInput & { failed?: boolean } = {}): SideEffe
 }
 
 export function client(
-  input: CommonInput & { resendCount?: number; target?: string; statusCode?: number; error?: string } = {},
+  input: CommonInput & {
+    resendCount?: number;
+    target?: string;
+    statusCode?: number;
+    error?: string;
+    keyFrom?: 'child';
+  } = {},
 ): ClientAttempt {
-  return {
+  const attempt: ClientAttempt = {
     kind: 'client',
     ...common({ service: 'checkout', node: 'checkout-1', ...input }),
     resendCount: input.resendCount ?? 0,
@@ -134,6 +140,8 @@ export function client(
     statusCode: input.statusCode ?? 200,
     error: input.error ?? '',
   };
+  if (input.keyFrom !== undefined) attempt.keyFrom = input.keyFrom;
+  return attempt;
 }
 
 /**

@@ -164,6 +164,21 @@ export function createMetrics(sources: MetricSources): { registry: Registry; ren
     },
   });
   new Counter({
+    name: 'keyscope_send_links_total',
+    help: "Keyless failed sends (a timeout: no key recorded) given the key of the server spans naming them as parent (linked), and the linker's entries dropped unmatched (evicted for room, expired past its horizon).",
+    labelNames: ['result'],
+    registers: [registry],
+    collect() {
+      if (pipeline === undefined) return;
+      const { linked, evicted, expired } = pipeline.sendLinks;
+      absolute(this, [
+        [{ result: 'linked' }, linked],
+        [{ result: 'evicted' }, evicted],
+        [{ result: 'expired' }, expired],
+      ]);
+    },
+  });
+  new Counter({
     name: 'keyscope_findings_total',
     help: 'Findings reported (new or updated), by class.',
     labelNames: ['class'],

@@ -22,6 +22,7 @@ describe('Prometheus metrics', () => {
       pipeline: () => ({
         spans: accepted,
         attempts: { server: 3, arrival: 1, client: 2, effect: 0 },
+        sendLinks: { linked: 1, evicted: 4, expired: 0, sends: 2, keys: 7 },
         duplicateSpans: 1,
         invalidValues: {},
         refusedSpans: { KS_SPAN_TOO_OLD: 1 },
@@ -69,6 +70,8 @@ describe('Prometheus metrics', () => {
     expect(first).toContain('keyscope_attempts_total{kind="server"} 3');
     expect(first).toContain('keyscope_findings_total{class="cross_store_duplicate"} 2');
     expect(first).toContain('keyscope_values_truncated_total 3');
+    expect(first).toContain('keyscope_send_links_total{result="linked"} 1');
+    expect(first).toContain('keyscope_send_links_total{result="evicted"} 4');
     expect(first).toContain('keyscope_open_incidents 1');
     expect(first).toContain('keyscope_detector_keys{state="in_memory"} 50');
     expect(first).toContain('keyscope_detector_interned_names 12');

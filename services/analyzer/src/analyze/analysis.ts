@@ -4,6 +4,7 @@ import {
   extractAttempts,
   type Mapping,
   mappingDecodeOptions,
+  SendLinker,
   type SpanLimits,
 } from '@keyscope/attempts';
 import {
@@ -134,6 +135,8 @@ export class Analysis {
     lastSpanUnixMillis: null,
   };
   readonly #limits: SpanLimits;
+  /** As in serve: keyless sends get the key of their server spans, across requests. */
+  readonly #sendLinker = new SendLinker();
   #finished = false;
 
   constructor(mapping: Mapping, detectorConfig: DetectorConfig, options: AnalysisOptions = {}) {
@@ -170,6 +173,8 @@ export class Analysis {
     if (this.#finished) throw new Error('Analysis.apply called after finish');
     const extracted = record.extracted;
     // As in serve: the attempt log refuses redelivered attempts, which the detector counts.
+    // Linked here, in the order requests were read: a send and its server span may be requests apart.
+    this.#sendLinker.linkInto(extracted);
     const duplicatesBefore = this.#detector.stats().duplicateAttempts;
     for (const attempt of extracted.attempts) this.#counts.attempts[attempt.kind]++;
     const { refusedSpans } = this.#counts;

@@ -90,6 +90,8 @@ function checkAttempt(value: unknown): Attempt {
         throw invalid('attempt.resendCount and attempt.statusCode must be numbers');
       if (typeof value.target !== 'string' || typeof value.error !== 'string')
         throw invalid('attempt.target and attempt.error must be strings');
+      if (value.keyFrom !== undefined && value.keyFrom !== 'child')
+        throw invalid(`attempt.keyFrom must be absent or 'child', received ${describeValue(value.keyFrom)}`);
       break;
     case 'arrival':
       checkRequestResult(value);

@@ -1,8 +1,10 @@
 import {
   type Attempt,
+  type ExtractedAttempts,
   extractAttempts,
   type Mapping,
   partitionKey,
+  SendLinker,
   type SpanLimits,
 } from '@keyscope/attempts';
 import { isKeyscopeError, KeyscopeError } from '@keyscope/errors';
@@ -37,6 +39,11 @@ export interface AttemptsWriterOptions {
  */
 export class AttemptsWriter implements SpanConsumer {
   readonly #options: AttemptsWriterOptions;
+  /**
+   * Gives keyless sends their key, for the OTLP receivers and the traces topic alike: a send and
+   * its server spans may come by either.
+   */
+  readonly #sendLinker = new SendLinker();
 
   constructor(options: AttemptsWriterOptions) {
     this.#options = options;
@@ -44,6 +51,7 @@ export class AttemptsWriter implements SpanConsumer {
 
   async consumeSpans(spans: Span[]): Promise<ConsumeResult> {
     const extracted = extractAttempts(spans, this.#options.mapping, this.#options.limits());
+    this.linkSends(extracted);
     try {
       await this.write(extracted.attempts, [{ source: '', offset: 0, samples: extracted.activity }]);
     } catch (error) {
@@ -51,6 +59,16 @@ export class AttemptsWriter implements SpanConsumer {
       throw new KeyscopeError(KAFKA_UNAVAILABLE, (error as Error).message, { cause: error });
     }
     return consumeResultOf(extracted.refusals);
+  }
+
+  /**
+   * Appends to `extracted.attempts` the keyless sends linked to their key now (see SendLinker),
+   * from these spans or earlier ones; counted in `KafkaCounters.sendLinks`.
+   */
+  linkSends(extracted: ExtractedAttempts): void {
+    this.#sendLinker.linkInto(extracted);
+    const { linked, evicted, expired } = this.#sendLinker.counts();
+    Object.assign(this.#options.counters.sendLinks, { linked, evicted, expired });
   }
 
   /** Resolves once everything is acknowledged by Kafka; rejects with KS_KAFKA_UNAVAILABLE. */

@@ -39,10 +39,11 @@ export interface RunningIngest extends RunningRole {
 
 /**
  * The ingest role: the Collector's traces topic (consumer group `kafka.traces.groupId`) and the
- * OTLP receivers → attempts → the attempts topic. It keeps no state: a traces message's offset is
- * committed once its attempts are acknowledged by Kafka, and what a crash makes it write twice is
- * harmless downstream (attempts are deduplicated by trace and span id, node activity by source
- * offset).
+ * OTLP receivers → attempts → the attempts topic. A traces message's offset is committed once its
+ * attempts are acknowledged by Kafka, and what a crash makes it write twice is harmless downstream
+ * (attempts are deduplicated by trace and span id, node activity by source offset). Its only state
+ * is its writer's send linker (`AttemptsWriter.linkSends`), keyless sends and keys waiting for each
+ * other: a restart forgets it, so a send whose server span was written before stays without its key.
  */
 export async function startIngestRole(
   config: ServeConfig,
@@ -129,6 +130,8 @@ export async function startIngestRole(
             // A message read again after a crash yields its attempts again, and the detectors'
             // attempt logs drop the copies.
             const extracted = extractAttempts(decoded.spans, mapping, limits());
+            // Both sides of a trace come to one instance when the Collector partitions the topic by trace id.
+            writer.linkSends(extracted);
             for (const [code, n] of Object.entries(extracted.refusals.byCode)) {
               counters.count(counters.spansRefused, code, n);
             }

@@ -32,6 +32,8 @@ export class KafkaCounters {
   rebuildSkipped = 0;
   /** Partitions this instance owns right now. */
   partitionsOwned = 0;
+  /** The ingest role's keyless sends linked to a key, and its linker's dropped entries. */
+  readonly sendLinks = { linked: 0, evicted: 0, expired: 0 };
 
   count(map: Map<string, number>, label: string, n = 1): void {
     map.set(label, (map.get(label) ?? 0) + n);
@@ -60,6 +62,7 @@ export class KafkaCounters {
       resumes: this.resumes,
       rebuildSkipped: this.rebuildSkipped,
       partitionsOwned: this.partitionsOwned,
+      sendLinks: { ...this.sendLinks },
     };
   }
 }
@@ -104,6 +107,18 @@ export function createKafkaMetrics(counters: KafkaCounters): { render: () => Pro
       absolute(
         this,
         [...counters.spansRefused].map(([reason, n]) => [{ reason }, n]),
+      );
+    },
+  });
+  new Counter({
+    name: 'keyscope_kafka_send_links_total',
+    help: "Keyless failed sends the ingest role gave the key of the server spans naming them as parent (linked), and its linker's entries dropped unmatched (evicted for room, expired past its horizon).",
+    labelNames: ['result'],
+    registers: [registry],
+    collect() {
+      absolute(
+        this,
+        Object.entries(counters.sendLinks).map(([result, n]) => [{ result }, n]),
       );
     },
   });

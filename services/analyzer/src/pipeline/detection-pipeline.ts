@@ -4,6 +4,8 @@ import {
   type Mapping,
   mappingDecodeOptions,
   mergeExtracted,
+  SendLinker,
+  type SendLinkerCounts,
   type SpanLimits,
 } from '@keyscope/attempts';
 import {
@@ -45,11 +47,17 @@ export interface DetectionPipelineOptions {
 export interface PipelineCounts {
   /**
    * Spans handed to `consumeSpans`. Decoded with `decodeOptions`, that leaves out the spans the
-   * pipeline never reads (no key, not SERVER): the receivers' counters count every span.
+   * pipeline never reads (no key, neither SERVER nor a failed CLIENT): the receivers' counters
+   * count every span.
    */
   spans: number;
-  /** Attempts extracted, by kind, redelivered ones included (they are counted in duplicateSpans). */
+  /**
+   * Attempts extracted, by kind, redelivered ones included (they are counted in duplicateSpans);
+   * `client` counts the keyless sends linked to their key (`sendLinks.linked`) too.
+   */
   attempts: { server: number; arrival: number; client: number; effect: number };
+  /** Keyless sends linked to the key of their server spans, and the linker's dropped entries. */
+  sendLinks: SendLinkerCounts;
   /** Attempts the attempt log already held (a span delivered again), ignored by the detector. */
   duplicateSpans: number;
   invalidValues: Record<string, number>;
@@ -82,6 +90,7 @@ export class DetectionPipeline implements SpanConsumer {
   readonly #counts: PipelineCounts = {
     spans: 0,
     attempts: { server: 0, arrival: 0, client: 0, effect: 0 },
+    sendLinks: { linked: 0, evicted: 0, expired: 0, sends: 0, keys: 0 },
     duplicateSpans: 0,
     invalidValues: {},
     refusedSpans: {},
@@ -91,12 +100,19 @@ export class DetectionPipeline implements SpanConsumer {
   };
 
   readonly #spans: SpansConfig;
+  /**
+   * Keyless sends meet their server spans across payloads (different services export apart).
+   * Its state is not the detector's: a transaction that fails leaves it as it is, and the
+   * payload sent again links again (see SendLinker).
+   */
+  readonly #sendLinker = new SendLinker();
 
   constructor(options: DetectionPipelineOptions) {
     this.#options = options;
     this.#spans = options.spans ?? defaultServeConfig().spans;
     // The decoder materializes only what the mapping reads: most spans carry no key and must
-    // cost almost nothing, and those that are not SERVER spans are not even returned.
+    // cost almost nothing, and those that are neither SERVER spans nor failed sends are not
+    // even returned.
     this.decodeOptions = mappingDecodeOptions(options.mapping);
     this.#detector = this.#restoredDetector();
   }
@@ -123,6 +139,7 @@ export class DetectionPipeline implements SpanConsumer {
       // A redelivered span gives its attempt again: the store's attempt log refuses it exactly
       // (see AttemptTable) and the detector counts it (#commitPending).
       const extracted = extractAttempts(spans, this.#options.mapping, this.#limits());
+      this.#sendLinker.linkInto(extracted);
       this.#count(spans.length, extracted);
       span.setAttribute('keyscope.spans', spans.length);
       span.setAttribute('keyscope.attempts', extracted.attempts.length);
@@ -167,6 +184,7 @@ export class DetectionPipeline implements SpanConsumer {
   }
 
   counts(): PipelineCounts {
+    this.#counts.sendLinks = this.#sendLinker.counts();
     const snapshot = structuredClone(this.#counts);
     this.#counts.storeWriteSeconds = [];
     return snapshot;

@@ -21,6 +21,7 @@ describe('attempts topic records', () => {
       server({ key: 'k1', outcome: 'hit', scope: 'cluster' }),
       arrival({ key: 'k2' }),
       client({ key: 'k3' }),
+      client({ key: 'k4', statusCode: 0, error: 'timeout', keyFrom: 'child' }),
     ]) {
       expect(decodeAttemptsRecord(encodeAttemptRecord(attempt))).toEqual({ type: 'attempt', attempt });
     }
@@ -97,6 +98,7 @@ describe('attempts topic records', () => {
       Buffer.from(JSON.stringify({ v: 1, attempt: { ...server(), key: '' } })),
       Buffer.from(JSON.stringify({ v: 1, attempt: { ...server(), placement: null } })),
       Buffer.from(JSON.stringify({ v: 1, attempt: { ...client(), statusCode: 'x' } })),
+      Buffer.from(JSON.stringify({ v: 1, attempt: { ...client(), keyFrom: 'parent' } })),
       Buffer.from(JSON.stringify({ v: 1, attempt: { ...server(), effect: 'charged' } })),
       Buffer.from(JSON.stringify({ v: 1, attempt: { ...arrival(), released: 'yes' } })),
       Buffer.from(JSON.stringify({ v: 1, attempt: { ...effect(), failed: 1 } })),

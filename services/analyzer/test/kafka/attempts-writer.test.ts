@@ -1,11 +1,11 @@
 import { defaultMapping, EARLIEST_SPAN_UNIX_MILLIS, type Mapping, type SpanLimits } from '@keyscope/attempts';
 import { scenarios, simulate } from '@keyscope/simulator';
-import { activity, server, span } from '@keyscope/testkit';
+import { activity, clientSpan, server, serverSpan, span } from '@keyscope/testkit';
 import type { Message, Producer, ProducerRecord } from 'kafkajs';
 import { describe, expect, it } from 'vitest';
 import { decodeAttemptsRecord } from '../../src/kafka/attempt-records.ts';
 import { AttemptsWriter } from '../../src/kafka/attempts-writer.ts';
-import { KafkaCounters } from '../../src/kafka/kafka-counters.ts';
+import { createKafkaMetrics, KafkaCounters } from '../../src/kafka/kafka-counters.ts';
 
 /** A producer that records what it is asked to send, or refuses everything. */
 function fakeProducer(refuse = false) {
@@ -120,5 +120,39 @@ describe('the ingest role writing attempts', () => {
         .filter((message) => message.key !== undefined)
         .map((message) => message.key),
     ).toEqual(['k-good']);
+  });
+
+  it('writes a keyless send that timed out as a client attempt of the key its server span carries, across requests', async () => {
+    const fake = fakeProducer();
+    const counters = new KafkaCounters();
+    const ingest = new AttemptsWriter({
+      producer: fake.producer,
+      topic: 'attempts',
+      partitions: 3,
+      mapping: defaultMapping(),
+      counters,
+      limits: () => OPEN_WINDOW,
+    });
+    const send = clientSpan({
+      id: 0xc1,
+      error: true,
+      durationMillis: 2000,
+      attributes: { 'server.address': 'payments', 'error.type': 'timeout' },
+    });
+    await ingest.consumeSpans([send]);
+    expect(fake.messages().filter((message) => message.key !== undefined)).toEqual([]);
+    await ingest.consumeSpans([serverSpan({ key: 'k1', parentSpanId: send.spanId, statusCode: 201 })]);
+    const attempts = fake.messages().flatMap((message) => {
+      const record = decodeAttemptsRecord(message.value as Buffer);
+      return record.type === 'attempt' ? [[message.key, record.attempt]] : [];
+    });
+    expect(attempts).toMatchObject([
+      ['k1', { kind: 'arrival', key: 'k1' }],
+      ['k1', { kind: 'client', key: 'k1', spanId: send.spanId, error: 'timeout', keyFrom: 'child' }],
+    ]);
+    expect(counters.sendLinks).toEqual({ linked: 1, evicted: 0, expired: 0 });
+    expect(await createKafkaMetrics(counters).render()).toContain(
+      'keyscope_kafka_send_links_total{result="linked"} 1',
+    );
   });
 });
