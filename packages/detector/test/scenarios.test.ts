@@ -1,4 +1,5 @@
 import {
+  type Attempt,
   defaultMapping,
   extractAttempts,
   type Mapping,
@@ -592,11 +593,12 @@ describe('executions whose spans died with a killed node', () => {
     const { spans, truth } = simulate(scenario, { seed });
     const mapping = defaultMapping();
     const detector = createDetector();
-    const received: Span[] = [];
+    const received: Attempt[] = [];
     for (const payload of splitIntoPayloads(spans, 50, 3)) {
       const decoded = decodeTraces(encodeTraces(payload), mappingDecodeOptions(mapping));
-      received.push(...decoded);
-      detector.ingest(extractAttempts(decoded, mapping));
+      const extracted = extractAttempts(decoded, mapping);
+      received.push(...extracted.attempts);
+      detector.ingest(extracted);
     }
     detector.flush();
     return { detector, truth, received };
@@ -620,8 +622,12 @@ describe('executions whose spans died with a killed node', () => {
    * Nothing of the unseen execution reached keyscope: the send that delivered it has no span in
    * what the receivers kept (its CLIENT span carried no key, so the keyed selection dropped it).
    */
-  function invisible(received: readonly Span[], traceId: string, sendSpanId: string): boolean {
-    return !received.some((s) => s.traceId === traceId && s.spanId === sendSpanId);
+  /**
+   * Whether the send never became an attempt of a key: it was lost, or it arrived without its key
+   * (a keyless send is linked to a key only through a server span under it, which died too).
+   */
+  function invisible(received: readonly Attempt[], traceId: string, sendSpanId: string): boolean {
+    return !received.some((a) => a.traceId === traceId && a.spanId === sendSpanId);
   }
 
   it.each([11, 1, 2, 3])(
