@@ -22,6 +22,13 @@ interface NodeSeries {
   buckets: Map<number, [number, number]>;
   /** Bucket index → duration histogram (`NodeActivity.latency`), for buckets whose samples had one. */
   latency: Map<number, number[]>;
+  /** The keys of `latency`, ascending: buckets mostly arrive in order, so this is kept, not sorted per inference. */
+  latencyOrder: number[];
+  /**
+   * Whether the node was slow against its peers in a bucket, as of that bucket's version in
+   * `ServiceSeries.latencyVersions`: a bucket nobody's activity touched since is not judged again.
+   */
+  slowness: Map<number, { version: number; slow: boolean }>;
 }
 
 interface ServiceSeries {
@@ -30,6 +37,8 @@ interface ServiceSeries {
   totals: Map<number, number>;
   /** Bucket index → duration histogram of all nodes. */
   latencyTotals: Map<number, number[]>;
+  /** Bucket index → how many latency samples of any node it took: what `NodeSeries.slowness` checks. */
+  latencyVersions: Map<number, number>;
   /** Counts of a bucket the cached events were inferred from changed (late activity). */
   dirty: boolean;
   events: RoutingEvent[];
@@ -57,6 +66,8 @@ export class RoutingInference {
   private newestUnixMillis = Number.NEGATIVE_INFINITY;
   /** Activity before this is final (monotone); see the class comment. */
   private closedUnixMillis = Number.NEGATIVE_INFINITY;
+  /** Buckets whose latency was judged against the node's peers, ever: what inference costs. */
+  latencyJudgements = 0;
 
   constructor(private readonly config: DetectorConfig) {}
 
@@ -70,6 +81,7 @@ export class RoutingInference {
           nodes: new Map(),
           totals: new Map(),
           latencyTotals: new Map(),
+          latencyVersions: new Map(),
           dirty: true,
           events: [],
           inferredClosedIndex: Number.NEGATIVE_INFINITY,
@@ -79,7 +91,7 @@ export class RoutingInference {
       const nodeKey = placement.node;
       let node = service.nodes.get(nodeKey);
       if (node === undefined) {
-        node = { placement, buckets: new Map(), latency: new Map() };
+        node = { placement, buckets: new Map(), latency: new Map(), latencyOrder: [], slowness: new Map() };
         service.nodes.set(nodeKey, node);
       }
       const index = Math.floor(sample.bucketStartUnixMillis / sample.bucketMillis);
@@ -91,8 +103,10 @@ export class RoutingInference {
       }
       service.totals.set(index, (service.totals.get(index) ?? 0) + sample.spans);
       if (sample.latency !== undefined) {
+        if (!node.latency.has(index)) insertSorted(node.latencyOrder, index);
         addLatency(histogramAt(node.latency, index), sample.latency);
         addLatency(histogramAt(service.latencyTotals, index), sample.latency);
+        service.latencyVersions.set(index, (service.latencyVersions.get(index) ?? 0) + 1);
       }
       // A bucket beyond what was inferred changes nothing until the watermark passes it.
       if (index < service.inferredClosedIndex) service.dirty = true;
@@ -180,8 +194,14 @@ export class RoutingInference {
             removed = true;
           }
         }
-        for (const index of node.latency.keys()) if (index < cutoffIndex) node.latency.delete(index);
+        const kept = lowerBound(node.latencyOrder, cutoffIndex);
+        for (const index of node.latencyOrder.splice(0, kept)) {
+          node.latency.delete(index);
+          node.slowness.delete(index);
+        }
       }
+      for (const index of series.latencyVersions.keys())
+        if (index < cutoffIndex) series.latencyVersions.delete(index);
       for (const index of series.totals.keys()) if (index < cutoffIndex) series.totals.delete(index);
       for (const index of series.latencyTotals.keys())
         if (index < cutoffIndex) series.latencyTotals.delete(index);
@@ -337,7 +357,8 @@ export class RoutingInference {
     if (node.latency.size === 0) return;
     const { latencySpikeRatio: ratio, latencySpikeMinSpans: minSpans } = this.config;
     const minBuckets = Math.max(1, Math.ceil(this.config.latencySpikeMinMillis / this.bucketMillis));
-    const indexes = [...node.latency.keys()].filter((index) => index < closedIndex).sort((a, b) => a - b);
+    const order = node.latencyOrder;
+    const closedEnd = lowerBound(order, closedIndex);
     const others = emptyLatency();
     const peersOf = (index: number): number[] => {
       const all = series.latencyTotals.get(index)!;
@@ -346,15 +367,25 @@ export class RoutingInference {
       return others;
     };
     const runs: [number, number][] = [];
-    for (const index of indexes) {
-      const own = node.latency.get(index)!;
-      const peers = peersOf(index);
-      if (total(own) < minSpans || total(peers) < minSpans) continue;
-      if (
-        latencyQuantileMillis(own, LATENCY_QUANTILE) <
-        ratio * latencyQuantileMillis(peers, LATENCY_QUANTILE)
-      )
-        continue;
+    for (let at = 0; at < closedEnd; at++) {
+      const index = order[at]!;
+      // A bucket's verdict depends on its own and its peers' histograms only: kept until any node's
+      // activity changes that bucket.
+      const version = series.latencyVersions.get(index)!;
+      let judged = node.slowness.get(index);
+      if (judged === undefined || judged.version !== version) {
+        const own = node.latency.get(index)!;
+        const peers = peersOf(index);
+        const slow =
+          total(own) >= minSpans &&
+          total(peers) >= minSpans &&
+          latencyQuantileMillis(own, LATENCY_QUANTILE) >=
+            ratio * latencyQuantileMillis(peers, LATENCY_QUANTILE);
+        judged = { version, slow };
+        node.slowness.set(index, judged);
+        this.latencyJudgements++;
+      }
+      if (!judged.slow) continue;
       const last = runs[runs.length - 1];
       if (last !== undefined && index - last[1] <= 2) last[1] = index;
       else runs.push([index, index]);
@@ -364,9 +395,10 @@ export class RoutingInference {
       const during = emptyLatency();
       const peersDuring = emptyLatency();
       const before = emptyLatency();
-      for (const index of indexes) {
-        if (index >= first - BASELINE_BUCKETS && index < first) addLatency(before, node.latency.get(index)!);
-        else if (index >= first && index <= last) {
+      for (let at = lowerBound(order, first - BASELINE_BUCKETS); at < closedEnd && order[at]! <= last; at++) {
+        const index = order[at]!;
+        if (index < first) addLatency(before, node.latency.get(index)!);
+        else {
           addLatency(during, node.latency.get(index)!);
           addLatency(peersDuring, peersOf(index));
         }
@@ -541,6 +573,12 @@ function total(counts: readonly number[]): number {
 }
 
 /** The histogram of `index`, created empty if there is none yet. */
+/** Inserts `value` into ascending `sorted`; appending, the usual case, costs one comparison. */
+function insertSorted(sorted: number[], value: number): void {
+  if (sorted.length === 0 || sorted[sorted.length - 1]! < value) sorted.push(value);
+  else sorted.splice(lowerBound(sorted, value), 0, value);
+}
+
 function histogramAt(histograms: Map<number, number[]>, index: number): number[] {
   let histogram = histograms.get(index);
   if (histogram === undefined) histograms.set(index, (histogram = emptyLatency()));
