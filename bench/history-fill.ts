@@ -82,7 +82,6 @@ export function fillHistory(
   const started = performance.now();
   const store = new KeyscopeStore({ path, integrityCheck: 'off' });
   const uuids = new UuidSource(seed);
-  const keysNeeded = Math.ceil((attempts / template.attempts) * template.keys.length);
   const span = window.toUnixMillis - window.fromUnixMillis;
   let written = 0;
   let key = 0;
@@ -96,7 +95,8 @@ export function fillHistory(
         let at = window.fromUnixMillis;
         while (inTransaction < ATTEMPTS_PER_TRANSACTION && written < attempts) {
           const group = template.keys[key % template.keys.length]!;
-          at = window.fromUnixMillis + (span * key) / keysNeeded;
+          // Spread by attempts written, so the last key starts within the window whatever the sizes of the keys.
+          at = window.fromUnixMillis + (span * written) / attempts;
           const name = uuids.next();
           const shift = at - group[0]!.startUnixMillis;
           for (const attempt of group) {
