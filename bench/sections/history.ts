@@ -1,4 +1,4 @@
-import { rmSync, statSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { resolveServeConfig } from '@keyscope/analyzer';
 import { defaultMapping, extractAttempts } from '@keyscope/attempts';
@@ -29,8 +29,8 @@ const HOUR = 60 * 60 * 1000;
  * timed region, through the store's own API (history-fill.ts) with attempts of distinct keys
  * spread over the retry horizon and the node activity of those seconds. Each store is served by
  * `keyscope serve`'s embedded service in a process of its own (service-process.ts), started once
- * and kept running across passes, as in production; the empty one is started on a new database
- * for every pass, so it stays empty. Every repetition sends one workload, the simulator's
+ * and kept running across passes, as in production: every store holds the attempts of the passes
+ * before too (the empty one, those alone). Every repetition sends one workload, the simulator's
  * benchmark scenario under keys no store has seen (fresh-key-payloads.ts), to each service in
  * turn (which goes first rotates), `connections` requests at a time, and measures:
  * - spans/s as the persisted-ingest section times them (first request to last answer, plus the
@@ -128,11 +128,7 @@ async function measure(context: BenchContext, setup: Setup): Promise<Row[]> {
   const { stores, services, original } = setup;
   const now = original.endUnixMillis;
   const loadGenerator = context.loadGenerator();
-  const urls = await Promise.all(
-    stores.map((store, i) =>
-      store.retained === 0 ? undefined : services[i]!.startService(store.dbPath, now),
-    ),
-  );
+  const urls = await Promise.all(stores.map((store, i) => services[i]!.startService(store.dbPath, now)));
   const passes: Pass[][] = stores.map(() => []);
   let allAnswered = true;
   let passesRun = 0;
@@ -145,22 +141,13 @@ async function measure(context: BenchContext, setup: Setup): Promise<Row[]> {
       const i = (round + k) % stores.length;
       const store = stores[i]!;
       const service = services[i]!;
-      if (store.retained === 0) {
-        rmSync(store.dbPath, { force: true });
-        urls[i] = await service.startService(store.dbPath, now);
-      }
       await service.startMeasuring();
       const result = await loadGenerator.run(urls[i]!, workload.bodies.length, history.connections);
       const sample = await service.sample();
       allAnswered &&= result.ok === result.requests;
-      const held = store.retained + (store.retained === 0 ? 1 : passesRun + 1) * setup.attemptsPerPass;
-      let dbBytes = statSync(store.dbPath).size;
-      if (store.retained === 0) {
-        // Stopping closes the database, which checkpoints the whole WAL into the file.
-        await service.stopService();
-        dbBytes = statSync(store.dbPath).size;
-        rmSync(store.dbPath, { force: true });
-      }
+      // The sample checkpointed the WAL: the file holds everything committed.
+      const dbBytes = statSync(store.dbPath).size;
+      const held = store.retained + (passesRun + 1) * setup.attemptsPerPass;
       if (round < history.warmupPasses) continue;
       passes[i]!.push({
         spansPerSecond: workload.spans / (result.elapsedMillis / 1000 + sample.checkpointCpuSeconds),
@@ -177,7 +164,7 @@ async function measure(context: BenchContext, setup: Setup): Promise<Row[]> {
   }
 
   const purges = await purgeHours(setup, repetitions);
-  for (let i = 0; i < stores.length; i++) if (stores[i]!.retained > 0) await services[i]!.stopService();
+  for (const service of services) await service.stopService();
   return rows(context, setup, passes, purges, allAnswered);
 }
 
@@ -247,7 +234,7 @@ function rows(
         `${cpuNote}. The simulator's benchmark scenario, ${original.spans} spans (${setup.attemptsPerPass} attempts) per pass under keys ` +
         `no store has seen, ${history.connections} concurrent requests to startServe() in a process of its own per ` +
         `store, its clock at the workload's end; ${history.warmupPasses} untimed passes, then ${repetitions} ` +
-        'repetitions, the stores taking turns. The empty store is a new database for every pass; the others were filled ' +
+        'repetitions, the stores taking turns. The empty store is a new database; the others were filled ' +
         'beforehand through KeyscopeStore (transaction, attemptLog.append, recordActivity) with whole keys of the ' +
         "workload's shape under fresh UUIDs spread evenly over " +
         `${hoursOf(setup.window)} h of the retry horizon, and the node activity of every second of it: ` +
@@ -258,7 +245,7 @@ function rows(
               `${s.retained.toLocaleString('en-US')} attempts (${s.keys.toLocaleString('en-US')} keys) in ${s.fillSeconds.toFixed(0)} s`,
           )
           .join(', ') +
-        '; their services started once on them and kept running, each pass adding its attempts. spans / (first request ' +
+        '. Every service is started once and kept running, each pass adding its attempts. spans / (first request ' +
         'to last answer + CPU time of checkpointing what the pass left in the WAL)';
     }
     return row;
@@ -295,8 +282,8 @@ function rows(
       ...(i === 0
         ? {
             note:
-              "VmHWM of the service's process after each pass: the largest resident set since it started (the empty " +
-              "store's process serves a new database every pass; the others' keep serving theirs)",
+              "VmHWM of the service's process after each pass: the largest resident set since it started, its start " +
+              'on the stored history (the node activity it restores) included',
           }
         : {}),
     });
@@ -313,7 +300,7 @@ function rows(
         ? {
             note:
               "the database file's size after each pass (checkpointed; the WAL file left out) over the attempts it holds: " +
-              'attempt batches, their key index, node activity, findings and incidents; the empty store holds one pass',
+              'attempt batches, their key index, node activity, findings and incidents; the empty store holds its passes alone',
           }
         : {}),
     });
