@@ -65,6 +65,8 @@ export interface FilledHistory {
 
 /** Attempts per fill transaction: a few of the service's group commits' worth. */
 const ATTEMPTS_PER_TRANSACTION = 8_192;
+/** Seconds of node activity per fill transaction (see `fillHistory`). */
+const ACTIVITY_SECONDS_PER_TRANSACTION = 10;
 const SECOND = 1000;
 
 /**
@@ -88,6 +90,7 @@ export function fillHistory(
   /** The next second of the window whose activity is still to be recorded. */
   const firstSecond = Math.floor(window.fromUnixMillis / SECOND) * SECOND;
   let activityFrom = firstSecond;
+  let lastStart = window.fromUnixMillis;
   try {
     while (written < attempts) {
       store.transaction(() => {
@@ -111,15 +114,22 @@ export function fillHistory(
           written += group.length;
           key++;
         }
+        lastStart = at;
+      });
+      // The activity up to the last key's start, a few seconds per transaction as the service's
+      // commits record it: the store folds every 64 transactions' activity into one chunk, and
+      // a transaction holding minutes of it would make chunks of hours that a restart reads whole.
+      while (activityFrom <= lastStart) {
         const samples: NodeActivity[] = [];
-        for (; activityFrom <= at; activityFrom += SECOND) {
+        const until = Math.min(lastStart, activityFrom + (ACTIVITY_SECONDS_PER_TRANSACTION - 1) * SECOND);
+        for (; activityFrom <= until; activityFrom += SECOND) {
           const index = ((activityFrom - firstSecond) / SECOND) % template.seconds.length;
           for (const sample of template.seconds[index]!) {
             samples.push({ ...sample, bucketStartUnixMillis: activityFrom });
           }
         }
-        store.recordActivity(samples);
-      });
+        store.transaction(() => store.recordActivity(samples));
+      }
       progress?.(written);
     }
   } finally {
