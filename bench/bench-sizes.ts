@@ -41,6 +41,19 @@ export interface BenchSizes {
     /** Spans of the workload `keyscope analyze` and the batch baselines read, once per repetition. */
     spans: number;
   };
+  history: {
+    /**
+     * Attempts written into each store before its passes (one store per entry, the first 0: a new
+     * database), of distinct keys spread over `windowHours`, with the node activity of that time.
+     */
+    retainedAttempts: readonly number[];
+    /** Hours of the retry horizon the history covers, up to a minute before the workload starts. */
+    windowHours: number;
+    /** Spans per pass, each pass under fresh keys. */
+    spans: number;
+    warmupPasses: number;
+    connections: number;
+  };
   kafka: {
     /**
      * Spans on the traces topic, read once by the ingest role, whose attempts the detect role then
@@ -60,6 +73,13 @@ export const FULL_SIZES: BenchSizes = Object.freeze({
   // 5 repetitions × 200,000 = 1,000,000 spans through the persisted path.
   persistence: { spans: 200_000, connections: 10, fewerConnections: 4 },
   analyze: { spans: 1_000_000 },
+  history: {
+    retainedAttempts: [0, 2_000_000, 20_000_000],
+    windowHours: 23,
+    spans: 200_000,
+    warmupPasses: 2,
+    connections: 10,
+  },
   kafka: { spans: 120_000 },
 });
 
@@ -71,5 +91,12 @@ export const QUICK_SIZES: BenchSizes = Object.freeze({
   detector: { streamSpans: 10_000, memoryKeys: 10_000 },
   persistence: { spans: 10_000, connections: 10, fewerConnections: 4 },
   analyze: { spans: 10_000 },
+  history: {
+    retainedAttempts: [0, 50_000, 200_000],
+    windowHours: 6,
+    spans: 10_000,
+    warmupPasses: 1,
+    connections: 10,
+  },
   kafka: { spans: 30_000 },
 });

@@ -26,6 +26,8 @@ export interface LoadResult {
   elapsedMillis: number;
   /** CPU time this process spent meanwhile: near elapsed time, it may be what limits the rate. */
   cpuMillis: number;
+  /** Per request, in the order sent: milliseconds from sending it to its answer. */
+  latenciesMillis: number[];
 }
 
 let bodies: Buffer[] = [];
@@ -40,12 +42,16 @@ async function run(url: string, requests: number, connections: number): Promise<
   const refused: Record<string, number> = {};
   let next = 0;
   let ok = 0;
+  const latenciesMillis: number[] = new Array(requests).fill(0);
   const cpu = process.cpuUsage();
   const started = process.hrtime.bigint();
   const connection = async () => {
     while (next < requests) {
-      const body = bodies[next++ % bodies.length]!;
+      const request = next++;
+      const body = bodies[request % bodies.length]!;
+      const sent = process.hrtime.bigint();
       const status = await post(agent, url, body).catch(() => 'error');
+      latenciesMillis[request] = Number(process.hrtime.bigint() - sent) / 1e6;
       if (status === 200) ok++;
       else refused[status] = (refused[status] ?? 0) + 1;
     }
@@ -54,7 +60,14 @@ async function run(url: string, requests: number, connections: number): Promise<
   const elapsedMillis = Number(process.hrtime.bigint() - started) / 1e6;
   const used = process.cpuUsage(cpu);
   agent.destroy();
-  return { requests, ok, refused, elapsedMillis, cpuMillis: (used.user + used.system) / 1000 };
+  return {
+    requests,
+    ok,
+    refused,
+    elapsedMillis,
+    cpuMillis: (used.user + used.system) / 1000,
+    latenciesMillis,
+  };
 }
 
 function post(agent: Agent, url: string, body: Buffer): Promise<number> {

@@ -1,7 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { KEYSCOPE_NODE_FLAGS } from '@keyscope/analyzer';
 import { forkTypeScript, nextMessage } from './fork-typescript.ts';
-import type { ServiceCommand, ServiceReply } from './service-process.ts';
+import type { RetentionPurge, ServiceCommand, ServiceReply, ServiceSample } from './service-process.ts';
 
 /** What the service process answers to `stop` (service-process.ts). */
 export type StoppedService = Omit<Extract<ServiceReply, { type: 'stopped' }>, 'type'>;
@@ -14,10 +14,15 @@ export class ServiceProcess {
     this.#child = child;
   }
 
-  /** With the Node.js flags `keyscope serve` runs with (services/analyzer/src/node-flags.ts). */
-  static start(): ServiceProcess {
+  /**
+   * With the Node.js flags `keyscope serve` runs with (services/analyzer/src/node-flags.ts), and
+   * `extraNodeFlags` after them (a profiler's, say).
+   */
+  static start(extraNodeFlags: readonly string[] = []): ServiceProcess {
     return new ServiceProcess(
-      forkTypeScript(new URL('./service-process.ts', import.meta.url), { nodeFlags: KEYSCOPE_NODE_FLAGS }),
+      forkTypeScript(new URL('./service-process.ts', import.meta.url), {
+        nodeFlags: [...KEYSCOPE_NODE_FLAGS, ...extraNodeFlags],
+      }),
     );
   }
 
@@ -56,6 +61,25 @@ export class ServiceProcess {
     if (reply.type !== 'stopped') throw new Error(`service process: ${describe(reply)}`);
     const { type: _, ...stopped } = reply;
     return stopped;
+  }
+
+  /**
+   * Leaves the service running and says what it used since its start or `startMeasuring`, the
+   * CPU time of checkpointing what its WAL holds now, and its memory.
+   */
+  async sample(): Promise<ServiceSample> {
+    const reply = await this.#send({ type: 'sample' });
+    if (reply.type !== 'sampled') throw new Error(`service process: ${describe(reply)}`);
+    const { type: _, ...sample } = reply;
+    return sample;
+  }
+
+  /** Runs the running service's retention to the end for attempts before `attemptsBeforeUnixMillis`. */
+  async purge(attemptsBeforeUnixMillis: number, maxRows: number): Promise<RetentionPurge> {
+    const reply = await this.#send({ type: 'purge', attemptsBeforeUnixMillis, maxRows });
+    if (reply.type !== 'purged') throw new Error(`service process: ${describe(reply)}`);
+    const { type: _, ...purged } = reply;
+    return purged;
   }
 
   /** The service process's id, to pin it to a CPU (cpu-affinity.ts). */

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import BetterSqlite3 from 'better-sqlite3';
 import { type EmbeddedService, startEmbeddedService } from './in-process-service.ts';
 
@@ -11,13 +12,39 @@ import { type EmbeddedService, startEmbeddedService } from './in-process-service
 export type ServiceCommand =
   | { type: 'start'; dbPath: string; nowUnixMillis: number }
   | { type: 'measure' }
+  | { type: 'sample' }
+  | { type: 'purge'; attemptsBeforeUnixMillis: number; maxRows: number }
   | { type: 'stop' };
 
 export type ServiceReply =
   | { type: 'started'; tracesUrl: string; execArgv: string[] }
   | { type: 'measuring' }
   | { type: 'stopped'; spans: number; cpuSeconds: number; checkpointCpuSeconds: number }
+  | ({ type: 'sampled' } & ServiceSample)
+  | ({ type: 'purged' } & RetentionPurge)
   | { type: 'failed'; message: string };
+
+/** What a running service used since `measure`, and its memory now: `sample` leaves it running. */
+export interface ServiceSample {
+  /** Spans the receivers accepted since the service started. */
+  spans: number;
+  cpuSeconds: number;
+  /** CPU time of checkpointing what the WAL held at the sample (see `checkpointWal`). */
+  checkpointCpuSeconds: number;
+  rssBytes: number;
+  /** The process's largest resident set so far (VmHWM). */
+  peakRssBytes: number;
+  heapUsedBytes: number;
+}
+
+/** Retention run to the end on a running service's store, in the chunks its timer purges. */
+export interface RetentionPurge {
+  seconds: number;
+  cpuSeconds: number;
+  attemptsRemoved: number;
+  /** `KeyscopeStore.purge` calls, each one transaction. */
+  chunks: number;
+}
 
 let running: { embedded: EmbeddedService; dbPath: string; cpu: NodeJS.CpuUsage } | undefined;
 
@@ -34,6 +61,19 @@ async function handle(command: ServiceCommand): Promise<ServiceReply> {
     running.cpu = process.cpuUsage();
     return { type: 'measuring' };
   }
+  if (command.type === 'sample') {
+    const used = process.cpuUsage(running.cpu);
+    return {
+      type: 'sampled',
+      spans: running.embedded.spansAccepted(),
+      cpuSeconds: cpuSeconds(used),
+      checkpointCpuSeconds: checkpointWal(running.dbPath),
+      rssBytes: process.memoryUsage.rss(),
+      peakRssBytes: peakRssBytes(),
+      heapUsedBytes: process.memoryUsage().heapUsed,
+    };
+  }
+  if (command.type === 'purge') return { type: 'purged', ...purgeRetention(running.embedded, command) };
   const { embedded, dbPath, cpu } = running;
   running = undefined;
   // CPU time of every thread of this process since the start, or since `measure` (the checkpoint
@@ -44,6 +84,43 @@ async function handle(command: ServiceCommand): Promise<ServiceReply> {
   const spans = embedded.spansAccepted();
   await embedded.stop();
   return { type: 'stopped', spans, cpuSeconds: cpuSeconds(used), checkpointCpuSeconds };
+}
+
+/**
+ * Purges attempts (and node activity) from before `attemptsBeforeUnixMillis` until none is left,
+ * `maxRows` rows at a time as the service's retention timer does (findings, incidents and alerts
+ * are left alone), back to back.
+ */
+function purgeRetention(
+  embedded: EmbeddedService,
+  command: { attemptsBeforeUnixMillis: number; maxRows: number },
+): RetentionPurge {
+  const { store } = embedded.service;
+  const before = store.counts().attempts;
+  const cpu = process.cpuUsage();
+  const started = performance.now();
+  let chunks = 0;
+  for (;;) {
+    chunks++;
+    const removed = store.purge({
+      attemptsBeforeUnixMillis: command.attemptsBeforeUnixMillis,
+      recordsBeforeUnixMillis: Number.NEGATIVE_INFINITY,
+      maxRows: command.maxRows,
+    });
+    if (removed === 0) break;
+  }
+  const seconds = (performance.now() - started) / 1000;
+  const cpuUsed = cpuSeconds(process.cpuUsage(cpu));
+  return { seconds, cpuSeconds: cpuUsed, attemptsRemoved: before - store.counts().attempts, chunks };
+}
+
+/** VmHWM of /proc/self/status in bytes; the current RSS where there is no /proc. */
+function peakRssBytes(): number {
+  try {
+    const match = /VmHWM:\s+(\d+) kB/.exec(readFileSync('/proc/self/status', 'utf8'));
+    if (match !== null) return Number(match[1]) * 1024;
+  } catch {}
+  return process.memoryUsage.rss();
 }
 
 /**

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { QUICK_SIZES } from '../bench-sizes.ts';
 import { cpuAffinity } from '../cpu-affinity.ts';
 import { median } from '../measure.ts';
 import type { Report } from '../table.ts';
@@ -14,6 +15,11 @@ const run = promisify(execFile);
 const RUN_TS = fileURLToPath(new URL('../run.ts', import.meta.url));
 /** tsx located from here, so the test does not depend on the directory vitest runs in. */
 const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+
+/** The history section's rows name the sizes of history it measured on: quick mode's here. */
+const retained = QUICK_SIZES.history.retainedAttempts.map(
+  (n) => `${n.toLocaleString('en-US')} attempts retained`,
+);
 
 /** Every row `pnpm bench` reports, by section: the table must never lose one silently. */
 const EXPECTED_ROWS: Record<string, string[]> = {
@@ -51,6 +57,13 @@ const EXPECTED_ROWS: Record<string, string[]> = {
   kafka: [
     'ingest role: traces topic (otlp_proto) → attempts topic',
     'detect role: attempts topic → SQLite + incidents topic',
+  ],
+  history: [
+    ...retained.map((r) => `persisted ingest, ${r}`),
+    ...retained.map((r) => `second execution → committed finding p99, ${r}`),
+    ...retained.map((r) => `service peak RSS, ${r}`),
+    ...retained.map((r) => `database bytes per attempt, ${r}`),
+    ...retained.slice(1).map((r) => `retention: purge an hour of history, ${r}`),
   ],
 };
 
@@ -110,6 +123,10 @@ describe('pnpm bench --quick', () => {
       'same, the service pinned to one core',
       'baseline: protobufjs decode alone',
       'baseline: protobufjs → rows → DuckDB → GROUP BY',
+      `persisted ingest, ${retained.at(-1)}`,
+      ...retained.map((r) => `second execution → committed finding p99, ${r}`),
+      `service peak RSS, ${retained.at(-1)}`,
+      ...retained.slice(1).map((r) => `retention: purge an hour of history, ${r}`),
     ]);
   });
 

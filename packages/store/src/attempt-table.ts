@@ -4,7 +4,7 @@ import type { Database, Statement } from 'better-sqlite3';
 import { readAttempts, writeAttempts } from './attempt-codec.ts';
 import { AttemptTail, spanIdHash } from './attempt-tail.ts';
 import { JsonBytes } from './json-bytes.ts';
-import { KeyFilter } from './key-filter.ts';
+import { KeyFilter, keyHash } from './key-filter.ts';
 import type { PlacementTable } from './placement-table.ts';
 
 /**
@@ -64,19 +64,38 @@ const MAX_HOT_SPANS = 131_072;
 
 /** The key filter's capacity when the index holds few keys. */
 const MIN_FILTER_KEYS = 65_536;
+/**
+ * Index entries the newest generation of the key index takes before an indexing starts the next
+ * (see AttemptTable): about 900 pages of B-tree, so an indexing of 20,000 attempts (~5,000 keys)
+ * writes at most that many, and one key's lookup reads one generation per 65,536 entries whose
+ * filter holds it.
+ */
+const GENERATION_ENTRIES = 65_536;
+
+/** A generation of the key index: its entries, the batches they point into, and its keys' filter. */
+interface Generation {
+  readonly id: number;
+  entries: number;
+  /** The largest batch id indexed into it: generations hold consecutive ranges of batches. */
+  lastBatchId: number;
+  readonly keys: KeyFilter;
+}
 /** Keys read from the index per step of a key filter rebuild: tens of milliseconds of work. */
 const REBUILD_STEP_KEYS = 50_000;
 
 /** A key filter being filled from the index a step at a time, while the current one answers. */
 interface FilterRebuild {
   readonly filter: KeyFilter;
-  /** The last partition key read; the next step starts there ('' before the first). */
+  /** The last generation and partition key read; the next step starts there. */
+  fromGeneration: number;
   from: string;
+  /** At open, the generations' own filters are filled by the same reads. */
+  readonly generations?: ReadonlyMap<number, Generation>;
 }
 
 /**
  * The attempt log in SQLite: one row per transaction (`attempt_batches`), with a key index
- * (`attempt_batch_keys`) maintained in batches behind the ingest path.
+ * (`attempt_key_generations`) maintained in batches behind the ingest path.
  *
  * What it costs is rows, not bytes: an INSERT through better-sqlite3 takes a few microseconds
  * whatever the row holds, and a transaction on the ingest path appends the attempts of dozens to
@@ -92,6 +111,17 @@ interface FilterRebuild {
  * rows append (the table is in insertion order), and once `indexBatchRows` attempts are waiting,
  * the transaction that wrote them also inserts their keys' index entries, sorted, where a batch
  * lands on each index page many entries at a time.
+ *
+ * That holds only while the index is small: once it has more pages than a batch has keys, sorted
+ * random keys still land one per page, and every indexing wrote (to the WAL, then the checkpoint
+ * to the file) a page per key: 3.8 KB per attempt at 6 million attempts of history, against 0.6 KB
+ * on an empty store. So the index is kept in generations: its primary key starts with the
+ * generation, an indexing inserts into the newest one only, and a generation takes
+ * GENERATION_ENTRIES entries before the next indexing starts a new one. An indexing writes at most
+ * the newest generation's pages, whatever the history. A lookup reads the key's entries in each
+ * generation whose own Bloom filter (in memory, GENERATION_ENTRIES keys each) may hold it, after
+ * the whole index's filter said it may be there at all; a generation and its filter go once
+ * retention purged all its entries.
  *
  * Redelivery is refused exactly: an attempt is new unless the tail or an indexed batch holds its
  * (partition key, trace id, span id). A Bloom filter of the partition keys in the index (built at
@@ -117,8 +147,12 @@ export class AttemptTable implements AttemptLog {
   #indexedKeys: KeyFilter;
   /** A larger or fresher filter being filled, a step per indexing, to replace `#indexedKeys`. */
   #rebuild: FilterRebuild | undefined;
-  /** Entries in `attempt_batch_keys`: counted at open, then kept up to date; sizes the filter. */
+  /** Entries in the key index: counted at open, then kept up to date; sizes the filter. */
   #indexEntries: number;
+  /** The key index's generations, oldest first; the last takes the next indexing's entries. */
+  #generations: Generation[] = [];
+  /** Generations whose entries changed since the last commit: what a rollback counts again. */
+  readonly #touched = new Set<Generation>();
   readonly #keysFrom: Statement;
   readonly #insert: Statement;
   /** Where `flush` writes a batch's body; reused, grown when a batch needs more. */
@@ -147,22 +181,43 @@ export class AttemptTable implements AttemptLog {
     );
     this.#byKey = db
       .prepare(
-        `SELECT ${SLICE} FROM attempt_batch_keys k JOIN attempt_batches b ON b.id = k.batch_id WHERE k.partition_key = ?`,
+        `SELECT ${SLICE} FROM attempt_key_generations k JOIN attempt_batches b ON b.id = k.batch_id WHERE k.generation = ? AND k.partition_key = ?`,
       )
       .pluck();
     this.#slice = db.prepare('SELECT substr(body, ?, ?) FROM attempt_batches WHERE id = ?').pluck();
     this.#keysFrom = db
       .prepare(
-        'SELECT DISTINCT partition_key FROM attempt_batch_keys WHERE partition_key >= ? ORDER BY partition_key LIMIT ?',
+        'SELECT DISTINCT generation, partition_key FROM attempt_key_generations WHERE (generation, partition_key) >= (?, ?) ORDER BY generation, partition_key LIMIT ?',
       )
-      .pluck();
-    this.#indexEntries = db.prepare('SELECT count(*) FROM attempt_batch_keys').pluck().get() as number;
+      .raw();
     this.#indexedKeys = new KeyFilter(MIN_FILTER_KEYS);
+    this.#indexEntries = this.#readGenerations();
     this.indexPending();
-    // At open, all at once: nothing is waiting on the store yet.
-    const opening = this.#startRebuild();
+    // At open, all at once: nothing is waiting on the store yet. The generations' filters are
+    // filled by the same reads.
+    this.#indexEntries = this.#readGenerations();
+    const opening = this.#startRebuild(new Map(this.#generations.map((g) => [g.id, g])));
     while (!this.#stepRebuild(opening));
     this.#indexedKeys = opening.filter;
+  }
+
+  /** The generations the index holds, with empty filters sized for their entries; how many entries in all. */
+  #readGenerations(): number {
+    const rows = this.#db
+      .prepare(
+        'SELECT generation, count(*), max(batch_id) FROM attempt_key_generations GROUP BY generation ORDER BY generation',
+      )
+      .raw()
+      .all() as [number, number, number][];
+    this.#generations = rows.map(([id, entries, lastBatchId]) => ({
+      id,
+      entries,
+      lastBatchId,
+      keys: new KeyFilter(Math.max(GENERATION_ENTRIES, entries)),
+    }));
+    let entries = 0;
+    for (const generation of this.#generations) entries += generation.entries;
+    return entries;
   }
 
   /** Must run inside a transaction (`KeyscopeStore.transaction`), whose end writes the attempt. */
@@ -242,21 +297,22 @@ export class AttemptTable implements AttemptLog {
   expire(): void {}
 
   /**
-   * Attempts of every partition key `matches` accepts among those `indexedSql` selects from
-   * `attempt_batch_keys` (as `k`) with `parameters`, plus the tail's. For the API's key lookup.
+   * Attempts of every partition key from `from` (inclusive) to `to` (exclusive), in the index
+   * (generation by generation) and the tail. For the API's key lookup.
    */
-  attemptsWhere(
-    indexedSql: string,
-    parameters: object,
-    matches: (partitionKey: string) => boolean,
-  ): Attempt[] {
-    const slices = this.#db
+  attemptsBetween(from: string, to: string): Attempt[] {
+    const range = this.#db
       .prepare(
-        `SELECT ${SLICE} FROM attempt_batch_keys k JOIN attempt_batches b ON b.id = k.batch_id WHERE ${indexedSql}`,
+        `SELECT ${SLICE} FROM attempt_key_generations k JOIN attempt_batches b ON b.id = k.batch_id
+         WHERE k.generation = ? AND k.partition_key >= ? AND k.partition_key < ?`,
       )
-      .pluck()
-      .all(parameters) as Buffer[];
+      .pluck();
+    const slices: Buffer[] = [];
+    for (const generation of this.#generations) {
+      for (const slice of range.all(generation.id, from, to) as Buffer[]) slices.push(slice);
+    }
     const attempts = attemptsOfSlices(slices, this.#placements);
+    const matches = (partitionKey: string) => partitionKey >= from && partitionKey < to;
     for (const [partitionKey, slot] of this.#tail.entries()) {
       if (matches(partitionKey)) this.#tailed(slot, attempts);
     }
@@ -353,6 +409,7 @@ export class AttemptTable implements AttemptLog {
    * tail is read again from what the database holds past `indexed_through`.
    */
   afterRollback(): void {
+    this.#recountTouched();
     const tail = this.#tail;
     tail.clear();
     this.#unwritten.length = 0;
@@ -375,6 +432,26 @@ export class AttemptTable implements AttemptLog {
     }
   }
 
+  /** The outermost transaction committed: what it changed in the generations stays. */
+  committed(): void {
+    this.#touched.clear();
+  }
+
+  /** Counts again the entries of the generations changed since the last commit, as SQLite kept them. */
+  #recountTouched(): void {
+    const recount = this.#db.prepare(
+      'SELECT count(*) AS entries, max(batch_id) AS last FROM attempt_key_generations WHERE generation = ?',
+    );
+    for (const generation of this.#touched) {
+      const { entries, last } = recount.get(generation.id) as { entries: number; last: number | null };
+      this.#indexEntries += entries - generation.entries;
+      generation.entries = entries;
+      const before = this.#generations[this.#generations.indexOf(generation) - 1];
+      generation.lastBatchId = last ?? before?.lastBatchId ?? 0;
+    }
+    this.#touched.clear();
+  }
+
   /** Indexes the tail when it has grown to a batch; inside the caller's transaction. */
   indexIfDue(): void {
     if (this.#tail.size >= this.#options.indexBatchRows) this.indexPending();
@@ -383,25 +460,31 @@ export class AttemptTable implements AttemptLog {
   /** Writes what waits, then moves every batch past the index into it, sorted so each index page is written once. */
   indexPending(): void {
     const through = this.#indexedThrough();
+    const generation = this.#newestGeneration();
     this.#db.transaction(() => {
       this.flush();
-      this.#indexEntries += this.#db
+      const added = this.#db
         .prepare(
-          `INSERT OR IGNORE INTO attempt_batch_keys (partition_key, batch_id, start, length)
-           SELECT j.value ->> 0, b.id, j.value ->> 1, j.value ->> 2
-           FROM attempt_batches b, json_each(b.keys) j WHERE b.id > ? ORDER BY 1, 2`,
+          `INSERT OR IGNORE INTO attempt_key_generations (generation, partition_key, batch_id, start, length)
+           SELECT ?, j.value ->> 0, b.id, j.value ->> 1, j.value ->> 2
+           FROM attempt_batches b, json_each(b.keys) j WHERE b.id > ? ORDER BY 2, 3`,
         )
-        .run(through).changes;
-      this.#db
-        .prepare(
-          'UPDATE attempt_index SET indexed_through = (SELECT max(?, coalesce(max(id), 0)) FROM attempt_batches)',
-        )
-        .run(through);
+        .run(generation.id, through).changes;
+      this.#indexEntries += added;
+      generation.entries += added;
+      this.#touched.add(generation);
+      const { last } = this.#db
+        .prepare('SELECT max(?, coalesce(max(id), 0)) AS last FROM attempt_batches')
+        .get(through) as { last: number };
+      if (added > 0) generation.lastBatchId = last;
+      this.#db.prepare('UPDATE attempt_index SET indexed_through = ? WHERE id = 1').run(last);
     })();
-    // Added before the outer transaction commits: if it rolls back, the filter holds keys the
-    // index does not, which costs a lookup that finds nothing, never a wrong answer.
+    // Added before the outer transaction commits: if it rolls back, the filters hold keys the
+    // index does not, which costs a lookup that finds nothing, never a wrong answer; a generation
+    // the rollback emptied is an empty one.
     for (const partitionKey of this.#tail.keys()) {
       this.#indexedKeys.add(partitionKey);
+      generation.keys.add(partitionKey);
       this.#rebuild?.filter.add(partitionKey);
     }
     this.#tail.clear();
@@ -415,6 +498,26 @@ export class AttemptTable implements AttemptLog {
       this.#indexedKeys = this.#rebuild.filter;
       this.#rebuild = undefined;
     }
+  }
+
+  /** The generation the next indexing inserts into: the newest, or a new one once it holds its share. */
+  #newestGeneration(): Generation {
+    const newest = this.#generations[this.#generations.length - 1];
+    if (newest !== undefined && newest.entries < GENERATION_ENTRIES) return newest;
+    const created: Generation = {
+      id: newest === undefined ? 1 : newest.id + 1,
+      entries: 0,
+      lastBatchId: newest?.lastBatchId ?? 0,
+      // The tail's keys are what an indexing adds: a replay's may be more than a generation's share.
+      keys: new KeyFilter(Math.max(GENERATION_ENTRIES, this.#tail.size)),
+    };
+    this.#generations.push(created);
+    return created;
+  }
+
+  /** The key index's generations and their entries, oldest first; for tests. */
+  get generations(): { id: number; entries: number }[] {
+    return this.#generations.map(({ id, entries }) => ({ id, entries }));
   }
 
   /** Whether the key filter is being rebuilt, and the capacity of the one answering; for tests. */
@@ -444,23 +547,44 @@ export class AttemptTable implements AttemptLog {
       attempts: number;
     }[];
     const deleteKey = this.#db.prepare(
-      'DELETE FROM attempt_batch_keys WHERE partition_key = ? AND batch_id = ?',
+      'DELETE FROM attempt_key_generations WHERE generation = ? AND partition_key = ? AND batch_id = ?',
     );
     const deleteRow = this.#db.prepare('DELETE FROM attempt_batches WHERE id = ?');
     let removed = 0;
     let entries = 0;
     for (const row of rows) {
+      const generation = this.#generationOf(row.id);
+      if (generation !== undefined) this.#touched.add(generation);
       for (const [partitionKey] of JSON.parse(row.keys) as Located[]) {
-        const deleted = deleteKey.run(partitionKey, row.id).changes;
+        if (generation === undefined) break;
+        const deleted = deleteKey.run(generation.id, partitionKey, row.id).changes;
         this.#indexEntries -= deleted;
+        generation.entries -= deleted;
         entries += deleted;
       }
       deleteRow.run(row.id);
       removed += row.attempts;
       if (entries >= maxRows) break;
     }
+    // A generation retention emptied goes with its filter; the newest stays to take entries.
+    this.#generations = this.#generations.filter(
+      (generation, i) => generation.entries > 0 || i === this.#generations.length - 1,
+    );
     if (removed > 0) this.#forgetHotSpans();
     return removed;
+  }
+
+  /** The generation a batch's index entries went into: the first whose range reaches its id. */
+  #generationOf(batchId: number): Generation | undefined {
+    const generations = this.#generations;
+    let lo = 0;
+    let hi = generations.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (generations[mid]!.lastBatchId < batchId) lo = mid + 1;
+      else hi = mid;
+    }
+    return generations[lo];
   }
 
   /** Attempts stored, written or waiting. */
@@ -474,25 +598,40 @@ export class AttemptTable implements AttemptLog {
     return stored + unwritten;
   }
 
-  /** The attempts of the partition key's indexed batches. */
+  /** The attempts of the partition key's indexed batches, generation by generation (so in batch order). */
   #indexed(partitionKey: string): Attempt[] {
-    const attempts = attemptsOfSlices(this.#byKey.all(partitionKey) as Buffer[], this.#placements);
+    const hash = keyHash(partitionKey);
+    const slices: Buffer[] = [];
+    for (const generation of this.#generations) {
+      if (!generation.keys.mayContainHash(hash)) continue;
+      for (const slice of this.#byKey.all(generation.id, partitionKey) as Buffer[]) slices.push(slice);
+    }
+    const attempts = attemptsOfSlices(slices, this.#placements);
     this.#attemptsRead += attempts.length;
     return attempts;
   }
 
   /** An empty filter with room for twice the keys the index holds (entries bound the keys). */
-  #startRebuild(): FilterRebuild {
-    return { filter: new KeyFilter(Math.max(MIN_FILTER_KEYS, 2 * this.#indexEntries)), from: '' };
+  #startRebuild(generations?: ReadonlyMap<number, Generation>): FilterRebuild {
+    const filter = new KeyFilter(Math.max(MIN_FILTER_KEYS, 2 * this.#indexEntries));
+    return generations === undefined
+      ? { filter, fromGeneration: 0, from: '' }
+      : { filter, fromGeneration: 0, from: '', generations };
   }
 
-  /** Adds the index's next keys to the rebuilt filter; true once it holds them all. */
+  /** Adds the index's next keys to the rebuilt filter (and at open their generations'); true once it holds them all. */
   #stepRebuild(rebuild: FilterRebuild): boolean {
     // From the last key read, inclusive: the step reads it again, which costs one add.
-    const keys = this.#keysFrom.all(rebuild.from, REBUILD_STEP_KEYS) as string[];
-    for (const key of keys) rebuild.filter.add(key);
+    const keys = this.#keysFrom.all(rebuild.fromGeneration, rebuild.from, REBUILD_STEP_KEYS) as [
+      number,
+      string,
+    ][];
+    for (const [generation, key] of keys) {
+      rebuild.filter.add(key);
+      rebuild.generations?.get(generation)?.keys.add(key);
+    }
     if (keys.length < REBUILD_STEP_KEYS) return true;
-    rebuild.from = keys[keys.length - 1]!;
+    [rebuild.fromGeneration, rebuild.from] = keys[keys.length - 1]!;
     return false;
   }
 

@@ -35,9 +35,14 @@ export class KeyFilter {
     return this.#probe(value, false);
   }
 
+  /** As `mayContain`, for a string hashed once (`keyHash`) to probe many filters. */
+  mayContainHash(hash: KeyHash): boolean {
+    return this.#probeHash(hash.h1, hash.h2, false);
+  }
+
   /** Visits the value's bits, setting them when `set`; whether all were set before. */
   #probe(value: string, set: boolean): boolean {
-    // Both hashes in one pass over the string: on the ingest path every appended attempt probes.
+    // Hashed here rather than through keyHash, so the probe every appended attempt makes allocates nothing.
     let h1 = SEED_1;
     let h2 = SEED_2;
     for (let i = 0; i < value.length; i++) {
@@ -45,8 +50,10 @@ export class KeyFilter {
       h1 = Math.imul(h1 ^ code, FNV_PRIME);
       h2 = Math.imul(h2 ^ code, FNV_PRIME);
     }
-    h1 = avalanche(h1);
-    h2 = avalanche(h2) | 1;
+    return this.#probeHash(avalanche(h1), avalanche(h2) | 1, set);
+  }
+
+  #probeHash(h1: number, h2: number, set: boolean): boolean {
     const bits = this.#bits;
     let all = true;
     for (let i = 0, at = h1; i < PROBES; i++, at = (at + h2) | 0) {
@@ -59,6 +66,24 @@ export class KeyFilter {
     }
     return all;
   }
+}
+
+/** The two hashes a string's probes are made of, in every filter alike. */
+export interface KeyHash {
+  h1: number;
+  h2: number;
+}
+
+/** The string's two hashes, as `KeyFilter` probes with them (FNV-1a from two seeds, avalanched). */
+export function keyHash(value: string): KeyHash {
+  let h1 = SEED_1;
+  let h2 = SEED_2;
+  for (let i = 0; i < value.length; i++) {
+    const code = value.charCodeAt(i);
+    h1 = Math.imul(h1 ^ code, FNV_PRIME);
+    h2 = Math.imul(h2 ^ code, FNV_PRIME);
+  }
+  return { h1: avalanche(h1), h2: avalanche(h2) | 1 };
 }
 
 const BITS_PER_KEY = 10;

@@ -6,12 +6,9 @@ import type { AttemptTable } from './attempt-table.ts';
  * and those of the key under each tenant (partition key = key + NUL + tenant), or only `tenant`'s.
  */
 export function attemptsOfKey(attempts: AttemptTable, key: string, tenant?: string): Attempt[] {
+  // Partition keys from `key` up to `key` + U+0001 are `key` itself and `key` + NUL + a tenant.
   const found = attempts
-    .attemptsWhere(
-      'k.partition_key = @key OR (k.partition_key > @key || char(0) AND k.partition_key < @key || char(1))',
-      { key },
-      (partitionKey) => partitionKey === key || partitionKey.startsWith(`${key}\u0000`),
-    )
+    .attemptsBetween(key, `${key}\u0001`)
     .filter((attempt) => tenant === undefined || attempt.tenant === tenant);
   return found.sort((a, b) => a.startUnixMillis - b.startUnixMillis || (a.spanId < b.spanId ? -1 : 1));
 }

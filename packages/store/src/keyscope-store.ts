@@ -138,7 +138,10 @@ export class KeyscopeStore {
         cause: error,
       });
     }
-    if (outermost) this.#writeFailures.committed();
+    if (outermost) {
+      this.#attempts.committed();
+      this.#writeFailures.committed();
+    }
     return result;
   }
 

@@ -35,7 +35,7 @@ export const MIGRATIONS: readonly Migration[] = [
   CREATE INDEX attempt_batches_by_end ON attempt_batches (end_ms);
   -- The key index, written in sorted batches behind the ingest path: a copy of each row's keys, so
   -- a lookup reads one key's bytes of a row. attempt_index records how far it has got; rows past
-  -- it are indexed when the store opens.
+  -- it are indexed when the store opens. (Replaced by attempt_key_generations, below.)
   CREATE TABLE attempt_batch_keys (
     partition_key TEXT NOT NULL,
     batch_id INTEGER NOT NULL,
@@ -144,6 +144,24 @@ export const MIGRATIONS: readonly Migration[] = [
     name TEXT PRIMARY KEY,
     body TEXT NOT NULL
   );
+  `,
+  `
+  -- The key index in generations (attempt-table.ts): each indexing inserts its sorted entries into
+  -- the newest generation, a small contiguous part of the B-tree, until it holds its share of
+  -- entries and the next indexing starts another; one key's entries are read generation by
+  -- generation. Keyed by partition key alone, every indexing wrote a page of the whole index per key
+  -- once the index outgrew a batch. The entries indexed before are generation 0.
+  CREATE TABLE attempt_key_generations (
+    generation INTEGER NOT NULL,
+    partition_key TEXT NOT NULL,
+    batch_id INTEGER NOT NULL,
+    start INTEGER NOT NULL,
+    length INTEGER NOT NULL,
+    PRIMARY KEY (generation, partition_key, batch_id)
+  ) WITHOUT ROWID;
+  INSERT INTO attempt_key_generations (generation, partition_key, batch_id, start, length)
+    SELECT 0, partition_key, batch_id, start, length FROM attempt_batch_keys ORDER BY partition_key, batch_id;
+  DROP TABLE attempt_batch_keys;
   `,
 ];
 

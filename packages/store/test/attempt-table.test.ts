@@ -21,7 +21,7 @@ function open(batch: number): KeyscopeStore {
 
 /** Read on the store's own connection: one test reads them inside a transaction it then fails. */
 const indexedRows = () =>
-  connectionOf(store).prepare('SELECT count(*) FROM attempt_batch_keys').pluck().get() as number;
+  connectionOf(store).prepare('SELECT count(*) FROM attempt_key_generations').pluck().get() as number;
 /** Each batch row: its body as text, and where each partition key's array lies in it. */
 const batches = () =>
   (
@@ -459,6 +459,86 @@ describe('the attempt log in SQLite', () => {
     store = open(1000);
     store.transaction(() => expect(store.attemptLog.append('k1', { ...first })).toBe(false));
     expect(store.attemptLog.attemptsOf('k1').map((a) => a.spanId)).toEqual([first.spanId]);
+  });
+
+  describe('a key index holding a long history', () => {
+    /** Random-looking keys, as idempotency keys are (UUIDs): they land all over a sorted index. */
+    const keyOf = (i: number) => `key-${(Math.imul(i + 1, 0x9e3779b1) >>> 0).toString(16)}-${i}`;
+    /** Each key's attempt, by the key's number. */
+    const appended: ReturnType<typeof attempt>[] = [];
+    /** Appends an attempt of each key `from` to `to` - 1, `batch` per transaction (each indexes). */
+    const appendKeys = (from: number, to: number, batch: number) => {
+      for (let at = from; at < to; at += batch) {
+        store.transaction(() => {
+          for (let i = at; i < Math.min(to, at + batch); i++) {
+            appended[i] = attempt(keyOf(i), 'a');
+            store.attemptLog.append(keyOf(i), appended[i]!);
+          }
+        });
+      }
+    };
+    /** WAL frames (pages) the store's commits wrote during `work`, with no checkpoint between. */
+    const pagesWrittenBy = (work: () => void): number => {
+      const db = connectionOf(store);
+      db.pragma('wal_checkpoint(TRUNCATE)');
+      db.pragma('wal_autocheckpoint = 0');
+      work();
+      const [result] = db.pragma('wal_checkpoint(PASSIVE)') as { log: number }[];
+      return result!.log;
+    };
+
+    it('writes the pages of its newest generation only when it indexes, however many keys it holds', () => {
+      store.close();
+      store = open(2_000);
+      // 200,000 keys in ~1,400 pages of index: 2,000 sorted random keys land on ~1,000 of them.
+      appendKeys(0, 200_000, 2_000);
+      const table = store.attemptLog as AttemptTable;
+      // A generation takes indexings until it holds 65,536 entries: 33 of 2,000.
+      expect(table.generations.map((g) => g.entries)).toEqual([66_000, 66_000, 66_000, 2_000]);
+      const pages = pagesWrittenBy(() => appendKeys(200_000, 202_000, 2_000));
+      // The batch row itself is ~15 pages; its generation's part of the index a few dozen.
+      expect(pages).toBeLessThan(150);
+    });
+
+    it('finds and refuses again the attempts of every generation, and after a restart', () => {
+      store.close();
+      store = open(2_000);
+      appendKeys(0, 140_000, 2_000);
+      const table = store.attemptLog as AttemptTable;
+      expect(table.generations).toHaveLength(3);
+      const sampled = [0, 65_999, 66_000, 131_999, 132_000, 139_999];
+      const answersRightly = () => {
+        for (const i of sampled) expect(store.attemptLog.attemptsOf(keyOf(i))).toEqual([appended[i]]);
+        expect(store.attemptsOfKey(keyOf(66_000))).toEqual([appended[66_000]]);
+        store.transaction(() => {
+          for (const i of sampled) expect(store.attemptLog.append(keyOf(i), { ...appended[i]! })).toBe(false);
+        });
+      };
+      answersRightly();
+      store.close();
+      store = open(2_000);
+      expect((store.attemptLog as AttemptTable).generations).toEqual(table.generations);
+      answersRightly();
+    });
+
+    it('drops a generation once retention purged every entry of it', () => {
+      store.close();
+      store = open(2_000);
+      appendKeys(0, 140_000, 2_000);
+      const table = store.attemptLog as AttemptTable;
+      const [first, second] = table.generations;
+      // Every attempt ends at the same time: purging before a later one takes them all, oldest first.
+      while (table.generations[0]!.id === first!.id) {
+        store.purge({
+          attemptsBeforeUnixMillis: TEST_EPOCH_UNIX_MILLIS + 86_400_000,
+          recordsBeforeUnixMillis: 0,
+          maxRows: 5_000,
+        });
+      }
+      expect(table.generations[0]!.id).toBe(second!.id);
+      expect(store.attemptLog.attemptsOf(keyOf(0))).toEqual([]);
+      expect(store.attemptLog.attemptsOf(keyOf(139_999))).toEqual([appended[139_999]]);
+    });
   });
 
   it('rebuilds its key filter a step per indexing once it is full, answering rightly all along', () => {

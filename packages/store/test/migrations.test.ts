@@ -7,6 +7,7 @@ import { isKeyscopeError } from '@keyscope/errors';
 import { activity, server, TEST_EPOCH_UNIX_MILLIS } from '@keyscope/testkit';
 import BetterSqlite3 from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { AttemptTable } from '../src/attempt-table.ts';
 import { KeyscopeStore } from '../src/index.ts';
 import { connectionOf } from '../src/keyscope-store.ts';
 import { KEYSCOPE_APPLICATION_ID, MIGRATIONS, migrate } from '../src/migrations.ts';
@@ -95,13 +96,52 @@ describe('migrations', () => {
     });
   });
 
-  it('gives a new database the whole schema in one migration, marked as keyscope’s', () => {
+  it('gives a new database the whole schema, marked as keyscope’s', () => {
     new KeyscopeStore({ path }).close();
     onDatabase((db) => {
       expect(db.pragma('user_version', { simple: true })).toBe(MIGRATIONS.length);
       expect(db.pragma('application_id', { simple: true })).toBe(KEYSCOPE_APPLICATION_ID);
     });
-    expect(MIGRATIONS).toHaveLength(1);
+  });
+});
+
+describe('the key index in generations', () => {
+  it('takes a key index written before generations as generation 0, every key still found and refused again', () => {
+    const attempts = [0, 1, 2, 3].map((i) => server({ key: `k${i}`, node: 'a', store: 'A', at: i }));
+    const store = new KeyscopeStore({ path, attemptIndexBatchRows: 1 });
+    store.transaction(() => {
+      for (const attempt of attempts) store.attemptLog.append(attempt.key, attempt);
+    });
+    store.close();
+    // The database as the first schema left it: one index keyed by partition key and batch.
+    onDatabase((db) =>
+      db.exec(`
+        CREATE TABLE attempt_batch_keys (
+          partition_key TEXT NOT NULL, batch_id INTEGER NOT NULL, start INTEGER NOT NULL, length INTEGER NOT NULL,
+          PRIMARY KEY (partition_key, batch_id)
+        ) WITHOUT ROWID;
+        INSERT INTO attempt_batch_keys SELECT partition_key, batch_id, start, length FROM attempt_key_generations;
+        DROP TABLE attempt_key_generations;
+        PRAGMA user_version = 1;
+      `),
+    );
+    const reopened = new KeyscopeStore({ path, attemptIndexBatchRows: 1 });
+    try {
+      const table = reopened.attemptLog as AttemptTable;
+      expect(table.generations).toEqual([{ id: 0, entries: 4 }]);
+      for (const attempt of attempts) expect(reopened.attemptLog.attemptsOf(attempt.key)).toEqual([attempt]);
+      const later = server({ key: 'k4', node: 'a', store: 'A', at: 10 });
+      reopened.transaction(() => {
+        for (const attempt of attempts)
+          expect(reopened.attemptLog.append(attempt.key, { ...attempt })).toBe(false);
+        expect(reopened.attemptLog.append(later.key, later)).toBe(true);
+      });
+      // Generation 0 takes entries until it holds its share, as any newest generation does.
+      expect(table.generations).toEqual([{ id: 0, entries: 5 }]);
+    } finally {
+      reopened.close();
+    }
+    onDatabase((db) => expect(tables(db)).not.toContain('attempt_batch_keys'));
   });
 });
 
@@ -218,9 +258,9 @@ describe('the schema', () => {
     expect(Object.keys(rows).sort()).toEqual([
       'activity_chunks',
       'activity_log',
-      'attempt_batch_keys',
       'attempt_batches',
       'attempt_index',
+      'attempt_key_generations',
       'findings',
       'incidents',
       'kafka_incident_parts',
