@@ -47,7 +47,7 @@ const EXPECTED_ROWS: Record<string, string[]> = {
   ],
   'archive analysis': [
     'keyscope analyze, .pb files → JSON report',
-    'keyscope analyze --threads 1',
+    'keyscope analyze --threads <cores>',
     'keyscope in memory: decode + attempts + detector',
     'keyscope decodeTraces alone, all attributes',
     'baseline: protobufjs decode alone',

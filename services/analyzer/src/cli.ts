@@ -79,9 +79,9 @@ const ANALYZE_USAGE = `usage: keyscope analyze [--format table|json|csv|ndjson] 
   --keep-going          report each bad record on stderr (file, byte offset, error code) and
                         analyse the rest
   --max-record-mib N    largest .pb or .json file, or JSON line, after decompression (default ${DEFAULT_MAX_RECORD_MIB})
-  --threads N           threads in all (default ${defaultAnalyzeThreads()}, this machine's cores): N − 1 decode
-                        and extract the records while one reads them and runs the detector; 1 does
-                        everything on one thread. The results are the same with any number
+  --threads N           threads in all (default ${defaultAnalyzeThreads()}): N − 1 decode and extract the records
+                        while one reads them and runs the detector. The results are the same with
+                        any number; on two cores more threads are slower (docs/performance.md)
   -h, --help            show this help
 
 A progress line is drawn on stderr when it is a terminal. Spans go through the same engine as

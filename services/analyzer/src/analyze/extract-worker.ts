@@ -15,7 +15,8 @@ const port = parentPort!;
 port.on('message', (task: ExtractTask) => {
   let reply: ExtractReply;
   try {
-    const decoded = decodeRecord({ ...task, bytes: Buffer.from(task.bytes) }, options);
+    const bytes = Buffer.from(task.bytes.buffer, task.bytes.byteOffset, task.bytes.byteLength);
+    const decoded = decodeRecord({ ...task, bytes }, options);
     reply = isFailure(decoded)
       ? { sequence: task.sequence, failure: decoded }
       : { sequence: task.sequence, extract: extractRecord(decoded, inputs) };

@@ -21,7 +21,7 @@ export type ExtractReply =
 export type ExtractResult = { readonly extract: RecordExtract } | { readonly failure: RecordFailure };
 
 /** Requests handed out per thread before `submit` waits: bounds memory to a few records per thread. */
-const IN_FLIGHT_PER_THREAD = 4;
+const IN_FLIGHT_PER_THREAD = 16;
 /** The result of `submitOutcome`, which no thread makes. */
 const NOTHING: ExtractResult = Object.freeze({ failure: { code: '', message: '' } });
 

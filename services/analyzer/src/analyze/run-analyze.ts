@@ -1,5 +1,4 @@
 import { readFile } from 'node:fs/promises';
-import { availableParallelism } from 'node:os';
 import { defaultMapping, loadMapping, type Mapping } from '@keyscope/attempts';
 import { type DetectorConfig, defaultDetectorConfig } from '@keyscope/detector';
 import { exportChunks } from '../api/finding-export.ts';
@@ -38,11 +37,15 @@ export interface AnalyzeOptions {
 export const DEFAULT_MAX_RECORD_MIB = 64;
 export const MAX_ANALYZE_THREADS = 64;
 
-/** One thread per core. */
+/**
+ * One thread: on the two-core machines keyscope is measured on, extraction threads made analyze
+ * slower (docs/performance.md): the attempts they hand back arrive as copies, without the
+ * decoder's shared strings and placements the detector's lookups rely on, and the detector
+ * stays on one thread. `--threads` is there for machines where decoding dominates.
+ */
 export function defaultAnalyzeThreads(): number {
-  return Math.min(availableParallelism(), MAX_ANALYZE_THREADS);
+  return 1;
 }
-
 export const ANALYZE_EXIT = Object.freeze({ ran: 0, unreadable: 1, usage: 2 });
 
 /** An output stream as far as analyze uses it; process.stdout / process.stderr in the CLI. */
