@@ -51,6 +51,8 @@ export interface CompiledMapping {
   readonly activityBucketMillis: number;
   /** `sideEffectSpans` as a set; null when the mapping names none (the usual case). */
   readonly sideEffectSpans: ReadonlySet<string> | null;
+  /** The key scope the mapping declares for a service's operation (`scopes`); '' when none. */
+  declaredScope(service: string, operation: string): ScopeLevel | '';
   view(resource: Resource): ResourceView;
 }
 
@@ -73,11 +75,22 @@ function createCompiledMapping(mapping: Mapping): CompiledMapping {
   // Spans of one ResourceSpans arrive together, so the last resource answers almost every lookup.
   let lastResource: Resource | undefined;
   let lastView: ResourceView | undefined;
+  // Service and operation → scope; service and '' → the service's scope. Null without `scopes`.
+  const declared =
+    mapping.scopes.length === 0
+      ? null
+      : new Map(
+          mapping.scopes.map((entry) => [`${entry.service}\u0000${entry.operation ?? ''}`, entry.scope]),
+        );
   return {
     names,
     inferOutcomeFromHttp: mapping.inferOutcomeFromHttp,
     activityBucketMillis: mapping.activityBucketMillis,
     sideEffectSpans: mapping.sideEffectSpans.length === 0 ? null : new Set(mapping.sideEffectSpans),
+    declaredScope(service, operation) {
+      if (declared === null) return '';
+      return declared.get(`${service}\u0000${operation}`) ?? declared.get(`${service}\u0000`) ?? '';
+    },
     view(resource) {
       if (resource === lastResource) return lastView!;
       let view = views.get(resource);

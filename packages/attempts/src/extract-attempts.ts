@@ -311,9 +311,14 @@ function serverAttempt(
   view: ResourceView,
 ): ServerAttempt {
   const tenant = tenantOf(span, compiled, view);
+  const operation = operationOf(span, compiled, view);
+  const stated = readText(span.attributes, compiled.names.store, view.fields.store);
+  // Neither a store nor a scope on the span: the scope the mapping declares for it, if any.
+  const keyScope =
+    stated === undefined && scope === '' ? compiled.declaredScope(view.placement.service, operation) : scope;
   const store =
-    readText(span.attributes, compiled.names.store, view.fields.store) ??
-    (scope === 'tenant' ? derivedStoreId(view.placement, scope, tenant) : view.storeByScope[scope]);
+    stated ??
+    (keyScope === 'tenant' ? derivedStoreId(view.placement, keyScope, tenant) : view.storeByScope[keyScope]);
   return {
     kind: 'server',
     key,
@@ -324,10 +329,10 @@ function serverAttempt(
     startUnixMillis: span.startTimeUnixMillis,
     endUnixMillis: span.endTimeUnixMillis,
     placement: view.placement,
-    operation: operationOf(span, compiled, view),
+    operation,
     outcome,
     store,
-    scope,
+    scope: keyScope,
     statusCode,
     failed,
     effect: effectOf(span, compiled, view),

@@ -12,6 +12,7 @@ import {
 } from '@keyscope/errors';
 import { type DecodeOptions, type KeyedAttributeSelection, SpanKind } from '@keyscope/otlp';
 import { parseDocument } from 'yaml';
+import { SCOPE_LEVELS, type ScopeLevel } from './attempt.ts';
 import {
   MAPPING_EMPTY_LIST,
   MAPPING_EMPTY_NAME,
@@ -99,6 +100,14 @@ const MAPPING = configSchema(
      * list may be empty: it is off by default.
      */
     sideEffectSpans: custom(nameList('span', { mayBeEmpty: true }), { default: [] }),
+    /**
+     * Key scopes declared per service (and optionally per operation), for services whose spans
+     * carry neither `idempotency.scope` nor `idempotency.store` (say, only captured headers): their
+     * decisions take the store of that scope (`payments/node:<node>`, store-id.ts) instead of one
+     * unknown store per service. An entry with an operation wins over the service's own; a span's
+     * own scope or store wins over both. Empty (the default): none is declared.
+     */
+    scopes: custom(scopeList, { default: [] }),
   },
   {
     errors: {
@@ -153,6 +162,49 @@ export function parseMapping(value: unknown, sourceName = 'mapping'): Mapping {
     );
   }
   return MAPPING.parse(value, { source: sourceName });
+}
+
+/** One declared key scope: a service's (every operation), or one operation's of it. */
+export interface DeclaredScope {
+  readonly service: string;
+  readonly operation?: string;
+  readonly scope: ScopeLevel;
+}
+
+function scopeList(value: unknown, at: FieldPath): readonly DeclaredScope[] {
+  if (!Array.isArray(value)) throw at.wrongType('a list of { service, operation?, scope }', value);
+  const seen = new Set<string>();
+  return value.map((entry, index) => {
+    const item = at.item(index);
+    const fields = item.object(entry, ['service', 'operation', 'scope']);
+    const text = (name: string, required: boolean): string | undefined => {
+      const field = fields[name];
+      if (field === undefined && !required) return undefined;
+      if (typeof field !== 'string') throw item.child(name).wrongType('a string', field);
+      if (field.trim() === '')
+        throw item.child(name).refuse(MAPPING_EMPTY_NAME, `${item.child(name).name} is empty`);
+      return field;
+    };
+    const service = text('service', true)!;
+    const operation = text('operation', false);
+    const scope = fields.scope;
+    if (typeof scope !== 'string' || !(SCOPE_LEVELS as readonly string[]).includes(scope)) {
+      throw item.child('scope').invalid(`one of ${SCOPE_LEVELS.join(', ')}`, scope);
+    }
+    const where = `${service}\u0000${operation ?? ''}`;
+    if (seen.has(where)) {
+      throw item.refuse(
+        MAPPING_INVALID_VALUE,
+        `${item.name} declares ${service}${operation === undefined ? '' : ` ${operation}`} again`,
+      );
+    }
+    seen.add(where);
+    return Object.freeze({
+      service,
+      ...(operation === undefined ? {} : { operation }),
+      scope: scope as ScopeLevel,
+    });
+  });
 }
 
 /** A list of distinct, non-blank attribute or span names. */

@@ -61,6 +61,57 @@ describe('side-effect spans', () => {
   });
 });
 
+describe('declared key scopes', () => {
+  it('are none by default and read as service, optional operation and scope', () => {
+    expect(defaultMapping().scopes).toEqual([]);
+    expect(
+      parseMapping({
+        scopes: [
+          { service: 'payments', scope: 'node' },
+          { service: 'payments', operation: 'POST /refunds', scope: 'cluster' },
+        ],
+      }).scopes,
+    ).toEqual([
+      { service: 'payments', scope: 'node' },
+      { service: 'payments', operation: 'POST /refunds', scope: 'cluster' },
+    ]);
+  });
+
+  it('give a decision whose span declares neither scope nor store the store of its scope', () => {
+    const mapping = parseMapping({ scopes: [{ service: 'payments', scope: 'node' }] });
+    const decision = (attributes: Record<string, string>) =>
+      extractAttempts(
+        [
+          serverSpan({
+            key: 'k1',
+            outcome: 'miss',
+            resource: resource({ instance: 'payments-a' }),
+            attributes,
+          }),
+        ],
+        mapping,
+      ).attempts[0] as ServerAttempt;
+    expect(decision({})).toMatchObject({ store: 'payments/node:payments-a', scope: 'node' });
+    expect(decision({ 'idempotency.scope': 'cluster' })).toMatchObject({ scope: 'cluster' });
+    expect(decision({ 'idempotency.store': 'redis-1' })).toMatchObject({ store: 'redis-1', scope: '' });
+  });
+
+  it('refuse entries that are not a service, an optional operation and a scope, or that repeat', () => {
+    const code = (scopes: unknown) => codeOf(() => parseMapping({ scopes }));
+    expect(code({ service: 'payments', scope: 'node' })).toBe('KS_MAPPING_WRONG_TYPE');
+    expect(code([{ service: 'payments' }])).toBe('KS_MAPPING_INVALID_VALUE');
+    expect(code([{ service: 'payments', scope: 'rack' }])).toBe('KS_MAPPING_INVALID_VALUE');
+    expect(code([{ service: '', scope: 'node' }])).toBe('KS_MAPPING_EMPTY_NAME');
+    expect(code([{ service: 'payments', scope: 'node', store: 'x' }])).toBe('KS_MAPPING_UNKNOWN_KEY');
+    expect(
+      code([
+        { service: 'payments', scope: 'node' },
+        { service: 'payments', scope: 'cluster' },
+      ]),
+    ).toBe('KS_MAPPING_INVALID_VALUE');
+  });
+});
+
 describe('default mapping', () => {
   it('lists the conventions of docs/design.md', () => {
     const { fields, ...options } = defaultMapping();
@@ -93,6 +144,7 @@ describe('default mapping', () => {
       keyNamespace: 'global',
       activityBucketMillis: 1000,
       sideEffectSpans: [],
+      scopes: [],
     });
   });
 

@@ -38,8 +38,13 @@ function classAdvice(findingClass: FindingClass, facts: AdviceFacts): string {
       return [head, widenAdvice(declared, spread), proxyAdvice(proxies)].filter((s) => s !== '').join(' ');
     }
     case 'same_store_duplicate': {
-      const { race, ttl } = facts;
+      const { race, ttl, storeUnknown } = facts;
       const parts: string[] = [];
+      if (storeUnknown) {
+        parts.push(
+          "Executions of one key ran on different nodes of a service whose spans name no dedup store and declare no key scope, so keyscope cannot tell whether they shared a store. Declare the scope the service's keys have: idempotency.scope (or idempotency.store) on the decision span, or the service's scope in the attribute mapping (scopes); a node-local store then shows as the cross-store duplicate it is.",
+        );
+      }
       if (race) {
         parts.push(
           'Attempts of one key overlapped in time and both executed in the same store: the store admits a key without an in-flight lock. Record the key as in progress atomically before executing (insert-if-absent) and answer concurrent attempts with 409.',
@@ -164,6 +169,8 @@ export interface AdviceFacts {
   proxies: number;
   race: boolean;
   ttl: boolean;
+  /** Some findings ran on different nodes of a service whose spans name no store (`store_unknown`). */
+  storeUnknown: boolean;
   crossTenantReplay: boolean;
   /** Some findings are suspected on an admitted attempt that failed (`effect_unknown`). */
   effectUnknown: boolean;

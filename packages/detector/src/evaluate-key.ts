@@ -1,6 +1,7 @@
 import {
   type Attempt,
   type ClientAttempt,
+  derivedStoreId,
   type ServerAttempt,
   withoutRepeatedLogDecisions,
 } from '@keyscope/attempts';
@@ -90,7 +91,7 @@ export function evaluateKey(
     } else if (stores.length >= 2) findingClass = 'cross_store_duplicate';
     else {
       findingClass = 'same_store_duplicate';
-      cause = causeOfRepeat(executions, evidence);
+      cause = storeUnknownAcrossNodes(executions) ? 'store_unknown' : causeOfRepeat(executions, evidence);
     }
     const found = draft(
       key,
@@ -309,6 +310,18 @@ function chooseReportedDuplicate(duplicates: Duplicate[], tiers: Map<string, Tie
       ) || compareStrings(a.executions[0]!.tenant, b.executions[0]!.tenant),
   );
   return ranked[0]!;
+}
+
+/**
+ * Executions in the store keyscope derives when spans name no store and declare no scope
+ * (`<service>/unknown`, store-id.ts), on different nodes: they may have shared a store or not, so
+ * no cause within one store can be claimed for them.
+ */
+function storeUnknownAcrossNodes(executions: readonly ServerAttempt[]): boolean {
+  const unknown = executions.every(
+    (e) => e.scope === '' && e.store === derivedStoreId(e.placement, '', e.tenant),
+  );
+  return unknown && distinct(executions.map((e) => e.placement.node)).length >= 2;
 }
 
 /**

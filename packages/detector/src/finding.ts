@@ -31,7 +31,10 @@ export const SEVERITY: Readonly<Record<FindingClass, Severity>> = {
 };
 
 /**
- * Why, within a class: `ttl_expired` / `race` for same-store duplicates, `cross_tenant_replay` /
+ * Why, within a class: `ttl_expired` / `race` for same-store duplicates, or `store_unknown` when
+ * the spans name no store and declare no scope (so every node's executions count in one
+ * `<service>/unknown` store) and the executions ran on different nodes — whether they shared a
+ * store is not known, so neither race nor expiry is claimed; `cross_tenant_replay` /
  * `shared_key` for key collisions; for suspected duplicates `effect_unknown` (an earlier attempt
  * failed after admission, and whether its effect committed is unknown) or `execution_unseen` (one
  * execution is in the spans, and the spans say another probably ran where its own spans were lost:
@@ -40,6 +43,7 @@ export const SEVERITY: Readonly<Record<FindingClass, Severity>> = {
 export type FindingCause =
   | 'ttl_expired'
   | 'race'
+  | 'store_unknown'
   | 'cross_tenant_replay'
   | 'shared_key'
   | 'effect_unknown'

@@ -20,6 +20,7 @@ export class IncidentTally {
   #proxies = 0;
   #races = 0;
   #ttls = 0;
+  #storesUnknown = 0;
   #crossTenantReplays = 0;
   #effectsUnknown = 0;
   #executionsUnseen = 0;
@@ -88,6 +89,7 @@ export class IncidentTally {
         proxies: this.#proxies,
         race: this.#races > 0,
         ttl: this.#ttls > 0,
+        storeUnknown: this.#storesUnknown > 0,
         crossTenantReplay: this.#crossTenantReplays > 0,
         effectUnknown: this.#effectsUnknown > 0,
         executionUnseen: this.#executionsUnseen > 0,
@@ -128,6 +130,7 @@ export class IncidentTally {
     if (facts.proxy) this.#proxies += sign;
     if (facts.cause === 'race') this.#races += sign;
     if (facts.cause === 'ttl_expired') this.#ttls += sign;
+    if (facts.cause === 'store_unknown') this.#storesUnknown += sign;
     if (facts.cause === 'cross_tenant_replay') this.#crossTenantReplays += sign;
     if (facts.cause === 'effect_unknown') this.#effectsUnknown += sign;
     if (facts.cause === 'execution_unseen') this.#executionsUnseen += sign;

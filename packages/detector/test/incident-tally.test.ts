@@ -106,6 +106,7 @@ function recomputed(members: Iterable<[Finding, FindingFacts]>): IncidentSummary
     proxies,
     race: causes.has('race'),
     ttl: causes.has('ttl_expired'),
+    storeUnknown: causes.has('store_unknown'),
     crossTenantReplay: causes.has('cross_tenant_replay'),
     effectUnknown: causes.has('effect_unknown'),
     executionUnseen: causes.has('execution_unseen'),

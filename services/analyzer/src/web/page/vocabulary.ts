@@ -21,6 +21,7 @@ export const FINDING_CLASSES = Object.keys(CLASS_LABELS) as FindingClass[];
 export const CAUSE_LABELS: Readonly<Record<NonNullable<FindingCause>, string>> = {
   ttl_expired: 'the key expired before the retry',
   race: 'attempts overlapped (no in-flight lock)',
+  store_unknown: 'the spans name no dedup store and the executions ran on different nodes',
   cross_tenant_replay: "a tenant was served another tenant's replay",
   shared_key: 'tenants generated the same key',
   effect_unknown: 'the first attempt failed after admission; whether its effect committed is unknown',
