@@ -5,6 +5,11 @@ export interface DetectorConfig {
    * (tenant, key) and two tenants sharing a key is not a collision.
    */
   readonly keyNamespace: 'global' | 'tenant';
+  /**
+   * The key scopes the attribute mapping declares (its `scopes`), for the scope report to say where
+   * a tier's scope came from. Absent: none.
+   */
+  readonly declaredScopes?: readonly { readonly service: string; readonly operation?: string }[];
   /** How long a key's attempts are kept and compared (event time). */
   readonly retryHorizonMillis: number;
   /** Keys held in memory; the least recently touched beyond this go to the KeyStateStore. */

@@ -149,7 +149,7 @@ export function createDetector(
   let internerLimit = MIN_INTERNER_LIMIT;
   const routing = new RoutingInference(config);
   const book = new IncidentBook(config);
-  const scopes = new ScopeReport();
+  const scopes = new ScopeReport(config.declaredScopes ?? []);
   /** Findings currently reported, by id: the detector's answer to "what is wrong right now". */
   const current = new Map<string, Finding>();
   /**

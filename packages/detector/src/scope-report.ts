@@ -10,6 +10,12 @@ export interface ScopeReportRow {
   operation: string;
   /** The scope most server attempts declared (`idempotency.scope`); 'unknown' if none did. */
   declaredScope: ScopeLevel | 'unknown';
+  /**
+   * Where the declared scope comes from: `mapping` when the attribute mapping declares the tier's
+   * scope (its spans carry none; a span that names its own scope still wins for its attempts),
+   * `span` when the spans declare it, `unknown` when nothing does.
+   */
+  scopeFrom: 'span' | 'mapping' | 'unknown';
   /** Declarations seen, by level, for the rare tier whose instances disagree. */
   declaredCounts: Partial<Record<ScopeLevel, number>>;
   keys: number;
@@ -66,6 +72,12 @@ interface TierStats {
  */
 export class ScopeReport {
   private readonly tiers = new Map<string, TierStats>();
+  /** `service\0operation` and `service\0` of the scopes the mapping declares. */
+  private readonly mapped: ReadonlySet<string>;
+
+  constructor(declaredScopes: readonly { readonly service: string; readonly operation?: string }[] = []) {
+    this.mapped = new Set(declaredScopes.map((entry) => `${entry.service}\u0000${entry.operation ?? ''}`));
+  }
 
   private stats(tier: string, service: string, operation: string): TierStats {
     let stats = this.tiers.get(tier);
@@ -147,6 +159,13 @@ export class ScopeReport {
         service: stats.service,
         operation: stats.operation,
         declaredScope,
+        scopeFrom:
+          declaredScope === 'unknown'
+            ? 'unknown'
+            : this.mapped.has(`${stats.service}\u0000${stats.operation}`) ||
+                this.mapped.has(`${stats.service}\u0000`)
+              ? 'mapping'
+              : 'span',
         declaredCounts: Object.fromEntries(stats.declared),
         keys: stats.keys,
         keysSpanning: { nodes: stats.spread[1]!, clusters: stats.spread[2]!, regions: stats.spread[3]! },

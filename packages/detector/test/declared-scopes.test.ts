@@ -1,7 +1,7 @@
 import { extractAttempts, type Mapping, parseMapping } from '@keyscope/attempts';
 import { resource, serverSpan, TEST_EPOCH_UNIX_MILLIS } from '@keyscope/attempts/testing';
 import { describe, expect, it } from 'vitest';
-import { createDetector, type Detector, type Finding } from '../src/index.ts';
+import { createDetector, type Detector, defaultDetectorConfig, type Finding } from '../src/index.ts';
 
 /**
  * A service whose spans carry only what HTTP instrumentation captures: the key as a request
@@ -26,7 +26,8 @@ function headerOnlyDetector(mapping: Mapping): Detector {
     });
   // The client gave up on node a and sent the key again to node b, a minute later.
   const spans = [attempt('payments-a', 1, 0), attempt('payments-b', 2, 60_000)];
-  const detector = createDetector();
+  // As serve builds it: the mapping's declared scopes go to the scope report.
+  const detector = createDetector({ ...defaultDetectorConfig(), declaredScopes: mapping.scopes });
   detector.ingest(extractAttempts(spans, mapping));
   detector.flush();
   return detector;
@@ -43,6 +44,17 @@ describe('a service that declares its key scope in the mapping, not on its spans
       class: 'cross_store_duplicate',
       stores: ['payments/node:payments-a', 'payments/node:payments-b'],
     });
+  });
+
+  it('says in the scope report where each tier’s scope comes from', () => {
+    const scopeOf = (mapping: Mapping) =>
+      headerOnlyDetector(mapping)
+        .scopeReport()
+        .map((row) => [row.declaredScope, row.scopeFrom]);
+    expect(
+      scopeOf(parseMapping({ inferOutcomeFromHttp: true, scopes: [{ service: 'payments', scope: 'node' }] })),
+    ).toEqual([['node', 'mapping']]);
+    expect(scopeOf(parseMapping({ inferOutcomeFromHttp: true }))).toEqual([['unknown', 'unknown']]);
   });
 
   it('takes an operation’s own declaration over its service’s', () => {

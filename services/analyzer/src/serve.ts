@@ -72,6 +72,7 @@ export async function startServe(
     ...defaultDetectorConfig(),
     ...config.detector,
     keyNamespace: mapping.keyNamespace,
+    declaredScopes: mapping.scopes,
   });
 
   const stops = new ShutdownStack();

@@ -81,6 +81,7 @@ export async function runAnalyze(options: AnalyzeOptions, io: AnalyzeIo): Promis
   const detectorConfig: DetectorConfig = Object.freeze({
     ...defaultDetectorConfig(),
     keyNamespace: mapping.keyNamespace,
+    declaredScopes: mapping.scopes,
   });
   const say = (line: string) => io.stderr.write(`${PREFIX}${line}\n`);
 

@@ -50,6 +50,7 @@ export async function startDetectRole(
     ...defaultDetectorConfig(),
     ...config.detector,
     keyNamespace: mapping.keyNamespace,
+    declaredScopes: mapping.scopes,
   });
   const kafka = createKafkaClient(kafkaConfig, 'detect', logger);
   const partitionCounts = await ensureTopics(

@@ -52,6 +52,7 @@ export async function startServeRole(
     ...defaultDetectorConfig(),
     ...config.detector,
     keyNamespace: mapping.keyNamespace,
+    declaredScopes: mapping.scopes,
   });
   const kafka = createKafkaClient(kafkaConfig, 'serve', logger);
   await ensureTopics(kafka, topicSpecs(config, ['incidents', 'deadLetter']), kafkaConfig, logger);

@@ -78,7 +78,7 @@ function scopeTable(rows: ScopeRowJson[]): HTMLTableElement {
           { class: `scope-${row.status}` },
           el('th', { scope: 'row' }, row.service),
           el('td', { class: 'wrap-anywhere' }, row.operation),
-          el('td', {}, el('strong', {}, row.declaredScope), declaredMix(row)),
+          el('td', {}, el('strong', {}, row.declaredScope), scopeSource(row), declaredMix(row)),
           el('td', {}, spreadLadder(row)),
           el('td', {}, el('strong', {}, row.smallestCoveringScope)),
           el('td', { class: 'number' }, String(row.keys)),
@@ -91,6 +91,11 @@ function scopeTable(rows: ScopeRowJson[]): HTMLTableElement {
 }
 
 /** Instances of one tier that declare different scopes are a finding in themselves. */
+/** Where the scope comes from, when not from the spans themselves. */
+function scopeSource(row: ScopeRowJson): HTMLElement | null {
+  return row.scopeFrom === 'mapping' ? el('div', { class: 'subtle' }, 'declared in the mapping') : null;
+}
+
 function declaredMix(row: ScopeRowJson): HTMLElement | null {
   const entries = Object.entries(row.declaredCounts);
   if (entries.length < 2) return null;
