@@ -4,6 +4,7 @@ import { defaultMapping, loadMapping, type Mapping } from '@keyscope/attempts';
 import { type DetectorConfig, defaultDetectorConfig } from '@keyscope/detector';
 import { KeyscopeStore } from '@keyscope/store';
 import { startApiWithAlerts } from './api-with-alerts.ts';
+import { BackToBack } from './back-to-back.ts';
 import type { ServeConfig } from './config.ts';
 import { consoleLogger, type Logger, REPEAT_WINDOW_MILLIS, rateLimitedLogger } from './logger.ts';
 import { createMetrics } from './metrics.ts';
@@ -159,42 +160,44 @@ export async function startServe(
 
     const tick = setInterval(() => safely(logger, 'tick', () => pipeline.tick(now())), TICK_MILLIS);
     const retentionMillis = config.retention.findingsDays * 24 * 60 * 60 * 1000;
-    const purge = setInterval(
-      () =>
-        safely(logger, 'retention', () => {
-          const at = now();
-          purgedRows.retention += store.purge({
-            attemptsBeforeUnixMillis: at - config.detector.retryHorizonMillis,
-            recordsBeforeUnixMillis: at - retentionMillis,
-            maxRows: PURGE_CHUNK_ROWS,
-          });
-        }),
-      PURGE_MILLIS,
-    );
-    let sizePurging = false;
-    let stopping = false;
-    const purgeToSize = (resume: boolean) => {
-      sizePurging = false;
-      if (stopping) return;
-      safely(logger, 'size bound', () => {
-        if (!boundSize(store, config, logger, purgedRows, resume)) return;
-        sizePurging = true;
-        setImmediate(() => purgeToSize(true));
+    // Retention purges a chunk at a time, back to back while a chunk comes out full: a backlog (a
+    // service that was down, a busy hour's history passing the horizon) goes at the store's pace,
+    // not one chunk per interval.
+    const retention = new BackToBack(() => {
+      let full = false;
+      safely(logger, 'retention', () => {
+        const at = now();
+        const removed = store.purge({
+          attemptsBeforeUnixMillis: at - config.detector.retryHorizonMillis,
+          recordsBeforeUnixMillis: at - retentionMillis,
+          maxRows: PURGE_CHUNK_ROWS,
+        });
+        purgedRows.retention += removed;
+        full = removed >= PURGE_CHUNK_ROWS;
       });
-    };
-    const sizeBound = setInterval(() => {
-      if (!sizePurging) purgeToSize(false);
-    }, SIZE_BOUND_MILLIS);
+      return full;
+    });
+    const purge = setInterval(() => retention.start(), PURGE_MILLIS);
+    // Past the bound, one purge follows the other until the database is back under its target.
+    const sizeBound = new BackToBack((resume) => {
+      let more = false;
+      safely(logger, 'size bound', () => {
+        more = boundSize(store, config, logger, purgedRows, resume);
+      });
+      return more;
+    });
+    const sizeCheck = setInterval(() => sizeBound.start(), SIZE_BOUND_MILLIS);
     // Without it, a service whose readiness took it out of a load balancer would get no request
     // to try a write with, and stay out once the disk has room again.
     const probe = setInterval(() => {
       if (store.writeFailure !== undefined) safely(logger, 'write probe', () => store.probeWrite());
     }, WRITE_PROBE_MILLIS);
     const flushLog = setInterval(() => logger.flush(), REPEAT_WINDOW_MILLIS);
-    const timers = [tick, purge, sizeBound, probe, flushLog];
+    const timers = [tick, purge, sizeCheck, probe, flushLog];
     for (const timer of timers) timer.unref();
     stops.push(() => {
-      stopping = true;
+      retention.stop();
+      sizeBound.stop();
       for (const timer of timers) clearInterval(timer);
       // What the drained requests changed, regrouped and resolved once more before closing.
       safely(logger, 'tick', () => pipeline.tick(now()));
