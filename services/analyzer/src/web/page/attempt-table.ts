@@ -72,7 +72,12 @@ export function attemptTable(
 }
 
 function sideOf(attempt: AttemptJson): string {
-  if (attempt.kind === 'client') return `client send #${attempt.resendCount}`;
+  if (attempt.kind === 'client') {
+    // A send that carried no key (it timed out before its headers were recorded) is the key's
+    // through the server span under it.
+    const linked = attempt.keyFrom === 'child' ? ', key from its server span' : '';
+    return `client send #${attempt.resendCount}${linked}`;
+  }
   if (attempt.kind === 'arrival') return 'request on server';
   if (attempt.kind === 'effect') return 'side effect';
   return 'store check';
