@@ -7,7 +7,7 @@ import { mainRegion, pageFooter, setPageTitle, showSearchedKey } from './page-fr
 import { formatDateTime, formatDuration } from './time-format.ts';
 import { timelineLegend } from './timeline-legend.ts';
 import { showTimeline } from './timeline-view.ts';
-import { CAUSE_LABELS, CLASS_LABELS, RETRIED_BY_LABELS } from './vocabulary.ts';
+import { CAUSE_LABELS, CLASS_LABELS, EVIDENCE_LABELS, RETRIED_BY_LABELS } from './vocabulary.ts';
 
 /** `/keys/:key`: did this key run twice? Every attempt, client and server side, and its findings. */
 export async function renderKeyPage(config: UiConfig, key: string): Promise<void> {
@@ -126,6 +126,23 @@ function retryTimingText(finding: FindingJson): string {
   return parts.join('; ');
 }
 
+/** What a suspected duplicate rests on: each piece of evidence, its strength, node and span. */
+function suspicionList(suspicion: NonNullable<FindingJson['suspicion']>): HTMLElement {
+  return el(
+    'ul',
+    { class: 'suspicion' },
+    ...suspicion.evidence.map((item) =>
+      el(
+        'li',
+        {},
+        `${EVIDENCE_LABELS[item.kind]} (${item.strength}`,
+        item.node === '' ? '' : `, node ${item.node}`,
+        `; span ${item.traceId}/${item.spanId})`,
+      ),
+    ),
+  );
+}
+
 function findingCard(finding: FindingJson): HTMLElement {
   const event = finding.routing.event;
   const row = (term: string, ...value: (string | Node | null)[]) => [
@@ -163,6 +180,7 @@ function findingCard(finding: FindingJson): HTMLElement {
         finding.routing.affinityBroken ? 'broken: attempts landed on different nodes' : 'held',
       ),
       ...row('Routing event', event === null ? 'none overlapping' : event.description),
+      ...(finding.suspicion === null ? [] : row('Suspected because', suspicionList(finding.suspicion))),
       ...row('Seen', `${formatDateTime(finding.firstSeen)} – ${formatDateTime(finding.lastSeen)}`),
       ...row('Incident', el('a', { href: pageHref('incidents', finding.incidentId) }, finding.incidentId)),
     ),

@@ -1,5 +1,11 @@
 import type { Outcome } from '@keyscope/attempts';
-import type { FindingCause, RetriedBy, RoutingEventType, Severity } from '@keyscope/detector';
+import type {
+  FindingCause,
+  RetriedBy,
+  RoutingEventType,
+  Severity,
+  SuspicionEvidenceKind,
+} from '@keyscope/detector';
 import type { FindingClass } from './api-types.ts';
 
 /*
@@ -26,6 +32,14 @@ export const CAUSE_LABELS: Readonly<Record<NonNullable<FindingCause>, string>> =
   shared_key: 'tenants generated the same key',
   effect_unknown: 'the first attempt failed after admission; whether its effect committed is unknown',
   execution_unseen: 'one execution is in the traces; another probably ran on a node whose spans were lost',
+};
+
+export const EVIDENCE_LABELS: Readonly<Record<SuspicionEvidenceKind, string>> = {
+  send_reset: 'a send was reset with no server span under it',
+  send_cut_off: 'a send got no answer with no server span under it',
+  unexplained_in_progress: 'a store answered in progress for a lock no visible execution held',
+  arrival_without_decision: 'a request reached a node that died before recording its decision',
+  failed_after_admission: 'an admitted attempt failed, its effect unknown',
 };
 
 export const OUTCOME_LABELS: Readonly<Record<Outcome, string>> = {

@@ -1,3 +1,4 @@
+import { StatusCode } from '@keyscope/otlp';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Chromium, launchChromium } from './chromium.ts';
@@ -9,6 +10,8 @@ import { feedSpans, type RunningKeyscope, startKeyscope } from './running-keysco
  * takes it as the key's through the server span under it, and the key page says so.
  */
 const KEY = 'order-linked-1';
+/** A key whose first execution failed after admission, with nothing said about its effect. */
+const SUSPECTED = 'order-suspected-1';
 
 let keyscope: RunningKeyscope;
 let browser: Chromium;
@@ -25,13 +28,33 @@ beforeAll(async () => {
   // The first send, the one that timed out, without the key it would have carried.
   const timedOut = spans.find((span) => span.attributes['error.type'] === 'timeout')!;
   delete timedOut.attributes['idempotency.key'];
-  await feedSpans(keyscope, spans);
+  const suspected = retriedKey({
+    key: SUSPECTED,
+    traceNumber: 12,
+    startUnixMillis: Date.now() - 50_000,
+    retryAfterMillis: 1500,
+  });
+  const failed = suspected.find((span) => span.attributes['idempotency.outcome'] === 'miss')!;
+  failed.status = { code: StatusCode.ERROR, message: 'upstream timeout' };
+  failed.attributes['http.response.status_code'] = 504;
+  await feedSpans(keyscope, [...spans, ...suspected]);
   page = await browser.context.newPage();
 }, 60_000);
 
 afterAll(async () => {
   await browser?.close();
   await keyscope?.stop();
+});
+
+describe('a suspected duplicate', () => {
+  it('says on the key page what it rests on', async () => {
+    await page.goto(`${keyscope.url}/keys/${encodeURIComponent(SUSPECTED)}`);
+    await page.locator('main h1').waitFor();
+    const because = page
+      .locator('dt', { hasText: 'Suspected because' })
+      .locator('xpath=following-sibling::dd[1]');
+    expect(await because.textContent()).toContain('an admitted attempt failed, its effect unknown');
+  });
 });
 
 describe('a send that carried no key', () => {
