@@ -11,6 +11,7 @@ import {
   type Span,
   SpanKind,
 } from '@keyscope/otlp';
+import { at, prng, splice } from '@keyscope/otlp/testing';
 import { KeyscopeStore } from '@keyscope/store';
 import { span } from '@keyscope/testkit';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -24,17 +25,6 @@ import { DetectionPipeline } from '../src/pipeline/detection-pipeline.ts';
  * known code) — never another exception — and the detector must tick promptly afterwards.
  */
 
-/** mulberry32: every run mutates the same way, so a failure reproduces from its iteration. */
-function prng(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 const pick = <T>(random: () => number, items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
 
 const NOW = Date.UTC(2026, 11, 1, 12, 0, 0);
@@ -145,22 +135,8 @@ function withNanos(bytes: Uint8Array, millis: number, nanos: bigint): Uint8Array
   return out;
 }
 
-type Mutation = (input: Uint8Array, random: () => number) => Uint8Array;
-const at = (random: () => number, length: number) => Math.floor(random() * Math.max(length, 1));
-function splice(
-  input: Uint8Array,
-  position: number,
-  deleted: number,
-  inserted: ArrayLike<number>,
-): Uint8Array {
-  const end = Math.min(input.length, position + deleted);
-  const out = new Uint8Array(position + inserted.length + input.length - end);
-  out.set(input.subarray(0, position));
-  out.set(inserted, position);
-  out.set(input.subarray(end), position + inserted.length);
-  return out;
-}
-const BYTE_MUTATIONS: Mutation[] = [
+/** The byte mutations this test applies (its length prefixes claim up to 2^35 bytes). */
+const BYTE_MUTATIONS: ((input: Uint8Array, random: () => number) => Uint8Array)[] = [
   (input, random) => {
     const out = input.slice();
     if (out.length > 0) out[at(random, out.length)]! ^= 1 << at(random, 8);
