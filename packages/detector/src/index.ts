@@ -29,10 +29,12 @@ export {
 export { type Incident, type IncidentStatus, incidentOfMembers } from './incidents.ts';
 export type { RoutingEvent, RoutingEventType } from './routing-event.ts';
 export {
+  COVERAGE_COUNTS,
   covers,
   type ScopeReportRow,
   type ScopeReportState,
   type SpreadLevel,
   spreadOf,
+  type TierCoverage,
 } from './scope-report.ts';
 export { mayHideExecution, readSend, type SendReading } from './unseen-execution.ts';

@@ -67,6 +67,11 @@ export class KeyTable {
     return slot;
   }
 
+  /** The key's slot, without touching its recency (`find` makes it the most recent). */
+  peek(key: string): number | undefined {
+    return this.#slots.get(key);
+  }
+
   add(key: string): number {
     let slot = this.#free.pop();
     if (slot === undefined) {
@@ -102,6 +107,11 @@ export class KeyTable {
   attemptCount(key: string): number {
     const slot = this.#slots.get(key);
     return slot === undefined ? 0 : this.#attempts[slot]!;
+  }
+
+  /** Attempts the slot's key has observed. */
+  attemptsAt(slot: number): number {
+    return this.#attempts[slot]!;
   }
 
   /** Whether the slot's key reached `maxAttemptsPerKey`. */

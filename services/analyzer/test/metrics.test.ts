@@ -47,6 +47,8 @@ describe('Prometheus metrics', () => {
         cappedAttempts: 190_000,
         hotKeys: 1,
         internedNames: 12,
+        coverageEntries: 40,
+        coverageEvictedEntries: 7,
         watermarkUnixMillis: 0,
       }),
       openIncidents: () => 1,
