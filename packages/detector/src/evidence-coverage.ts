@@ -4,31 +4,33 @@ import { SlotTable } from './slot-table.ts';
 /**
  * Evidence coverage (`TierCoverage`) counted by a bounded event-time join: each keyed attempt
  * registers what it waits for (an arrival its decision, a request with a parent its send, a send
- * its server span) and resolves what waits for it, among the open attempts of its key. An attempt
- * is final once the watermark is `allowedLatenessMillis` past its end; then it is counted into its
- * tier's sums and forgotten. A key is counted (`keys`, `keysFullyVisible`) when its last open
- * attempt is final: "keys seen whole within the allowed lateness", so a key whose attempts come
- * again after it was counted counts again.
+ * its server span) and resolves what waits for it, among the open attempts of its key whose end is
+ * within the allowed lateness of its own. The attempts of a key are counted in clusters: in order
+ * of end, cut where one ends more than the lateness after the one before. A cluster is final once
+ * the watermark is twice the lateness past its newest end (an attempt that could still join it
+ * ends within the lateness of it, and has arrived by then); then each of its attempts is counted
+ * into its tier's sums, the key once at each tier it reached (`keys`, `keysFullyVisible`), and all
+ * of it forgotten: "keys seen whole within the allowed lateness", so a key whose attempts come
+ * again after a pause longer than the lateness counts again.
  *
  * The open attempts are held per key (a window), and the windows in a ring of buckets of a tenth
- * of the lateness, by their newest attempt's end: a window is visited once that end is final, when
- * it is counted whole, or, when newer attempts came meanwhile, its attempts already final are
- * counted and it goes to its newest end's bucket. So the ring costs per key, not per attempt, and
- * an attempt is final at most a bucket late, or, in a key that keeps getting attempts, at most one
- * lateness late.
+ * of the lateness, by their newest end plus the lateness: a window is visited when its bucket
+ * is final, its final clusters counted and the rest moved to a later bucket. So the ring costs per
+ * key, not per attempt; a cluster is counted at most a bucket after it is final.
  *
- * What it holds is bounded by the lateness window, never by the retry horizon: the attempts whose
- * key had one within the lateness of the watermark, and a small map from (client service, target)
- * to the tier its answered sends landed at. Past `maxEntries` open attempts, the windows of the
+ * What it holds is bounded by the lateness window, never by the retry horizon: the attempts of
+ * keys that had one within twice the lateness of the watermark, and a small map from (client
+ * service, target) to the tier its answered sends landed at. A key whose attempts never pause is
+ * counted in pieces past HOT_WINDOW attempts; past `maxEntries` open attempts, the windows of the
  * oldest bucket are counted early (`evictedEntries`).
  *
- * Within the lateness the sums do not depend on the order attempts arrive in: two attempts of a
- * key are matched whenever the later of them arrives before the earlier is final, and every
- * verdict is taken when an attempt is final, from what matched it.
+ * Within the lateness the sums do not depend on the order attempts arrive in: matches and
+ * clusters are functions of the attempts' own times, and an attempt no later than the lateness
+ * arrives before anything it belongs with is counted.
  */
 export class EvidenceCoverage {
   private readonly bucketMillis: number;
-  /** Buckets in the ring: the lateness, the bucket being filled and one of margin. */
+  /** Buckets in the ring: twice the lateness (a window closes that long after its newest end), and margin. */
   private readonly ringSize: number;
   private readonly slots: KeyWindow[][];
   /** The bucket each ring slot holds; NaN when none. */
@@ -80,7 +82,7 @@ export class EvidenceCoverage {
     private readonly countsOf: (service: string, operation: string) => TierCounts,
   ) {
     this.bucketMillis = Math.max(1, allowedLatenessMillis / BUCKETS_PER_LATENESS);
-    this.ringSize = Math.ceil(allowedLatenessMillis / this.bucketMillis) + 2;
+    this.ringSize = Math.ceil((2 * allowedLatenessMillis) / this.bucketMillis) + 3;
     this.slots = Array.from({ length: this.ringSize }, () => []);
     this.slotBucket = new Float64Array(this.ringSize).fill(Number.NaN);
   }
@@ -116,9 +118,9 @@ export class EvidenceCoverage {
     if (window === undefined) {
       const opened = (this.freeWindows.pop() ?? new KeyWindow()).reset(slot, seenBefore);
       this.windows.add(slot, opened);
-      opened.hold(entry);
+      opened.hold(entry, this.allowedLatenessMillis);
       this.place(opened);
-    } else window.hold(entry);
+    } else window.hold(entry, this.allowedLatenessMillis);
     if (++this.openEntries > this.maxEntries) this.evictOldest();
   }
 
@@ -207,14 +209,16 @@ export class EvidenceCoverage {
     return slot < 0 ? slot + this.ringSize : slot;
   }
 
-  /** Puts the window in the bucket of its newest attempt's end. */
+  /**
+   * Puts the window in the bucket where it may close: its newest attempt's end plus the lateness,
+   * the latest end an attempt that still joins one of its clusters can have.
+   */
   private place(window: KeyWindow): void {
     if (Number.isNaN(this.origin)) {
       this.origin = window.maxEndUnixMillis;
-      // The ring holds the lateness before the first attempt, and the bucket after it.
-      this.finalBelow = 2 - this.ringSize;
+      this.finalBelow = 0;
     }
-    const bucket = this.bucketOf(window.maxEndUnixMillis);
+    const bucket = this.bucketOf(window.maxEndUnixMillis + this.allowedLatenessMillis);
     if (bucket < this.finalBelow) this.overdue.push(window);
     else if (bucket >= this.finalBelow + this.ringSize) this.far.push(window);
     else {
@@ -232,19 +236,12 @@ export class EvidenceCoverage {
     this.slotBucket[slot] = Number.NaN;
   }
 
-  /** A window whose bucket is final: counted whole, or, if newer attempts came, in part. */
+  /** A window whose bucket came: its final clusters are counted, the rest waits in a later bucket. */
   private visit(window: KeyWindow, limit: number): void {
-    if (this.bucketOf(window.maxEndUnixMillis) <= limit) {
-      this.finalizeWindow(window);
-      return;
-    }
-    window.takeFinal((entry) => this.bucketOf(entry.endUnixMillis) <= limit, this.finalEntries);
-    for (const entry of this.finalEntries) this.finalize(entry, window);
-    this.finalEntries.length = 0;
-    this.place(window);
+    this.countClusters(window, limit, false);
+    if (window.openCount() === 0) this.release(window);
+    else this.place(window);
   }
-
-  private readonly finalEntries: Entry[] = [];
 
   private evictOldest(): void {
     let oldest = -1;
@@ -268,9 +265,50 @@ export class EvidenceCoverage {
   }
 
   private finalizeWindow(window: KeyWindow): void {
-    const entries = window.entries;
-    for (let i = 0; i < entries.length; i++) this.finalize(entries[i]!, window);
-    this.finalizeKey(window);
+    this.countClusters(window, Number.POSITIVE_INFINITY, true);
+    this.release(window);
+  }
+
+  private release(window: KeyWindow): void {
+    if (!window.detached) this.windows.delete(window.slot);
+    window.clear();
+    if (this.freeWindows.length < POOLED) this.freeWindows.push(window);
+  }
+
+  /**
+   * Counts the window's clusters that are final (`all`: every one): its attempts in order of end,
+   * cut where one ends more than the lateness after the one before. A cluster is final once its
+   * newest end is twice the lateness behind the watermark (`limit`, the last final bucket): an
+   * attempt that could still join it would end within the lateness of it, and have arrived by
+   * then. So clusters, like matches, are the same whatever order the attempts came in. A window
+   * past HOT_WINDOW attempts that never pause is counted in pieces of its attempts already final.
+   */
+  private countClusters(window: KeyWindow, limit: number, all: boolean): void {
+    const entries = window.sortedByEnd();
+    const lateness = this.allowedLatenessMillis;
+    let from = 0;
+    while (from < entries.length) {
+      let to = from + 1;
+      while (to < entries.length && entries[to]!.endUnixMillis - entries[to - 1]!.endUnixMillis <= lateness)
+        to++;
+      if (!all && this.bucketOf(entries[to - 1]!.endUnixMillis + lateness) > limit) break;
+      this.countCluster(window, entries, from, to);
+      from = to;
+    }
+    if (!all && entries.length - from > HOT_WINDOW) {
+      let to = from;
+      while (to < entries.length && this.bucketOf(entries[to]!.endUnixMillis + lateness) <= limit) to++;
+      if (to > from) this.countCluster(window, entries, from, to);
+      from = to;
+    }
+    window.dropFirst(from);
+  }
+
+  /** Counts the attempts `from`..`to` of the window's sorted entries, and their key once. */
+  private countCluster(window: KeyWindow, entries: readonly Entry[], from: number, to: number): void {
+    window.startCount();
+    for (let i = from; i < to; i++) this.finalize(entries[i]!, window);
+    this.countKey(window);
   }
 
   /** Counts one attempt's verdicts into its tier, and what its key's count needs into its window. */
@@ -302,9 +340,8 @@ export class EvidenceCoverage {
     if (this.freeEntries.length < POOLED) this.freeEntries.push(entry);
   }
 
-  /** Counts the key at each tier it had a request at, once its every open attempt is final. */
-  private finalizeKey(window: KeyWindow): void {
-    if (!window.detached) this.windows.delete(window.slot);
+  /** Counts the key of a cluster at each tier it had a request at. */
+  private countKey(window: KeyWindow): void {
     const learns = ++this.sinceLearned >= LEARN_EVERY;
     for (let at = 0; at < window.routeCount; at++) {
       const route = window.routes[at]!;
@@ -328,8 +365,8 @@ export class EvidenceCoverage {
       count(tier, KEYS);
       if (!window.hidden.includes(tier)) count(tier, KEYS_FULLY_VISIBLE);
     }
-    window.clear();
-    if (this.freeWindows.length < POOLED) this.freeWindows.push(window);
+    // A later cluster of the key goes on from this one's resend counts.
+    window.continues = true;
   }
 
   private learnRoute(service: string, target: string, tier: TierCounts): void {
@@ -375,6 +412,8 @@ const POOLED = 65_536;
 const MAX_ROUTES = 10_000;
 /** Open attempts of one key past which it indexes them by span id instead of scanning them. */
 const INDEXED_WINDOW = 32;
+/** Open attempts of one key past which a key that never pauses is counted in pieces. */
+const HOT_WINDOW = 256;
 /** Resend counts above it are not checked for gaps (one bit each in a 31-bit mask). */
 const MAX_CHECKED_RESEND = 30;
 
@@ -471,7 +510,9 @@ class KeyWindow {
   continues = false;
   /** The newest end among its attempts: the window's bucket. */
   maxEndUnixMillis = Number.NEGATIVE_INFINITY;
-  readonly entries: Entry[] = [];
+  private readonly entries: Entry[] = [];
+  /** Whether `entries` is in order of end. */
+  private sorted = true;
   /** By span id and by parent span id, once the key holds more than INDEXED_WINDOW open attempts. */
   private index: Map<string, Entry[]> | undefined;
   /** Tiers the key had a request at. */
@@ -488,6 +529,7 @@ class KeyWindow {
     this.continues = continues;
     this.maxEndUnixMillis = Number.NEGATIVE_INFINITY;
     this.routeCount = 0;
+    this.sorted = true;
     return this;
   }
 
@@ -504,18 +546,26 @@ class KeyWindow {
     return this.entries.length;
   }
 
-  /** Links the entry with its parent and children among the open attempts, and holds it. */
-  hold(entry: Entry): void {
+  /**
+   * Links the entry with its parent and children among the open attempts whose end is within the
+   * lateness of its own (so that what matches does not depend on when windows close), and holds it.
+   */
+  hold(entry: Entry, lateness: number): void {
     const entries = this.entries;
     if (entry.endUnixMillis > this.maxEndUnixMillis) this.maxEndUnixMillis = entry.endUnixMillis;
     if (this.index !== undefined) {
-      this.matchIndexed(entry, this.index);
+      this.matchIndexed(entry, this.index, lateness);
     } else {
       for (let i = 0; i < entries.length; i++) {
         const other = entries[i]!;
         if (other.spanId === entry.parentSpanId) {
-          if (other.traceId === entry.traceId) link(other, entry);
-        } else if (other.parentSpanId === entry.spanId && other.traceId === entry.traceId) link(entry, other);
+          if (other.traceId === entry.traceId && near(other, entry, lateness)) link(other, entry);
+        } else if (
+          other.parentSpanId === entry.spanId &&
+          other.traceId === entry.traceId &&
+          near(other, entry, lateness)
+        )
+          link(entry, other);
       }
       if (entries.length === INDEXED_WINDOW) {
         const index = new Map<string, Entry[]>();
@@ -524,33 +574,68 @@ class KeyWindow {
       }
     }
     entries.push(entry);
+    this.sorted = false;
     if (this.index !== undefined) indexEntry(this.index, entry);
   }
 
-  /** Moves the entries that are `final` into `into`, keeping the others. */
-  takeFinal(final: (entry: Entry) => boolean, into: Entry[]): void {
-    const entries = this.entries;
-    let kept = 0;
-    for (let i = 0; i < entries.length; i++) {
-      const entry = entries[i]!;
-      if (final(entry)) {
-        into.push(entry);
-        if (this.index !== undefined) {
-          unindex(this.index, entry.spanId, entry);
-          if (entry.parentSpanId !== '') unindex(this.index, entry.parentSpanId, entry);
+  /** Its entries in order of end (sorted in place, once per change). */
+  sortedByEnd(): readonly Entry[] {
+    if (!this.sorted) {
+      // Insertion sort: a window holds a handful of attempts, most already in order.
+      const entries = this.entries;
+      for (let i = 1; i < entries.length; i++) {
+        const entry = entries[i]!;
+        let at = i;
+        while (at > 0 && entries[at - 1]!.endUnixMillis > entry.endUnixMillis) {
+          entries[at] = entries[at - 1]!;
+          at--;
         }
-      } else entries[kept++] = entry;
+        entries[at] = entry;
+      }
+      this.sorted = true;
     }
-    entries.length = kept;
+    return this.entries;
   }
 
-  private matchIndexed(entry: Entry, index: Map<string, Entry[]>): void {
+  /** Drops the first `count` entries in order of end (counted). */
+  dropFirst(count: number): void {
+    if (count === 0) return;
+    const entries = this.entries;
+    if (this.index !== undefined) {
+      for (let i = 0; i < count; i++) {
+        const entry = entries[i]!;
+        unindex(this.index, entry.spanId, entry);
+        if (entry.parentSpanId !== '') unindex(this.index, entry.parentSpanId, entry);
+      }
+    }
+    if (count === entries.length) entries.length = 0;
+    else entries.splice(0, count);
+  }
+
+  /** Starts counting one cluster: what the key's count needs, from nothing. */
+  startCount(): void {
+    if (this.tiers.length > 0) this.tiers.length = 0;
+    if (this.hidden.length > 0) this.hidden.length = 0;
+    this.routeCount = 0;
+  }
+
+  private matchIndexed(entry: Entry, index: Map<string, Entry[]>, lateness: number): void {
     if (entry.parentSpanId !== '') {
       for (const other of index.get(entry.parentSpanId) ?? [])
-        if (other.spanId === entry.parentSpanId && other.traceId === entry.traceId) link(other, entry);
+        if (
+          other.spanId === entry.parentSpanId &&
+          other.traceId === entry.traceId &&
+          near(other, entry, lateness)
+        )
+          link(other, entry);
     }
     for (const other of index.get(entry.spanId) ?? [])
-      if (other.parentSpanId === entry.spanId && other.traceId === entry.traceId) link(entry, other);
+      if (
+        other.parentSpanId === entry.spanId &&
+        other.traceId === entry.traceId &&
+        near(other, entry, lateness)
+      )
+        link(entry, other);
   }
 
   requestAt(tier: TierCounts): void {
@@ -586,6 +671,10 @@ function resendGap(resends: number, continues: boolean): boolean {
   if (resends === 0) return false;
   const from = continues ? resends >>> (31 - Math.clz32(resends & -resends)) : resends;
   return (from & (from + 1)) !== 0;
+}
+
+function near(a: Entry, b: Entry, lateness: number): boolean {
+  return Math.abs(a.endUnixMillis - b.endUnixMillis) <= lateness;
 }
 
 function count(tier: TierCounts, figure: number, by = 1): void {
