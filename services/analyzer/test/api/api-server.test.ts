@@ -258,6 +258,27 @@ describe('key lookup, scope report, health and docs', () => {
     });
   });
 
+  it('serves how much of each tier keyscope sees', async () => {
+    ingest(duplicate('k1', 0));
+    // Counted once final: the end of the input here.
+    detector.flush();
+    const body = (await api().inject('/api/v1/scopes')).json();
+    expect(body.items[0].coverage).toEqual({
+      arrivals: 0,
+      arrivalsWithDecision: 0,
+      requests: 0,
+      requestsWithSend: 0,
+      keys: 1,
+      keysFullyVisible: 1,
+      sends: 0,
+      sendsWithServerSpan: 0,
+      arrivalsWithDecisionRatio: null,
+      requestsWithSendRatio: null,
+      keysFullyVisibleRatio: 1,
+      sendsWithServerSpanRatio: null,
+    });
+  });
+
   it('answers readiness, metrics and the OpenAPI document', async () => {
     const app = api();
     expect((await app.inject('/readyz')).statusCode).toBe(200);
