@@ -9,6 +9,7 @@ export {
   type DetectorStats,
 } from './detector.ts';
 export { evaluateKey, type FindingDraft, tierName } from './evaluate-key.ts';
+export { type EvidenceAttempt, type EvidenceGap, evidenceGapsOf } from './evidence-gaps.ts';
 export { type ExecutionOutcome, type ExecutionOutcomes, executionOutcomes } from './execution-outcome.ts';
 export {
   FINDING_CLASSES,
