@@ -285,19 +285,19 @@ export class EvidenceCoverage {
    */
   private countClusters(window: KeyWindow, limit: number, all: boolean): void {
     const entries = window.sortedByEnd();
+    const held = window.openCount();
     const lateness = this.allowedLatenessMillis;
     let from = 0;
-    while (from < entries.length) {
+    while (from < held) {
       let to = from + 1;
-      while (to < entries.length && entries[to]!.endUnixMillis - entries[to - 1]!.endUnixMillis <= lateness)
-        to++;
+      while (to < held && entries[to]!.endUnixMillis - entries[to - 1]!.endUnixMillis <= lateness) to++;
       if (!all && this.bucketOf(entries[to - 1]!.endUnixMillis + lateness) > limit) break;
       this.countCluster(window, entries, from, to);
       from = to;
     }
-    if (!all && entries.length - from > HOT_WINDOW) {
+    if (!all && held - from > HOT_WINDOW) {
       let to = from;
-      while (to < entries.length && this.bucketOf(entries[to]!.endUnixMillis + lateness) <= limit) to++;
+      while (to < held && this.bucketOf(entries[to]!.endUnixMillis + lateness) <= limit) to++;
       if (to > from) this.countCluster(window, entries, from, to);
       from = to;
     }
@@ -360,10 +360,10 @@ export class EvidenceCoverage {
       if (resendGap(route.resends, window.continues)) window.hide(tier);
     }
     const tiers = window.tiers;
-    for (let i = 0; i < tiers.length; i++) {
+    for (let i = 0; i < window.tierCount; i++) {
       const tier = tiers[i]!;
       count(tier, KEYS);
-      if (!window.hidden.includes(tier)) count(tier, KEYS_FULLY_VISIBLE);
+      if (!window.isHidden(tier)) count(tier, KEYS_FULLY_VISIBLE);
     }
     // A later cluster of the key goes on from this one's resend counts.
     window.continues = true;
@@ -510,15 +510,22 @@ class KeyWindow {
   continues = false;
   /** The newest end among its attempts: the window's bucket. */
   maxEndUnixMillis = Number.NEGATIVE_INFINITY;
+  /**
+   * Its open attempts: the first `size` (the arrays keep their length across keys, as setting a
+   * length of 0 would free their storage and the next key allocate it again).
+   */
   private readonly entries: Entry[] = [];
+  private size = 0;
   /** Whether `entries` is in order of end. */
   private sorted = true;
   /** By span id and by parent span id, once the key holds more than INDEXED_WINDOW open attempts. */
   private index: Map<string, Entry[]> | undefined;
-  /** Tiers the key had a request at. */
+  /** Tiers the key had a request at, the first `tierCount`. */
   readonly tiers: TierCounts[] = [];
-  /** Tiers where some of the key's evidence is missing. */
-  readonly hidden: TierCounts[] = [];
+  tierCount = 0;
+  /** Tiers where some of the key's evidence is missing, the first `hiddenCount`. */
+  private readonly hidden: TierCounts[] = [];
+  private hiddenCount = 0;
   /** Its sends' routes, the first `routeCount` in use; kept across keys, as almost every key has one. */
   readonly routes: Route[] = [];
   routeCount = 0;
@@ -535,15 +542,14 @@ class KeyWindow {
 
   /** Empties it for reuse (what it held is counted). */
   clear(): void {
-    // Setting a length costs even when it is already 0.
-    if (this.entries.length > 0) this.entries.length = 0;
+    this.size = 0;
     this.index = undefined;
-    if (this.tiers.length > 0) this.tiers.length = 0;
-    if (this.hidden.length > 0) this.hidden.length = 0;
+    this.tierCount = 0;
+    this.hiddenCount = 0;
   }
 
   openCount(): number {
-    return this.entries.length;
+    return this.size;
   }
 
   /**
@@ -556,7 +562,7 @@ class KeyWindow {
     if (this.index !== undefined) {
       this.matchIndexed(entry, this.index, lateness);
     } else {
-      for (let i = 0; i < entries.length; i++) {
+      for (let i = 0; i < this.size; i++) {
         const other = entries[i]!;
         if (other.spanId === entry.parentSpanId) {
           if (other.traceId === entry.traceId && near(other, entry, lateness)) link(other, entry);
@@ -567,23 +573,23 @@ class KeyWindow {
         )
           link(entry, other);
       }
-      if (entries.length === INDEXED_WINDOW) {
+      if (this.size === INDEXED_WINDOW) {
         const index = new Map<string, Entry[]>();
-        for (const held of entries) indexEntry(index, held);
+        for (let i = 0; i < this.size; i++) indexEntry(index, entries[i]!);
         this.index = index;
       }
     }
-    entries.push(entry);
+    entries[this.size++] = entry;
     this.sorted = false;
     if (this.index !== undefined) indexEntry(this.index, entry);
   }
 
-  /** Its entries in order of end (sorted in place, once per change). */
+  /** Its entries in order of end, the first `openCount()` (sorted in place, once per change). */
   sortedByEnd(): readonly Entry[] {
     if (!this.sorted) {
       // Insertion sort: a window holds a handful of attempts, most already in order.
       const entries = this.entries;
-      for (let i = 1; i < entries.length; i++) {
+      for (let i = 1; i < this.size; i++) {
         const entry = entries[i]!;
         let at = i;
         while (at > 0 && entries[at - 1]!.endUnixMillis > entry.endUnixMillis) {
@@ -608,14 +614,14 @@ class KeyWindow {
         if (entry.parentSpanId !== '') unindex(this.index, entry.parentSpanId, entry);
       }
     }
-    if (count === entries.length) entries.length = 0;
-    else entries.splice(0, count);
+    for (let i = count; i < this.size; i++) entries[i - count] = entries[i]!;
+    this.size -= count;
   }
 
   /** Starts counting one cluster: what the key's count needs, from nothing. */
   startCount(): void {
-    if (this.tiers.length > 0) this.tiers.length = 0;
-    if (this.hidden.length > 0) this.hidden.length = 0;
+    this.tierCount = 0;
+    this.hiddenCount = 0;
     this.routeCount = 0;
   }
 
@@ -639,11 +645,17 @@ class KeyWindow {
   }
 
   requestAt(tier: TierCounts): void {
-    if (!this.tiers.includes(tier)) this.tiers.push(tier);
+    for (let i = 0; i < this.tierCount; i++) if (this.tiers[i] === tier) return;
+    this.tiers[this.tierCount++] = tier;
   }
 
   hide(tier: TierCounts): void {
-    if (!this.hidden.includes(tier)) this.hidden.push(tier);
+    if (!this.isHidden(tier)) this.hidden[this.hiddenCount++] = tier;
+  }
+
+  isHidden(tier: TierCounts): boolean {
+    for (let i = 0; i < this.hiddenCount; i++) if (this.hidden[i] === tier) return true;
+    return false;
   }
 
   sendFinal(send: Entry): void {
