@@ -407,7 +407,7 @@ const BUCKETS_PER_LATENESS = 10;
  */
 const LEARN_EVERY = 16;
 /** Final entries and windows kept for reuse. */
-const POOLED = 65_536;
+const POOLED = 4096;
 /** (client service, target) pairs learned; past it, unanswered sends on new pairs count nowhere. */
 const MAX_ROUTES = 10_000;
 /** Open attempts of one key past which it indexes them by span id instead of scanning them. */
