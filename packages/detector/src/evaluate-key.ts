@@ -17,7 +17,7 @@ import {
 } from './finding.ts';
 import { stableId } from './ids.ts';
 import { eventCovers, type RoutingEvent } from './routing-event.ts';
-import { suspectUnseenExecution } from './unseen-execution.ts';
+import { hasUnseenExecutionMarks, suspectUnseenExecution } from './unseen-execution.ts';
 
 /** A finding before it is placed in an incident. */
 export type FindingDraft = Omit<Finding, 'incidentId'>;
@@ -172,6 +172,7 @@ function unseenExecution(
   routing: RoutingLookup,
   config: DetectorConfig,
 ): FindingDraft | null {
+  if (!hasUnseenExecutionMarks(evidence)) return null;
   for (const tier of tiers.values()) {
     for (const requests of byTenant(tier.server)) {
       const executions = requests.filter((a) => a.outcome === 'miss' && outcomes(a) !== 'not_executed');
