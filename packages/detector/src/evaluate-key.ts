@@ -2,6 +2,7 @@ import {
   type Attempt,
   type ClientAttempt,
   derivedStoreId,
+  partitionKey,
   type ServerAttempt,
   withoutRepeatedLogDecisions,
 } from '@keyscope/attempts';
@@ -15,7 +16,7 @@ import {
   SEVERITY,
   type Suspicion,
 } from './finding.ts';
-import { stableId } from './ids.ts';
+import { findingId } from './ids.ts';
 import { eventCovers, type RoutingEvent } from './routing-event.ts';
 import { hasUnseenExecutionMarks, suspectUnseenExecution } from './unseen-execution.ts';
 
@@ -425,7 +426,7 @@ function draft(
     idleMillis = second.start - first.end;
   }
   return {
-    id: stableId('f', [findingClass, key]),
+    id: findingId(findingClass, partitionKey(evidence[0]!, config)),
     key,
     class: findingClass,
     cause,
