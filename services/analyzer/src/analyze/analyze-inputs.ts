@@ -40,7 +40,7 @@ export interface AnalyzeInputsOptions {
   /** After each record: bytes read so far over all inputs, spans decoded so far. */
   readonly onProgress?: (bytesRead: number, spans: number) => void;
   /** Threads that decode and extract while this one reads and detects; absent: all on this thread. */
-  readonly workers?: ExtractWorkers;
+  readonly workers?: Pick<ExtractWorkers, 'submit' | 'submitOutcome' | 'drain'>;
 }
 
 export interface InputsOutcome {
@@ -65,6 +65,7 @@ export async function analyzeInputs(
   let stoppedAt: BadRecord | null = null;
   const { workers } = options;
   for (const input of inputs) {
+    if (stoppedAt !== null) break;
     summary.files++;
     const counter: ByteCounter = { rawBytes: 0, gzip: false };
     const readBefore = summary.bytesRead;
@@ -105,16 +106,22 @@ export async function analyzeInputs(
         }
         if (stoppedAt !== null) break;
       }
-      await workers?.drain();
     } finally {
       summary.bytesRead = readBefore + counter.rawBytes;
       // Closes the file when its records were not read to the end.
       if (!input.stdin) await (raw as AsyncGenerator<Buffer>).return(undefined);
     }
-    if (stoppedAt !== null) return { summary, stoppedAt };
-    if (file.clean) summary.analysedAny = true;
+    // A file read to its end without a bad record was analysed, even when it held no spans.
+    const ended = () => {
+      if (stoppedAt === null && file.clean) summary.analysedAny = true;
+    };
+    // With threads, in its turn after the file's records; the next file is read meanwhile: waiting
+    // for each file's records here would leave the threads one record at a time to work on.
+    if (workers === undefined) ended();
+    else await workers.submitOutcome(ended);
   }
-  return { summary, stoppedAt: null };
+  await workers?.drain();
+  return { summary, stoppedAt };
 }
 
 /** Decodes and analyses one record on this thread; the bad record when it does not decode. */
