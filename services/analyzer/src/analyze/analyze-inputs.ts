@@ -40,7 +40,7 @@ export interface AnalyzeInputsOptions {
   /** After each record: bytes read so far over all inputs, spans decoded so far. */
   readonly onProgress?: (bytesRead: number, spans: number) => void;
   /** Threads that decode and extract while this one reads and detects; absent: all on this thread. */
-  readonly workers?: Pick<ExtractWorkers, 'submit' | 'submitOutcome' | 'drain'>;
+  readonly workers?: Pick<ExtractWorkers, 'poll' | 'submit' | 'submitOutcome' | 'drain'>;
 }
 
 export interface InputsOutcome {
@@ -64,6 +64,12 @@ export async function analyzeInputs(
   const summary: InputsSummary = { files: 0, records: 0, badRecords: 0, bytesRead: 0, analysedAny: false };
   let stoppedAt: BadRecord | null = null;
   const { workers } = options;
+  // Records are analysed on this thread until a thread has loaded, then all go to the threads.
+  let handOff = false;
+  const threaded = async () => {
+    if (!handOff && workers !== undefined) handOff = await workers.poll();
+    return handOff;
+  };
   for (const input of inputs) {
     if (stoppedAt !== null) break;
     summary.files++;
@@ -95,12 +101,12 @@ export async function analyzeInputs(
         if (item.kind === 'bad') {
           const bad = badRecord(input, item.error, item.offsetBytes, item.line, decompressed);
           // Records handed to threads before it come first.
-          if (workers === undefined) account(bad);
-          else await workers.submitOutcome(() => account(bad));
-        } else if (workers === undefined) {
+          if (!(await threaded())) account(bad);
+          else await workers!.submitOutcome(() => account(bad));
+        } else if (!(await threaded())) {
           account(ingest(item, input, analysis, decompressed));
         } else {
-          await workers.submit(item, (result) => {
+          await workers!.submit(item, (result) => {
             if (stoppedAt === null) account(applied(result, item, input, analysis, decompressed));
           });
         }
@@ -117,10 +123,10 @@ export async function analyzeInputs(
     };
     // With threads, in its turn after the file's records; the next file is read meanwhile: waiting
     // for each file's records here would leave the threads one record at a time to work on.
-    if (workers === undefined) ended();
-    else await workers.submitOutcome(ended);
+    if (!handOff) ended();
+    else await workers!.submitOutcome(ended);
   }
-  await workers?.drain();
+  if (handOff) await workers!.drain();
   return { summary, stoppedAt };
 }
 

@@ -1,6 +1,8 @@
+import { setImmediate } from 'node:timers/promises';
 import { Worker } from 'node:worker_threads';
-import type { ExtractionInputs, RecordExtract } from './analysis.ts';
+import { AttemptBatchDecoder } from '@keyscope/attempts';
 import type { RecordFailure } from './decode-record.ts';
+import type { ExtractionInputs, RecordExtract } from './record-extract.ts';
 import type { InputRecord } from './record-reader.ts';
 
 /** A request handed to an extraction thread; its bytes are a copy the thread owns. */
@@ -12,10 +14,13 @@ export interface ExtractTask {
 }
 
 export type ExtractReply =
-  | { readonly sequence: number; readonly extract: RecordExtract }
+  /** The record's extract but for its attempts, which are `batch` (see AttemptBatchEncoder). */
+  | (Omit<RecordExtract, 'extracted'> & { readonly sequence: number; readonly batch: Uint8Array })
   | { readonly sequence: number; readonly failure: RecordFailure }
   /** A bug, not a bad record: the run stops with it. */
-  | { readonly sequence: number; readonly crash: string };
+  | { readonly sequence: number; readonly crash: string }
+  /** Sent once, when the thread has loaded and takes records. */
+  | { readonly ready: true };
 
 /** What a record became: its extract, or why it did not decode. */
 export type ExtractResult = { readonly extract: RecordExtract } | { readonly failure: RecordFailure };
@@ -29,10 +34,13 @@ const NOTHING: ExtractResult = Object.freeze({ failure: { code: '', message: '' 
  * Threads that decode requests and extract their attempts for `keyscope analyze`, while the main
  * thread reads the files and runs the one detector. Results come back in any order and are handed
  * to `done` in the order the records were submitted, so the detector sees exactly the sequence one
- * thread would: the same findings, incidents and ids.
+ * thread would: the same findings, incidents and ids. Each thread's attempts arrive as one buffer
+ * per record, decoded here in the order that thread encoded them.
  */
 export class ExtractWorkers {
   readonly #workers: Worker[];
+  readonly #decoders: AttemptBatchDecoder[];
+  #ready = false;
   readonly #waiting = new Map<number, (result: ExtractResult) => void>();
   readonly #arrived = new Map<number, ExtractResult>();
   #submitted = 0;
@@ -46,9 +54,10 @@ export class ExtractWorkers {
     const entry = new URL('./extract-worker.ts', import.meta.url).href;
     // The CLI is TypeScript run through tsx: each thread registers it before loading its entry.
     const bootstrap = `import(${JSON.stringify(tsx)}).then(({ register }) => { register(); return import(${JSON.stringify(entry)}); });`;
-    this.#workers = Array.from({ length: threads }, () => {
+    this.#decoders = Array.from({ length: threads }, () => new AttemptBatchDecoder());
+    this.#workers = this.#decoders.map((decoder) => {
       const worker = new Worker(bootstrap, { eval: true, workerData: inputs });
-      worker.on('message', (reply: ExtractReply) => this.#arrive(reply));
+      worker.on('message', (reply: ExtractReply) => this.#arrive(reply, decoder));
       worker.on('error', (error) => this.#fail(error));
       worker.on('exit', (code) => {
         if (code !== 0 && !this.#closing)
@@ -60,6 +69,17 @@ export class ExtractWorkers {
 
   get threads(): number {
     return this.#workers.length;
+  }
+
+  /**
+   * Lets the threads' messages in (a turn of the event loop) and says whether a thread has loaded
+   * and takes records. Until then a caller does better to analyse records itself than to let them
+   * wait; once it submitted one, it submits the rest, for them to stay in order.
+   */
+  async poll(): Promise<boolean> {
+    if (!this.#ready) await setImmediate();
+    this.#check();
+    return this.#ready;
   }
 
   /**
@@ -102,15 +122,26 @@ export class ExtractWorkers {
     await Promise.all(this.#workers.map((worker) => worker.terminate()));
   }
 
-  #arrive(reply: ExtractReply): void {
+  #arrive(reply: ExtractReply, decoder: AttemptBatchDecoder): void {
+    if ('ready' in reply) {
+      this.#ready = true;
+      return;
+    }
     if ('crash' in reply) {
       this.#fail(new Error(`an extraction thread failed: ${reply.crash}`));
       return;
     }
-    this.#arrived.set(
-      reply.sequence,
-      'extract' in reply ? { extract: reply.extract } : { failure: reply.failure },
-    );
+    if ('failure' in reply) {
+      this.#arrived.set(reply.sequence, { failure: reply.failure });
+    } else {
+      const { sequence, batch, ...counts } = reply;
+      try {
+        this.#arrived.set(sequence, { extract: { extracted: decoder.decode(batch), ...counts } });
+      } catch (error) {
+        this.#fail(error as Error);
+        return;
+      }
+    }
     this.#deliver();
   }
 

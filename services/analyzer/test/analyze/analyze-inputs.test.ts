@@ -3,11 +3,12 @@ import { Readable } from 'node:stream';
 import { defaultMapping } from '@keyscope/attempts';
 import { defaultDetectorConfig } from '@keyscope/detector';
 import { describe, expect, it } from 'vitest';
-import { Analysis, extractRecord } from '../../src/analyze/analysis.ts';
+import { Analysis } from '../../src/analyze/analysis.ts';
 import { analyzeInputs } from '../../src/analyze/analyze-inputs.ts';
 import { decodeRecord, isFailure } from '../../src/analyze/decode-record.ts';
 import type { ExtractResult, ExtractWorkers } from '../../src/analyze/extract-workers.ts';
 import { listInputs } from '../../src/analyze/input-files.ts';
+import { extractRecord } from '../../src/analyze/record-extract.ts';
 import type { InputRecord } from '../../src/analyze/record-reader.ts';
 import { protobufRequest, simulatedFailover, temporaryFolder, writeInput } from './simulated-archive.ts';
 
@@ -15,13 +16,17 @@ import { protobufRequest, simulatedFailover, temporaryFolder, writeInput } from 
  * Extraction threads as analyzeInputs sees them, on this thread: records are extracted when
  * submitted but handed back only when drained, and what was submitted before is counted.
  */
-class HeldThreads implements Pick<ExtractWorkers, 'submit' | 'submitOutcome' | 'drain'> {
+class HeldThreads implements Pick<ExtractWorkers, 'poll' | 'submit' | 'submitOutcome' | 'drain'> {
   readonly #held: (() => void)[] = [];
   /** Records submitted before each drain. */
   readonly submittedAtDrain: number[] = [];
   #submitted = 0;
 
   constructor(readonly analysis: Analysis) {}
+
+  async poll(): Promise<boolean> {
+    return true;
+  }
 
   async submit(record: InputRecord, done: (result: ExtractResult) => void): Promise<void> {
     this.#submitted++;
