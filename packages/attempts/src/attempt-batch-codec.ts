@@ -108,7 +108,6 @@ export class AttemptBatchEncoder {
   #placements = new Map<Placement, number>();
   readonly #out = new Values();
   #newNames: string[] = [];
-  #texts = new Map<string, number>();
   #textList: string[] = [];
 
   constructor(limits: AttemptBatchCodecLimits = defaultAttemptBatchCodecLimits()) {
@@ -121,7 +120,6 @@ export class AttemptBatchEncoder {
     out.intCount = 0;
     out.floatCount = 0;
     this.#newNames = [];
-    this.#texts = new Map();
     this.#textList = [];
     const sends = batch.keylessSends ?? [];
     const codes = Object.entries(batch.refusals.byCode);
@@ -288,13 +286,9 @@ export class AttemptBatchEncoder {
     return id;
   }
 
+  /** Not looked up: a repeated id costs its characters again, less than hashing every id would. */
   #text(text: string): number {
-    const known = this.#texts.get(text);
-    if (known !== undefined) return known;
-    const ref = -1 - this.#textList.length;
-    this.#texts.set(text, ref);
-    this.#textList.push(text);
-    return ref;
+    return -1 - (this.#textList.push(text) - 1);
   }
 }
 
