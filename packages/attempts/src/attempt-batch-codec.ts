@@ -114,8 +114,14 @@ export class AttemptBatchEncoder {
     this.#limits = limits;
   }
 
-  /** The batch as bytes that own their ArrayBuffer (transfer `bytes.buffer`). Reads the batch only. */
-  encode(batch: CheckedAttempts): Uint8Array<ArrayBuffer> {
+  /**
+   * The batch as bytes: written at the start of `into` when it has room (and starts 8-aligned in
+   * its buffer, a SharedArrayBuffer's included), else in an ArrayBuffer of their own to transfer.
+   * Reads the batch only.
+   */
+  encode(batch: CheckedAttempts): Uint8Array<ArrayBuffer>;
+  encode(batch: CheckedAttempts, into: Uint8Array<ArrayBufferLike>): Uint8Array<ArrayBufferLike>;
+  encode(batch: CheckedAttempts, into?: Uint8Array<ArrayBufferLike>): Uint8Array<ArrayBufferLike> {
     const out = this.#out;
     out.intCount = 0;
     out.floatCount = 0;
@@ -157,8 +163,11 @@ export class AttemptBatchEncoder {
     const intsStart = lengthsStart + strings.length * 4;
     const floatsStart = Math.ceil((intsStart + out.intCount * 4) / 8) * 8;
     const charsStart = floatsStart + out.floatCount * 8;
-    const buffer = new ArrayBuffer(charsStart + joined.length * (twoByte ? 2 : 1));
-    const header = new Int32Array(buffer, 0, HEADER_INTS);
+    const size = charsStart + joined.length * (twoByte ? 2 : 1);
+    const fits = into !== undefined && into.byteLength >= size && into.byteOffset % 8 === 0;
+    const buffer = fits ? into.buffer : new ArrayBuffer(size);
+    const at = fits ? into.byteOffset : 0;
+    const header = new Int32Array(buffer, at, HEADER_INTS);
     header[HEADER.version] = VERSION;
     header[HEADER.reset] = reset ? 1 : 0;
     header[HEADER.ints] = out.intCount;
@@ -171,14 +180,14 @@ export class AttemptBatchEncoder {
     header[HEADER.sends] = sends.length;
     header[HEADER.activity] = batch.activity.length;
     header[HEADER.refusalCodes] = codes.length;
-    const lengths = new Int32Array(buffer, lengthsStart, strings.length);
+    const lengths = new Int32Array(buffer, at + lengthsStart, strings.length);
     for (let i = 0; i < strings.length; i++) lengths[i] = strings[i]!.length;
-    new Int32Array(buffer, intsStart, out.intCount).set(out.ints.subarray(0, out.intCount));
-    new Float64Array(buffer, floatsStart, out.floatCount).set(out.floats.subarray(0, out.floatCount));
-    const chars = Buffer.from(buffer, charsStart);
+    new Int32Array(buffer, at + intsStart, out.intCount).set(out.ints.subarray(0, out.intCount));
+    new Float64Array(buffer, at + floatsStart, out.floatCount).set(out.floats.subarray(0, out.floatCount));
+    const chars = Buffer.from(buffer, at + charsStart, size - charsStart);
     // Both write code units as they are: a lone surrogate stays one (UTF-8 would replace it).
     chars.write(joined, twoByte ? 'utf16le' : 'latin1');
-    return new Uint8Array(buffer);
+    return new Uint8Array(buffer, at, size);
   }
 
   #attempt(a: Attempt): void {
@@ -301,8 +310,11 @@ export class AttemptBatchDecoder {
   #floats: Float64Array<ArrayBufferLike> = new Float64Array(0);
   #floatAt = 0;
 
-  /** A batch `AttemptBatchEncoder.encode` made, in its turn after the batches encoded before it. */
-  decode(bytes: Uint8Array): CheckedAttempts {
+  /**
+   * A batch `AttemptBatchEncoder.encode` made, in its turn after the batches encoded before it.
+   * Nothing decoded refers to `bytes` after: they may be written over (or reused) at once.
+   */
+  decode(bytes: Uint8Array<ArrayBufferLike>): CheckedAttempts {
     const header = new Int32Array(bytes.buffer, bytes.byteOffset, HEADER_INTS);
     if (header[HEADER.version] !== VERSION)
       throw new RangeError(`attempt batch version must be ${VERSION}, received ${header[HEADER.version]}`);

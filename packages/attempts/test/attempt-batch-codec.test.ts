@@ -146,6 +146,24 @@ describe('attempt batches as bytes', () => {
     expect(second!.activity[0]!.placement).toBe(first!.attempts[0]!.placement);
   });
 
+  it('write into shared memory when it has room, else into a buffer of their own', () => {
+    const [small, large] = [attemptsOfEveryShape(), simulatedBatches()[0]!];
+    const shared = new Uint8Array(new SharedArrayBuffer(64 * 1024), 8 * 1024, 4 * 1024);
+    const encoder = new AttemptBatchEncoder();
+    const decoder = new AttemptBatchDecoder();
+    const inPlace = encoder.encode(small, shared);
+    expect(inPlace.buffer).toBe(shared.buffer);
+    expect(inPlace.byteOffset).toBe(shared.byteOffset);
+    expect(decoder.decode(inPlace)).toEqual(small);
+    const own = encoder.encode(large, shared);
+    expect(own.buffer).not.toBe(shared.buffer);
+    expect(decoder.decode(own)).toEqual(large);
+    // Written over at once: nothing decoded before reads the bytes again.
+    const decoded = decoder.decode(encoder.encode(small, shared));
+    shared.fill(0);
+    expect(decoded).toEqual(small);
+  });
+
   it('forget names and placements on both sides together when the limits would be exceeded', () => {
     const batches = simulatedBatches();
     const encoder = new AttemptBatchEncoder({ maxNames: 2_000, maxPlacements: 40 });

@@ -12,7 +12,7 @@ import { extractRecord } from './record-extract.ts';
 /**
  * An extraction thread of `keyscope analyze` (extract-workers.ts): decodes each request it is
  * handed and extracts its attempts, as `Analysis.ingest` does on the main thread, and hands them
- * back as one transferred buffer (AttemptBatchEncoder; the main thread holds its decoder).
+ * back as one batch of bytes (AttemptBatchEncoder; the main thread holds its decoder).
  */
 const { inputs, slots } = workerData as ExtractThreadData;
 const options = mappingDecodeOptions(inputs.mapping, 'all');
@@ -20,27 +20,34 @@ const encoder = new AttemptBatchEncoder();
 const port = parentPort!;
 
 port.on('message', (task: ExtractTask) => {
-  let reply: ExtractReply;
   try {
-    // A slot is read before the reply, which hands it back: the decoder keeps no view of it.
+    const slot = 'slot' in task ? new Uint8Array(slots, task.slot * SLOT_BYTES, SLOT_BYTES) : undefined;
     const bytes =
       'slot' in task
         ? Buffer.from(slots, task.slot * SLOT_BYTES, task.length)
         : Buffer.from(task.bytes.buffer, task.bytes.byteOffset, task.bytes.byteLength);
     const decoded = decodeRecord({ ...task, bytes }, options);
     if (isFailure(decoded)) {
-      reply = { sequence: task.sequence, failure: decoded };
-    } else {
-      const { extracted, spans, firstUnixMillis, lastUnixMillis } = extractRecord(decoded, inputs);
-      const batch = encoder.encode(extracted);
-      reply = { sequence: task.sequence, batch, spans, firstUnixMillis, lastUnixMillis };
-      port.postMessage(reply, [batch.buffer]);
+      port.postMessage({ sequence: task.sequence, failure: decoded } satisfies ExtractReply);
       return;
     }
+    const { extracted, spans, firstUnixMillis, lastUnixMillis } = extractRecord(decoded, inputs);
+    const counts = { sequence: task.sequence, spans, firstUnixMillis, lastUnixMillis };
+    // The attempts go back in the record's slot when they fit (its bytes are decoded by now, and
+    // the decoder keeps no view of them): a buffer per reply is memory the main thread's
+    // collector would have to find and free.
+    const batch = slot === undefined ? encoder.encode(extracted) : encoder.encode(extracted, slot);
+    if (batch.buffer === slots) {
+      port.postMessage({ ...counts, batchLength: batch.byteLength } satisfies ExtractReply);
+    } else {
+      port.postMessage({ ...counts, batch } satisfies ExtractReply, [batch.buffer as ArrayBuffer]);
+    }
   } catch (error) {
-    reply = { sequence: task.sequence, crash: String((error as Error)?.stack ?? error) };
+    port.postMessage({
+      sequence: task.sequence,
+      crash: String((error as Error)?.stack ?? error),
+    } satisfies ExtractReply);
   }
-  port.postMessage(reply);
 });
 // Until a thread says so, the main thread analyses the records itself rather than wait.
 port.postMessage({ ready: true } satisfies ExtractReply);

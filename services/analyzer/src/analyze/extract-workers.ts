@@ -7,8 +7,8 @@ import type { InputRecord } from './record-reader.ts';
 
 /**
  * A request handed to an extraction thread: its bytes are in one of the thread's slots (`slot`,
- * `length`), which are the thread's to read until it replies; or, for a record larger than a slot,
- * `bytes`, a copy the thread owns.
+ * `length`), which is the thread's to read, and then to write the reply's attempts in, until this
+ * thread has decoded the reply; or, for a record larger than a slot, `bytes`, a copy the thread owns.
  */
 export type ExtractTask = {
   readonly sequence: number;
@@ -24,8 +24,14 @@ export interface ExtractThreadData {
 }
 
 export type ExtractReply =
-  /** The record's extract but for its attempts, which are `batch` (see AttemptBatchEncoder). */
-  | (Omit<RecordExtract, 'extracted'> & { readonly sequence: number; readonly batch: Uint8Array })
+  /**
+   * The record's extract but for its attempts (see AttemptBatchEncoder): `batchLength` bytes at the
+   * start of the record's slot, or `batch`, transferred, when they did not fit or it had none.
+   */
+  | (Omit<RecordExtract, 'extracted'> & { readonly sequence: number } & (
+        | { readonly batchLength: number }
+        | { readonly batch: Uint8Array }
+      ))
   | { readonly sequence: number; readonly failure: RecordFailure }
   /** A bug, not a bad record: the run stops with it. */
   | { readonly sequence: number; readonly crash: string }
@@ -167,25 +173,31 @@ export class ExtractWorkers {
       this.#ready = true;
       return;
     }
-    const slot = thread.slotOf.get(reply.sequence);
-    if (slot !== undefined) {
-      thread.slotOf.delete(reply.sequence);
-      thread.free.push(slot);
-    }
     if ('crash' in reply) {
       this.#fail(new Error(`an extraction thread failed: ${reply.crash}`));
       return;
     }
+    const slot = thread.slotOf.get(reply.sequence);
     if ('failure' in reply) {
       this.#arrived.set(reply.sequence, { failure: reply.failure });
     } else {
-      const { sequence, batch, ...counts } = reply;
+      const { sequence, spans, firstUnixMillis, lastUnixMillis } = reply;
+      const batch =
+        'batch' in reply
+          ? reply.batch
+          : thread.slots.subarray(slot! * SLOT_BYTES, slot! * SLOT_BYTES + reply.batchLength);
       try {
-        this.#arrived.set(sequence, { extract: { extracted: thread.decoder.decode(batch), ...counts } });
+        const extracted = thread.decoder.decode(batch);
+        this.#arrived.set(sequence, { extract: { extracted, spans, firstUnixMillis, lastUnixMillis } });
       } catch (error) {
         this.#fail(error as Error);
         return;
       }
+    }
+    // Decoded: the slot is free for the next record.
+    if (slot !== undefined) {
+      thread.slotOf.delete(reply.sequence);
+      thread.free.push(slot);
     }
     this.#deliver();
   }
