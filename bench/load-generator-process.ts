@@ -1,6 +1,6 @@
 import type { ChildProcess } from 'node:child_process';
 import { forkTypeScript, nextMessage } from './fork-typescript.ts';
-import type { LoadGeneratorCommand, LoadGeneratorReply, LoadResult } from './load-generator.ts';
+import type { LoadGeneratorCommand, LoadGeneratorReply, LoadResult, Pacing } from './load-generator.ts';
 
 /** The parent's handle on the load generator's process (load-generator.ts). */
 export class LoadGeneratorProcess {
@@ -22,8 +22,14 @@ export class LoadGeneratorProcess {
     return reply.payloads;
   }
 
-  async run(url: string, requests: number, connections: number): Promise<LoadResult> {
-    const reply = await this.#send({ type: 'run', url, requests, connections });
+  async run(url: string, requests: number, connections: number, pacing?: Pacing): Promise<LoadResult> {
+    const reply = await this.#send({
+      type: 'run',
+      url,
+      requests,
+      connections,
+      ...(pacing === undefined ? {} : { pacing }),
+    });
     if (reply.type !== 'ran') throw new Error(`load generator: ${describe(reply)}`);
     return reply.result;
   }

@@ -1,4 +1,5 @@
 import { Agent, request } from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { readPayloadFile } from './payload-file.ts';
 
 /**
@@ -9,7 +10,17 @@ import { readPayloadFile } from './payload-file.ts';
 
 export type LoadGeneratorCommand =
   | { type: 'load'; file: string }
-  | { type: 'run'; url: string; requests: number; connections: number };
+  | { type: 'run'; url: string; requests: number; connections: number; pacing?: Pacing };
+
+/**
+ * Sending at a fixed rate instead of as fast as answers come: request i is due
+ * `i × intervalMillis` after the first, whatever the answers before it (an open loop, as
+ * independent clients send), with at most `connections` in flight. Its latency is counted from
+ * when it was due, so a request held back by a full set of connections counts that wait too.
+ */
+export interface Pacing {
+  intervalMillis: number;
+}
 
 export type LoadGeneratorReply =
   | { type: 'loaded'; payloads: number }
@@ -33,10 +44,10 @@ export interface LoadResult {
 let bodies: Buffer[] = [];
 
 /**
- * Sends `requests` posts, payloads in file order (cycling), `connections` at a time: each
- * connection sends its next payload as soon as the previous one is answered.
+ * Sends `requests` posts, payloads in file order (cycling), `connections` at a time: unpaced, each
+ * connection sends its next payload as soon as the previous one is answered; paced, see Pacing.
  */
-async function run(url: string, requests: number, connections: number): Promise<LoadResult> {
+async function run(url: string, requests: number, connections: number, pacing?: Pacing): Promise<LoadResult> {
   if (bodies.length === 0) throw new Error('no payloads loaded');
   const agent = new Agent({ keepAlive: true, maxSockets: connections });
   const refused: Record<string, number> = {};
@@ -45,19 +56,25 @@ async function run(url: string, requests: number, connections: number): Promise<
   const latenciesMillis: number[] = new Array(requests).fill(0);
   const cpu = process.cpuUsage();
   const started = process.hrtime.bigint();
+  const sinceStartMillis = () => Number(process.hrtime.bigint() - started) / 1e6;
   const connection = async () => {
     while (next < requests) {
       const request = next++;
       const body = bodies[request % bodies.length]!;
-      const sent = process.hrtime.bigint();
+      let dueMillis = sinceStartMillis();
+      if (pacing !== undefined) {
+        dueMillis = request * pacing.intervalMillis;
+        const early = dueMillis - sinceStartMillis();
+        if (early > 0) await sleep(early);
+      }
       const status = await post(agent, url, body).catch(() => 'error');
-      latenciesMillis[request] = Number(process.hrtime.bigint() - sent) / 1e6;
+      latenciesMillis[request] = sinceStartMillis() - dueMillis;
       if (status === 200) ok++;
       else refused[status] = (refused[status] ?? 0) + 1;
     }
   };
   await Promise.all(Array.from({ length: connections }, connection));
-  const elapsedMillis = Number(process.hrtime.bigint() - started) / 1e6;
+  const elapsedMillis = sinceStartMillis();
   const used = process.cpuUsage(cpu);
   agent.destroy();
   return {
@@ -97,7 +114,10 @@ async function handle(command: LoadGeneratorCommand): Promise<LoadGeneratorReply
       bodies = readPayloadFile(command.file);
       return { type: 'loaded', payloads: bodies.length };
     }
-    return { type: 'ran', result: await run(command.url, command.requests, command.connections) };
+    return {
+      type: 'ran',
+      result: await run(command.url, command.requests, command.connections, command.pacing),
+    };
   } catch (error) {
     return { type: 'failed', message: (error as Error).message };
   }

@@ -18,6 +18,11 @@ const SECTION = 'history';
 const RATE_TARGET_RATIO = 0.8;
 const RSS_TARGET_BYTES = 1024 ** 3;
 const LATENCY_TARGET_P99_MILLIS = 50;
+/**
+ * The share of a store's measured rate its paced passes send at: latency is a service's at the
+ * load it runs at, and at full rate every request also waits for those queued before it.
+ */
+const PACED_LOAD_FRACTION = 0.5;
 const RETENTION_TARGET_RATIO = 3;
 /** Rows per `KeyscopeStore.purge` call: what the service's retention timer purges at a time (serve.ts). */
 const RETENTION_CHUNK_ROWS = 5_000;
@@ -163,9 +168,50 @@ async function measure(context: BenchContext, setup: Setup): Promise<Row[]> {
     passesRun++;
   }
 
+  const paced = await pacedPasses(context, setup, urls, passes);
+  allAnswered &&= paced.allAnswered;
   const purges = await purgeHours(setup, repetitions);
   for (const service of services) await service.stopService();
-  return rows(context, setup, passes, purges, allAnswered);
+  return rows(context, setup, passes, paced.p99s, purges, allAnswered);
+}
+
+/**
+ * Per store, `repetitions` passes of fresh workloads sent at PACED_LOAD_FRACTION of the store's
+ * median rate in the passes before (see Pacing in load-generator.ts), the stores taking turns:
+ * the p99 of second execution → committed finding of each.
+ */
+async function pacedPasses(
+  context: BenchContext,
+  setup: Setup,
+  urls: readonly string[],
+  passes: readonly Pass[][],
+): Promise<{ p99s: number[][]; allAnswered: boolean }> {
+  const { repetitions, history } = context.sizes;
+  const loadGenerator = context.loadGenerator();
+  const p99s: number[][] = setup.stores.map(() => []);
+  let allAnswered = true;
+  for (let round = 0; round < repetitions; round++) {
+    const workload = setup.fresh.next();
+    const file = join(context.scratchDir, 'history-payloads.bin');
+    writePayloadFile(file, workload.bodies);
+    await loadGenerator.load(file);
+    const spansPerRequest = workload.spans / workload.bodies.length;
+    for (let k = 0; k < setup.stores.length; k++) {
+      const i = (round + k) % setup.stores.length;
+      const rate = PACED_LOAD_FRACTION * median(passes[i]!.map((pass) => pass.spansPerSecond));
+      const result = await loadGenerator.run(urls[i]!, workload.bodies.length, history.connections, {
+        intervalMillis: (1000 * spansPerRequest) / rate,
+      });
+      allAnswered &&= result.ok === result.requests;
+      p99s[i]!.push(
+        percentile(
+          setup.secondExecutions.map((request) => result.latenciesMillis[request]!),
+          99,
+        ),
+      );
+    }
+  }
+  return { p99s, allAnswered };
 }
 
 /** Per store with history: seconds per purged hour and attempts purged per second, oldest hour first. */
@@ -199,6 +245,7 @@ function rows(
   context: BenchContext,
   setup: Setup,
   passes: Pass[][],
+  pacedP99s: number[][],
   purges: (HourPurges | undefined)[],
   allAnswered: boolean,
 ): Row[] {
@@ -257,15 +304,33 @@ function rows(
       measurement: `second execution → committed finding p99, ${label(store)}`,
       value: median(p99s),
       unit: 'ms',
-      target: { comparison: '<=', bound: LATENCY_TARGET_P99_MILLIS },
       samples: p99s,
       ...(i === 0
         ? {
             note:
               `send → answer of the ${setup.secondExecutions.length} requests per pass that carry a key's second execution ` +
               '(an in-memory detector fed the payloads in order reports a new finding on them): the answer follows the commit ' +
-              `of the transaction holding the finding; ${history.connections} requests in flight, so it includes the wait for ` +
-              'the group commit. p99 per pass, median of the passes',
+              `of the transaction holding the finding; at full rate, ${history.connections} requests in flight, so it includes ` +
+              'the wait for the requests queued before it and for the group commit. p99 per pass, median of the passes',
+          }
+        : {}),
+    });
+  });
+  stores.forEach((store, i) => {
+    const p99s = pacedP99s[i]!;
+    result.push({
+      section: SECTION,
+      measurement: `second execution → committed finding p99 at half load, ${label(store)}`,
+      value: median(p99s),
+      unit: 'ms',
+      target: { comparison: '<=', bound: LATENCY_TARGET_P99_MILLIS },
+      samples: p99s,
+      ...(i === 0
+        ? {
+            note:
+              `the same requests, in ${repetitions} more passes per store sent at a fixed rate of ${PACED_LOAD_FRACTION}× the ` +
+              "store's median rate above (an open loop, at most " +
+              `${history.connections} in flight), each request's time counted from when it was due`,
           }
         : {}),
     });

@@ -61,6 +61,7 @@ const EXPECTED_ROWS: Record<string, string[]> = {
   history: [
     ...retained.map((r) => `persisted ingest, ${r}`),
     ...retained.map((r) => `second execution → committed finding p99, ${r}`),
+    ...retained.map((r) => `second execution → committed finding p99 at half load, ${r}`),
     ...retained.map((r) => `service peak RSS, ${r}`),
     ...retained.map((r) => `database bytes per attempt, ${r}`),
     ...retained.slice(1).map((r) => `retention: purge an hour of history, ${r}`),
@@ -124,7 +125,7 @@ describe('pnpm bench --quick', () => {
       'baseline: protobufjs decode alone',
       'baseline: protobufjs → rows → DuckDB → GROUP BY',
       `persisted ingest, ${retained.at(-1)}`,
-      ...retained.map((r) => `second execution → committed finding p99, ${r}`),
+      ...retained.map((r) => `second execution → committed finding p99 at half load, ${r}`),
       `service peak RSS, ${retained.at(-1)}`,
       ...retained.slice(1).map((r) => `retention: purge an hour of history, ${r}`),
     ]);

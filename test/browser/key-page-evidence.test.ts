@@ -67,6 +67,24 @@ describe('a suspected duplicate', () => {
   });
 });
 
+describe('a suspected duplicate on its incident page', () => {
+  it('says what it rests on when its key is selected', async () => {
+    const lookup = await keyscope.api<{ findings: { class: string; incidentId: string }[] }>(
+      `/api/v1/keys/${encodeURIComponent(SUSPECTED)}`,
+    );
+    const suspected = lookup.findings.find((finding) => finding.class === 'suspected_duplicate')!;
+    await page.goto(
+      `${keyscope.url}/incidents/${encodeURIComponent(suspected.incidentId)}?key=${encodeURIComponent(SUSPECTED)}`,
+    );
+    const because = page.locator('.selected-key .suspected-because');
+    await because.waitFor();
+    expect(await because.textContent()).toContain('Suspected (');
+    expect(await because.locator('li').allInnerTexts()).toContainEqual(
+      expect.stringContaining('an admitted attempt failed, its effect unknown'),
+    );
+  });
+});
+
 describe('a send that carried no key', () => {
   it('is on the key page, as the key’s through its server span', async () => {
     await page.goto(`${keyscope.url}/keys/${encodeURIComponent(KEY)}`);

@@ -19,6 +19,12 @@ export {
   type SideEffect,
 } from './attempt.ts';
 export {
+  type AttemptBatchCodecLimits,
+  AttemptBatchDecoder,
+  AttemptBatchEncoder,
+  defaultAttemptBatchCodecLimits,
+} from './attempt-batch-codec.ts';
+export {
   ATTEMPTS_ERRORS,
   MAPPING_EMPTY_LIST,
   MAPPING_EMPTY_NAME,

@@ -107,10 +107,23 @@ export class SendLinker {
     const cutoff = watermark - this.#limits.horizonMillis;
     this.#expire(this.#sends, cutoff, sendEnd);
     this.#expire(this.#keys, cutoff, keyEnd);
+    // The batch's keyed server spans by span id, trace id: a span under one of them (a decision on
+    // its request's SERVER span, mostly exported with it) names a server span, not a send, and
+    // leaves no key to wait.
+    const serverSpans = new Map<string, string>();
     for (let i = 0; i < attempts.length; i++) {
       const attempt = attempts[i]!;
-      if ((attempt.kind === 'server' || attempt.kind === 'arrival') && attempt.parentSpanId !== '') {
-        this.#keyed(attempt, cutoff, linked);
+      if (attempt.kind === 'server' || attempt.kind === 'arrival')
+        serverSpans.set(attempt.spanId, attempt.traceId);
+    }
+    for (let i = 0; i < attempts.length; i++) {
+      const attempt = attempts[i]!;
+      if (attempt.kind === 'server' || attempt.kind === 'arrival') {
+        // A key left by a span under this one, exported before it, waits for no send either.
+        const under = this.#keys.size === 0 ? undefined : this.#keys.get(attempt.spanId);
+        if (under !== undefined && under.traceId === attempt.traceId) this.#keys.delete(attempt.spanId);
+        if (attempt.parentSpanId !== '' && serverSpans.get(attempt.parentSpanId) !== attempt.traceId)
+          this.#keyed(attempt, cutoff, linked);
       } else if (attempt.kind === 'client' && attempt.keyFrom === undefined) {
         // Carries its key: nothing to link, and no key of its server spans need wait for it.
         const entry = this.#keys.get(attempt.spanId);

@@ -160,6 +160,19 @@ describe('the send linker', () => {
     expect(linker.counts()).toMatchObject({ sends: 0, keys: 0 });
   });
 
+  it('holds no key for a decision whose parent is its request’s server span, in either order', () => {
+    const together = new SendLinker();
+    const arrival = landing(1, 'k1');
+    together.link([decision(arrival), arrival], []);
+    expect(together.counts().keys).toBe(1);
+    const apart = new SendLinker();
+    apart.link([decision(arrival)], []);
+    apart.link([arrival], []);
+    expect(apart.counts().keys).toBe(1);
+    // What is held is the server span's: its send still links.
+    expect(pairs(apart.link([], [send(1)]))).toEqual(pairs([linkedOf(send(1), 'k1')]));
+  });
+
   it('does not take a key from a server span of another trace with the same span id', () => {
     const linker = new SendLinker();
     expect(linker.link([landing(1, 'k1', { trace: 9 })], [send(1)])).toEqual([]);

@@ -5,7 +5,7 @@ import { evaluateKey, type FindingDraft, tierName } from './evaluate-key.ts';
 import { EvidenceCoverage } from './evidence-coverage.ts';
 import type { Finding } from './finding.ts';
 import { FINDING_CLASSES, repeatUnixMillisOf } from './finding.ts';
-import { stableId } from './ids.ts';
+import { findingId } from './ids.ts';
 import { type Incident, IncidentBook } from './incidents.ts';
 import { Interner } from './interner.ts';
 import { KeyTable } from './key-table.ts';
@@ -163,7 +163,7 @@ export function createDetector(
   /** Findings currently reported, by id: the detector's answer to "what is wrong right now". */
   const current = new Map<string, Finding>();
   /**
-   * How many of `current` each key has. A judged key whose findings are exactly its new drafts
+   * How many of `current` each key has, by partition key. A judged key whose findings are exactly its new drafts
    * (most keys: none before, none now) has nothing to retract, and skips deriving the ids of
    * every class to look for some.
    */
@@ -290,9 +290,8 @@ export function createDetector(
     else judgedAttempts.delete(partitionKey);
     if (evidence.length === 0) return;
     updateSpreads(partitionKey, evidence);
-    const key = evidence[0]!.key;
-    const drafts = evaluateKey(key, evidence, (service) => routing.eventsOf(service), config);
-    apply(key, drafts, changes);
+    const drafts = evaluateKey(evidence[0]!.key, evidence, (service) => routing.eventsOf(service), config);
+    apply(partitionKey, drafts, changes);
     awaitRouting(partitionKey, evidence);
   }
 
@@ -331,26 +330,27 @@ export function createDetector(
     }
   }
 
-  function report(finding: Finding): void {
-    if (!current.has(finding.id)) reportedPerKey.set(finding.key, (reportedPerKey.get(finding.key) ?? 0) + 1);
+  function report(partitionKey: string, finding: Finding): void {
+    if (!current.has(finding.id))
+      reportedPerKey.set(partitionKey, (reportedPerKey.get(partitionKey) ?? 0) + 1);
     current.set(finding.id, finding);
   }
 
-  function unreport(finding: Finding): void {
+  function unreport(partitionKey: string, finding: Finding): void {
     current.delete(finding.id);
     unsettled.delete(finding.id);
-    const left = reportedPerKey.get(finding.key)! - 1;
-    if (left === 0) reportedPerKey.delete(finding.key);
-    else reportedPerKey.set(finding.key, left);
+    const left = reportedPerKey.get(partitionKey)! - 1;
+    if (left === 0) reportedPerKey.delete(partitionKey);
+    else reportedPerKey.set(partitionKey, left);
   }
 
-  function apply(key: string, drafts: FindingDraft[], changes: Changes): void {
+  function apply(partitionKey: string, drafts: FindingDraft[], changes: Changes): void {
     const next = new Set<string>();
     for (const draft of drafts) {
       next.add(draft.id);
       const before = current.get(draft.id);
       const placed = book.place(draft, changes.incidents, changes.retractedIncidents);
-      report(placed);
+      report(partitionKey, placed);
       awaitSettling(placed, changes);
       if (
         before === undefined ||
@@ -361,15 +361,15 @@ export function createDetector(
         changes.retractedFindings.delete(placed.id);
       }
     }
-    if ((reportedPerKey.get(key) ?? 0) === next.size) return;
-    // Ids are derived from class and key, so what this key reported before is found without
-    // remembering it per key.
+    if ((reportedPerKey.get(partitionKey) ?? 0) === next.size) return;
+    // Ids are derived from class and partition key, so what this key reported before is found
+    // without remembering it per key.
     for (const findingClass of FINDING_CLASSES) {
-      const id = stableId('f', [findingClass, key]);
+      const id = findingId(findingClass, partitionKey);
       const before = current.get(id);
       if (next.has(id) || before === undefined) continue;
       book.remove(id, changes.incidents, changes.retractedIncidents);
-      unreport(before);
+      unreport(partitionKey, before);
       changes.findings.delete(id);
       changes.retractedFindings.add(id);
     }
@@ -432,7 +432,8 @@ export function createDetector(
     log.expire(cutoff);
     routing.prune();
     book.forget(cutoff);
-    for (const finding of current.values()) if (finding.lastSeenUnixMillis < cutoff) unreport(finding);
+    for (const finding of current.values())
+      if (finding.lastSeenUnixMillis < cutoff) unreport(partitionKeyOf(finding.attempts[0]!), finding);
   }
 
   /**
@@ -554,7 +555,7 @@ export function createDetector(
       const changes = new Changes();
       for (const finding of findings) {
         const placed = book.place(finding, changes.incidents, changes.retractedIncidents);
-        report(placed);
+        report(partitionKeyOf(finding.attempts[0]!), placed);
         // Settled again by the next tick, once the restored activity's closed edge is past it.
         awaitSettling(placed, changes);
         if (finding.lastSeenUnixMillis > watermark) watermark = finding.lastSeenUnixMillis;

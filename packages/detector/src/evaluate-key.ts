@@ -2,6 +2,7 @@ import {
   type Attempt,
   type ClientAttempt,
   derivedStoreId,
+  partitionKey,
   type ServerAttempt,
   withoutRepeatedLogDecisions,
 } from '@keyscope/attempts';
@@ -15,9 +16,9 @@ import {
   SEVERITY,
   type Suspicion,
 } from './finding.ts';
-import { stableId } from './ids.ts';
+import { findingId } from './ids.ts';
 import { eventCovers, type RoutingEvent } from './routing-event.ts';
-import { suspectUnseenExecution } from './unseen-execution.ts';
+import { hasUnseenExecutionMarks, suspectUnseenExecution } from './unseen-execution.ts';
 
 /** A finding before it is placed in an incident. */
 export type FindingDraft = Omit<Finding, 'incidentId'>;
@@ -172,6 +173,7 @@ function unseenExecution(
   routing: RoutingLookup,
   config: DetectorConfig,
 ): FindingDraft | null {
+  if (!hasUnseenExecutionMarks(evidence)) return null;
   for (const tier of tiers.values()) {
     for (const requests of byTenant(tier.server)) {
       const executions = requests.filter((a) => a.outcome === 'miss' && outcomes(a) !== 'not_executed');
@@ -424,7 +426,7 @@ function draft(
     idleMillis = second.start - first.end;
   }
   return {
-    id: stableId('f', [findingClass, key]),
+    id: findingId(findingClass, partitionKey(evidence[0]!, config)),
     key,
     class: findingClass,
     cause,

@@ -58,6 +58,19 @@ export function mayHideExecution(attempt: Attempt): boolean {
   return attempt.kind === 'arrival' && unanswered(attempt);
 }
 
+/**
+ * Whether any of a key's attempts is a mark `suspectUnseenExecution` reads: a send that may have
+ * reached a process and got no answer, a request that ended without one, or an `in_progress`
+ * answer. Most keys have none, and need no index of their evidence.
+ */
+export function hasUnseenExecutionMarks(evidence: readonly Attempt[]): boolean {
+  for (const attempt of evidence) {
+    if (attempt.kind === 'server' ? attempt.outcome === 'in_progress' : mayHideExecution(attempt))
+      return true;
+  }
+  return false;
+}
+
 /** A SERVER span that ended without an answer of its own (none, or a 5xx other than a 503). */
 function unanswered(arrival: Arrival): boolean {
   return arrival.statusCode === 0 || (arrival.statusCode >= 500 && arrival.statusCode !== 503);

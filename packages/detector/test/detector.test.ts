@@ -358,6 +358,36 @@ describe('key collisions and scope violations', () => {
     expect(detector.findings()).toEqual([]);
   });
 
+  it('keeps the duplicates of two tenants sharing a tenant-scoped key apart', () => {
+    const tenantScoped = { ...defaultDetectorConfig(), keyNamespace: 'tenant' as const };
+    const detector = createDetector(tenantScoped);
+    detector.ingest(
+      batch([
+        server({ key: 'k1', tenant: 'acme', node: 'a', store: 'A', at: 0 }),
+        server({ key: 'k1', tenant: 'acme', node: 'b', store: 'B', at: 2 }),
+        server({ key: 'k1', tenant: 'globex', node: 'a', store: 'A', at: 1 }),
+        server({ key: 'k1', tenant: 'globex', node: 'b', store: 'B', at: 3 }),
+      ]),
+    );
+    const findings = detector.findings();
+    expect(findings.map((f) => [f.class, f.tenant]).sort()).toEqual([
+      ['cross_store_duplicate', 'acme'],
+      ['cross_store_duplicate', 'globex'],
+    ]);
+    expect(new Set(findings.map((f) => f.id)).size).toBe(2);
+    // A later attempt of one tenant's key re-judges it alone: the other's finding stays.
+    const changes = detector.ingest(
+      batch([server({ key: 'k1', tenant: 'acme', node: 'a', store: 'A', outcome: 'hit', at: 4 })]),
+    );
+    expect(changes.retractedFindingIds).toEqual([]);
+    expect(
+      detector
+        .findings()
+        .map((f) => f.tenant)
+        .sort(),
+    ).toEqual(['acme', 'globex']);
+  });
+
   it('warns of a scope violation when a retry reached a second store without executing', () => {
     const detector = run([
       server({ key: 'k1', node: 'a', store: 'A', at: 0 }),

@@ -40,7 +40,7 @@ export interface AnalyzeInputsOptions {
   /** After each record: bytes read so far over all inputs, spans decoded so far. */
   readonly onProgress?: (bytesRead: number, spans: number) => void;
   /** Threads that decode and extract while this one reads and detects; absent: all on this thread. */
-  readonly workers?: ExtractWorkers;
+  readonly workers?: Pick<ExtractWorkers, 'poll' | 'submit' | 'submitOutcome' | 'drain'>;
 }
 
 export interface InputsOutcome {
@@ -64,7 +64,14 @@ export async function analyzeInputs(
   const summary: InputsSummary = { files: 0, records: 0, badRecords: 0, bytesRead: 0, analysedAny: false };
   let stoppedAt: BadRecord | null = null;
   const { workers } = options;
+  // Records are analysed on this thread until a thread has loaded, then all go to the threads.
+  let handOff = false;
+  const threaded = async () => {
+    if (!handOff && workers !== undefined) handOff = await workers.poll();
+    return handOff;
+  };
   for (const input of inputs) {
+    if (stoppedAt !== null) break;
     summary.files++;
     const counter: ByteCounter = { rawBytes: 0, gzip: false };
     const readBefore = summary.bytesRead;
@@ -94,27 +101,33 @@ export async function analyzeInputs(
         if (item.kind === 'bad') {
           const bad = badRecord(input, item.error, item.offsetBytes, item.line, decompressed);
           // Records handed to threads before it come first.
-          if (workers === undefined) account(bad);
-          else await workers.submitOutcome(() => account(bad));
-        } else if (workers === undefined) {
+          if (!(await threaded())) account(bad);
+          else await workers!.submitOutcome(() => account(bad));
+        } else if (!(await threaded())) {
           account(ingest(item, input, analysis, decompressed));
         } else {
-          await workers.submit(item, (result) => {
+          await workers!.submit(item, (result) => {
             if (stoppedAt === null) account(applied(result, item, input, analysis, decompressed));
           });
         }
         if (stoppedAt !== null) break;
       }
-      await workers?.drain();
     } finally {
       summary.bytesRead = readBefore + counter.rawBytes;
       // Closes the file when its records were not read to the end.
       if (!input.stdin) await (raw as AsyncGenerator<Buffer>).return(undefined);
     }
-    if (stoppedAt !== null) return { summary, stoppedAt };
-    if (file.clean) summary.analysedAny = true;
+    // A file read to its end without a bad record was analysed, even when it held no spans.
+    const ended = () => {
+      if (stoppedAt === null && file.clean) summary.analysedAny = true;
+    };
+    // With threads, in its turn after the file's records; the next file is read meanwhile: waiting
+    // for each file's records here would leave the threads one record at a time to work on.
+    if (!handOff) ended();
+    else await workers!.submitOutcome(ended);
   }
-  return { summary, stoppedAt: null };
+  if (handOff) await workers!.drain();
+  return { summary, stoppedAt };
 }
 
 /** Decodes and analyses one record on this thread; the bad record when it does not decode. */

@@ -38,10 +38,11 @@ export const DEFAULT_MAX_RECORD_MIB = 64;
 export const MAX_ANALYZE_THREADS = 64;
 
 /**
- * One thread: on the two-core machines keyscope is measured on, extraction threads made analyze
- * slower (docs/performance.md): the attempts they hand back arrive as copies, without the
- * decoder's shared strings and placements the detector's lookups rely on, and the detector
- * stays on one thread. `--threads` is there for machines where decoding dominates.
+ * One thread: on the shared two-core machines keyscope is measured on, an extraction thread made
+ * analyze slower (0.73× in the archive section, docs/performance.md): the detector stays on the
+ * main thread, which sheds only decoding and extraction, while the run spends ~40% more CPU in
+ * all (a second isolate, its own compiled code and collections, more of them on the main one).
+ * `--threads` is there for machines with cores to spare.
  */
 export function defaultAnalyzeThreads(): number {
   return 1;

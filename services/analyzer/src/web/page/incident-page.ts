@@ -14,6 +14,7 @@ import { el, keyHref, replaceChildren } from './element-builder.ts';
 import { incidentActions } from './incident-actions.ts';
 import { mainRegion, pageFooter, setPageTitle } from './page-frame.ts';
 import { stackedOnNarrowScreens } from './stacked-table.ts';
+import { suspicionList } from './suspicion-list.ts';
 import { formatDateTime, formatDuration } from './time-format.ts';
 import type { KeyedAttempt } from './timeline-layout.ts';
 import { timelineLegend } from './timeline-legend.ts';
@@ -261,6 +262,14 @@ function drawSelectedPanel(panel: HTMLElement, findings: FindingJson[], key: str
       `Executed ${finding.executions} time${finding.executions === 1 ? '' : 's'} in ${finding.stores.length} store${finding.stores.length === 1 ? '' : 's'}; retried by ${RETRIED_BY_LABELS[finding.retriedBy]}${finding.routing.affinityBroken ? '; session affinity broke (attempts on different nodes)' : ''}. `,
       el('a', { href: keyHref(key) }, 'Everything about this key'),
     ),
+    finding.suspicion === null
+      ? null
+      : el(
+          'div',
+          { class: 'suspected-because' },
+          el('p', {}, `Suspected (${finding.suspicion.strength} evidence) because:`),
+          suspicionList(finding.suspicion),
+        ),
     attemptTable(
       finding.attempts,
       template,

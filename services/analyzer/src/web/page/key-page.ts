@@ -5,10 +5,11 @@ import { attemptTable } from './attempt-table.ts';
 import { severityBadge } from './badges.ts';
 import { el, pageHref, replaceChildren } from './element-builder.ts';
 import { mainRegion, pageFooter, setPageTitle, showSearchedKey } from './page-frame.ts';
+import { suspicionList } from './suspicion-list.ts';
 import { formatDateTime, formatDuration } from './time-format.ts';
 import { timelineLegend } from './timeline-legend.ts';
 import { showTimeline } from './timeline-view.ts';
-import { CAUSE_LABELS, CLASS_LABELS, EVIDENCE_LABELS, RETRIED_BY_LABELS } from './vocabulary.ts';
+import { CAUSE_LABELS, CLASS_LABELS, RETRIED_BY_LABELS } from './vocabulary.ts';
 
 /** `/keys/:key`: did this key run twice? Every attempt, client and server side, and its findings. */
 export async function renderKeyPage(config: UiConfig, key: string): Promise<void> {
@@ -159,23 +160,6 @@ function retryTimingText(finding: FindingJson): string {
   if (finding.outlivedCallerWait !== null)
     parts.push(finding.outlivedCallerWait ? 'it outlived the wait' : 'it ended within the wait');
   return parts.join('; ');
-}
-
-/** What a suspected duplicate rests on: each piece of evidence, its strength, node and span. */
-function suspicionList(suspicion: NonNullable<FindingJson['suspicion']>): HTMLElement {
-  return el(
-    'ul',
-    { class: 'suspicion' },
-    ...suspicion.evidence.map((item) =>
-      el(
-        'li',
-        {},
-        `${EVIDENCE_LABELS[item.kind]} (${item.strength}`,
-        item.node === '' ? '' : `, node ${item.node}`,
-        `; span ${item.traceId}/${item.spanId})`,
-      ),
-    ),
-  );
 }
 
 function findingCard(finding: FindingJson): HTMLElement {
