@@ -2,7 +2,7 @@ import { type Attempt, type ExtractedAttempts, type NodeActivity, partitionKey }
 import { type AttemptLog, createMemoryAttemptLog } from './attempt-log.ts';
 import { type DetectorConfig, defaultDetectorConfig } from './config.ts';
 import { evaluateKey, type FindingDraft, tierName } from './evaluate-key.ts';
-import { EvidenceCoverage } from './evidence-coverage.ts';
+import { coversKey, EvidenceCoverage } from './evidence-coverage.ts';
 import type { Finding } from './finding.ts';
 import { FINDING_CLASSES, repeatUnixMillisOf } from './finding.ts';
 import { findingId } from './ids.ts';
@@ -154,7 +154,7 @@ export function createDetector(
   let internerLimit = MIN_INTERNER_LIMIT;
   const routing = new RoutingInference(config);
   const book = new IncidentBook(config);
-  const scopes = new ScopeReport(config.declaredScopes ?? []);
+  const scopes = new ScopeReport(config.declaredScopes ?? [], config.coverageKeysOneIn);
   const coverage = new EvidenceCoverage(
     config.allowedLatenessMillis,
     config.maxCoverageEntries,
@@ -209,6 +209,7 @@ export function createDetector(
     const known = keys.find(partitionKey);
     if (known !== undefined) return known;
     const slot = keys.add(partitionKey);
+    if (coversKey(partitionKey, config.coverageKeysOneIn)) keys.markCovered(slot);
     let replayed = 0;
     for (const attempt of log.attemptsOf(partitionKey)) {
       observe(slot, attempt, false);
@@ -501,9 +502,11 @@ export function createDetector(
           continue;
         }
         if (observe(slot, attempt, true)) dirty.add(partitionKey);
-        kept.push(attempt);
-        keptSlots.push(slot);
-        keptSeen.push(keys.attemptsAt(slot) > 1);
+        if (keys.isCovered(slot)) {
+          kept.push(attempt);
+          keptSlots.push(slot);
+          keptSeen.push(keys.attemptsAt(slot) > 1);
+        }
       }
       countCoverage();
       coverage.advance(watermark);

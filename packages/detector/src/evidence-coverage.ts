@@ -2,6 +2,25 @@ import type { Attempt } from '@keyscope/attempts';
 import { SlotTable } from './slot-table.ts';
 
 /**
+ * Whether the evidence coverage counts `partitionKey`: one key in `oneIn`, by a hash of the key
+ * (FNV-1a, then a murmur3 finaliser so that the low bits mix), so the sample is the same keys
+ * whatever order their spans come in and on whichever instance judges them. Coverage is a ratio,
+ * and a sample of whole keys estimates it at a fraction of the join's cost per attempt.
+ */
+export function coversKey(partitionKey: string, oneIn: number): boolean {
+  if (oneIn <= 1) return true;
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < partitionKey.length; i++)
+    hash = Math.imul(hash ^ partitionKey.charCodeAt(i), 0x01000193);
+  hash ^= hash >>> 16;
+  hash = Math.imul(hash, 0x85ebca6b);
+  hash ^= hash >>> 13;
+  hash = Math.imul(hash, 0xc2b2ae35);
+  hash ^= hash >>> 16;
+  return (hash >>> 0) % oneIn === 0;
+}
+
+/**
  * Evidence coverage (`TierCoverage`) counted by a bounded event-time join: each keyed attempt
  * registers what it waits for (an arrival its decision, a request with a parent its send, a send
  * its server span) and resolves what waits for it, among the open attempts of its key whose end is

@@ -44,12 +44,16 @@ export interface ScopeReportRow {
  * - `sends`: keyed CLIENT sends that reached the tier: answered by a request at it, or unanswered
  *   (no server-side span under them) from a client service whose answered sends to the same target
  *   landed at the tier; `sendsWithServerSpan` of them were answered.
+ * - `keysOneIn`: the counts are of one key in this many, chosen by a hash of the key
+ *   (`detector.coverageKeysOneIn`): a sample of whole keys, so the ratios estimate the tier's and
+ *   the counts are about that share of its traffic.
  * - `keys`: keys with a request at the tier, each counted once it was seen whole within the allowed
  *   lateness (a key whose attempts come again later counts again); `keysFullyVisible` of them had
  *   every arrival with its decision, every counted request with its send, every counted send with
  *   its server span, and no gap in the resend counts of their sends.
  */
 export interface TierCoverage {
+  keysOneIn: number;
   arrivals: number;
   arrivalsWithDecision: number;
   requests: number;
@@ -133,7 +137,10 @@ export class ScopeReport {
   /** `service\0operation` and `service\0` of the scopes the mapping declares. */
   private readonly mapped: ReadonlySet<string>;
 
-  constructor(declaredScopes: readonly { readonly service: string; readonly operation?: string }[] = []) {
+  constructor(
+    declaredScopes: readonly { readonly service: string; readonly operation?: string }[] = [],
+    private readonly coverageKeysOneIn = 1,
+  ) {
     this.mapped = new Set(declaredScopes.map((entry) => `${entry.service}\u0000${entry.operation ?? ''}`));
   }
 
@@ -247,14 +254,14 @@ export class ScopeReport {
         smallestCoveringScope,
         keysAtRisk,
         status: declaredScope === 'unknown' ? 'unknown' : keysAtRisk > 0 ? 'narrower' : 'sound',
-        coverage: coverageOfCounts(stats.coverage),
+        coverage: coverageOfCounts(stats.coverage, this.coverageKeysOneIn),
       });
     }
     return rows.sort((a, b) => (a.service + a.operation < b.service + b.operation ? -1 : 1));
   }
 }
 
-function coverageOfCounts(counts: readonly number[]): TierCoverage {
+function coverageOfCounts(counts: readonly number[], keysOneIn: number): TierCoverage {
   const [
     arrivals = 0,
     arrivalsWithDecision = 0,
@@ -266,6 +273,7 @@ function coverageOfCounts(counts: readonly number[]): TierCoverage {
     sendsWithServerSpan = 0,
   ] = counts;
   return {
+    keysOneIn,
     arrivals,
     arrivalsWithDecision,
     requests,

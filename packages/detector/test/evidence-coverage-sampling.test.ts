@@ -1,7 +1,8 @@
-import { type Attempt, defaultMapping, extractAttempts } from '@keyscope/attempts';
+import { type Attempt, defaultMapping, extractAttempts, partitionKey } from '@keyscope/attempts';
 import type { Span } from '@keyscope/otlp';
 import { duplicateSome, type Scenario, scenarios, simulate, splitIntoPayloads } from '@keyscope/simulator';
 import { describe, expect, it } from 'vitest';
+import { coversKey } from '../src/evidence-coverage.ts';
 import { createDetector, defaultDetectorConfig, type TierCoverage } from '../src/index.ts';
 import { type CoverageCounts, coverageTruth } from './support/coverage-truth.ts';
 
@@ -14,9 +15,12 @@ const LATENESS = defaultDetectorConfig().allowedLatenessMillis;
 const SPANS_PER_PAYLOAD = 512;
 const SERVERS = ['payments', 'ledger', 'orders', 'transfers', 'refunds', 'subscriptions'];
 
-/** The spans in start order, one payload of 512 at a time, as a Collector would forward them. */
-function detect(payloads: readonly Span[][]): Map<string, TierCoverage> {
-  const detector = createDetector();
+/**
+ * The spans in start order, one payload of 512 at a time, as a Collector would forward them;
+ * coverage counted over every key unless `keysOneIn` says otherwise.
+ */
+function detect(payloads: readonly Span[][], keysOneIn = 1): Map<string, TierCoverage> {
+  const detector = createDetector({ ...defaultDetectorConfig(), coverageKeysOneIn: keysOneIn });
   for (const payload of payloads) detector.ingest(extractAttempts(payload, defaultMapping()));
   detector.flush();
   return new Map(detector.scopeReport().map((row) => [`${row.service} ${row.operation}`, row.coverage]));
@@ -108,6 +112,39 @@ describe('evidence coverage of sampled traffic', () => {
     expect(payments.keysFullyVisibleRatio).toBeLessThan(0.15);
     // Ledger's caller is payments, whose keyed spans are all kept.
     expect(coverage.get('ledger /ledger/entries')!.requestsWithSendRatio).toBe(1);
+  });
+
+  it('estimates the same ratios from the default sample of one key in eight, exactly that sample’s counts', () => {
+    const scenario = whole();
+    scenario.sampling = { ratioByService: { checkout: 0.1 }, keyedSpansAlways: SERVERS };
+    const { spans, delivered } = sampledRun(scenario);
+    const oneIn = defaultDetectorConfig().coverageKeysOneIn;
+    expect(oneIn).toBe(8);
+    const sampled = detect(inPayloads(spans), oneIn);
+    const mapping = defaultMapping();
+    const inSample = delivered.filter((attempt) => coversKey(partitionKey(attempt, mapping), oneIn));
+    // Whole keys, the same ones whatever the order: the sample's counts are exactly its truth's.
+    for (const [tier, counts] of coverageTruth(inSample, LATENESS))
+      expect(countsOf(sampled.get(tier)!), tier).toEqual(counts);
+    const full = coverageTruth(delivered, LATENESS);
+    for (const [tier, counts] of full) {
+      const figures = sampled.get(tier)!;
+      expect(figures.keysOneIn).toBe(8);
+      // About an eighth of the keys, and ratios within three standard errors of every key's: the
+      // error of a share estimated from n sampled items (a tier of a few hundred keys gives a few
+      // dozen, so a few points either way).
+      expect(figures.keys / counts.keys, tier).toBeGreaterThan(0.08);
+      expect(figures.keys / counts.keys, tier).toBeLessThan(0.18);
+      const within = (estimate: number | null, part: number, whole: number, n: number) => {
+        const share = part / whole;
+        const error = 3 * Math.sqrt((share * (1 - share)) / n) + 1e-9;
+        expect(Math.abs(estimate! - share), `${tier}: ${estimate} against ${share}`).toBeLessThanOrEqual(
+          error,
+        );
+      };
+      within(figures.requestsWithSendRatio, counts.requestsWithSend, counts.requests, figures.requests);
+      within(figures.keysFullyVisibleRatio, counts.keysFullyVisible, counts.keys, figures.keys);
+    }
   });
 
   it('gives the same figures whatever the order, split and redelivery of the spans within the lateness', () => {

@@ -4,6 +4,8 @@ import { createDetector, type Detector, defaultDetectorConfig, type TierCoverage
 
 const T0 = Date.UTC(2025, 5, 2, 9, 0, 0);
 const LATENESS = defaultDetectorConfig().allowedLatenessMillis;
+/** Every key counted, for exact figures (the default counts a sample of keys: see `coversKey`). */
+const EVERY_KEY = { ...defaultDetectorConfig(), coverageKeysOneIn: 1 };
 
 interface AttemptOptions {
   key?: string;
@@ -89,7 +91,7 @@ function request(key: string, n: number, options: AttemptOptions = {}): Attempt[
 
 describe('evidence coverage', () => {
   it('counts a key once the watermark is twice the allowed lateness past its attempts, and holds them until then', () => {
-    const detector = createDetector();
+    const detector = createDetector(EVERY_KEY);
     detector.ingest(batch(request('k1', 1)));
     expect(payments(detector).arrivals).toBe(0);
     expect(detector.stats().coverageEntries).toBe(3);
@@ -113,7 +115,7 @@ describe('evidence coverage', () => {
   });
 
   it('matches a decision, a send and a server span that arrive later than what waits for them, within the lateness', () => {
-    const detector = createDetector();
+    const detector = createDetector(EVERY_KEY);
     const [send, arrival, decision] = request('k1', 1);
     detector.ingest(batch([arrival!]));
     watermarkAt(detector, LATENESS / 2);
@@ -129,7 +131,7 @@ describe('evidence coverage', () => {
   });
 
   it('counts an arrival whose decision came after the arrival was final as an arrival without its decision', () => {
-    const detector = createDetector();
+    const detector = createDetector(EVERY_KEY);
     const [, arrival, decision] = request('k1', 1);
     detector.ingest(batch([arrival!]));
     watermarkAt(detector, 4 * LATENESS);
@@ -146,7 +148,7 @@ describe('evidence coverage', () => {
   });
 
   it('sees an arrival without its send, and a send without its server span, as keys not fully visible', () => {
-    const detector = createDetector();
+    const detector = createDetector(EVERY_KEY);
     const [, arrival, decision] = request('k1', 1);
     const [send] = request('k2', 1);
     detector.ingest(batch([arrival!, decision!, send!, ...request('k2', 2)]));
@@ -165,7 +167,7 @@ describe('evidence coverage', () => {
   });
 
   it('gives an unanswered send of a key with no answered send to the tier its route leads to', () => {
-    const detector = createDetector();
+    const detector = createDetector(EVERY_KEY);
     // Routes are learned from one counted key in sixteen: enough keys for one to teach it.
     const keys = Array.from({ length: 40 }, (_, i) => `ok${i}`);
     detector.ingest(batch(keys.flatMap((key) => request(key, 1))));
@@ -177,7 +179,7 @@ describe('evidence coverage', () => {
   });
 
   it('sees a gap in the resend counts of a key as a key not fully visible', () => {
-    const detector = createDetector();
+    const detector = createDetector(EVERY_KEY);
     // Sends 1 and 2 of k1 are seen, send 0 is not; k2 shows 0, 1 and 2.
     detector.ingest(
       batch([
@@ -198,7 +200,7 @@ describe('evidence coverage', () => {
   });
 
   it('counts a key again when it gets attempts after it was counted, its resend counts going on from before', () => {
-    const detector = createDetector();
+    const detector = createDetector(EVERY_KEY);
     detector.ingest(batch(request('k1', 0, { resendCount: 0 })));
     watermarkAt(detector, 3 * LATENESS);
     // A redrive of k1 45 s later continues its resend count in a trace of its own.
@@ -208,7 +210,7 @@ describe('evidence coverage', () => {
   });
 
   it('counts a redelivered attempt once', () => {
-    const detector = createDetector();
+    const detector = createDetector(EVERY_KEY);
     detector.ingest(batch(request('k1', 1)));
     detector.ingest(batch(request('k1', 1)));
     detector.flush();
@@ -217,7 +219,7 @@ describe('evidence coverage', () => {
   });
 
   it('counts its oldest attempts early past maxCoverageEntries, each attempt once', () => {
-    const detector = createDetector({ ...defaultDetectorConfig(), maxCoverageEntries: 30 });
+    const detector = createDetector({ ...EVERY_KEY, maxCoverageEntries: 30 });
     for (let i = 0; i < 20; i++) detector.ingest(batch(request(`k${i}`, 1, { endMillis: i * 100 })));
     expect(detector.stats().coverageEntries).toBeLessThanOrEqual(30);
     expect(detector.stats().coverageEvictedEntries).toBeGreaterThan(0);
@@ -227,7 +229,7 @@ describe('evidence coverage', () => {
   });
 
   it('holds nothing for keys whose attempts are final, however many keys the retry horizon holds', () => {
-    const detector = createDetector();
+    const detector = createDetector(EVERY_KEY);
     for (let second = 0; second < 200; second++) {
       const keys = Array.from({ length: 50 }, (_, i) => `k${second}-${i}`);
       detector.ingest(batch(keys.flatMap((key) => request(key, 1, { endMillis: second * 1000 }))));
@@ -240,11 +242,11 @@ describe('evidence coverage', () => {
   });
 
   it('keeps its figures across a restore from the persisted scope state', () => {
-    const detector = createDetector();
+    const detector = createDetector(EVERY_KEY);
     const [send, arrival] = request('k1', 1);
     detector.ingest(batch([send!, arrival!]));
     detector.flush();
-    const restored = createDetector();
+    const restored = createDetector(EVERY_KEY);
     restored.restore({ findings: [], scopeState: detector.scopeState() });
     expect(payments(restored)).toEqual(payments(detector));
     expect(payments(restored)).toMatchObject({ arrivals: 1, arrivalsWithDecision: 0, requestsWithSend: 1 });

@@ -89,6 +89,7 @@ describe('Prometheus metrics', () => {
 
   it('exports each tier’s evidence coverage, leaving out figures with nothing to count', async () => {
     const coverage = {
+      keysOneIn: 1,
       arrivals: 50,
       arrivalsWithDecision: 6,
       requests: 0,

@@ -15,6 +15,7 @@ function row(coverage: Partial<ScopeReportRow['coverage']>): ScopeReportRow {
     keysAtRisk: 0,
     status: 'sound',
     coverage: {
+      keysOneIn: 1,
       arrivals: 100,
       arrivalsWithDecision: 100,
       requests: 100,
