@@ -108,12 +108,12 @@ function coverageWarnings(rows: ScopeRowJson[]): HTMLElement | null {
   );
 }
 
-/** Instances of one tier that declare different scopes are a finding in themselves. */
 /** Where the scope comes from, when not from the spans themselves. */
 function scopeSource(row: ScopeRowJson): HTMLElement | null {
   return row.scopeFrom === 'mapping' ? el('div', { class: 'subtle' }, 'declared in the mapping') : null;
 }
 
+/** Instances of one tier that declare different scopes are a finding in themselves. */
 function declaredMix(row: ScopeRowJson): HTMLElement | null {
   const entries = Object.entries(row.declaredCounts);
   if (entries.length < 2) return null;
