@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { emptyLatency, latencyBucketOf, type NodeActivity } from '@keyscope/attempts';
+import { TEST_EPOCH_UNIX_MILLIS } from '@keyscope/attempts/testing';
 import { prng } from '@keyscope/otlp/testing';
 import { activity } from '@keyscope/testkit';
 import { describe, expect, it } from 'vitest';
@@ -252,5 +253,49 @@ describe('incremental routing inference', () => {
       expect(streamsWith.get(kind) ?? 0, kind).toBeGreaterThanOrEqual(20);
     expect(streamsWith.get('withdrawn') ?? 0).toBeGreaterThanOrEqual(20);
     expect(streamsWith.get('frozen') ?? 0).toBeGreaterThanOrEqual(20);
+  });
+});
+
+describe('the cost of routing inference as its window fills', () => {
+  it('reads the same few buckets per closed second with 3 hours of activity as with 10 minutes', () => {
+    const inference = new RoutingInference(defaultDetectorConfig());
+    const nodes = ['a', 'b', 'c'];
+    // Every 10 minutes node a goes silent for 20 s, node b fails for 10 s, node c slows for 15 s;
+    // every minute one sample arrives 15 s late, past the allowed lateness.
+    const sampleOf = (node: string, at: number): NodeActivity[] => {
+      const phase = at % 600;
+      if (node === 'a' && phase >= 100 && phase < 120) return [];
+      const failing = node === 'b' && phase >= 300 && phase < 310;
+      const slow = node === 'c' && phase >= 450 && phase < 465;
+      return activity({
+        node,
+        fromSecond: at,
+        toSecond: at + 1,
+        spans: 20,
+        errors: failing ? 15 : 0,
+        latency: latencyOf(20, slow ? 2_400 : 300),
+      });
+    };
+    const readsPerSecond: number[] = [];
+    for (let at = 0; at < 3 * 3600; at++) {
+      const before = inference.bucketReads;
+      inference.record(nodes.flatMap((node) => sampleOf(node, at)));
+      if (at % 60 === 59) inference.record(sampleOf('b', at - 15));
+      inference.advanceClock(TEST_EPOCH_UNIX_MILLIS + (at + 1) * 1000);
+      inference.all();
+      inference.prune();
+      readsPerSecond.push(inference.bucketReads - before);
+    }
+    const types = new Set(inference.all().map((event) => event.type));
+    expect([...types].sort()).toEqual(['error_spike', 'latency_spike', 'node_down']);
+    const mean = (from: number, to: number) =>
+      readsPerSecond.slice(from, to).reduce((sum, reads) => sum + reads, 0) / (to - from);
+    // With the window a twelfth full, and full for an hour (pruning every second): the same reads,
+    // a few per node, where reading the whole window again would read all of its 7,200 seconds.
+    const early = mean(600, 1200);
+    expect(mean(3 * 3600 - 600, 3 * 3600)).toBeLessThanOrEqual(1.25 * early);
+    expect(early).toBeLessThanOrEqual(10 * nodes.length);
+    // The most a second costs is a late sample landing in a brownout, whose run is read again.
+    expect(Math.max(...readsPerSecond.slice(600))).toBeLessThanOrEqual(10 * early);
   });
 });
