@@ -216,8 +216,8 @@ export class RoutingInference implements InferenceWork {
 
   /**
    * Events of one service, for judging a key right now. Re-inferred only once the closed edge has
-   * moved on by a silence's worth of buckets, so that a burst of batches within one second infers
-   * once; anything this misses is caught by `all()`, which `tick`/`flush` use to re-group findings.
+   * moved on by a silence's worth of buckets: a key judged on slightly older events is judged again
+   * if they change, since `all()`, which `tick`/`flush` use to re-group findings, catches them.
    */
   eventsOf(service: string): readonly RoutingEvent[] {
     const series = this.services.get(service);
