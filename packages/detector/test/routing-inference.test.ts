@@ -98,9 +98,9 @@ interface RandomStream {
  * and regions; nodes that go silent, alone or a whole cluster at once, fail, slow down, join late;
  * service-wide lulls and slowdowns; stretches with no activity at all (up to 2^30 buckets); buckets
  * split over several samples, delivered mostly in order, some within the allowed lateness, some
- * far beyond it; clock ticks, pruning and the end of input in between. Half the streams count in
- * minute buckets, so that the two-hour window holds 120 of them and pruning eats into what was
- * found; thresholds vary per stream.
+ * far beyond it; a few with samples of another bucket size; clock ticks, pruning and the end of
+ * input in between. Half the streams count in minute buckets, so that the two-hour window holds
+ * 120 of them and pruning eats into what was found; thresholds vary per stream.
  */
 function randomStream(seed: number): RandomStream {
   const random = prng(seed);
@@ -110,6 +110,9 @@ function randomStream(seed: number): RandomStream {
   const bucketMillis = chance(0.5) ? 60_000 : 1000;
   const inBuckets = (lo: number, hi: number) => Math.round((lo + random() * (hi - lo)) * bucketMillis);
   const lateness = int(0, 4);
+  // A few streams mix in samples counted in buckets twice as long (a service restarted with
+  // another bucket size on activity it had stored): every index then means another time.
+  const mixedBuckets = chance(0.1);
   const config: DetectorConfig = {
     ...defaultDetectorConfig(),
     allowedLatenessMillis: lateness * bucketMillis,
@@ -173,7 +176,7 @@ function randomStream(seed: number): RandomStream {
         const sample: NodeActivity = {
           placement: node.placement,
           bucketStartUnixMillis: (firstIndex + t) * bucketMillis,
-          bucketMillis,
+          bucketMillis: mixedBuckets && chance(0.05) ? 2 * bucketMillis : bucketMillis,
           spans: share(spans),
           errors: share(errors),
         };
