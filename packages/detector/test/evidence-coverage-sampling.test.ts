@@ -3,7 +3,7 @@ import type { Span } from '@keyscope/otlp';
 import { duplicateSome, type Scenario, scenarios, simulate, splitIntoPayloads } from '@keyscope/simulator';
 import { describe, expect, it } from 'vitest';
 import { coversKey } from '../src/evidence-coverage.ts';
-import { createDetector, defaultDetectorConfig, type TierCoverage } from '../src/index.ts';
+import { COVERAGE_COUNTS, createDetector, defaultDetectorConfig, type TierCoverage } from '../src/index.ts';
 import { type CoverageCounts, coverageTruth } from './support/coverage-truth.ts';
 
 /**
@@ -51,18 +51,7 @@ function sampledRun(scenario: Scenario) {
 }
 
 function countsOf(coverage: TierCoverage): CoverageCounts {
-  const { arrivals, arrivalsWithDecision, requests, requestsWithSend, keys, keysFullyVisible, sends } =
-    coverage;
-  return {
-    arrivals,
-    arrivalsWithDecision,
-    requests,
-    requestsWithSend,
-    keys,
-    keysFullyVisible,
-    sends,
-    sendsWithServerSpan: coverage.sendsWithServerSpan,
-  };
+  return Object.fromEntries(COVERAGE_COUNTS.map((name) => [name, coverage[name]])) as CoverageCounts;
 }
 
 describe('evidence coverage of sampled traffic', () => {

@@ -1,16 +1,8 @@
 import type { Attempt, ClientAttempt } from '@keyscope/attempts';
+import type { COVERAGE_COUNTS } from '../../src/scope-report.ts';
 
-/** The counts of `TierCoverage`, without the ratios. */
-export interface CoverageCounts {
-  arrivals: number;
-  arrivalsWithDecision: number;
-  requests: number;
-  requestsWithSend: number;
-  keys: number;
-  keysFullyVisible: number;
-  sends: number;
-  sendsWithServerSpan: number;
-}
+/** The counts of `TierCoverage` (`COVERAGE_COUNTS`), without the ratios. */
+export type CoverageCounts = Record<(typeof COVERAGE_COUNTS)[number], number>;
 
 /**
  * The coverage figures of docs/design.md computed from a whole set of attempts at once (the
