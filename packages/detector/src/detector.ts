@@ -581,6 +581,9 @@ function signatureOf(finding: FindingDraft): string {
     finding.routing.affinityBroken,
     finding.routing.event?.id ?? '',
     finding.routing.event?.endUnixMillis ?? '',
+    // An event can end without its end moving: the node served again in the bucket after the
+    // closed edge, where an open window ended for now.
+    finding.routing.event?.ended ?? '',
     finding.attempts.length,
     finding.lastSeenUnixMillis,
     finding.suspicion?.strength ?? '',

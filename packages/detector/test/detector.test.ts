@@ -540,6 +540,39 @@ describe('routing events and incidents', () => {
     expect(later.incidents[0]!.routingEvent?.type).toBe('node_down');
   });
 
+  it('reports a finding again when its routing event ends, so the last version reported is the current one', () => {
+    const detector = createDetector();
+    const reported = new Map<string, Finding>();
+    const reportedIncidents = new Map<string, Incident>();
+    const attempts = [
+      server({ key: 'k1', node: 'a', store: 'A', at: 58, durationMillis: 1900 }),
+      server({ key: 'k1', node: 'b', store: 'B', at: 61 }),
+    ];
+    // Live: each second's activity and attempts as they happen, and a tick a second later.
+    for (let second = 0; second < 200; second++) {
+      const from = TEST_EPOCH_UNIX_MILLIS + second * 1000;
+      const inSecond = (unixMillis: number) => unixMillis >= from && unixMillis < from + 1000;
+      const changes = [
+        detector.ingest(
+          batch(
+            attempts.filter((attempt) => inSecond(attempt.startUnixMillis)),
+            traffic.filter((sample) => inSecond(sample.bucketStartUnixMillis)),
+          ),
+        ),
+        detector.tick(from + 1000),
+      ];
+      for (const change of changes) {
+        for (const finding of change.findings) reported.set(finding.id, finding);
+        for (const incident of change.incidents) reportedIncidents.set(incident.id, incident);
+      }
+    }
+    const [finding] = detector.findings();
+    expect(finding!.routing.event).toMatchObject({ type: 'node_down', ended: true });
+    expect(reported.get(finding!.id)).toEqual(finding);
+    const [incident] = detector.incidents();
+    expect(reportedIncidents.get(incident!.id)).toEqual(incident);
+  });
+
   it('composes every node of a region going down into one region failover', () => {
     const regional = [
       ...activity({ node: 'eu1', region: 'eu', cluster: 'eu-c', fromSecond: 0, toSecond: 60 }),
