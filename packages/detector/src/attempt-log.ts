@@ -71,6 +71,8 @@ export function createMemoryAttemptLog(): MemoryAttemptLog {
   let byKey = new Map<string, KeyAttempts>();
   let attempts = 0;
   let tableLimit = MIN_TABLE_LIMIT;
+  /** Whether keys were forgotten since the last compaction. */
+  let forgotten = false;
 
   function isRedelivery(entry: KeyAttempts, record: string): boolean {
     const identity = codec.identityOf(record, 0);
@@ -153,8 +155,13 @@ export function createMemoryAttemptLog(): MemoryAttemptLog {
         if (entry.lastSeenUnixMillis >= beforeUnixMillis) break;
         byKey.delete(partitionKey);
         attempts -= entry.count;
+        forgotten = true;
       }
-      if (codec.tableSize > tableLimit) compact();
+      // Only forgetting keys leaves names unused: without, compacting would only cost.
+      if (forgotten && codec.tableSize > tableLimit) {
+        compact();
+        forgotten = false;
+      }
     },
     stats() {
       let recordBytes = 0;

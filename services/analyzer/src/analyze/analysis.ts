@@ -10,6 +10,7 @@ import {
   type Detector,
   type DetectorChanges,
   type DetectorConfig,
+  type DetectorStats,
   type Finding,
   type Incident,
   type RoutingEvent,
@@ -18,6 +19,12 @@ import {
 import type { DecodeOptions, Span } from '@keyscope/otlp';
 import { defaultServeConfig, type SpansConfig } from '../config.ts';
 import { type ExtractionInputs, extractRecord, type RecordExtract } from './record-extract.ts';
+
+/**
+ * Event time between two expiries of the detector: each visits the findings and suspect keys
+ * in memory, so not on every request.
+ */
+const EXPIRY_STEP_MILLIS = 60_000;
 
 export interface AnalysisCounts {
   spans: number;
@@ -93,6 +100,8 @@ export class Analysis {
   /** As in serve: keyless sends get the key of their server spans, across requests. */
   readonly #sendLinker = new SendLinker();
   #finished = false;
+  /** The clock the detector last expired at (see #expire). */
+  #expiredAtUnixMillis = Number.NEGATIVE_INFINITY;
 
   constructor(mapping: Mapping, detectorConfig: DetectorConfig, options: AnalysisOptions = {}) {
     this.#mapping = mapping;
@@ -139,6 +148,12 @@ export class Analysis {
     this.#counts.truncatedValues += extracted.refusals.truncatedValues;
     this.#apply(this.#detector.ingest(extracted));
     this.#count(record, this.#detector.stats().duplicateAttempts - duplicatesBefore, extracted.invalid);
+    this.#expire(record);
+  }
+
+  /** The detector's own counts: keys in memory, attempts seen, the watermark. */
+  detectorStats(): DetectorStats {
+    return this.#detector.stats();
   }
 
   get counts(): Readonly<AnalysisCounts> {
@@ -170,6 +185,19 @@ export class Analysis {
     for (const finding of changes.findings) this.#findings.set(finding.id, finding);
     for (const id of changes.retractedIncidentIds) this.#incidents.delete(id);
     for (const incident of changes.incidents) this.#incidents.set(incident.id, incident);
+  }
+
+  /**
+   * Bounds memory by the retry horizon as serve's clock does, with the archive's clock: the
+   * latest first span start of a request so far, which one span with a skewed clock does not
+   * move. With no key last seen more than the horizon before it (an archive within the horizon)
+   * this changes nothing; a full `tick` would (see Detector.expire).
+   */
+  #expire(record: RecordExtract): void {
+    const first = record.firstUnixMillis;
+    if (first === null || first < this.#expiredAtUnixMillis + EXPIRY_STEP_MILLIS) return;
+    this.#expiredAtUnixMillis = first;
+    this.#apply(this.#detector.expire(first));
   }
 
   #count(record: RecordExtract, duplicateSpans: number, invalid: Record<string, number>): void {
