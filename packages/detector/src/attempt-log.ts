@@ -1,5 +1,5 @@
 import type { Attempt } from '@keyscope/attempts';
-import { AttemptRecordCodec } from './attempt-records.ts';
+import { AttemptRecords, NO_RECORD } from './attempt-records.ts';
 
 /**
  * Where every attempt of a key is kept for the retry horizon: the evidence a finding carries and
@@ -22,7 +22,7 @@ export interface AttemptLog {
 export interface MemoryAttemptLogStats {
   keys: number;
   attempts: number;
-  /** Characters of the keys' records (one byte each), their identity sets not included. */
+  /** Bytes of the keys' records, their chunks' free space and identity sets not included. */
   recordBytes: number;
   /** Names and placements interned. */
   names: number;
@@ -32,22 +32,20 @@ export interface MemoryAttemptLog extends AttemptLog {
   stats(): MemoryAttemptLogStats;
 }
 
-/** A key's records in a chunk beyond this many characters start a new one: appending copies the last chunk only. */
-const CHUNK_CHARS = 4096;
 /**
  * Keys with more attempts than this check redelivery against a set of their identities; below,
  * reading their records is cheaper than a set per key (an empty Set alone is ~150 bytes).
  */
 const IDENTITY_SET_ATTEMPTS = 32;
-/** Names and placements the codec may intern before `expire` first compacts them. */
+/** Names and placements interned, or bytes of records, before `expire` first compacts them. */
 const MIN_TABLE_LIMIT = 65_536;
+const MIN_CHUNK_LIMIT_BYTES = 64 << 20;
 
 class KeyAttempts {
-  /** The records of the newest chunk. */
-  records = '';
-  /** Full chunks before `records`, oldest first. */
-  chunks: string[] | null = null;
+  /** The position of the key's last record (see AttemptRecords). */
+  last = NO_RECORD;
   count = 0;
+  bytes = 0;
   identities: Set<string> | null = null;
 
   constructor(
@@ -58,71 +56,80 @@ class KeyAttempts {
 }
 
 /**
- * The log for tests and `keyscope analyze`: everything in memory, each key's attempts encoded in
- * Latin-1 strings (attempt-records.ts), about 60 bytes an attempt and 150 a key, where attempt
- * objects with their strings and a Set of span ids cost ~460 an attempt. Keys are kept in the
- * order they were last appended to, so `expire` stops at the first key appended to since its
- * cutoff (a key whose late attempt is older than its others waits for a later sweep). Once
- * `expire` has left the codec's names and placements twice what the keys still use (and more than
- * MIN_TABLE_LIMIT), it re-encodes every key with fresh tables.
+ * The log for tests and `keyscope analyze`: everything in memory, each attempt a record of about
+ * 60 bytes (attempt-records.ts) and each key about 100, where attempt objects with their strings
+ * and a Set of span ids cost ~460 an attempt. `expire` visits every key, unless no key was last
+ * seen before its cutoff (an archive within the retry horizon). Once `expire` has forgotten keys
+ * and the names and placements number twice what they did after the last compaction, or the
+ * records' chunks hold twice the bytes of the records still kept (past minimums), every key is
+ * written again into fresh chunks and tables.
  */
 export function createMemoryAttemptLog(): MemoryAttemptLog {
-  const codec = new AttemptRecordCodec();
+  let records = new AttemptRecords();
   let byKey = new Map<string, KeyAttempts>();
   let attempts = 0;
+  let liveBytes = 0;
+  /** No key was last seen before this. */
+  let oldestLastSeenUnixMillis = Number.POSITIVE_INFINITY;
   let tableLimit = MIN_TABLE_LIMIT;
   /** Whether keys were forgotten since the last compaction. */
   let forgotten = false;
 
-  function isRedelivery(entry: KeyAttempts, record: string): boolean {
-    const identity = codec.identityOf(record, 0);
+  function isRedelivery(entry: KeyAttempts, position: number): boolean {
+    if (entry.identities === null && entry.count >= IDENTITY_SET_ATTEMPTS) {
+      const identities = new Set<string>();
+      for (let at = entry.last; at !== NO_RECORD; at = records.previous(at))
+        identities.add(records.identityOf(at));
+      entry.identities = identities;
+    }
     if (entry.identities !== null) {
+      const identity = records.identityOf(position);
       if (entry.identities.has(identity)) return true;
       entry.identities.add(identity);
       return false;
     }
-    for (const chunk of chunksOf(entry))
-      for (let at = 0; at < chunk.length; at = AttemptRecordCodec.next(chunk, at))
-        if (codec.hasIdentity(chunk, at, identity)) return true;
-    if (entry.count >= IDENTITY_SET_ATTEMPTS) {
-      const identities = new Set<string>([identity]);
-      for (const chunk of chunksOf(entry))
-        for (let at = 0; at < chunk.length; at = AttemptRecordCodec.next(chunk, at))
-          identities.add(codec.identityOf(chunk, at));
-      entry.identities = identities;
-    }
+    for (let at = entry.last; at !== NO_RECORD; at = records.previous(at))
+      if (records.sameIdsAsWritten(at)) return true;
     return false;
   }
 
-  function add(entry: KeyAttempts, record: string): void {
-    // Flat, so that the chunk costs its characters, not a rope of one string per attempt.
-    entry.records = flat(entry.records + record);
-    if (entry.records.length >= CHUNK_CHARS) {
-      (entry.chunks ??= []).push(entry.records);
-      entry.records = '';
+  /** Appends `attempt` to the key's records unless one of them has its ids. */
+  function add(entry: KeyAttempts, attempt: Attempt): boolean {
+    const position = records.write(attempt, entry.key, entry.last);
+    if (entry.last !== NO_RECORD && isRedelivery(entry, position)) {
+      records.unwrite(position);
+      return false;
     }
+    const bytes = records.writtenBytes(position);
+    entry.last = position;
     entry.count++;
+    entry.bytes += bytes;
+    liveBytes += bytes;
+    return true;
   }
 
   function decode(entry: KeyAttempts): Attempt[] {
-    const out: Attempt[] = [];
-    for (const chunk of chunksOf(entry)) codec.decodeInto(chunk, entry.key, out);
+    const positions: number[] = [];
+    for (let at = entry.last; at !== NO_RECORD; at = records.previous(at)) positions.push(at);
+    const out: Attempt[] = new Array(positions.length);
+    for (let i = 0; i < positions.length; i++)
+      out[i] = records.read(positions[positions.length - 1 - i]!, entry.key);
     return out;
   }
 
-  /** Re-encodes every key with tables holding only the names and placements still used. */
+  /** Writes every key again into fresh records and tables, holding only what is still used. */
   function compact(): void {
     const decoded = [...byKey].map(([partitionKey, entry]) => [partitionKey, entry, decode(entry)] as const);
-    codec.reset();
+    records = new AttemptRecords();
+    liveBytes = 0;
     const fresh = new Map<string, KeyAttempts>();
     for (const [partitionKey, entry, list] of decoded) {
       const copy = new KeyAttempts(entry.key, entry.lastSeenUnixMillis);
-      copy.identities = entry.identities;
-      for (const attempt of list) add(copy, codec.encode(attempt, copy.key));
+      for (const attempt of list) add(copy, attempt);
       fresh.set(partitionKey, copy);
     }
     byKey = fresh;
-    tableLimit = Math.max(MIN_TABLE_LIMIT, 2 * codec.tableSize);
+    tableLimit = Math.max(MIN_TABLE_LIMIT, 2 * records.tableSize);
   }
 
   return {
@@ -130,20 +137,13 @@ export function createMemoryAttemptLog(): MemoryAttemptLog {
       let entry = byKey.get(partitionKey);
       if (entry === undefined) {
         entry = new KeyAttempts(attempt.key, attempt.endUnixMillis);
-        const record = codec.encode(attempt, entry.key);
         byKey.set(partitionKey, entry);
-        add(entry, record);
-        attempts++;
-        return true;
       }
-      const record = codec.encode(attempt, entry.key);
-      if (isRedelivery(entry, record)) return false;
-      add(entry, record);
+      if (!add(entry, attempt)) return false;
       attempts++;
       if (attempt.endUnixMillis > entry.lastSeenUnixMillis) entry.lastSeenUnixMillis = attempt.endUnixMillis;
-      // Last appended last: what `expire` sweeps from the front.
-      byKey.delete(partitionKey);
-      byKey.set(partitionKey, entry);
+      if (entry.lastSeenUnixMillis < oldestLastSeenUnixMillis)
+        oldestLastSeenUnixMillis = entry.lastSeenUnixMillis;
       return true;
     },
     attemptsOf(partitionKey) {
@@ -151,37 +151,27 @@ export function createMemoryAttemptLog(): MemoryAttemptLog {
       return entry === undefined ? [] : decode(entry);
     },
     expire(beforeUnixMillis) {
+      if (!(beforeUnixMillis > oldestLastSeenUnixMillis)) return;
+      let oldest = Number.POSITIVE_INFINITY;
       for (const [partitionKey, entry] of byKey) {
-        if (entry.lastSeenUnixMillis >= beforeUnixMillis) break;
-        byKey.delete(partitionKey);
-        attempts -= entry.count;
-        forgotten = true;
+        if (entry.lastSeenUnixMillis < beforeUnixMillis) {
+          byKey.delete(partitionKey);
+          attempts -= entry.count;
+          liveBytes -= entry.bytes;
+          forgotten = true;
+        } else if (entry.lastSeenUnixMillis < oldest) oldest = entry.lastSeenUnixMillis;
       }
-      // Only forgetting keys leaves names unused: without, compacting would only cost.
-      if (forgotten && codec.tableSize > tableLimit) {
+      oldestLastSeenUnixMillis = oldest;
+      // Only forgetting keys leaves names and chunks unused: without, compacting would only cost.
+      if (!forgotten) return;
+      const chunkBytes = records.chunkBytes;
+      if (records.tableSize > tableLimit || chunkBytes > Math.max(MIN_CHUNK_LIMIT_BYTES, 2 * liveBytes)) {
         compact();
         forgotten = false;
       }
     },
     stats() {
-      let recordBytes = 0;
-      for (const entry of byKey.values()) for (const chunk of chunksOf(entry)) recordBytes += chunk.length;
-      return { keys: byKey.size, attempts, recordBytes, names: codec.tableSize };
+      return { keys: byKey.size, attempts, recordBytes: liveBytes, names: records.tableSize };
     },
   };
-}
-
-function* chunksOf(entry: KeyAttempts): Generator<string> {
-  if (entry.chunks !== null) yield* entry.chunks;
-  if (entry.records !== '') yield entry.records;
-}
-
-/**
- * The string with its characters in one piece: a concatenation is a rope until something reads
- * it, and the next append may not (a new key's first record is not compared with anything).
- */
-function flat(text: string): string {
-  // Reading a character makes V8 flatten the rope in place.
-  text.charCodeAt(0);
-  return text;
 }

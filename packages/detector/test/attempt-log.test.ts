@@ -3,10 +3,13 @@ import {
   type CheckedAttempts,
   defaultMapping,
   EARLIEST_SPAN_UNIX_MILLIS,
+  type Effect,
   extractAttempts,
   type Mapping,
+  type Outcome,
   parseMapping,
   partitionKey,
+  type ScopeLevel,
   SendLinker,
   type SpanLimits,
 } from '@keyscope/attempts';
@@ -93,6 +96,13 @@ function oddAttempts(): Attempt[] {
     server({ key: LONG_TWO_BYTE }),
     server({ key: 'k', durationMillis: 0.000_1, at: -1e6 }),
     { ...server({ key: 'k' }), startUnixMillis: -0, endUnixMillis: Number.MIN_VALUE },
+    // Values outside their closed lists, which extraction never makes, are kept as they are.
+    {
+      ...server({ key: 'k' }),
+      outcome: 'maybe' as unknown as Outcome,
+      scope: 'planet' as unknown as ScopeLevel,
+      effect: 'committed ' as unknown as Effect,
+    },
   ];
 }
 
