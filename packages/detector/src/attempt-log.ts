@@ -24,6 +24,8 @@ export interface MemoryAttemptLogStats {
   attempts: number;
   /** Bytes of the keys' records, their chunks' free space and identity sets not included. */
   recordBytes: number;
+  /** Bytes of the chunks the records are in, expired records' and free space included. */
+  chunkBytes: number;
   /** Names and placements interned. */
   names: number;
 }
@@ -57,8 +59,8 @@ class KeyAttempts {
 
 /**
  * The log for tests and `keyscope analyze`: everything in memory, each attempt a record of about
- * 60 bytes (attempt-records.ts) and each key about 100, where attempt objects with their strings
- * and a Set of span ids cost ~460 an attempt. `expire` visits every key, unless no key was last
+ * 60 bytes (attempt-records.ts) and each key about 120 (its entry here), where attempt objects
+ * with their strings and a Set of span ids cost ~460 an attempt. `expire` visits every key, unless no key was last
  * seen before its cutoff (an archive within the retry horizon). Once `expire` has forgotten keys
  * and the names and placements number twice what they did after the last compaction, or the
  * records' chunks hold twice the bytes of the records still kept (past minimums), every key is
@@ -171,7 +173,13 @@ export function createMemoryAttemptLog(): MemoryAttemptLog {
       }
     },
     stats() {
-      return { keys: byKey.size, attempts, recordBytes: liveBytes, names: records.tableSize };
+      return {
+        keys: byKey.size,
+        attempts,
+        recordBytes: liveBytes,
+        chunkBytes: records.chunkBytes,
+        names: records.tableSize,
+      };
     },
   };
 }
