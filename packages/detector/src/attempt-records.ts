@@ -12,7 +12,8 @@ import type { Attempt, ClientAttempt, Placement, ServerAttempt } from '@keyscope
  * times as float64. Every string reads back unchanged (lone surrogates, '' and long ones alike)
  * and every number too (-0 and NaN included), and decoded attempts have their properties in the
  * order extraction creates them, so that they equal the appended ones whether compared deeply or
- * as JSON. A placement decodes to one frozen object per distinct placement.
+ * as JSON. A placement decodes to the first placement object appended that equals it (held, not
+ * copied: extraction never changes one), so that decoded attempts have extraction's shapes.
  *
  * A record is `varint(distance back to the list's previous record, 0 for none)`, a head byte (kind
  * and how the ids and key are written), the trace and span ids, the parent span id, start and end,

@@ -83,8 +83,8 @@ export interface Detector {
    * and their findings last seen more than `retryHorizonMillis` before `nowUnixMillis` — and does
    * nothing else `tick` does: no activity is closed, nothing re-grouped, settled or resolved, so
    * with nothing past the horizon the detector is as it was. Keys it forgets whose judgement was
-   * deferred (see `ingest`) are judged first. For a file read in whatever order its spans come
-   * (`keyscope analyze`), whose clock is its watermark.
+   * deferred (see `ingest`) are judged first. For files read in whatever order their spans come
+   * (`keyscope analyze`), on their own clock, where a full `tick` would close activity early.
    */
   expire(nowUnixMillis: number): DetectorChanges;
   findings(): Finding[];

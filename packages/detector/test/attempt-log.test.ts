@@ -150,13 +150,17 @@ describe('the memory attempt log', () => {
     expect([...kinds].sort()).toEqual(['arrival', 'client', 'clientchild', 'effect', 'server']);
   });
 
-  it('hands back one shared placement object per distinct placement', () => {
+  it('hands back the first placement object appended for every equal placement', () => {
     const log = createMemoryAttemptLog();
     log.append('k', server({ key: 'k', node: 'a' }));
     log.append('k', arrival({ key: 'k', node: 'a' }));
     log.append('k', server({ key: 'k', node: 'b' }));
-    const [first, second, third] = log.attemptsOf('k');
+    const appended = server({ key: 'k', node: 'a' });
+    log.append('k', appended);
+    const [first, second, third, fourth] = log.attemptsOf('k');
     expect(first!.placement).toBe(second!.placement);
+    expect(fourth!.placement).toBe(first!.placement);
+    expect(appended.placement).not.toBe(first!.placement);
     expect(third!.placement).not.toBe(first!.placement);
     expect(third!.placement.node).toBe('b');
   });
