@@ -12,6 +12,8 @@ import { feedSpans, type RunningKeyscope, startKeyscope } from './running-keysco
 const KEY = 'order-linked-1';
 /** A key whose first execution failed after admission, with nothing said about its effect. */
 const SUSPECTED = 'order-suspected-1';
+/** A key whose first send was sampled away, and whose second send's server span was lost. */
+const GAPPED = 'order-gapped-1';
 
 let keyscope: RunningKeyscope;
 let browser: Chromium;
@@ -37,7 +39,15 @@ beforeAll(async () => {
   const failed = suspected.find((span) => span.attributes['idempotency.outcome'] === 'miss')!;
   failed.status = { code: StatusCode.ERROR, message: 'upstream timeout' };
   failed.attributes['http.response.status_code'] = 504;
-  await feedSpans(keyscope, [...spans, ...suspected]);
+  const gapped = retriedKey({
+    key: GAPPED,
+    traceNumber: 13,
+    startUnixMillis: Date.now() - 40_000,
+    retryAfterMillis: 1500,
+  });
+  const [firstSend, , , secondServer] = gapped;
+  const kept = gapped.filter((span) => span !== firstSend && span !== secondServer);
+  await feedSpans(keyscope, [...spans, ...suspected, ...kept]);
   page = await browser.context.newPage();
 }, 60_000);
 
@@ -82,5 +92,22 @@ describe('a send that carried no key', () => {
     const sides = await page.locator('td').allInnerTexts();
     expect(sides).toContain('client send #0, key from its server span');
     expect(sides).toContain('client send #1');
+  });
+});
+
+describe('a key whose evidence is incomplete', () => {
+  it('says on the key page which of its attempts keyscope did not see', async () => {
+    await page.goto(`${keyscope.url}/keys/${encodeURIComponent(GAPPED)}`);
+    await page.locator('main h1').waitFor();
+    const items = await page.locator('#evidence-gaps li').allInnerTexts();
+    expect(items).toHaveLength(2);
+    expect(items[0]).toContain('client send #1 to payments.internal has no server span under it');
+    expect(items[1]).toContain('send #0 to payments.internal never reached keyscope (it holds #1)');
+  });
+
+  it('says nothing of the kind for a key whose every attempt is there', async () => {
+    await page.goto(`${keyscope.url}/keys/${encodeURIComponent(KEY)}`);
+    await page.locator('main h1').waitFor();
+    expect(await page.locator('#evidence-gaps').count()).toBe(0);
   });
 });

@@ -21,6 +21,17 @@ export interface DetectorConfig {
    * evidence was capped. Bounds what one key costs in memory, in the AttemptLog and to judge.
    */
   readonly maxAttemptsPerKey: number;
+  /**
+   * Keyed attempts the evidence coverage join holds while they wait out the allowed lateness
+   * (`evidence-coverage.ts`); past it, the oldest are counted early
+   * (`DetectorStats.coverageEvictedEntries`).
+   */
+  readonly maxCoverageEntries: number;
+  /**
+   * Evidence coverage is counted over one key in this many, chosen by a hash of the partition key
+   * (`coversKey`): whole keys, the same ones in any order and on any instance. 1 counts every key.
+   */
+  readonly coverageKeysOneIn: number;
   /** Findings without a routing event are grouped into incidents per bucket of this size. */
   readonly incidentBucketMillis: number;
   /** An open incident with no new finding for this long (event time) is resolved. */
@@ -71,6 +82,8 @@ export function defaultDetectorConfig(): DetectorConfig {
     retryHorizonMillis: 24 * 60 * 60 * 1000,
     maxKeys: 1_000_000,
     maxAttemptsPerKey: 10_000,
+    maxCoverageEntries: 1_000_000,
+    coverageKeysOneIn: 8,
     incidentBucketMillis: 60 * 60 * 1000,
     quietPeriodMillis: 30 * 60 * 1000,
     routingSlackMillis: 1000,

@@ -2,6 +2,7 @@ import { type Attempt, type ExtractedAttempts, type NodeActivity, partitionKey }
 import { type AttemptLog, createMemoryAttemptLog } from './attempt-log.ts';
 import { type DetectorConfig, defaultDetectorConfig } from './config.ts';
 import { evaluateKey, type FindingDraft, tierName } from './evaluate-key.ts';
+import { coversKey, EvidenceCoverage } from './evidence-coverage.ts';
 import type { Finding } from './finding.ts';
 import { FINDING_CLASSES, repeatUnixMillisOf } from './finding.ts';
 import { findingId } from './ids.ts';
@@ -57,6 +58,10 @@ export interface DetectorStats {
   hotKeys: number;
   /** Tier, node and tenant names held for the keys in memory (and some since forgotten). */
   internedNames: number;
+  /** Keyed attempts the evidence coverage join holds until they are final (see `TierCoverage`). */
+  coverageEntries: number;
+  /** Of them, counted before the allowed lateness had passed because `maxCoverageEntries` were held. */
+  coverageEvictedEntries: number;
   watermarkUnixMillis: number;
 }
 
@@ -158,7 +163,12 @@ export function createDetector(
   let internerLimit = MIN_INTERNER_LIMIT;
   const routing = new RoutingInference(config);
   const book = new IncidentBook(config);
-  const scopes = new ScopeReport(config.declaredScopes ?? []);
+  const scopes = new ScopeReport(config.declaredScopes ?? [], config.coverageKeysOneIn);
+  const coverage = new EvidenceCoverage(
+    config.allowedLatenessMillis,
+    config.maxCoverageEntries,
+    (service, operation) => scopes.coverageCounts(tierName(service, operation), service, operation),
+  );
   /** Findings currently reported, by id: the detector's answer to "what is wrong right now". */
   const current = new Map<string, Finding>();
   /**
@@ -193,6 +203,10 @@ export function createDetector(
    * again when their services' routing events change, until those events are final (their last
    * attempt plus the detection horizon, in closed activity time).
    */
+  /** The batch's kept attempts, their slots and whether their key held attempts before: see countCoverage. */
+  const kept: Attempt[] = [];
+  const keptSlots: number[] = [];
+  const keptSeen: boolean[] = [];
   const awaitingRouting = new Map<string, { services: Set<string>; finalAt: number }>();
 
   function partitionKeyOf(attempt: Attempt): string {
@@ -204,6 +218,7 @@ export function createDetector(
     const known = keys.find(partitionKey);
     if (known !== undefined) return known;
     const slot = keys.add(partitionKey);
+    if (coversKey(partitionKey, config.coverageKeysOneIn)) keys.markCovered(slot);
     let replayed = 0;
     for (const attempt of log.attemptsOf(partitionKey)) {
       observe(slot, attempt, false);
@@ -215,6 +230,8 @@ export function createDetector(
   }
 
   function evictOldest(): void {
+    // The coverage join knows keys by slot: it takes this batch's attempts before slots change hands.
+    countCoverage();
     const target = Math.floor(config.maxKeys * 0.9);
     const victims: string[] = [];
     for (const partitionKey of keys.keys()) {
@@ -249,8 +266,22 @@ export function createDetector(
     );
   }
 
+  /**
+   * Hands the attempts this batch kept to the coverage join, in one pass after the batch's loop:
+   * the join's state stays in cache for the pass instead of being evicted by the rest of the work
+   * on each attempt.
+   */
+  function countCoverage(): void {
+    for (let i = 0; i < kept.length; i++) coverage.add(kept[i]!, keptSlots[i]!, keptSeen[i]!);
+    kept.length = 0;
+    keptSlots.length = 0;
+    keptSeen.length = 0;
+  }
+
   /** Drops the key's compact state (its attempts stay in the log, to rebuild it from). */
   function forget(partitionKey: string): void {
+    const slot = keys.peek(partitionKey);
+    if (slot !== undefined) coverage.detach(slot);
     keys.delete(partitionKey);
     judgedAttempts.delete(partitionKey);
   }
@@ -485,7 +516,14 @@ export function createDetector(
           continue;
         }
         if (observe(slot, attempt, true)) dirty.add(partitionKey);
+        if (keys.isCovered(slot)) {
+          kept.push(attempt);
+          keptSlots.push(slot);
+          keptSeen.push(keys.attemptsAt(slot) > 1);
+        }
       }
+      countCoverage();
+      coverage.advance(watermark);
       // Activity is counts, not spans, so the attempt log cannot refuse it span by span; a batch
       // whose every attempt the log already held is a payload delivered again (an exporter's or a
       // Collector's retry), and counting its activity twice would move the routing inference.
@@ -503,6 +541,7 @@ export function createDetector(
     tick,
     flush: () => {
       routing.closeAll();
+      coverage.finalizeAll();
       return tick(watermark);
     },
     expire(nowUnixMillis) {
@@ -528,12 +567,17 @@ export function createDetector(
       cappedAttempts,
       hotKeys: keys.cappedKeys,
       internedNames: interner.size,
+      coverageEntries: coverage.pendingEntries,
+      coverageEvictedEntries: coverage.evictedEntries,
       watermarkUnixMillis: watermark,
     }),
     scopeState: () => scopes.exportState(),
     restore({ findings, activity, scopeState }) {
       if (activity !== undefined) routing.record(activity);
-      if (scopeState !== undefined) scopes.importState(scopeState);
+      if (scopeState !== undefined) {
+        scopes.importState(scopeState);
+        coverage.forgetTiers();
+      }
       const changes = new Changes();
       for (const finding of findings) {
         const placed = book.place(finding, changes.incidents, changes.retractedIncidents);

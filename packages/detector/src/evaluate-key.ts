@@ -18,6 +18,7 @@ import {
 } from './finding.ts';
 import { findingId } from './ids.ts';
 import { eventCovers, type RoutingEvent } from './routing-event.ts';
+import { type SpanIndex, spanIndexOf } from './span-index.ts';
 import { hasUnseenExecutionMarks, suspectUnseenExecution } from './unseen-execution.ts';
 
 /** A finding before it is placed in an incident. */
@@ -338,13 +339,8 @@ function causeOfRepeat(
   executions: readonly ServerAttempt[],
   evidence: readonly Attempt[],
 ): 'race' | 'ttl_expired' {
-  // The first arrival of each span, so finding an execution's request costs a lookup, not a scan.
-  const arrivals = new Map<string, Attempt>();
-  for (const a of evidence) {
-    const span = `${a.traceId}/${a.spanId}`;
-    if (a.kind === 'arrival' && !arrivals.has(span)) arrivals.set(span, a);
-  }
-  const windows = executions.map((execution) => requestWindow(execution, arrivals));
+  const spans = spanIndexOf(evidence);
+  const windows = executions.map((execution) => requestWindow(execution, spans));
   for (let j = 1; j < windows.length; j++) {
     const repeat = windows[j]!;
     // Nearest first: a racing repeat overlaps the execution just before it.
@@ -358,12 +354,9 @@ function causeOfRepeat(
   return 'race';
 }
 
-function requestWindow(
-  execution: ServerAttempt,
-  arrivals: ReadonlyMap<string, Attempt>,
-): { start: number; end: number } {
-  const request = arrivals.get(`${execution.traceId}/${execution.parentSpanId}`);
-  const span = request ?? execution;
+function requestWindow(execution: ServerAttempt, spans: SpanIndex): { start: number; end: number } {
+  const request = spans.get(execution.traceId, execution.parentSpanId);
+  const span = request?.kind === 'arrival' ? request : execution;
   return { start: span.startUnixMillis, end: Math.max(span.endUnixMillis, execution.endUnixMillis) };
 }
 
@@ -478,19 +471,19 @@ function spanOf(attempts: readonly Attempt[]): { from: number; to: number } {
  */
 class SendLinks {
   readonly clients: ClientAttempt[];
-  readonly #bySpanId = new Map<string, Attempt>();
+  readonly #spans: SpanIndex;
 
   constructor(
     private readonly tier: Tier,
     evidence: readonly Attempt[],
   ) {
     this.clients = evidence.filter((a): a is ClientAttempt => a.kind === 'client');
-    for (const attempt of evidence) this.#bySpanId.set(`${attempt.traceId}/${attempt.spanId}`, attempt);
+    this.#spans = spanIndexOf(evidence);
   }
 
   /** The request `attempt` decided in: its SERVER span when the decision is on a child span. */
   requestOf(attempt: Attempt): Attempt {
-    const parent = this.#bySpanId.get(`${attempt.traceId}/${attempt.parentSpanId}`);
+    const parent = this.#spans.get(attempt.traceId, attempt.parentSpanId);
     return parent?.kind === 'arrival' ? parent : attempt;
   }
 
@@ -513,7 +506,7 @@ class SendLinks {
     for (let hops = 0; hops < 4; hops++) {
       if (current.parentSpanId === '') return undefined;
       const id = `${current.traceId}/${current.parentSpanId}`;
-      const parent = this.#bySpanId.get(id);
+      const parent = this.#spans.get(current.traceId, current.parentSpanId);
       if (parent === undefined) {
         // An unseen parent of a span of this tier: the keyless CLIENT span of the send.
         return current.placement.service === this.tier.service ? { id, client: undefined } : undefined;

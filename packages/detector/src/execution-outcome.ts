@@ -1,4 +1,5 @@
 import type { Arrival, Attempt, Effect, ServerAttempt, SideEffect } from '@keyscope/attempts';
+import { type SpanIndex, spanIndexOf } from './span-index.ts';
 
 /**
  * Whether an admitted attempt (`miss`) executed its side effect. Many services give the key back
@@ -40,7 +41,7 @@ export function executionOutcomes(evidence: readonly Attempt[]): ExecutionOutcom
   let index: EvidenceIndex | undefined;
   return (execution) => {
     index ??= indexEvidence(evidence);
-    const request = index.spans.get(spanKey(execution.traceId, execution.parentSpanId));
+    const request = index.spans.get(execution.traceId, execution.parentSpanId);
     const arrival = request?.kind === 'arrival' ? request : undefined;
     const failed =
       execution.failed || execution.released || arrival?.failed === true || arrival?.released === true;
@@ -63,26 +64,19 @@ export function executionOutcomes(evidence: readonly Attempt[]): ExecutionOutcom
 }
 
 interface EvidenceIndex {
-  /** Every span of the key by (trace id, span id). */
-  spans: Map<string, Attempt>;
+  spans: SpanIndex;
   effectsByTrace: Map<string, SideEffect[]>;
 }
 
 function indexEvidence(evidence: readonly Attempt[]): EvidenceIndex {
-  const spans = new Map<string, Attempt>();
   const effectsByTrace = new Map<string, SideEffect[]>();
   for (const attempt of evidence) {
-    spans.set(spanKey(attempt.traceId, attempt.spanId), attempt);
     if (attempt.kind !== 'effect') continue;
     const list = effectsByTrace.get(attempt.traceId);
     if (list === undefined) effectsByTrace.set(attempt.traceId, [attempt]);
     else list.push(attempt);
   }
-  return { spans, effectsByTrace };
-}
-
-function spanKey(traceId: string, spanId: string): string {
-  return `${traceId}/${spanId}`;
+  return { spans: spanIndexOf(evidence), effectsByTrace };
 }
 
 /** `committed` over `none` over `unknown` over unstated. */
@@ -101,7 +95,7 @@ function isUnder(
   let parentSpanId = effect.parentSpanId;
   for (let hops = 0; parentSpanId !== '' && hops < MAX_PARENT_HOPS; hops++) {
     if (parentSpanId === execution.spanId || parentSpanId === arrival?.spanId) return true;
-    const parent = index.spans.get(spanKey(effect.traceId, parentSpanId));
+    const parent = index.spans.get(effect.traceId, parentSpanId);
     if (parent === undefined) break;
     // Under another request of the key (the retry's own effect).
     if (parent.kind === 'server' || parent.kind === 'arrival') return false;

@@ -57,6 +57,26 @@ export class IncidentTally {
     }
   }
 
+  /**
+   * `before` judged again as `after` (the same finding, in the same incident). An extreme `before`
+   * held goes stale only when `after` moves it back: a key judged again on a later attempt mostly
+   * keeps its repeat and its gap and moves its last attempt on, which leaves every extreme known.
+   */
+  replace(before: Finding, beforeFacts: FindingFacts, after: Finding, afterFacts: FindingFacts): void {
+    this.#count(before, beforeFacts, -1);
+    this.#count(after, afterFacts, 1);
+    if (
+      (repeatUnixMillisOf(before) === this.#opened && repeatUnixMillisOf(after) > this.#opened) ||
+      (before.lastSeenUnixMillis === this.#last && after.lastSeenUnixMillis < this.#last) ||
+      (beforeFacts.gapMillis === this.#longestGapMillis && afterFacts.gapMillis < this.#longestGapMillis)
+    ) {
+      this.#extremesStale = true;
+    }
+    if (repeatUnixMillisOf(after) < this.#opened) this.#opened = repeatUnixMillisOf(after);
+    if (after.lastSeenUnixMillis > this.#last) this.#last = after.lastSeenUnixMillis;
+    if (afterFacts.gapMillis > this.#longestGapMillis) this.#longestGapMillis = afterFacts.gapMillis;
+  }
+
   /** The totals; `members` (the incident's findings and their facts) when an extreme must be recomputed. */
   summary(members: () => Iterable<[Finding, FindingFacts]>): IncidentSummary {
     if (this.#extremesStale) {

@@ -113,11 +113,11 @@ export class IncidentBook {
       retracted.delete(incidentId);
     }
     const replaced = entry.members.get(finding.id);
-    if (replaced !== undefined) entry.tally.remove(replaced, entry.facts.get(finding.id)!);
     const facts = factsOf(placed);
+    if (replaced !== undefined) entry.tally.replace(replaced, entry.facts.get(finding.id)!, placed, facts);
+    else entry.tally.add(placed, facts);
     entry.members.set(finding.id, placed);
     entry.facts.set(finding.id, facts);
-    entry.tally.add(placed, facts);
     this.membership.set(finding.id, incidentId);
     if (event !== null) entry.incident.routingEvent = event;
     this.#dirty.add(entry);

@@ -14,6 +14,7 @@ export {
   type DetectorStats,
 } from './detector.ts';
 export { evaluateKey, type FindingDraft, tierName } from './evaluate-key.ts';
+export { type EvidenceAttempt, type EvidenceGap, evidenceGapsOf } from './evidence-gaps.ts';
 export { type ExecutionOutcome, type ExecutionOutcomes, executionOutcomes } from './execution-outcome.ts';
 export {
   FINDING_CLASSES,
@@ -34,10 +35,12 @@ export {
 export { type Incident, type IncidentStatus, incidentOfMembers } from './incidents.ts';
 export type { RoutingEvent, RoutingEventType } from './routing-event.ts';
 export {
+  COVERAGE_COUNTS,
   covers,
   type ScopeReportRow,
   type ScopeReportState,
   type SpreadLevel,
   spreadOf,
+  type TierCoverage,
 } from './scope-report.ts';
 export { mayHideExecution, readSend, type SendReading } from './unseen-execution.ts';

@@ -38,7 +38,7 @@ export class KeyTable {
   #tenant = new Int32Array(0);
   /** Attempts observed, saturating at `maxAttemptsPerKey`. */
   #attempts = new Uint32Array(0);
-  /** Bits 0–1: server attempts at tier A (saturating at 2); bits 2–3: at tier B; bit 4: suspect. */
+  /** Bits 0–1: server attempts at tier A (saturating at 2); bits 2–3: at tier B; bit 4: suspect; bit 5: in the coverage sample. */
   #flags = new Uint8Array(0);
 
   constructor(maxAttemptsPerKey = Number.POSITIVE_INFINITY) {
@@ -65,6 +65,11 @@ export class KeyTable {
       this.#slots.set(key, slot);
     }
     return slot;
+  }
+
+  /** The key's slot, without touching its recency (`find` makes it the most recent). */
+  peek(key: string): number | undefined {
+    return this.#slots.get(key);
   }
 
   add(key: string): number {
@@ -102,6 +107,11 @@ export class KeyTable {
   attemptCount(key: string): number {
     const slot = this.#slots.get(key);
     return slot === undefined ? 0 : this.#attempts[slot]!;
+  }
+
+  /** Attempts the slot's key has observed. */
+  attemptsAt(slot: number): number {
+    return this.#attempts[slot]!;
   }
 
   /** Whether the slot's key reached `maxAttemptsPerKey`. */
@@ -179,6 +189,15 @@ export class KeyTable {
     this.#flags[slot] = this.#flags[slot]! | SUSPECT;
   }
 
+  /** Marks the slot's key as one whose evidence coverage is counted (`coversKey`). */
+  markCovered(slot: number): void {
+    this.#flags[slot] = this.#flags[slot]! | COVERED;
+  }
+
+  isCovered(slot: number): boolean {
+    return (this.#flags[slot]! & COVERED) !== 0;
+  }
+
   /** Replaces every interned id of the keys in memory (tier, node, tenant; not -1) by `remap(id)`. */
   remapInterned(remap: (id: number) => number): void {
     for (const slot of this.#slots.values()) {
@@ -212,5 +231,7 @@ export class KeyTable {
 }
 
 const SUSPECT = 16;
+/** The key is in the evidence coverage's sample. */
+const COVERED = 32;
 /** How recent a key's last attempt may be for touching it to leave its place in the order. */
 export const RETOUCH_MILLIS = 60_000;

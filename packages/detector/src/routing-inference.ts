@@ -5,6 +5,7 @@ import {
   type NodeActivity,
   type Placement,
 } from '@keyscope/attempts';
+import { ActiveBuckets, type InferenceWork } from './active-buckets.ts';
 import type { DetectorConfig } from './config.ts';
 import { stableId } from './ids.ts';
 import type { RoutingEvent } from './routing-event.ts';
@@ -15,32 +16,69 @@ const ACTIVITY_WINDOW_MILLIS = 2 * 60 * 60 * 1000;
 const BASELINE_BUCKETS = 30;
 /** The latency quantile a `latency_spike` compares. */
 const LATENCY_QUANTILE = 0.9;
+/** Slow buckets this close are one brownout: a single second back under the threshold does not split it. */
+const SLOW_RUN_MAX_STEP = 2;
 
 interface NodeSeries {
   placement: Placement;
-  /** Bucket index → [spans, errors]. */
-  buckets: Map<number, [number, number]>;
+  buckets: ActiveBuckets;
   /** Bucket index → duration histogram (`NodeActivity.latency`), for buckets whose samples had one. */
   latency: Map<number, number[]>;
-  /** The keys of `latency`, ascending: buckets mostly arrive in order, so this is kept, not sorted per inference. */
-  latencyOrder: number[];
   /**
    * Whether the node was slow against its peers in a bucket, as of that bucket's version in
    * `ServiceSeries.latencyVersions`: a bucket nobody's activity touched since is not judged again.
    */
   slowness: Map<number, { version: number; slow: boolean }>;
+  // What inference found in the node's buckets below `ServiceSeries.inferredClosedIndex`, kept so
+  // that the next inference reads only the buckets that can change it (see `RoutingInference.infer`).
+  /**
+   * The active buckets followed by a gap of a silence's length or more, ascending: the only ones a
+   * silence can follow, so what pruning reads again when the baseline they count from moves.
+   */
+  longGaps: number[];
+  /** Silences, each at the active bucket it follows. */
+  downs: FoundEvents;
+  /** Runs of error-spiking buckets, [first, last], short ones included: a run can still grow. */
+  errorRuns: [number, number][];
+  /** Error spikes, each at its run's first bucket. */
+  errorSpikes: FoundEvents;
+  /** Runs of slow buckets, short ones included. */
+  slowRuns: SlowRun[];
+  /** Latency spikes, each at its run's first bucket. */
+  slowdowns: FoundEvents;
+}
+
+interface SlowRun {
+  first: number;
+  last: number;
+  /** Kept for the newest run only, which may still grow; recomputed from the buckets when absent. */
+  latency?: RunLatency;
+}
+
+/** The histograms a latency spike is judged on, over a run's buckets from its first to its last. */
+interface RunLatency {
+  during: number[];
+  /** The service's other nodes over the same buckets. */
+  peers: number[];
+  /** The node over the BASELINE_BUCKETS before the run's first. */
+  before?: number[];
 }
 
 interface ServiceSeries {
   nodes: Map<string, NodeSeries>;
-  /** Bucket index → spans of all nodes. */
-  totals: Map<number, number>;
+  /** Spans of all nodes per bucket. */
+  totals: ActiveBuckets;
   /** Bucket index → duration histogram of all nodes. */
   latencyTotals: Map<number, number[]>;
   /** Bucket index → how many latency samples of any node it took: what `NodeSeries.slowness` checks. */
   latencyVersions: Map<number, number>;
   /** Counts of a bucket the cached events were inferred from changed (late activity). */
   dirty: boolean;
+  /**
+   * The earliest bucket below `inferredClosedIndex` whose counts changed since the last inference
+   * (late activity): what the node caches were inferred from holds below it. +∞ if none.
+   */
+  changedFrom: number;
   events: RoutingEvent[];
   /** The closed index (see RoutingInference) the cached events were inferred up to. */
   inferredClosedIndex: number;
@@ -56,9 +94,15 @@ interface ServiceSeries {
  * counts, and the events are inferred again from it: an event it disproves disappears, one it
  * moves is reported anew (DetectorChanges carries both), and findings are re-judged.
  *
- * Inference is recomputed per service on demand when that service's closed counts changed.
+ * Inference runs per service on demand when that service's closed counts changed, and is
+ * incremental: it keeps what it found in each node's buckets and reads again only the buckets
+ * from the earliest one that changed or newly closed, plus what a finding there looks back at (the
+ * active bucket a silence follows, the run a spike may continue), so its cost per closed second
+ * does not grow with the two-hour window (`bucketReads`). Its events are exactly those of reading
+ * the whole window again, for any activity in any order (routing-inference.test.ts holds it to
+ * that). Pruning re-infers the same way from the other end: what the dropped buckets bore on.
  */
-export class RoutingInference {
+export class RoutingInference implements InferenceWork {
   private readonly services = new Map<string, ServiceSeries>();
   private readonly frozen = new Map<string, RoutingEvent>();
   private bucketMillis = 1000;
@@ -66,23 +110,30 @@ export class RoutingInference {
   private newestUnixMillis = Number.NEGATIVE_INFINITY;
   /** Activity before this is final (monotone); see the class comment. */
   private closedUnixMillis = Number.NEGATIVE_INFINITY;
-  /** Buckets whose latency was judged against the node's peers, ever: what inference costs. */
+  /** Buckets whose latency was judged against the node's peers, ever. */
   latencyJudgements = 0;
+  /** Buckets inference (and its running sums) read, ever: what inference costs. */
+  bucketReads = 0;
 
   constructor(private readonly config: DetectorConfig) {}
 
   record(activity: readonly NodeActivity[]): void {
     for (const sample of activity) {
-      this.bucketMillis = sample.bucketMillis;
+      if (sample.bucketMillis !== this.bucketMillis) {
+        // Every bucket index means another time now: what was found is read again in full.
+        this.bucketMillis = sample.bucketMillis;
+        for (const series of this.services.values()) series.changedFrom = Number.NEGATIVE_INFINITY;
+      }
       const placement = sample.placement;
       let service = this.services.get(placement.service);
       if (service === undefined) {
         service = {
           nodes: new Map(),
-          totals: new Map(),
+          totals: new ActiveBuckets(this),
           latencyTotals: new Map(),
           latencyVersions: new Map(),
           dirty: true,
+          changedFrom: Number.POSITIVE_INFINITY,
           events: [],
           inferredClosedIndex: Number.NEGATIVE_INFINITY,
         };
@@ -91,25 +142,33 @@ export class RoutingInference {
       const nodeKey = placement.node;
       let node = service.nodes.get(nodeKey);
       if (node === undefined) {
-        node = { placement, buckets: new Map(), latency: new Map(), latencyOrder: [], slowness: new Map() };
+        node = {
+          placement,
+          buckets: new ActiveBuckets(this),
+          latency: new Map(),
+          slowness: new Map(),
+          longGaps: [],
+          downs: new FoundEvents(),
+          errorRuns: [],
+          errorSpikes: new FoundEvents(),
+          slowRuns: [],
+          slowdowns: new FoundEvents(),
+        };
         service.nodes.set(nodeKey, node);
       }
       const index = Math.floor(sample.bucketStartUnixMillis / sample.bucketMillis);
-      const counts = node.buckets.get(index);
-      if (counts === undefined) node.buckets.set(index, [sample.spans, sample.errors]);
-      else {
-        counts[0] += sample.spans;
-        counts[1] += sample.errors;
-      }
-      service.totals.set(index, (service.totals.get(index) ?? 0) + sample.spans);
+      node.buckets.add(index, sample.spans, sample.errors);
+      service.totals.add(index, sample.spans, sample.errors);
       if (sample.latency !== undefined) {
-        if (!node.latency.has(index)) insertSorted(node.latencyOrder, index);
         addLatency(histogramAt(node.latency, index), sample.latency);
         addLatency(histogramAt(service.latencyTotals, index), sample.latency);
         service.latencyVersions.set(index, (service.latencyVersions.get(index) ?? 0) + 1);
       }
       // A bucket beyond what was inferred changes nothing until the watermark passes it.
-      if (index < service.inferredClosedIndex) service.dirty = true;
+      if (index < service.inferredClosedIndex) {
+        service.dirty = true;
+        if (index < service.changedFrom) service.changedFrom = index;
+      }
       const end = sample.bucketStartUnixMillis + sample.bucketMillis;
       if (end > this.newestUnixMillis) this.newestUnixMillis = end;
     }
@@ -157,9 +216,8 @@ export class RoutingInference {
 
   /**
    * Events of one service, for judging a key right now. Re-inferred only once the closed edge has
-   * moved on by a silence's worth of buckets: inference reads the whole activity window, and
-   * re-running it on every batch made detection quadratic in the window. Anything this misses is
-   * caught by `all()`, which `tick`/`flush` use to re-group findings.
+   * moved on by a silence's worth of buckets: a key judged on slightly older events is judged again
+   * if they change, since `all()`, which `tick`/`flush` use to re-group findings, catches them.
    */
   eventsOf(service: string): readonly RoutingEvent[] {
     const series = this.services.get(service);
@@ -186,27 +244,24 @@ export class RoutingInference {
       for (const event of this.refresh(name, series)) {
         if (event.ended && event.endUnixMillis < cutoffMillis) this.frozen.set(event.id, event);
       }
-      let removed = false;
-      for (const node of series.nodes.values()) {
-        for (const index of node.buckets.keys()) {
-          if (index < cutoffIndex) {
-            node.buckets.delete(index);
-            removed = true;
-          }
-        }
-        const kept = lowerBound(node.latencyOrder, cutoffIndex);
-        for (const index of node.latencyOrder.splice(0, kept)) {
+      // Every node's bucket is one of the service's: nothing of the service is old, none of a node.
+      if (series.totals.size === 0 || series.totals.indexAt(0) >= cutoffIndex) continue;
+      series.totals.dropBelow(cutoffIndex, (index) => {
+        series.latencyTotals.delete(index);
+        series.latencyVersions.delete(index);
+      });
+      for (const [key, node] of series.nodes) {
+        const dropped = node.buckets.dropBelow(cutoffIndex, (index) => {
           node.latency.delete(index);
           node.slowness.delete(index);
-        }
+        });
+        if (dropped === 0) continue;
+        if (node.buckets.size === 0) series.nodes.delete(key);
+        // Unless the node is read again in full anyway (`record`), what it found is kept in step.
+        else if (series.changedFrom !== Number.NEGATIVE_INFINITY)
+          this.inferFront(name, series, node, cutoffIndex);
       }
-      for (const index of series.latencyVersions.keys())
-        if (index < cutoffIndex) series.latencyVersions.delete(index);
-      for (const index of series.totals.keys()) if (index < cutoffIndex) series.totals.delete(index);
-      for (const index of series.latencyTotals.keys())
-        if (index < cutoffIndex) series.latencyTotals.delete(index);
-      for (const [key, node] of series.nodes) if (node.buckets.size === 0) series.nodes.delete(key);
-      if (removed) series.dirty = true;
+      series.dirty = true;
     }
     const horizon = this.newestUnixMillis - this.config.retryHorizonMillis;
     for (const [id, event] of this.frozen) if (event.endUnixMillis < horizon) this.frozen.delete(id);
@@ -226,115 +281,261 @@ export class RoutingInference {
     if (series.dirty || closedIndex !== series.inferredClosedIndex) {
       series.events = this.infer(name, series, closedIndex).filter((event) => !this.frozen.has(event.id));
       series.dirty = false;
+      series.changedFrom = Number.POSITIVE_INFINITY;
       series.inferredClosedIndex = closedIndex;
     }
     return series.events;
   }
 
-  /** The service's events in its buckets below `closedIndex`; a new event type adds its finder here. */
+  /**
+   * The service's events in its buckets below `closedIndex`; a new event type adds its finder here.
+   * What each node's buckets below `from` gave is kept as found: only the buckets from there on,
+   * and what a finding there looks back at, are read.
+   */
   private infer(service: string, series: ServiceSeries, closedIndex: number): RoutingEvent[] {
-    const totals = serviceTotals(series.totals, closedIndex);
-    if (totals.indexes.length === 0) return [];
-    const lastClosed = closedIndex - 1;
-
+    // Buckets below the last inference's closed index and the earliest change are as they were.
+    const from = Math.min(series.changedFrom, series.inferredClosedIndex);
     const downs: RoutingEvent[] = [];
     const spikes: RoutingEvent[] = [];
+    // Summed as they close, each bucket once, rather than all at once when a silence first needs them.
+    series.totals.sumBelow(closedIndex);
     for (const node of series.nodes.values()) {
-      const indexes = [...node.buckets.keys()].filter((index) => index < closedIndex).sort((a, b) => a - b);
-      if (indexes.length === 0) continue;
-      this.findSilences(service, totals, node, indexes, lastClosed, downs);
-      this.findSpikes(service, node, indexes, spikes);
-      this.findSlowdowns(service, series, node, closedIndex, spikes);
+      node.buckets.sumBelow(closedIndex);
+      this.findSilences(service, series, node, from, closedIndex);
+      this.findSpikes(service, node, from, closedIndex);
+      this.findSlowdowns(service, series, node, from, closedIndex);
+      for (const event of node.downs.events) downs.push(event);
+      for (const event of node.errorSpikes.events) spikes.push(event);
+      for (const event of node.slowdowns.events) spikes.push(event);
     }
     return [...this.composeFailovers(service, series, downs), ...spikes].sort(compareEvents);
   }
 
   /**
+   * After the node's buckets below `cutoff` were dropped: re-infers, in its buckets below the
+   * inferred closed index, what the dropped ones bore on — the silences whose baseline reached
+   * before its oldest bucket kept (the baseline starts at a node's first bucket), the runs that
+   * began before `cutoff`, and the slowdowns whose baseline reached before it.
+   */
+  private inferFront(service: string, series: ServiceSeries, node: NodeSeries, cutoff: number): void {
+    const buckets = node.buckets;
+    const closedIndex = series.inferredClosedIndex;
+    const closedEnd = buckets.lowerBound(closedIndex);
+
+    const oldest = buckets.indexAt(0);
+    const silencesReach = oldest + BASELINE_BUCKETS - 1;
+    const longGaps = node.longGaps;
+    const reached = countWhile(longGaps, (index) => index < silencesReach);
+    const kept: number[] = [];
+    const downs = new FoundEvents();
+    for (const index of longGaps.slice(0, reached)) {
+      // A gap after a dropped bucket is gone; the others are as long as they were.
+      if (index < oldest) continue;
+      kept.push(index);
+      this.bucketReads++;
+      const at = buckets.lowerBound(index);
+      const event = this.silenceAfter(service, series.totals, node, at, closedEnd, closedIndex - 1);
+      if (event !== undefined) downs.push(index, event);
+    }
+    longGaps.splice(0, reached, ...kept);
+    node.downs.replaceBelow(silencesReach, downs);
+
+    const errorRuns = node.errorRuns;
+    errorRuns.splice(
+      0,
+      countWhile(errorRuns, ([, last]) => last < cutoff),
+    );
+    const errorSpikes = new FoundEvents();
+    const firstErrorRun = errorRuns[0];
+    if (firstErrorRun !== undefined && firstErrorRun[0] < cutoff) {
+      // Its last bucket is kept, so one of its spiking buckets is.
+      let at = 0;
+      while (!this.spiking(buckets, at)) at++;
+      firstErrorRun[0] = buckets.indexAt(at);
+      const event = this.errorSpikeOf(service, node, firstErrorRun);
+      if (event !== undefined) errorSpikes.push(firstErrorRun[0], event);
+    }
+    node.errorSpikes.replaceBelow(cutoff, errorSpikes);
+
+    const slowRuns = node.slowRuns;
+    slowRuns.splice(
+      0,
+      countWhile(slowRuns, (run) => run.last < cutoff),
+    );
+    const firstSlowRun = slowRuns[0];
+    if (firstSlowRun !== undefined && firstSlowRun.first < cutoff) {
+      let at = 0;
+      while (!this.slowAt(series, node, buckets.indexAt(at))) at++;
+      firstSlowRun.first = buckets.indexAt(at);
+      delete firstSlowRun.latency;
+    }
+    const slowdownsReach = cutoff + BASELINE_BUCKETS;
+    const slowdowns = new FoundEvents();
+    for (const run of slowRuns) {
+      if (run.first >= slowdownsReach) break;
+      if (run.latency !== undefined) delete run.latency.before;
+      const event = this.slowdownOf(service, series, node, run);
+      if (event !== undefined) slowdowns.push(run.first, event);
+      if (run !== slowRuns[slowRuns.length - 1]) delete run.latency;
+    }
+    node.slowdowns.replaceBelow(slowdownsReach, slowdowns);
+  }
+
+  /**
    * Silences are the gaps between a node's active buckets, and their cost is the buckets that
-   * hold data, never the gap's length: the service's traffic during a gap comes from prefix sums
-   * over its sorted active buckets (two spans at times 0 and 2^53 ms are two buckets, not 2^43).
+   * hold data, never the gap's length: the service's traffic during a gap comes from running sums
+   * over its active buckets (two spans at times 0 and 2^53 ms are two buckets, not 2^43). A gap
+   * is re-read from the last active bucket below `from`: one open across `from` may have closed,
+   * grown or been split.
    */
   private findSilences(
     service: string,
-    totals: ServiceTotals,
+    series: ServiceSeries,
     node: NodeSeries,
-    indexes: number[],
-    lastClosed: number,
-    out: RoutingEvent[],
+    from: number,
+    closedIndex: number,
   ): void {
+    const buckets = node.buckets;
+    const closedEnd = buckets.lowerBound(closedIndex);
+    const longGaps = node.longGaps;
+    if (closedEnd === 0) {
+      longGaps.length = 0;
+      node.downs.clear();
+      return;
+    }
+    const first = Math.max(0, buckets.lowerBound(from) - 1);
+    const firstIndex = buckets.indexAt(first);
+    while (longGaps.length > 0 && longGaps[longGaps.length - 1]! >= firstIndex) longGaps.pop();
+    node.downs.dropFrom(firstIndex);
     const minBuckets = Math.max(1, Math.ceil(this.config.silenceMinMillis / this.bucketMillis));
-    const firstIndex = indexes[0]!;
-    for (let i = 0; i < indexes.length; i++) {
-      const lastActive = indexes[i]!;
-      // A silence still open at the closed edge ends there, for now (`ended: false`).
-      const nextActive = i + 1 < indexes.length ? indexes[i + 1]! : lastClosed + 1;
+    const lastClosed = closedIndex - 1;
+    for (let at = first; at < closedEnd; at++) {
+      this.bucketReads++;
+      const lastActive = buckets.indexAt(at);
+      const nextActive = at + 1 < closedEnd ? buckets.indexAt(at + 1) : lastClosed + 1;
       if (nextActive - lastActive - 1 < minBuckets) continue;
-      // A silence of the whole service is an outage or a lull, not traffic moving away from this
-      // node: what counts is how much the node should have served at its usual share.
-      const from = upperBound(totals.indexes, lastActive);
-      const to = lowerBound(totals.indexes, nextActive);
-      const servedElsewhere = totals.servingBefore[to]! - totals.servingBefore[from]!;
-      const serviceSpansDuring = totals.spansBefore[to]! - totals.spansBefore[from]!;
-      if (servedElsewhere < minBuckets) continue;
-      const baselineFrom = Math.max(firstIndex, lastActive + 1 - BASELINE_BUCKETS);
-      let nodeSpans = 0;
-      for (let j = i; j >= 0 && indexes[j]! >= baselineFrom; j--)
-        nodeSpans += node.buckets.get(indexes[j]!)![0];
-      const baselineAt = lowerBound(totals.indexes, baselineFrom);
-      const serviceSpans = totals.spansBefore[from]! - totals.spansBefore[baselineAt]!;
-      const expected = serviceSpans === 0 ? 0 : (nodeSpans / serviceSpans) * serviceSpansDuring;
-      if (expected < this.config.silenceMinExpectedSpans) continue;
-      const ended = nextActive <= lastClosed;
-      const startUnixMillis = (lastActive + 1) * this.bucketMillis;
-      const endUnixMillis = nextActive * this.bucketMillis;
-      const p = node.placement;
-      out.push({
-        id: stableId('re', ['node_down', service, p.node, startUnixMillis]),
-        type: 'node_down',
-        service,
-        node: p.node,
-        cluster: p.cluster,
-        region: p.region,
-        startUnixMillis,
-        endUnixMillis,
-        ended,
-        description: `${service} node ${p.node} emitted no server spans for ${formatSeconds(
-          endUnixMillis - startUnixMillis,
-        )}${ended ? '' : ' (still silent)'} while other nodes of ${service} kept serving`,
-      });
+      longGaps.push(lastActive);
+      const event = this.silenceAfter(service, series.totals, node, at, closedEnd, lastClosed);
+      if (event !== undefined) node.downs.push(lastActive, event);
     }
   }
 
-  private findSpikes(service: string, node: NodeSeries, indexes: number[], out: RoutingEvent[]): void {
+  /** The silence after the node's active bucket at `position`, if it is one. */
+  private silenceAfter(
+    service: string,
+    totals: ActiveBuckets,
+    node: NodeSeries,
+    position: number,
+    closedEnd: number,
+    lastClosed: number,
+  ): RoutingEvent | undefined {
+    const buckets = node.buckets;
+    const minBuckets = Math.max(1, Math.ceil(this.config.silenceMinMillis / this.bucketMillis));
+    const lastActive = buckets.indexAt(position);
+    // A silence still open at the closed edge ends there, for now (`ended: false`).
+    const nextActive = position + 1 < closedEnd ? buckets.indexAt(position + 1) : lastClosed + 1;
+    if (nextActive - lastActive - 1 < minBuckets) return undefined;
+    // A silence of the whole service is an outage or a lull, not traffic moving away from this
+    // node: what counts is how much the node should have served at its usual share.
+    const from = totals.upperBound(lastActive);
+    const to = totals.lowerBound(nextActive);
+    const servedElsewhere = totals.servingBetween(from, to);
+    const serviceSpansDuring = totals.spansBetween(from, to);
+    if (servedElsewhere < minBuckets) return undefined;
+    const baselineFrom = Math.max(buckets.indexAt(0), lastActive + 1 - BASELINE_BUCKETS);
+    const nodeSpans = buckets.spansBetween(buckets.lowerBound(baselineFrom), position + 1);
+    const serviceSpans = totals.spansBetween(totals.lowerBound(baselineFrom), from);
+    const expected = serviceSpans === 0 ? 0 : (nodeSpans / serviceSpans) * serviceSpansDuring;
+    if (expected < this.config.silenceMinExpectedSpans) return undefined;
+    const ended = nextActive <= lastClosed;
+    const startUnixMillis = (lastActive + 1) * this.bucketMillis;
+    const endUnixMillis = nextActive * this.bucketMillis;
+    const p = node.placement;
+    return {
+      id: stableId('re', ['node_down', service, p.node, startUnixMillis]),
+      type: 'node_down',
+      service,
+      node: p.node,
+      cluster: p.cluster,
+      region: p.region,
+      startUnixMillis,
+      endUnixMillis,
+      ended,
+      description: `${service} node ${p.node} emitted no server spans for ${formatSeconds(
+        endUnixMillis - startUnixMillis,
+      )}${ended ? '' : ' (still silent)'} while other nodes of ${service} kept serving`,
+    };
+  }
+
+  /**
+   * Runs of spiking buckets; a run resumed within `minBuckets` is the same spike (one healthy
+   * second inside an outage must not split it into two events and two pages). The runs found
+   * below `from` are kept; the one reaching across it is cut back to its buckets below and
+   * continued from there.
+   */
+  private findSpikes(service: string, node: NodeSeries, from: number, closedIndex: number): void {
     const minBuckets = Math.max(1, Math.ceil(this.config.errorSpikeMinMillis / this.bucketMillis));
-    // Runs of spiking buckets; a run resumed within `minBuckets` is the same spike (one healthy
-    // second inside an outage must not split it into two events and two pages).
-    const runs: [number, number][] = [];
-    for (const index of indexes) {
-      const [spans, errors] = node.buckets.get(index)!;
-      if (spans < this.config.errorSpikeMinSpans || errors / spans < this.config.errorSpikeRatio) continue;
+    const buckets = node.buckets;
+    const runs = node.errorRuns;
+    while (runs.length > 0 && runs[runs.length - 1]![0] >= from) runs.pop();
+    node.errorSpikes.dropFrom(from);
+    let judgeFrom = runs.length;
+    const open = runs[runs.length - 1];
+    if (open !== undefined) {
+      if (open[1] >= from) {
+        // Its spiking buckets lie at most `minBuckets` apart, so this walks back that far at most.
+        let at = buckets.lowerBound(from) - 1;
+        while (!this.spiking(buckets, at)) at--;
+        open[1] = buckets.indexAt(at);
+      }
+      if (from - open[1] <= minBuckets) {
+        node.errorSpikes.dropFrom(open[0]);
+        judgeFrom--;
+      }
+    }
+    const closedEnd = buckets.lowerBound(closedIndex);
+    for (let at = buckets.lowerBound(from); at < closedEnd; at++) {
+      if (!this.spiking(buckets, at)) continue;
+      const index = buckets.indexAt(at);
       const last = runs[runs.length - 1];
       if (last !== undefined && index - last[1] <= minBuckets) last[1] = index;
       else runs.push([index, index]);
     }
-    for (const [first, last] of runs) {
-      if (last - first + 1 < minBuckets) continue;
-      const startUnixMillis = first * this.bucketMillis;
-      const endUnixMillis = (last + 1) * this.bucketMillis;
-      const p = node.placement;
-      out.push(
-        spikeEvent(
-          'error_spike',
-          service,
-          p,
-          startUnixMillis,
-          endUnixMillis,
-          `${service} node ${p.node} failed ${Math.round(
-            this.config.errorSpikeRatio * 100,
-          )}% or more of its server spans for ${formatSeconds(endUnixMillis - startUnixMillis)}`,
-        ),
-      );
+    for (let r = judgeFrom; r < runs.length; r++) {
+      const event = this.errorSpikeOf(service, node, runs[r]!);
+      if (event !== undefined) node.errorSpikes.push(runs[r]![0], event);
     }
+  }
+
+  private spiking(buckets: ActiveBuckets, position: number): boolean {
+    this.bucketReads++;
+    const spans = buckets.spansAt(position);
+    return !(
+      spans < this.config.errorSpikeMinSpans ||
+      buckets.errorsAt(position) / spans < this.config.errorSpikeRatio
+    );
+  }
+
+  private errorSpikeOf(
+    service: string,
+    node: NodeSeries,
+    [first, last]: [number, number],
+  ): RoutingEvent | undefined {
+    const minBuckets = Math.max(1, Math.ceil(this.config.errorSpikeMinMillis / this.bucketMillis));
+    if (last - first + 1 < minBuckets) return undefined;
+    const startUnixMillis = first * this.bucketMillis;
+    const endUnixMillis = (last + 1) * this.bucketMillis;
+    const p = node.placement;
+    return spikeEvent(
+      'error_spike',
+      service,
+      p,
+      startUnixMillis,
+      endUnixMillis,
+      `${service} node ${p.node} failed ${Math.round(
+        this.config.errorSpikeRatio * 100,
+      )}% or more of its server spans for ${formatSeconds(endUnixMillis - startUnixMillis)}`,
+    );
   }
 
   /**
@@ -344,88 +545,149 @@ export class RoutingInference {
    * that many times the other nodes' p90 and the node's own p90 over the BASELINE_BUCKETS before.
    * Comparing with the other nodes is what tells a node that slowed from a service that did (a
    * slow database slows every node, and moves no retry); comparing with its own past keeps a
-   * node that is always slower (a smaller instance) from being one long event. Its cost is the
-   * node's buckets that carry latency, like the other finders.
+   * node that is always slower (a smaller instance) from being one long event. Runs are kept and
+   * continued like error spikes; the newest keeps its histograms' sums, so a brownout that goes on
+   * costs its new buckets, not its length.
    */
   private findSlowdowns(
     service: string,
     series: ServiceSeries,
     node: NodeSeries,
+    from: number,
     closedIndex: number,
-    out: RoutingEvent[],
   ): void {
-    if (node.latency.size === 0) return;
+    const runs = node.slowRuns;
+    if (node.latency.size === 0) {
+      runs.length = 0;
+      node.slowdowns.clear();
+      return;
+    }
+    const buckets = node.buckets;
+    while (runs.length > 0 && runs[runs.length - 1]!.first >= from) runs.pop();
+    node.slowdowns.dropFrom(from);
+    let judgeFrom = runs.length;
+    const open = runs[runs.length - 1];
+    if (open !== undefined) {
+      if (open.last >= from) {
+        let at = buckets.lowerBound(from) - 1;
+        while (!this.slowAt(series, node, buckets.indexAt(at))) at--;
+        open.last = buckets.indexAt(at);
+        delete open.latency;
+      }
+      if (from - open.last <= SLOW_RUN_MAX_STEP) {
+        node.slowdowns.dropFrom(open.first);
+        judgeFrom--;
+      }
+    }
+    const closedEnd = buckets.lowerBound(closedIndex);
+    for (let at = buckets.lowerBound(from); at < closedEnd; at++) {
+      const index = buckets.indexAt(at);
+      if (!this.slowAt(series, node, index)) continue;
+      const last = runs[runs.length - 1];
+      if (last !== undefined && index - last.last <= SLOW_RUN_MAX_STEP) {
+        // It grows by this bucket and the ones it skipped (never slow, so never a run's).
+        if (last.latency !== undefined) {
+          for (let back = at; buckets.indexAt(back) > last.last; back--)
+            this.addRunBucket(series, node, last.latency, buckets.indexAt(back));
+        }
+        last.last = index;
+      } else {
+        const latency = { during: emptyLatency(), peers: emptyLatency() };
+        this.addRunBucket(series, node, latency, index);
+        runs.push({ first: index, last: index, latency });
+      }
+    }
+    for (let r = judgeFrom; r < runs.length; r++) {
+      const event = this.slowdownOf(service, series, node, runs[r]!);
+      if (event !== undefined) node.slowdowns.push(runs[r]!.first, event);
+    }
+    // Only the newest run can grow: the others' sums would only hold memory.
+    for (let r = Math.max(0, judgeFrom - 1); r < runs.length - 1; r++) delete runs[r]!.latency;
+  }
+
+  /** Whether the node was slow against its peers in bucket `index`; false for one without latency. */
+  private slowAt(series: ServiceSeries, node: NodeSeries, index: number): boolean {
+    const own = node.latency.get(index);
+    if (own === undefined) return false;
+    this.bucketReads++;
+    // A bucket's verdict depends on its own and its peers' histograms only: kept until any node's
+    // activity changes that bucket.
+    const version = series.latencyVersions.get(index)!;
+    let judged = node.slowness.get(index);
+    if (judged === undefined || judged.version !== version) {
+      const { latencySpikeRatio: ratio, latencySpikeMinSpans: minSpans } = this.config;
+      const peers = peersOf(series.latencyTotals.get(index)!, own);
+      const slow =
+        total(own) >= minSpans &&
+        total(peers) >= minSpans &&
+        latencyQuantileMillis(own, LATENCY_QUANTILE) >=
+          ratio * latencyQuantileMillis(peers, LATENCY_QUANTILE);
+      judged = { version, slow };
+      node.slowness.set(index, judged);
+      this.latencyJudgements++;
+    }
+    return judged.slow;
+  }
+
+  /** Adds bucket `index` (if it has latency) to a run's histograms. */
+  private addRunBucket(series: ServiceSeries, node: NodeSeries, latency: RunLatency, index: number): void {
+    const own = node.latency.get(index);
+    if (own === undefined) return;
+    this.bucketReads++;
+    addLatency(latency.during, own);
+    const all = series.latencyTotals.get(index)!;
+    for (let i = 0; i < latency.peers.length; i++) latency.peers[i]! += all[i]! - own[i]!;
+  }
+
+  /** The latency spike a run of slow buckets is, if it is one. */
+  private slowdownOf(
+    service: string,
+    series: ServiceSeries,
+    node: NodeSeries,
+    run: SlowRun,
+  ): RoutingEvent | undefined {
     const { latencySpikeRatio: ratio, latencySpikeMinSpans: minSpans } = this.config;
     const minBuckets = Math.max(1, Math.ceil(this.config.latencySpikeMinMillis / this.bucketMillis));
-    const order = node.latencyOrder;
-    const closedEnd = lowerBound(order, closedIndex);
-    const others = emptyLatency();
-    const peersOf = (index: number): number[] => {
-      const all = series.latencyTotals.get(index)!;
-      const own = node.latency.get(index)!;
-      for (let i = 0; i < others.length; i++) others[i] = all[i]! - own[i]!;
-      return others;
-    };
-    const runs: [number, number][] = [];
-    for (let at = 0; at < closedEnd; at++) {
-      const index = order[at]!;
-      // A bucket's verdict depends on its own and its peers' histograms only: kept until any node's
-      // activity changes that bucket.
-      const version = series.latencyVersions.get(index)!;
-      let judged = node.slowness.get(index);
-      if (judged === undefined || judged.version !== version) {
-        const own = node.latency.get(index)!;
-        const peers = peersOf(index);
-        const slow =
-          total(own) >= minSpans &&
-          total(peers) >= minSpans &&
-          latencyQuantileMillis(own, LATENCY_QUANTILE) >=
-            ratio * latencyQuantileMillis(peers, LATENCY_QUANTILE);
-        judged = { version, slow };
-        node.slowness.set(index, judged);
-        this.latencyJudgements++;
-      }
-      if (!judged.slow) continue;
-      const last = runs[runs.length - 1];
-      if (last !== undefined && index - last[1] <= 2) last[1] = index;
-      else runs.push([index, index]);
+    const { first, last } = run;
+    if (last - first + 1 < minBuckets) return undefined;
+    const buckets = node.buckets;
+    if (run.latency === undefined) {
+      const latency: RunLatency = { during: emptyLatency(), peers: emptyLatency() };
+      for (let at = buckets.lowerBound(first); at < buckets.size && buckets.indexAt(at) <= last; at++)
+        this.addRunBucket(series, node, latency, buckets.indexAt(at));
+      run.latency = latency;
     }
-    for (const [first, last] of runs) {
-      if (last - first + 1 < minBuckets) continue;
-      const during = emptyLatency();
-      const peersDuring = emptyLatency();
+    if (run.latency.before === undefined) {
       const before = emptyLatency();
-      for (let at = lowerBound(order, first - BASELINE_BUCKETS); at < closedEnd && order[at]! <= last; at++) {
-        const index = order[at]!;
-        if (index < first) addLatency(before, node.latency.get(index)!);
-        else {
-          addLatency(during, node.latency.get(index)!);
-          addLatency(peersDuring, peersOf(index));
-        }
+      for (let at = buckets.lowerBound(first - BASELINE_BUCKETS); buckets.indexAt(at) < first; at++) {
+        const own = node.latency.get(buckets.indexAt(at));
+        if (own === undefined) continue;
+        this.bucketReads++;
+        addLatency(before, own);
       }
-      if (total(before) < minSpans) continue;
-      const p90 = latencyQuantileMillis(during, LATENCY_QUANTILE);
-      const baseline = latencyQuantileMillis(before, LATENCY_QUANTILE);
-      const peers = latencyQuantileMillis(peersDuring, LATENCY_QUANTILE);
-      if (p90 < ratio * baseline || p90 < ratio * peers) continue;
-      const startUnixMillis = first * this.bucketMillis;
-      const endUnixMillis = (last + 1) * this.bucketMillis;
-      const p = node.placement;
-      out.push(
-        spikeEvent(
-          'latency_spike',
-          service,
-          p,
-          startUnixMillis,
-          endUnixMillis,
-          `p90 of ${service} server spans on node ${p.node} rose from ${formatDuration(
-            baseline,
-          )} to ${formatDuration(p90)} for ${formatSeconds(
-            endUnixMillis - startUnixMillis,
-          )} while other nodes of ${service} stayed at ${formatDuration(peers)}`,
-        ),
-      );
+      run.latency.before = before;
     }
+    const { during, peers: peersDuring, before } = run.latency;
+    if (total(before) < minSpans) return undefined;
+    const p90 = latencyQuantileMillis(during, LATENCY_QUANTILE);
+    const baseline = latencyQuantileMillis(before, LATENCY_QUANTILE);
+    const peers = latencyQuantileMillis(peersDuring, LATENCY_QUANTILE);
+    if (p90 < ratio * baseline || p90 < ratio * peers) return undefined;
+    const startUnixMillis = first * this.bucketMillis;
+    const endUnixMillis = (last + 1) * this.bucketMillis;
+    const p = node.placement;
+    return spikeEvent(
+      'latency_spike',
+      service,
+      p,
+      startUnixMillis,
+      endUnixMillis,
+      `p90 of ${service} server spans on node ${p.node} rose from ${formatDuration(
+        baseline,
+      )} to ${formatDuration(p90)} for ${formatSeconds(
+        endUnixMillis - startUnixMillis,
+      )} while other nodes of ${service} stayed at ${formatDuration(peers)}`,
+    );
   }
 
   /**
@@ -482,54 +744,6 @@ export class RoutingInference {
   }
 }
 
-/**
- * A service's active buckets in order, with running sums: `spansBefore[i]` is the spans of the
- * buckets before `indexes[i]`, `servingBefore[i]` how many of them served any (both one longer
- * than `indexes`, so a range's sum is a difference of two entries).
- */
-interface ServiceTotals {
-  indexes: number[];
-  spansBefore: Float64Array;
-  servingBefore: Float64Array;
-}
-
-/** The running sums over the buckets below `closedIndex`. */
-function serviceTotals(totals: Map<number, number>, closedIndex: number): ServiceTotals {
-  const indexes = [...totals.keys()].filter((index) => index < closedIndex).sort((a, b) => a - b);
-  const spansBefore = new Float64Array(indexes.length + 1);
-  const servingBefore = new Float64Array(indexes.length + 1);
-  for (let i = 0; i < indexes.length; i++) {
-    const spans = totals.get(indexes[i]!)!;
-    spansBefore[i + 1] = spansBefore[i]! + spans;
-    servingBefore[i + 1] = servingBefore[i]! + (spans > 0 ? 1 : 0);
-  }
-  return { indexes, spansBefore, servingBefore };
-}
-
-/** The first position in ascending `sorted` whose value is at least `value` (its length if none). */
-function lowerBound(sorted: readonly number[], value: number): number {
-  let lo = 0;
-  let hi = sorted.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (sorted[mid]! < value) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
-
-/** The first position in ascending `sorted` whose value is greater than `value` (its length if none). */
-function upperBound(sorted: readonly number[], value: number): number {
-  let lo = 0;
-  let hi = sorted.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (sorted[mid]! <= value) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
-
 /** One down event per node of the group, all sharing a common instant; null if there is none. */
 function overlappingCover(events: RoutingEvent[], nodes: Set<string>): RoutingEvent[] | null {
   const byNode = new Map<string, RoutingEvent[]>();
@@ -573,12 +787,6 @@ function total(counts: readonly number[]): number {
 }
 
 /** The histogram of `index`, created empty if there is none yet. */
-/** Inserts `value` into ascending `sorted`; appending, the usual case, costs one comparison. */
-function insertSorted(sorted: number[], value: number): void {
-  if (sorted.length === 0 || sorted[sorted.length - 1]! < value) sorted.push(value);
-  else sorted.splice(lowerBound(sorted, value), 0, value);
-}
-
 function histogramAt(histograms: Map<number, number[]>, index: number): number[] {
   let histogram = histograms.get(index);
   if (histogram === undefined) histograms.set(index, (histogram = emptyLatency()));
@@ -606,4 +814,52 @@ function spikeEvent(
     ended: true,
     description,
   };
+}
+
+/** Events a finder found, in the order of the buckets they are anchored at (ascending). */
+class FoundEvents {
+  private anchors: number[] = [];
+  private found: RoutingEvent[] = [];
+
+  get events(): readonly RoutingEvent[] {
+    return this.found;
+  }
+
+  /** Adds an event anchored after every one held. */
+  push(anchor: number, event: RoutingEvent): void {
+    this.anchors.push(anchor);
+    this.found.push(event);
+  }
+
+  /** Drops the events anchored at `anchor` or later. */
+  dropFrom(anchor: number): void {
+    while (this.anchors.length > 0 && this.anchors[this.anchors.length - 1]! >= anchor) {
+      this.anchors.pop();
+      this.found.pop();
+    }
+  }
+
+  /** Replaces the events anchored before `anchor` by `front`'s, all anchored before it too. */
+  replaceBelow(anchor: number, front: FoundEvents): void {
+    const below = countWhile(this.anchors, (at) => at < anchor);
+    this.anchors.splice(0, below, ...front.anchors);
+    this.found.splice(0, below, ...front.found);
+  }
+
+  clear(): void {
+    this.anchors.length = 0;
+    this.found.length = 0;
+  }
+}
+
+/** How many of `items`, from the first, satisfy `test`. */
+function countWhile<T>(items: readonly T[], test: (item: T) => boolean): number {
+  let count = 0;
+  while (count < items.length && test(items[count]!)) count++;
+  return count;
+}
+
+/** The histogram of a bucket's other nodes: the service's less the node's own. */
+function peersOf(all: readonly number[], own: readonly number[]): number[] {
+  return all.map((count, i) => count - own[i]!);
 }

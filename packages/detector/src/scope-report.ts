@@ -26,6 +26,65 @@ export interface ScopeReportRow {
   /** Keys whose retries reached beyond the declared scope. */
   keysAtRisk: number;
   status: 'sound' | 'narrower' | 'unknown';
+  /** How complete keyscope's view of the tier is (see `TierCoverage`). */
+  coverage: TierCoverage;
+}
+
+/**
+ * What keyscope sees of a tier's keyed requests, counted from the spans it received by the bounded
+ * join of `evidence-coverage.ts`: sampling and lost spans show as figures below 1. A ratio is null
+ * while its tier has nothing to count.
+ *
+ * - `arrivals`: keyed SERVER spans without an outcome at the tier; `arrivalsWithDecision` of them
+ *   have a server attempt (the dedup decision) in the same trace that is their child.
+ * - `requests`: the tier's keyed requests (arrivals, and server attempts that are not the decision
+ *   of an arrival) that name a parent span; `requestsWithSend` of them have a keyed CLIENT send of
+ *   the same trace as that parent. A request whose caller is not traced names no parent and is not
+ *   counted.
+ * - `sends`: keyed CLIENT sends that reached the tier: answered by a request at it, or unanswered
+ *   (no server-side span under them) from a client service whose answered sends to the same target
+ *   landed at the tier; `sendsWithServerSpan` of them were answered.
+ * - `keysOneIn`: the counts are of one key in this many, chosen by a hash of the key
+ *   (`detector.coverageKeysOneIn`): a sample of whole keys, so the ratios estimate the tier's and
+ *   the counts are about that share of its traffic.
+ * - `keys`: keys with a request at the tier, each counted once it was seen whole within the allowed
+ *   lateness (a key whose attempts come again later counts again); `keysFullyVisible` of them had
+ *   every arrival with its decision, every counted request with its send, every counted send with
+ *   its server span, and no gap in the resend counts of their sends.
+ */
+export interface TierCoverage {
+  keysOneIn: number;
+  arrivals: number;
+  arrivalsWithDecision: number;
+  requests: number;
+  requestsWithSend: number;
+  keys: number;
+  keysFullyVisible: number;
+  sends: number;
+  sendsWithServerSpan: number;
+  arrivalsWithDecisionRatio: number | null;
+  requestsWithSendRatio: number | null;
+  keysFullyVisibleRatio: number | null;
+  sendsWithServerSpanRatio: number | null;
+}
+
+/**
+ * The counts of `TierCoverage` in one array, in this order: what the scope report's state persists
+ * and what `EvidenceCoverage` adds to.
+ */
+export const COVERAGE_COUNTS = [
+  'arrivals',
+  'arrivalsWithDecision',
+  'requests',
+  'requestsWithSend',
+  'keys',
+  'keysFullyVisible',
+  'sends',
+  'sendsWithServerSpan',
+] as const;
+
+function ratio(part: number, whole: number): number | null {
+  return whole === 0 ? null : part / whole;
 }
 
 /** The level at which a set of landings first differ (node when they share one node). */
@@ -56,6 +115,8 @@ export type ScopeReportState = {
   declared: Partial<Record<ScopeLevel, number>>;
   keys: number;
   spread: number[];
+  /** The `COVERAGE_COUNTS`; absent in state persisted before coverage was counted. */
+  coverage?: number[];
 }[];
 
 interface TierStats {
@@ -64,6 +125,7 @@ interface TierStats {
   declared: Map<ScopeLevel, number>;
   keys: number;
   spread: number[];
+  coverage: number[];
 }
 
 /**
@@ -75,14 +137,24 @@ export class ScopeReport {
   /** `service\0operation` and `service\0` of the scopes the mapping declares. */
   private readonly mapped: ReadonlySet<string>;
 
-  constructor(declaredScopes: readonly { readonly service: string; readonly operation?: string }[] = []) {
+  constructor(
+    declaredScopes: readonly { readonly service: string; readonly operation?: string }[] = [],
+    private readonly coverageKeysOneIn = 1,
+  ) {
     this.mapped = new Set(declaredScopes.map((entry) => `${entry.service}\u0000${entry.operation ?? ''}`));
   }
 
   private stats(tier: string, service: string, operation: string): TierStats {
     let stats = this.tiers.get(tier);
     if (stats === undefined) {
-      stats = { service, operation, declared: new Map(), keys: 0, spread: [0, 0, 0, 0] };
+      stats = {
+        service,
+        operation,
+        declared: new Map(),
+        keys: 0,
+        spread: [0, 0, 0, 0],
+        coverage: new Array<number>(COVERAGE_COUNTS.length).fill(0),
+      };
       this.tiers.set(tier, stats);
     }
     return stats;
@@ -110,6 +182,14 @@ export class ScopeReport {
     spread[SPREAD_ORDER.indexOf(to)] = spread[SPREAD_ORDER.indexOf(to)]! + 1;
   }
 
+  /**
+   * The tier's coverage counts (`COVERAGE_COUNTS`), live: the caller adds to them. The array is
+   * replaced by `importState`.
+   */
+  coverageCounts(tier: string, service: string, operation: string): number[] {
+    return this.stats(tier, service, operation).coverage;
+  }
+
   /** The aggregates as plain data, to persist alongside what they count. */
   exportState(): ScopeReportState {
     return [...this.tiers].map(([tier, stats]) => ({
@@ -119,6 +199,7 @@ export class ScopeReport {
       declared: Object.fromEntries(stats.declared),
       keys: stats.keys,
       spread: [...stats.spread],
+      coverage: [...stats.coverage],
     }));
   }
 
@@ -131,6 +212,7 @@ export class ScopeReport {
         declared: new Map(Object.entries(row.declared) as [ScopeLevel, number][]),
         keys: row.keys,
         spread: [...row.spread],
+        coverage: COVERAGE_COUNTS.map((_, index) => row.coverage?.[index] ?? 0),
       });
     }
   }
@@ -172,8 +254,37 @@ export class ScopeReport {
         smallestCoveringScope,
         keysAtRisk,
         status: declaredScope === 'unknown' ? 'unknown' : keysAtRisk > 0 ? 'narrower' : 'sound',
+        coverage: coverageOfCounts(stats.coverage, this.coverageKeysOneIn),
       });
     }
     return rows.sort((a, b) => (a.service + a.operation < b.service + b.operation ? -1 : 1));
   }
+}
+
+function coverageOfCounts(counts: readonly number[], keysOneIn: number): TierCoverage {
+  const [
+    arrivals = 0,
+    arrivalsWithDecision = 0,
+    requests = 0,
+    requestsWithSend = 0,
+    keys = 0,
+    keysFullyVisible = 0,
+    sends = 0,
+    sendsWithServerSpan = 0,
+  ] = counts;
+  return {
+    keysOneIn,
+    arrivals,
+    arrivalsWithDecision,
+    requests,
+    requestsWithSend,
+    keys,
+    keysFullyVisible,
+    sends,
+    sendsWithServerSpan,
+    arrivalsWithDecisionRatio: ratio(arrivalsWithDecision, arrivals),
+    requestsWithSendRatio: ratio(requestsWithSend, requests),
+    keysFullyVisibleRatio: ratio(keysFullyVisible, keys),
+    sendsWithServerSpanRatio: ratio(sendsWithServerSpan, sends),
+  };
 }

@@ -2,6 +2,7 @@ import type { Arrival, Attempt, ClientAttempt, ServerAttempt } from '@keyscope/a
 import type { DetectorConfig } from './config.ts';
 import type { Suspicion, SuspicionEvidence } from './finding.ts';
 import { eventCovers, type RoutingEvent, type RoutingEventType } from './routing-event.ts';
+import { type SpanIndex, spanIndexOf } from './span-index.ts';
 
 /**
  * keyscope judges what reaches it, and a process that is killed (SIGKILL, an OOM kill) takes the
@@ -218,8 +219,7 @@ export function suspectUnseenExecution(
 /** The key's evidence indexed once, so that each question about a span is a lookup. */
 interface EvidenceIndex {
   clients: ClientAttempt[];
-  /** Every span of the key by (trace id, span id). */
-  spans: Map<string, Attempt>;
+  spans: SpanIndex;
   /** (trace id, span id) of every span a server span or arrival names as its parent. */
   parentsOfLandings: Set<string>;
   /** Per trace, the server spans and arrivals whose parent is no span of the key. */
@@ -231,19 +231,18 @@ interface EvidenceIndex {
 function indexEvidence(evidence: readonly Attempt[]): EvidenceIndex {
   const index: EvidenceIndex = {
     clients: [],
-    spans: new Map(),
+    spans: spanIndexOf(evidence),
     parentsOfLandings: new Set(),
     unlinkedLandings: new Map(),
     decidedUnder: new Set(),
   };
-  for (const attempt of evidence) index.spans.set(spanKey(attempt.traceId, attempt.spanId), attempt);
   for (const attempt of evidence) {
     if (attempt.kind === 'client') index.clients.push(attempt);
     if (attempt.kind !== 'server' && attempt.kind !== 'arrival') continue;
     const parent = spanKey(attempt.traceId, attempt.parentSpanId);
     index.parentsOfLandings.add(parent);
     if (attempt.kind === 'server') index.decidedUnder.add(parent);
-    if (!index.spans.has(parent)) {
+    if (index.spans.get(attempt.traceId, attempt.parentSpanId) === undefined) {
       const list = index.unlinkedLandings.get(attempt.traceId);
       if (list === undefined) index.unlinkedLandings.set(attempt.traceId, [attempt]);
       else list.push(attempt);
@@ -261,7 +260,7 @@ function sendsToTier(tier: UnseenTier, index: EvidenceIndex): ClientAttempt[] {
   const clients = index.clients.filter((send) => send.placement.service !== tier.service);
   const routes = new Set<string>();
   for (const landed of tier.landed) {
-    const parent = index.spans.get(spanKey(landed.traceId, landed.parentSpanId));
+    const parent = index.spans.get(landed.traceId, landed.parentSpanId);
     if (parent?.kind === 'client') routes.add(routeOf(parent));
   }
   if (routes.size > 0) return clients.filter((send) => routes.has(routeOf(send)));

@@ -147,9 +147,9 @@ describe('IncidentTally', () => {
           tally.remove(...present);
           members.delete(`f${id}`);
         } else {
-          if (present !== undefined) tally.remove(...present);
           const placed = member(next, id);
-          tally.add(...placed);
+          if (present !== undefined) tally.replace(...present, ...placed);
+          else tally.add(...placed);
           members.set(`f${id}`, placed);
         }
         if (members.size > 0 && step % 7 === 0) {
@@ -160,6 +160,39 @@ describe('IncidentTally', () => {
         }
       }
     }
+  });
+
+  it('keeps its times without a walk when a member judged again keeps or extends them', () => {
+    const tally = new IncidentTally();
+    const next = random(7);
+    const [finding, facts] = member(next, 3);
+    // The member holding every extreme: the earliest repeat, the latest attempt, the longest gap.
+    const holder: [Finding, FindingFacts] = [
+      { ...finding, repeatUnixMillis: 0, lastSeenUnixMillis: 10_000 } as Finding,
+      { ...facts, gapMillis: 20_000 },
+    ];
+    const members = [member(next, 1), member(next, 2), holder];
+    for (const m of members) tally.add(...m);
+    let walked = 0;
+    const walk = () => {
+      walked++;
+      return members;
+    };
+    // Judged again on a later attempt: the same repeat and gap, its last attempt later.
+    const later: [Finding, FindingFacts] = [
+      { ...holder[0], lastSeenUnixMillis: 11_000 } as Finding,
+      holder[1],
+    ];
+    tally.replace(...holder, ...later);
+    members[2] = later;
+    expect(tally.summary(walk)).toEqual(recomputed(members.values()));
+    expect(walked).toBe(0);
+    // Its repeat moved later: the earliest is walked for, once.
+    const moved: [Finding, FindingFacts] = [{ ...later[0], repeatUnixMillis: 5_000 } as Finding, later[1]];
+    tally.replace(...later, ...moved);
+    members[2] = moved;
+    expect(tally.summary(walk)).toEqual(recomputed(members.values()));
+    expect(walked).toBe(1);
   });
 
   it('recomputes the times only after the member holding one leaves', () => {

@@ -1,11 +1,14 @@
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { emptyLatency, latencyBucketOf } from '@keyscope/attempts';
+import { emptyLatency, latencyBucketOf, type NodeActivity } from '@keyscope/attempts';
+import { TEST_EPOCH_UNIX_MILLIS } from '@keyscope/attempts/testing';
+import { prng } from '@keyscope/otlp/testing';
 import { activity } from '@keyscope/testkit';
 import { describe, expect, it } from 'vitest';
-import { defaultDetectorConfig, type RoutingEvent } from '../src/index.ts';
+import { type DetectorConfig, defaultDetectorConfig, type RoutingEvent } from '../src/index.ts';
 import { RoutingInference } from '../src/routing-inference.ts';
+import { WholeWindowRoutingInference } from './support/whole-window-routing-inference.ts';
 
 const SCRIPT = fileURLToPath(new URL('./support/far-apart-activity.ts', import.meta.url));
 const REPOSITORY = fileURLToPath(new URL('../../..', import.meta.url));
@@ -73,5 +76,229 @@ describe('latency spike inference as activity accumulates', () => {
     );
     expect(spikes()).toHaveLength(1);
     expect(inference.latencyJudgements - afterFirst).toBe(2 * nodes.length);
+  });
+});
+
+/** One call made to both inferences, as the detector makes them. */
+type Step =
+  | { record: NodeActivity[] }
+  | { advanceClockUnixMillis: number }
+  | { closeAll: true }
+  | { prune: true }
+  | { all: true };
+
+interface RandomStream {
+  config: DetectorConfig;
+  services: string[];
+  steps: Step[];
+}
+
+/**
+ * A random activity stream and the calls that feed it: 2–5 nodes per service over two clusters
+ * and regions; nodes that go silent, alone or a whole cluster at once, fail, slow down, join late;
+ * service-wide lulls and slowdowns; stretches with no activity at all (up to 2^30 buckets); buckets
+ * split over several samples, delivered mostly in order, some within the allowed lateness, some
+ * far beyond it; a few with samples of another bucket size; clock ticks, pruning and the end of
+ * input in between. Half the streams count in minute buckets, so that the two-hour window holds
+ * 120 of them and pruning eats into what was found; thresholds vary per stream.
+ */
+function randomStream(seed: number): RandomStream {
+  const random = prng(seed);
+  const int = (lo: number, hi: number) => lo + Math.floor(random() * (hi - lo + 1));
+  const chance = (p: number) => random() < p;
+  const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
+  const bucketMillis = chance(0.5) ? 60_000 : 1000;
+  const inBuckets = (lo: number, hi: number) => Math.round((lo + random() * (hi - lo)) * bucketMillis);
+  const lateness = int(0, 4);
+  // A few streams mix in samples counted in buckets twice as long (a service restarted with
+  // another bucket size on activity it had stored): every index then means another time.
+  const mixedBuckets = chance(0.1);
+  const config: DetectorConfig = {
+    ...defaultDetectorConfig(),
+    allowedLatenessMillis: lateness * bucketMillis,
+    silenceMinMillis: inBuckets(0.5, 6),
+    silenceMinExpectedSpans: int(1, 40),
+    errorSpikeMinMillis: inBuckets(0.5, 4),
+    errorSpikeMinSpans: int(1, 6),
+    latencySpikeMinMillis: inBuckets(0.5, 5),
+    latencySpikeMinSpans: int(1, 6),
+  };
+  const services = ['payments', 'ledger'].slice(0, int(1, 2));
+  const nodes = services.flatMap((service) =>
+    Array.from({ length: int(2, 5) }, (_, n) => ({
+      placement: {
+        service,
+        node: `${service}-${n}`,
+        cluster: pick(['c1', 'c2', 'c2', '']),
+        region: pick(['r1', 'r2']),
+        zone: '',
+      },
+      joinsAt: chance(0.3) ? int(1, 40) : 0,
+      downUntil: 0,
+      failingUntil: 0,
+      slowUntil: 0,
+    })),
+  );
+  const outages = new Map<string, { until: number; cluster?: string; slow?: boolean }>();
+  const firstIndex = Math.floor(1.7e12 / bucketMillis);
+  const arrivals: { sample: NodeActivity; arrival: number }[] = [];
+  const length = bucketMillis === 60_000 ? int(150, 320) : int(60, 200);
+  let t = 0;
+  for (let step = 0; step < length; step++, t++) {
+    if (chance(0.01)) t += chance(0.2) ? 2 ** 30 : int(10, 200);
+    for (const service of services) {
+      const outage = outages.get(service);
+      if (outage !== undefined && outage.until <= t) outages.delete(service);
+      if (outages.has(service) || !chance(0.03)) continue;
+      const kind = pick(['cluster', 'cluster', 'lull', 'slow'] as const);
+      const until = t + int(1, 12);
+      if (kind === 'cluster') outages.set(service, { until, cluster: pick(['c1', 'c2']) });
+      else outages.set(service, { until, slow: kind === 'slow' });
+    }
+    for (const node of nodes) {
+      if (t < node.joinsAt) continue;
+      if (chance(0.03)) node.downUntil = t + int(1, 12);
+      if (chance(0.03)) node.failingUntil = t + int(1, 8);
+      if (chance(0.03)) node.slowUntil = t + int(1, 12);
+      const outage = outages.get(node.placement.service);
+      const cut =
+        outage !== undefined &&
+        (outage.cluster === undefined ? !outage.slow : outage.cluster === node.placement.cluster);
+      if (t < node.downUntil || cut) continue;
+      const spans = chance(0.02) ? 0 : int(3, 30);
+      const errors =
+        t < node.failingUntil ? int(Math.ceil(spans / 2), spans) : chance(0.1) ? int(0, spans >> 2) : 0;
+      const slow = t < node.slowUntil || outage?.slow === true;
+      const millis = slow ? int(1_500, 3_000) : int(100, 400);
+      const parts = chance(0.2) ? 2 : 1;
+      for (let part = 0; part < parts; part++) {
+        const share = (count: number) => (part === 0 ? Math.ceil(count / parts) : Math.floor(count / parts));
+        const sample: NodeActivity = {
+          placement: node.placement,
+          bucketStartUnixMillis: (firstIndex + t) * bucketMillis,
+          bucketMillis: mixedBuckets && chance(0.05) ? 2 * bucketMillis : bucketMillis,
+          spans: share(spans),
+          errors: share(errors),
+        };
+        if (chance(0.9)) sample.latency = latencyOf(share(spans), millis);
+        const delay = chance(0.75)
+          ? 0
+          : chance(0.6)
+            ? int(0, lateness + 1)
+            : chance(0.8)
+              ? int(0, 40)
+              : int(0, 400);
+        arrivals.push({ sample, arrival: t + delay + random() });
+      }
+    }
+  }
+  arrivals.sort((a, b) => a.arrival - b.arrival);
+  const steps: Step[] = [];
+  for (let at = 0; at < arrivals.length; ) {
+    const batch = arrivals.slice(at, (at += int(1, 10)));
+    steps.push({ record: batch.map(({ sample }) => sample) });
+    const arrival = Math.floor(batch[batch.length - 1]!.arrival);
+    if (chance(0.6))
+      steps.push({ advanceClockUnixMillis: (firstIndex + arrival + int(0, lateness + 2)) * bucketMillis });
+    if (chance(0.5)) steps.push({ prune: true });
+    if (chance(0.01)) steps.push({ closeAll: true });
+    if (chance(0.5)) steps.push({ all: true });
+  }
+  steps.push({ closeAll: true }, { all: true }, { prune: true }, { all: true });
+  return { config, services, steps };
+}
+
+describe('incremental routing inference', () => {
+  it('infers exactly the events of reading the whole window again, after every step of 100 random activity streams', () => {
+    // Streams each event type appeared in; streams where late activity or pruning withdrew an event,
+    // and where pruning went past one (it is then frozen).
+    const streamsWith = new Map<string, number>();
+    for (let seed = 1; seed <= 100; seed++) {
+      const stream = randomStream(seed);
+      const incremental = new RoutingInference(stream.config);
+      const whole = new WholeWindowRoutingInference(stream.config);
+      const kinds = new Set<string>();
+      let previous = new Set<string>();
+      let newestUnixMillis = Number.NEGATIVE_INFINITY;
+      stream.steps.forEach((step, i) => {
+        const where = `seed ${seed}, step ${i}`;
+        if ('record' in step) {
+          for (const sample of step.record)
+            newestUnixMillis = Math.max(newestUnixMillis, sample.bucketStartUnixMillis + sample.bucketMillis);
+          incremental.record(step.record);
+          whole.record(step.record);
+        } else if ('advanceClockUnixMillis' in step) {
+          incremental.advanceClock(step.advanceClockUnixMillis);
+          whole.advanceClock(step.advanceClockUnixMillis);
+        } else if ('closeAll' in step) {
+          incremental.closeAll();
+          whole.closeAll();
+        } else if ('prune' in step) {
+          incremental.prune();
+          whole.prune();
+        } else {
+          const expected = whole.all();
+          expect(incremental.all(), where).toEqual(expected);
+          const ids = new Set(expected.map((event) => event.id));
+          for (const id of previous) if (!ids.has(id)) kinds.add('withdrawn');
+          previous = ids;
+          for (const event of expected) {
+            kinds.add(event.type);
+            if (event.endUnixMillis < newestUnixMillis - 2 * 60 * 60 * 1000) kinds.add('frozen');
+          }
+        }
+        for (const service of stream.services)
+          expect(incremental.eventsOf(service), `${where}, ${service}`).toEqual(whole.eventsOf(service));
+      });
+      for (const kind of kinds) streamsWith.set(kind, (streamsWith.get(kind) ?? 0) + 1);
+    }
+    for (const kind of ['node_down', 'error_spike', 'latency_spike', 'cluster_failover', 'region_failover'])
+      expect(streamsWith.get(kind) ?? 0, kind).toBeGreaterThanOrEqual(20);
+    expect(streamsWith.get('withdrawn') ?? 0).toBeGreaterThanOrEqual(20);
+    expect(streamsWith.get('frozen') ?? 0).toBeGreaterThanOrEqual(20);
+  });
+});
+
+describe('the cost of routing inference as its window fills', () => {
+  it('reads the same few buckets per closed second with 3 hours of activity as with 10 minutes', () => {
+    const inference = new RoutingInference(defaultDetectorConfig());
+    const nodes = ['a', 'b', 'c'];
+    // Every 10 minutes node a goes silent for 20 s, node b fails for 10 s, node c slows for 15 s;
+    // every minute one sample arrives 15 s late, past the allowed lateness.
+    const sampleOf = (node: string, at: number): NodeActivity[] => {
+      const phase = at % 600;
+      if (node === 'a' && phase >= 100 && phase < 120) return [];
+      const failing = node === 'b' && phase >= 300 && phase < 310;
+      const slow = node === 'c' && phase >= 450 && phase < 465;
+      return activity({
+        node,
+        fromSecond: at,
+        toSecond: at + 1,
+        spans: 20,
+        errors: failing ? 15 : 0,
+        latency: latencyOf(20, slow ? 2_400 : 300),
+      });
+    };
+    const readsPerSecond: number[] = [];
+    for (let at = 0; at < 3 * 3600; at++) {
+      const before = inference.bucketReads;
+      inference.record(nodes.flatMap((node) => sampleOf(node, at)));
+      if (at % 60 === 59) inference.record(sampleOf('b', at - 15));
+      inference.advanceClock(TEST_EPOCH_UNIX_MILLIS + (at + 1) * 1000);
+      inference.all();
+      inference.prune();
+      readsPerSecond.push(inference.bucketReads - before);
+    }
+    const types = new Set(inference.all().map((event) => event.type));
+    expect([...types].sort()).toEqual(['error_spike', 'latency_spike', 'node_down']);
+    const mean = (from: number, to: number) =>
+      readsPerSecond.slice(from, to).reduce((sum, reads) => sum + reads, 0) / (to - from);
+    // With the window a twelfth full, and full for an hour (pruning every second): the same reads,
+    // a few per node, where reading the whole window again would read all of its 7,200 seconds.
+    const early = mean(600, 1200);
+    expect(mean(3 * 3600 - 600, 3 * 3600)).toBeLessThanOrEqual(1.25 * early);
+    expect(early).toBeLessThanOrEqual(10 * nodes.length);
+    // The most a second costs is a late sample landing in a brownout, whose run is read again.
+    expect(Math.max(...readsPerSecond.slice(600))).toBeLessThanOrEqual(10 * early);
   });
 });

@@ -1,5 +1,6 @@
 export type { DedupOutcome } from './dedup-store.ts';
 export { duplicateSome, shuffle, splitIntoPayloads } from './delivery.ts';
+export { traceIdRatioSampled } from './head-sampling.ts';
 export type {
   BrownoutSpec,
   CallerSpec,
@@ -19,6 +20,7 @@ export type {
   RegionFailoverSpec,
   RegionSpec,
   RoutingSpec,
+  SamplingSpec,
   Scenario,
   ServiceSpec,
 } from './scenario.ts';

@@ -1,6 +1,7 @@
 import type { Span } from '@keyscope/otlp';
 import { type DedupOutcome, type KeyRecord, KeyStores, storeIdFor } from './dedup-store.ts';
 import type { ScheduledFailure } from './failure-schedule.ts';
+import { headSample } from './head-sampling.ts';
 import { routeRequest } from './load-balancer.ts';
 import type { ClientSpec, ProxySpec, ServiceSpec } from './scenario.ts';
 import {
@@ -26,6 +27,8 @@ import type { KeyHistory, StoreVisit, TouchingEvent } from './truth.ts';
 
 export interface FlowResult {
   spans: Span[];
+  /** Spans head sampling dropped (`Scenario.sampling`). */
+  sampledOut: Span[];
   history: KeyHistory;
 }
 
@@ -77,6 +80,10 @@ type ConnectionError = 'ECONNRESET' | 'ECONNREFUSED';
 
 interface Send {
   series: CallSeries;
+  /** The series' trace, or a trace of its own when the client starts one per resend. */
+  traceId: string;
+  /** The CLIENT span's parent: the series', or none when the send starts its own trace. */
+  parentSpanId: string;
   spanId: string;
   startUnixMillis: number;
   resendCount: number;
@@ -165,12 +172,18 @@ class MutationFlow {
       this.at(this.startUnixMillis + delay, () => this.submit('user', other, this.payload(other), 0));
     }
     for (let event = this.events.pop(); event; event = this.events.pop()) event();
+    // Head sampling decides on every span, exported or not (a decision propagates either way).
+    const sampling = this.ctx.scenario.sampling;
+    let recorded = this.spans;
+    let sampledOut: Span[] = [];
+    if (sampling !== undefined) ({ kept: recorded, dropped: sampledOut } = headSample(this.spans, sampling));
     // What a killed node had not exported never reaches the pipeline; truth keeps its visits.
-    const spans = this.spans.filter((span) => this.ctx.schedule.exported(span));
+    const spans = recorded.filter((span) => this.ctx.schedule.exported(span));
     const emitted = new Set(spans.map((span) => span.spanId));
     for (const visit of this.visits) visit.visible = emitted.has(visit.spanId);
     return {
       spans,
+      sampledOut,
       history: {
         key: this.key,
         tenants: this.tenants,
@@ -281,8 +294,12 @@ class MutationFlow {
   private send(series: CallSeries): void {
     const t = this.now;
     const { edge } = series;
+    // Drawn only for clients that start a trace per resend, so that other runs keep their sequence.
+    const ownTrace = edge.client.retriesInNewTrace === true && series.sends > 0;
     const send: Send = {
       series,
+      traceId: ownTrace ? this.rng.hex(32) : series.traceId,
+      parentSpanId: ownTrace ? '' : series.parentSpanId,
       spanId: this.rng.hex(16),
       startUnixMillis: t,
       resendCount: series.priorSends + series.sends,
@@ -497,7 +514,7 @@ class MutationFlow {
       request.decisionSpanId = this.rng.hex(16);
       request.ownSpans.push(
         decisionSpan({
-          traceId: series.traceId,
+          traceId: request.send.traceId,
           spanId: request.decisionSpanId,
           parentSpanId: request.serverSpanId,
           node,
@@ -523,7 +540,7 @@ class MutationFlow {
       admission,
       effect: request.outcome === 'miss' && request.failure !== 'before_effect' ? 'committed' : 'none',
       spanId: visitSpanId,
-      traceId: series.traceId,
+      traceId: request.send.traceId,
       startUnixMillis: request.decidedUnixMillis,
       clientSpanId: request.send.spanId,
       upstreamSpanId: series.upstreamSpanId,
@@ -550,7 +567,7 @@ class MutationFlow {
       request.ownSpans.push(
         sideEffectSpan(
           {
-            traceId: series.traceId,
+            traceId: request.send.traceId,
             spanId: this.rng.hex(16),
             parentSpanId: visitSpanId,
             node,
@@ -574,7 +591,7 @@ class MutationFlow {
     const downstreamSeries: CallSeries = {
       edge: { target: downstream, spec: downstream.spec, client: downstream.spec.client, proxy: undefined },
       from: node,
-      traceId: series.traceId,
+      traceId: request.send.traceId,
       parentSpanId: request.serverSpanId,
       tenant: series.tenant,
       payload: series.payload,
@@ -610,7 +627,7 @@ class MutationFlow {
     const lostBy = this.ctx.schedule.outageBeginningIn(node, request.arriveUnixMillis, t);
     const onServerSpan = spec.dedup.decisionOn === 'server_span';
     const server = serverSpan({
-      traceId: series.traceId,
+      traceId: request.send.traceId,
       spanId: request.serverSpanId,
       parentSpanId: request.send.spanId,
       node,
@@ -664,9 +681,9 @@ class MutationFlow {
     const { edge } = series;
     series.emit(
       clientSpan({
-        traceId: series.traceId,
+        traceId: send.traceId,
         spanId: send.spanId,
-        parentSpanId: series.parentSpanId,
+        parentSpanId: send.parentSpanId,
         node: series.from,
         startUnixMillis: send.startUnixMillis,
         endUnixMillis: t,

@@ -35,6 +35,22 @@ export interface Scenario {
    * although the mutation executed).
    */
   inFlightSpansOnFailure: 'emitted' | 'lost';
+  /** Head sampling in the services' SDKs; absent: every span is recorded. */
+  sampling?: SamplingSpec;
+}
+
+/**
+ * Head sampling as the OpenTelemetry SDKs do it: each service's sampler is
+ * `ParentBased(TraceIdRatioBased(ratio))` — a span whose trace starts in it is sampled by its trace
+ * id, any other follows its parent's decision, propagated whether or not the parent was exported —
+ * and a service in `keyedSpansAlways` puts the gate's keyed-span sampler in front (`@keyscope/gate`,
+ * `createKeyedSpanSampler`): a span that carries a key is recorded whatever its parent decided, and
+ * its children follow it. A span not sampled is dropped (`GroundTruth.sampledOut`).
+ */
+export interface SamplingSpec {
+  /** `TraceIdRatioBased` ratio in [0, 1], by service name; a service not named keeps every trace it starts. */
+  ratioByService: Record<string, number>;
+  keyedSpansAlways?: string[];
 }
 
 export interface RegionSpec {
@@ -131,6 +147,12 @@ export interface ClientSpec {
    * out carries no key. Unset: every CLIENT span carries it.
    */
   keyOnlyWithResponse?: boolean;
+  /**
+   * Each resend starts a trace of its own, its CLIENT span a root (the HTTP semantic conventions
+   * allow either), with `http.request.resend_count` saying which send it is. Unset: resends stay
+   * in the trace of the first send.
+   */
+  retriesInNewTrace?: boolean;
 }
 
 /** An uninstrumented proxy between client and service that retries POSTs on its own. */
@@ -309,6 +331,15 @@ export function validateScenario(scenario: Scenario): void {
     if (service.proxy && service.proxy.maxTries < 1)
       fail(`services[${i}].proxy.maxTries`, '>= 1', service.proxy.maxTries);
   });
+  if (scenario.sampling !== undefined) {
+    for (const [service, ratio] of Object.entries(scenario.sampling.ratioByService)) {
+      if (!names.has(service))
+        fail(`sampling.ratioByService.${service}`, 'a service of the scenario', service);
+      if (!(ratio >= 0 && ratio <= 1)) fail(`sampling.ratioByService.${service}`, 'in [0, 1]', ratio);
+    }
+    for (const service of scenario.sampling.keyedSpansAlways ?? [])
+      if (!names.has(service)) fail('sampling.keyedSpansAlways', 'services of the scenario', service);
+  }
   scenario.failures.forEach((failure, i) => {
     if (!names.has(failure.service))
       fail(`failures[${i}].service`, 'a service of the scenario', failure.service);

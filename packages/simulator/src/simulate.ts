@@ -1,6 +1,7 @@
 import type { Span } from '@keyscope/otlp';
 import { simulateBackgroundRequest, simulateHealthCheck } from './background-traffic.ts';
 import { FailureSchedule } from './failure-schedule.ts';
+import { headSample } from './head-sampling.ts';
 import { simulateMutationFlow } from './mutation-flow.ts';
 import { Prng } from './prng.ts';
 import { type Scenario, validateScenario } from './scenario.ts';
@@ -93,7 +94,7 @@ function* generateBatches(
   const schedule = new FailureSchedule(scenario, topology, new Prng(scenario.failureSeed ?? seed));
   const rng = new Prng(seed);
   const ctx: SimContext = { scenario, topology, schedule, rng };
-  const recorder = new TruthRecorder(schedule.routingEvents);
+  const recorder = new TruthRecorder(schedule.routingEvents, scenario.sampling !== undefined);
   // Units (a key's flow, a GET) are generated in order of their start; every span of a unit starts
   // at or after it, so spans older than the next unit's start are final and can be handed out.
   const queue = new TimeQueue<Span>();
@@ -118,12 +119,19 @@ function* generateBatches(
       }
     }
   }
-  const admit = (spans: Span[]): boolean => {
+  /**
+   * `sampledOut`: spans of the unit head sampling dropped, which the traffic's shape still counts
+   * (keyed against other spans), so that sampling changes what is delivered and nothing else.
+   */
+  const admit = (spans: Span[], sampledOut: readonly Span[] = []): boolean => {
     if (generated + spans.length > budget) return false;
-    for (const span of spans) {
-      queue.push(span.startTimeUnixMillis, span);
-      if (IDEMPOTENCY_KEY_HEADER in span.attributes || 'idempotency.key' in span.attributes) keySpans++;
-      else otherSpans++;
+    for (const span of spans) queue.push(span.startTimeUnixMillis, span);
+    for (const list of [spans, sampledOut]) {
+      for (const span of list) {
+        if (list === sampledOut && !schedule.exported(span)) continue;
+        if (IDEMPOTENCY_KEY_HEADER in span.attributes || 'idempotency.key' in span.attributes) keySpans++;
+        else otherSpans++;
+      }
     }
     generated += spans.length;
     if (queue.size > progress.peakBufferedSpans) progress.peakBufferedSpans = queue.size;
@@ -137,11 +145,12 @@ function* generateBatches(
     next = t + rng.exponential(meanGapMillis);
     yield* release(t);
     const flow = simulateMutationFlow(ctx, i, t);
-    if (!admit(flow.spans)) {
+    if (!admit(flow.spans, flow.sampledOut)) {
       budgetReachedAt = t;
       break;
     }
     recorder.record(classifyKey(flow.history));
+    recorder.sampledOut(flow.sampledOut);
     // Ordinary traffic owed so far, spread over the gap before the next mutation.
     const meanBackground = backgroundUnits > 0 ? backgroundSpans / backgroundUnits : 3.5;
     const owed = Math.round((keySpans * otherPerKeySpan - otherSpans) / meanBackground);
@@ -151,12 +160,18 @@ function* generateBatches(
     for (const tb of times) {
       yield* release(tb);
       // A killed node's unexported spans are lost with it, ordinary traffic's as any other.
-      const spans = simulateBackgroundRequest(ctx, tb).filter((span) => schedule.exported(span));
-      if (!admit(spans)) {
+      let spans = simulateBackgroundRequest(ctx, tb);
+      let sampledOut: Span[] = [];
+      if (scenario.sampling !== undefined) {
+        ({ kept: spans, dropped: sampledOut } = headSample(spans, scenario.sampling));
+        recorder.sampledOut(sampledOut);
+      }
+      spans = spans.filter((span) => schedule.exported(span));
+      if (!admit(spans, sampledOut)) {
         budgetReachedAt = tb;
         break flows;
       }
-      backgroundSpans += spans.length;
+      backgroundSpans += spans.length + sampledOut.filter((span) => schedule.exported(span)).length;
       backgroundUnits++;
     }
   }

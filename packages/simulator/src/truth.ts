@@ -1,3 +1,4 @@
+import type { Span } from '@keyscope/otlp';
 import type { DedupOutcome } from './dedup-store.ts';
 
 /**
@@ -76,6 +77,11 @@ export interface GroundTruth {
    * send failed) are neither here nor in `keys`.
    */
   cleanKeys: number;
+  /**
+   * Spans head sampling dropped (`Scenario.sampling`), by trace and span id, whether or not a
+   * killed process would have lost them too. Absent without sampling.
+   */
+  sampledOut?: { traceId: string; spanId: string }[];
 }
 
 /** One consultation of a dedup store, as it happened (observable or not). */
@@ -301,8 +307,19 @@ function groupBy<T>(items: T[], key: (item: T) => string): T[][] {
 export class TruthRecorder {
   private readonly keys: TruthKey[] = [];
   private cleanKeys = 0;
+  private dropped: { traceId: string; spanId: string }[] | undefined;
 
-  constructor(private readonly routingEvents: TruthRoutingEvent[]) {}
+  constructor(
+    private readonly routingEvents: TruthRoutingEvent[],
+    sampling: boolean,
+  ) {
+    if (sampling) this.dropped = [];
+  }
+
+  /** Spans head sampling dropped. */
+  sampledOut(spans: readonly Span[]): void {
+    for (const span of spans) this.dropped?.push({ traceId: span.traceId, spanId: span.spanId });
+  }
 
   record(verdict: KeyVerdict): void {
     for (const key of verdict.keys) this.keys.push(key);
@@ -314,6 +331,7 @@ export class TruthRecorder {
       keys: this.keys.map((k) => structuredClone(k)),
       routingEvents: this.routingEvents.map((e) => ({ ...e })),
       cleanKeys: this.cleanKeys,
+      ...(this.dropped === undefined ? {} : { sampledOut: this.dropped.map((span) => ({ ...span })) }),
     };
   }
 }

@@ -119,6 +119,10 @@ const SERVE = configSchema(
       maxKeys: positiveInteger(1_000_000),
       /** Attempts kept per key; a key past it is a hot key (`keyscope_hot_keys`), its later attempts counted. */
       maxAttemptsPerKey: positiveInteger(10_000),
+      /** Keyed attempts the evidence coverage join holds until final; past it the oldest are counted early. */
+      maxCoverageEntries: positiveInteger(1_000_000),
+      /** Evidence coverage is counted over one key in this many, by a hash of the key; 1 counts every key. */
+      coverageKeysOneIn: positiveInteger(8),
       incidentBucketMillis: positiveInteger(60 * 60 * 1000),
       quietPeriodMillis: positiveInteger(30 * 60 * 1000),
     }),

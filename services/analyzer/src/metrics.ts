@@ -1,5 +1,5 @@
 import type { DeliveryCountersSnapshot } from '@keyscope/alerts';
-import type { DetectorStats } from '@keyscope/detector';
+import type { DetectorStats, ScopeReportRow } from '@keyscope/detector';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { PipelineCounts } from './pipeline/detection-pipeline.ts';
 import type { IngestCountersSnapshot, TransportCounts } from './receivers/ingest-counters.ts';
@@ -11,6 +11,8 @@ export interface MetricSources {
   queue?: () => { requests: number; spans: number };
   pipeline?: () => PipelineCounts;
   detector?: () => DetectorStats;
+  /** The scope report, per tier (the API's `GET /api/v1/scopes`). */
+  scopes?: () => readonly ScopeReportRow[];
   openIncidents?: () => number;
   alerts?: () => DeliveryCountersSnapshot;
   pendingAlerts?: () => number;
@@ -210,6 +212,45 @@ export function createMetrics(sources: MetricSources): { registry: Registry; ren
       if (stats === undefined) return;
       this.set({ state: 'in_memory' }, stats.keysInMemory);
       this.set({ state: 'suspect' }, stats.suspectKeys);
+    },
+  });
+  new Gauge({
+    name: 'keyscope_evidence_coverage_ratio',
+    help: 'Per tier, the share of its keyed requests keyscope sees whole (figure: arrivals_with_decision, requests_with_send, sends_with_server_span, keys_fully_visible); below 1 means sampled or lost spans. Absent while a figure has nothing to count.',
+    labelNames: ['service', 'operation', 'figure'],
+    registers: [registry],
+    collect() {
+      const rows = sources.scopes?.();
+      if (rows === undefined) return;
+      this.reset();
+      for (const { service, operation, coverage } of rows) {
+        const figures: [string, number | null][] = [
+          ['arrivals_with_decision', coverage.arrivalsWithDecisionRatio],
+          ['requests_with_send', coverage.requestsWithSendRatio],
+          ['sends_with_server_span', coverage.sendsWithServerSpanRatio],
+          ['keys_fully_visible', coverage.keysFullyVisibleRatio],
+        ];
+        for (const [figure, value] of figures)
+          if (value !== null) this.set({ service, operation, figure }, value);
+      }
+    },
+  });
+  new Gauge({
+    name: 'keyscope_evidence_coverage_pending_attempts',
+    help: "Keyed attempts the evidence coverage join holds until they are final (twice detector.allowedLatenessMillis past their key's newest attempt).",
+    registers: [registry],
+    collect() {
+      const stats = sources.detector?.();
+      if (stats !== undefined) this.set(stats.coverageEntries);
+    },
+  });
+  new Counter({
+    name: 'keyscope_evidence_coverage_evicted_total',
+    help: 'Keyed attempts counted into the evidence coverage before they were final, because detector.maxCoverageEntries were held.',
+    registers: [registry],
+    collect() {
+      const stats = sources.detector?.();
+      if (stats !== undefined) absolute(this, [[{}, stats.coverageEvictedEntries]]);
     },
   });
   new Gauge({

@@ -126,6 +126,7 @@ export async function startServe(
       queue: () => receivers?.inFlight() ?? { requests: 0, spans: 0 },
       pipeline: () => pipeline.counts(),
       detector: () => pipeline.detector.stats(),
+      scopes: () => pipeline.detector.scopeReport(),
       openIncidents: () => store.incidents.openCount(),
       alerts: () => alerter?.snapshot() ?? {},
       pendingAlerts: () => store.outbox.pending(),

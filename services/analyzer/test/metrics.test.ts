@@ -47,6 +47,8 @@ describe('Prometheus metrics', () => {
         cappedAttempts: 190_000,
         hotKeys: 1,
         internedNames: 12,
+        coverageEntries: 40,
+        coverageEvictedEntries: 7,
         watermarkUnixMillis: 0,
       }),
       openIncidents: () => 1,
@@ -77,9 +79,57 @@ describe('Prometheus metrics', () => {
     expect(first).toContain('keyscope_detector_interned_names 12');
     expect(first).toContain('keyscope_hot_keys 1');
     expect(first).toContain('keyscope_key_attempts_capped_total 190000');
+    expect(first).toContain('keyscope_evidence_coverage_pending_attempts 40');
+    expect(first).toContain('keyscope_evidence_coverage_evicted_total 7');
     expect(first).toContain('keyscope_alert_deliveries_total{sink="pagerduty",outcome="retried"} 2');
     expect(first).toContain('keyscope_store_write_seconds_count 2');
     accepted = 25;
     expect(await metrics.render()).toContain('keyscope_spans_received_total{transport="http"} 25');
+  });
+
+  it('exports each tier’s evidence coverage, leaving out figures with nothing to count', async () => {
+    const coverage = {
+      keysOneIn: 1,
+      arrivals: 50,
+      arrivalsWithDecision: 6,
+      requests: 0,
+      requestsWithSend: 0,
+      keys: 40,
+      keysFullyVisible: 5,
+      sends: 50,
+      sendsWithServerSpan: 50,
+      arrivalsWithDecisionRatio: 0.12,
+      requestsWithSendRatio: null,
+      keysFullyVisibleRatio: 0.125,
+      sendsWithServerSpanRatio: 1,
+    };
+    const metrics = createMetrics({
+      scopes: () => [
+        {
+          service: 'payments',
+          operation: '/payments',
+          declaredScope: 'node',
+          scopeFrom: 'span',
+          declaredCounts: { node: 40 },
+          keys: 40,
+          keysSpanning: { nodes: 0, clusters: 0, regions: 0 },
+          smallestCoveringScope: 'node',
+          keysAtRisk: 0,
+          status: 'sound',
+          coverage,
+        },
+      ],
+    });
+    const text = await metrics.render();
+    expect(text).toContain(
+      'keyscope_evidence_coverage_ratio{service="payments",operation="/payments",figure="arrivals_with_decision"} 0.12',
+    );
+    expect(text).toContain(
+      'keyscope_evidence_coverage_ratio{service="payments",operation="/payments",figure="keys_fully_visible"} 0.125',
+    );
+    expect(text).toContain(
+      'keyscope_evidence_coverage_ratio{service="payments",operation="/payments",figure="sends_with_server_span"} 1',
+    );
+    expect(text).not.toContain('figure="requests_with_send"');
   });
 });

@@ -391,6 +391,8 @@ export function sumDetectorStats(parts: readonly DetectorStats[]): DetectorStats
     cappedAttempts: 0,
     hotKeys: 0,
     internedNames: 0,
+    coverageEntries: 0,
+    coverageEvictedEntries: 0,
     watermarkUnixMillis: 0,
   };
   for (const part of parts) {

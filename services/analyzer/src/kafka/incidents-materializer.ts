@@ -148,7 +148,9 @@ export function sumScopeStates(states: readonly ScopeReportState[]): ScopeReport
     for (const row of state) {
       const sum = tiers.get(row.tier);
       if (sum === undefined) {
-        tiers.set(row.tier, { ...row, declared: { ...row.declared }, spread: [...row.spread] });
+        const sum = { ...row, declared: { ...row.declared }, spread: [...row.spread] };
+        if (row.coverage !== undefined) sum.coverage = [...row.coverage];
+        tiers.set(row.tier, sum);
         continue;
       }
       sum.keys += row.keys;
@@ -157,6 +159,11 @@ export function sumScopeStates(states: readonly ScopeReportState[]): ScopeReport
       }
       row.spread.forEach((count, level) => {
         sum.spread[level] = (sum.spread[level] ?? 0) + count;
+      });
+      if (row.coverage === undefined) continue;
+      const coverage = (sum.coverage ??= []);
+      row.coverage.forEach((count, index) => {
+        coverage[index] = (coverage[index] ?? 0) + count;
       });
     }
   }

@@ -77,6 +77,7 @@ export async function startServeRole(
     let ready = false;
     const metrics = createMetrics({
       ...dependencies.metricSources,
+      scopes: () => materializer.scopeView.scopeReport(),
       openIncidents: () => store.incidents.openCount(),
       alerts: () => alerter?.snapshot() ?? {},
       pendingAlerts: () => store.outbox.pending(),

@@ -1,5 +1,5 @@
 import type { Attempt } from '@keyscope/attempts';
-import { createDetector, type Detector } from '@keyscope/detector';
+import { createDetector, type Detector, defaultDetectorConfig } from '@keyscope/detector';
 import { KeyscopeStore } from '@keyscope/store';
 import { server } from '@keyscope/testkit';
 import type { FastifyInstance } from 'fastify';
@@ -49,7 +49,11 @@ const TOKENS: ApiToken[] = [
 
 beforeEach(() => {
   store = new KeyscopeStore({ path: ':memory:' });
-  detector = createDetector(undefined, { attemptLog: store.attemptLog });
+  // Coverage counted over every key, for exact figures.
+  detector = createDetector(
+    { ...defaultDetectorConfig(), coverageKeysOneIn: 1 },
+    { attemptLog: store.attemptLog },
+  );
   ready = true;
 });
 
@@ -255,6 +259,28 @@ describe('key lookup, scope report, health and docs', () => {
       service: 'payments',
       declaredScope: 'node',
       smallestCoveringScope: 'cluster',
+    });
+  });
+
+  it('serves how much of each tier keyscope sees', async () => {
+    ingest(duplicate('k1', 0));
+    // Counted once final: the end of the input here.
+    detector.flush();
+    const body = (await api().inject('/api/v1/scopes')).json();
+    expect(body.items[0].coverage).toEqual({
+      keysOneIn: 1,
+      arrivals: 0,
+      arrivalsWithDecision: 0,
+      requests: 0,
+      requestsWithSend: 0,
+      keys: 1,
+      keysFullyVisible: 1,
+      sends: 0,
+      sendsWithServerSpan: 0,
+      arrivalsWithDecisionRatio: null,
+      requestsWithSendRatio: null,
+      keysFullyVisibleRatio: 1,
+      sendsWithServerSpanRatio: null,
     });
   });
 

@@ -32,6 +32,8 @@ describe("a detect instance's detector stats", () => {
         'cappedAttempts',
         'hotKeys',
         'internedNames',
+        'coverageEntries',
+        'coverageEvictedEntries',
         'watermarkUnixMillis',
       ].sort(),
     );

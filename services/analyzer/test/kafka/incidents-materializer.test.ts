@@ -173,4 +173,30 @@ describe("the serve role's copy of the incidents topic", () => {
     ]);
     store.close();
   });
+
+  it('adds up the evidence coverage counts of every partition', () => {
+    const { store, view } = materializer(join(dir, 'coverage.db'), { changed: [], retracted: [] });
+    const state = (arrivals: number, decided: number) => [
+      {
+        tier: 'payments /payments',
+        service: 'payments',
+        operation: '/payments',
+        declared: {},
+        keys: arrivals,
+        spread: [arrivals, 0, 0, 0],
+        coverage: [arrivals, decided, 0, 0, arrivals, decided],
+      },
+    ];
+    view.apply('incidents', 0, [{ type: 'scope', partition: 0, scope: state(10, 1) }], 0);
+    view.apply('incidents', 0, [{ type: 'scope', partition: 1, scope: state(30, 3) }], 1);
+    expect(sumScopeStates([state(10, 1), state(30, 3)])[0]!.coverage).toEqual([40, 4, 0, 0, 40, 4]);
+    expect(view.scopeView.scopeReport()[0]!.coverage).toMatchObject({
+      arrivals: 40,
+      arrivalsWithDecision: 4,
+      arrivalsWithDecisionRatio: 0.1,
+      requestsWithSendRatio: null,
+      keysFullyVisibleRatio: 0.1,
+    });
+    store.close();
+  });
 });

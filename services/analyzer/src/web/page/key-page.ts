@@ -1,3 +1,4 @@
+import { type EvidenceGap, evidenceGapsOf } from '@keyscope/detector/evidence-gaps';
 import { apiGet } from './api-client.ts';
 import type { FindingJson, KeyLookupJson, RoutingEventJson, UiConfig } from './api-types.ts';
 import { attemptTable } from './attempt-table.ts';
@@ -22,6 +23,7 @@ export async function renderKeyPage(config: UiConfig, key: string): Promise<void
     el('p', { class: 'breadcrumb' }, el('a', { href: '/' }, '← All incidents')),
     el('h1', { class: 'wrap-anywhere' }, 'Key ', el('code', { id: 'key-value' }, lookup.key)),
     verdict(lookup),
+    evidenceGaps(lookup),
     lookup.findings.length === 0
       ? null
       : el(
@@ -105,6 +107,39 @@ function verdict(lookup: KeyLookupJson): HTMLElement {
     el('strong', {}, '✓ No duplicate execution found. '),
     `${times}.`,
   );
+}
+
+/**
+ * What keyscope cannot see of this key, from its attempts alone: the verdict above rests on the
+ * attempts that reached it, and a sampled or lost one may have executed.
+ */
+function evidenceGaps(lookup: KeyLookupJson): HTMLElement | null {
+  const gaps = evidenceGapsOf(lookup.attempts);
+  if (gaps.length === 0) return null;
+  return el(
+    'section',
+    { class: 'evidence-gaps', id: 'evidence-gaps', 'aria-labelledby': 'evidence-gaps-title' },
+    el('h2', { id: 'evidence-gaps-title' }, 'Evidence incomplete'),
+    el(
+      'p',
+      {},
+      'Some attempts of this key did not reach keyscope (sampling, or spans lost with a process), so it may have run more often than shown:',
+    ),
+    el('ul', {}, ...gaps.map((gap) => el('li', {}, evidenceGapText(gap)))),
+  );
+}
+
+function evidenceGapText(gap: EvidenceGap): string {
+  switch (gap.kind) {
+    case 'send_without_server_span':
+      return `client send #${gap.resendCount}${gap.target === '' ? '' : ` to ${gap.target}`} has no server span under it (span ${gap.traceId}/${gap.spanId})`;
+    case 'arrival_without_decision':
+      return `a request reached the server with no dedup decision recorded under it (span ${gap.traceId}/${gap.spanId})`;
+    case 'resend_gap': {
+      const plural = gap.missing.length === 1 ? 'send' : 'sends';
+      return `${plural} #${gap.missing.join(', #')}${gap.target === '' ? '' : ` to ${gap.target}`} never reached keyscope (it holds #${gap.seen.join(', #')})`;
+    }
+  }
 }
 
 /** The time from the first run's end to the repeat's start; negative when they overlapped. */

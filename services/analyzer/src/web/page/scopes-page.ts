@@ -1,6 +1,7 @@
 import { apiGet } from './api-client.ts';
 import type { ListJson, ScopeRowJson, UiConfig } from './api-types.ts';
 import { ensureGlyphDefinitions, RISK_PATTERN } from './attempt-glyphs.ts';
+import { coverageWarningsOf } from './coverage-warnings.ts';
 import { el, replaceChildren, svg } from './element-builder.ts';
 import { mainRegion, pageFooter, setPageTitle } from './page-frame.ts';
 
@@ -29,6 +30,7 @@ export async function renderScopesPage(config: UiConfig): Promise<void> {
       { class: 'lede' },
       "A dedup key is effective only if its key scope covers every endpoint a retry of it can reach. Each tier (service and operation) below shows the scope its store declares, how far one key's attempts actually spread, and the smallest scope that would have held them all — the fix to make, rather than global by reflex.",
     ),
+    coverageWarnings(rows),
     rows.length === 0
       ? el(
           'p',
@@ -90,12 +92,28 @@ function scopeTable(rows: ScopeRowJson[]): HTMLTableElement {
   );
 }
 
-/** Instances of one tier that declare different scopes are a finding in themselves. */
+/** Tiers keyscope sees only part of (sampling, lost spans): their verdicts rest on a sample. */
+function coverageWarnings(rows: ScopeRowJson[]): HTMLElement | null {
+  const items = rows.flatMap((row) =>
+    coverageWarningsOf(row).map((warning) =>
+      el('li', {}, el('strong', {}, `${row.service} ${row.operation}`), `: ${warning}`),
+    ),
+  );
+  if (items.length === 0) return null;
+  return el(
+    'section',
+    { class: 'coverage-warnings', id: 'coverage-warnings' },
+    el('h2', {}, 'Evidence coverage'),
+    el('ul', {}, ...items),
+  );
+}
+
 /** Where the scope comes from, when not from the spans themselves. */
 function scopeSource(row: ScopeRowJson): HTMLElement | null {
   return row.scopeFrom === 'mapping' ? el('div', { class: 'subtle' }, 'declared in the mapping') : null;
 }
 
+/** Instances of one tier that declare different scopes are a finding in themselves. */
 function declaredMix(row: ScopeRowJson): HTMLElement | null {
   const entries = Object.entries(row.declaredCounts);
   if (entries.length < 2) return null;
