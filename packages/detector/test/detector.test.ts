@@ -9,6 +9,7 @@ import {
 import { activity, arrival, client, server, TEST_EPOCH_UNIX_MILLIS } from '@keyscope/testkit';
 import { describe, expect, it } from 'vitest';
 import {
+  createCompactAttemptLog,
   createDetector,
   createMemoryAttemptLog,
   defaultDetectorConfig,
@@ -821,7 +822,7 @@ describe('expiry past the retry horizon alone', () => {
   const horizon = defaultDetectorConfig().retryHorizonMillis;
 
   it('forgets keys, their attempts and findings past the horizon, and resolves and closes nothing', () => {
-    const log = createMemoryAttemptLog();
+    const log = createCompactAttemptLog();
     const detector = createDetector(defaultDetectorConfig(), { attemptLog: log });
     const traffic = activity({ node: 'a', fromSecond: 0, toSecond: 30 });
     detector.ingest(

@@ -6,6 +6,9 @@ import {
   type SpanLimits,
 } from '@keyscope/attempts';
 import {
+  type CompactAttemptLog,
+  type CompactAttemptLogStats,
+  createCompactAttemptLog,
   createDetector,
   type Detector,
   type DetectorChanges,
@@ -100,6 +103,7 @@ export class Analysis {
   /** As in serve: keyless sends get the key of their server spans, across requests. */
   readonly #sendLinker = new SendLinker();
   #finished = false;
+  readonly #attemptLog: CompactAttemptLog;
   /** The clock the detector last expired at (see #expire). */
   #expiredAtUnixMillis = Number.NEGATIVE_INFINITY;
 
@@ -113,7 +117,9 @@ export class Analysis {
       maxNameBytes: spans.maxNameBytes,
       maxValueBytes: spans.maxValueBytes,
     });
-    this.#detector = createDetector(detectorConfig);
+    // A fifth of the memory log's bytes an attempt: an archive's attempts are all in memory.
+    this.#attemptLog = createCompactAttemptLog();
+    this.#detector = createDetector(detectorConfig, { attemptLog: this.#attemptLog });
     // As in serve: materialize only the attributes the mapping reads; but every span, since the
     // report's time window reads spans extractAttempts does not.
     this.decodeOptions = mappingDecodeOptions(mapping, 'all');
@@ -154,6 +160,11 @@ export class Analysis {
   /** The detector's own counts: keys in memory, attempts seen, the watermark. */
   detectorStats(): DetectorStats {
     return this.#detector.stats();
+  }
+
+  /** What the attempt log holds: keys, attempts and their bytes. */
+  attemptLogStats(): CompactAttemptLogStats {
+    return this.#attemptLog.stats();
   }
 
   get counts(): Readonly<AnalysisCounts> {

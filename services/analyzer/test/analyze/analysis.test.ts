@@ -160,4 +160,15 @@ describe('Analysis', () => {
     expect(firstAlone.ids.length).toBeGreaterThan(0);
     expect(ids.sort()).toEqual([...firstAlone.ids, ...secondAlone.ids].sort());
   });
+
+  it('keeps its attempts as compact records, about a fifth of the bytes of attempt objects', () => {
+    const analysis = new Analysis(defaultMapping(), defaultDetectorConfig());
+    const { spans } = simulate(scenarios.benchmark({ spans: 20_000 }), { seed: 4 });
+    for (const request of splitIntoPayloads(spans, 50, 4)) analysis.ingest(request);
+    const stats = analysis.attemptLogStats();
+    expect(stats.attempts).toBeGreaterThan(2_000);
+    expect(stats.attempts).toBe(analysis.detectorStats().attempts);
+    // Attempt objects with their strings take ~460 bytes each; records ~60 to ~110.
+    expect(stats.recordBytes / stats.attempts).toBeLessThan(150);
+  });
 });
