@@ -11,12 +11,16 @@ import type { Attempt } from '@keyscope/attempts';
  */
 export interface AttemptLog {
   append(partitionKey: string, attempt: Attempt): boolean;
+  /** The key's attempts in the order they were appended, equal to them (not necessarily the same objects). */
   attemptsOf(partitionKey: string): Attempt[];
   /** Forgets attempts of keys last seen before this time. */
   expire(beforeUnixMillis: number): void;
 }
 
-/** The log for tests and `keyscope analyze`: everything in memory. */
+/**
+ * The detector's default log, for tests and benchmarks: the attempt objects themselves, in memory.
+ * `keyscope analyze` keeps the compact log instead (compact-attempt-log.ts), a fifth of the memory.
+ */
 export function createMemoryAttemptLog(): AttemptLog {
   const byKey = new Map<string, { attempts: Attempt[]; spans: Set<string>; lastSeenUnixMillis: number }>();
   return {

@@ -83,6 +83,15 @@ export interface Detector {
   tick(nowUnixMillis: number): DetectorChanges;
   /** `tick` at the watermark with all activity closed: what a finished input looks like. */
   flush(): DetectorChanges;
+  /**
+   * Forgets what `tick` forgets past the retry horizon — keys, their attempts in the AttemptLog
+   * and their findings last seen more than `retryHorizonMillis` before `nowUnixMillis` — and does
+   * nothing else `tick` does: no activity is closed, nothing re-grouped, settled or resolved, so
+   * with nothing past the horizon the detector is as it was. Keys it forgets whose judgement was
+   * deferred (see `ingest`) are judged first. For files read in whatever order their spans come
+   * (`keyscope analyze`), on their own clock, where a full `tick` would close activity early.
+   */
+  expire(nowUnixMillis: number): DetectorChanges;
   findings(): Finding[];
   incidents(): Incident[];
   routingEvents(): RoutingEvent[];
@@ -418,6 +427,13 @@ export function createDetector(
 
   function expire(nowUnixMillis: number): void {
     const cutoff = nowUnixMillis - config.retryHorizonMillis;
+    forgetBefore(cutoff);
+    routing.prune();
+    book.forget(cutoff);
+  }
+
+  /** Keys, attempts and findings last seen before `cutoff`. */
+  function forgetBefore(cutoff: number): void {
     // Least recently touched first: in a live pipeline that is oldest event time first, so the
     // sweep stops at the first key still within the horizon instead of visiting millions.
     const expired: string[] = [];
@@ -431,8 +447,6 @@ export function createDetector(
     for (const [partitionKey, { finalAt }] of awaitingRouting)
       if (finalAt < cutoff) awaitingRouting.delete(partitionKey);
     log.expire(cutoff);
-    routing.prune();
-    book.forget(cutoff);
     for (const finding of current.values())
       if (finding.lastSeenUnixMillis < cutoff) unreport(partitionKeyOf(finding.attempts[0]!), finding);
   }
@@ -529,6 +543,15 @@ export function createDetector(
       routing.closeAll();
       coverage.finalizeAll();
       return tick(watermark);
+    },
+    expire(nowUnixMillis) {
+      const changes = new Changes();
+      const cutoff = nowUnixMillis - config.retryHorizonMillis;
+      for (const partitionKey of [...deferred].sort())
+        if (keys.lastSeen(partitionKey) < cutoff) judge(partitionKey, changes);
+      forgetBefore(cutoff);
+      book.summarizeChanged();
+      return changes.result();
     },
     findings: () => [...current.values()],
     incidents: () => book.all().map((incident) => ({ ...incident })),

@@ -1,4 +1,9 @@
 export { type AttemptLog, createMemoryAttemptLog } from './attempt-log.ts';
+export {
+  type CompactAttemptLog,
+  type CompactAttemptLogStats,
+  createCompactAttemptLog,
+} from './compact-attempt-log.ts';
 export { type DetectorConfig, defaultDetectorConfig } from './config.ts';
 export {
   createDetector,

@@ -9,6 +9,7 @@ import {
 import { activity, arrival, client, server, TEST_EPOCH_UNIX_MILLIS } from '@keyscope/testkit';
 import { describe, expect, it } from 'vitest';
 import {
+  createCompactAttemptLog,
   createDetector,
   createMemoryAttemptLog,
   defaultDetectorConfig,
@@ -847,6 +848,90 @@ describe('bounded memory', () => {
     const changes = restarted.ingest(batch([server({ key: 'k1', node: 'b', store: 'B', at: 4 })]));
     expect(changes.retractedFindingIds).toEqual([violation.id]);
     expect(restarted.findings().map((f) => f.class)).toEqual(['cross_store_duplicate']);
+  });
+});
+
+describe('expiry past the retry horizon alone', () => {
+  const horizon = defaultDetectorConfig().retryHorizonMillis;
+
+  it('forgets keys, their attempts and findings past the horizon, and resolves and closes nothing', () => {
+    const log = createCompactAttemptLog();
+    const detector = createDetector(defaultDetectorConfig(), { attemptLog: log });
+    const traffic = activity({ node: 'a', fromSecond: 0, toSecond: 30 });
+    detector.ingest(
+      batch([server({ key: 'k1', store: 'A', at: 0 }), server({ key: 'k1', store: 'B', at: 2 })], traffic),
+    );
+    detector.ingest(batch([server({ key: 'k2', store: 'A', at: 10 })]));
+    const [finding] = detector.findings();
+    expect(log.stats()).toMatchObject({ keys: 2, attempts: 3 });
+
+    // k1 was last seen at second 2.1, k2 at 10.1.
+    const changes = detector.expire(TEST_EPOCH_UNIX_MILLIS + 5_000 + horizon);
+    expect(changes).toEqual({
+      findings: [],
+      retractedFindingIds: [],
+      incidents: [],
+      retractedIncidentIds: [],
+    });
+    expect(detector.stats().keysInMemory).toBe(1);
+    expect(log.stats()).toMatchObject({ keys: 1, attempts: 1 });
+    expect(detector.findings()).toEqual([]);
+    // A tick this late would resolve the incident and infer from the activity it closes.
+    expect(detector.incidents().map((i) => [i.id, i.status])).toEqual([[finding!.incidentId, 'open']]);
+    expect(detector.flush().routingEvents ?? []).toEqual([]);
+  });
+
+  it('changes nothing while every key was seen within the horizon', () => {
+    const attempts = [
+      client({ key: 'k1', at: 0 }),
+      server({ key: 'k1', node: 'a', store: 'A', at: 0, durationMillis: 1900 }),
+      client({ key: 'k1', at: 2, resendCount: 1 }),
+      server({ key: 'k1', node: 'b', store: 'B', at: 2.1 }),
+      server({ key: 'k2', node: 'a', store: 'A', at: 30 }),
+      server({ key: 'k2', node: 'a', store: 'A', outcome: 'hit', at: 31 }),
+    ];
+    const traffic = [
+      ...activity({ node: 'a', fromSecond: 0, toSecond: 60 }),
+      ...activity({ node: 'b', fromSecond: 0, toSecond: 120 }),
+    ];
+    const plain = createDetector();
+    const expiring = createDetector();
+    for (const [i, attempt] of attempts.entries()) {
+      const slice = traffic.filter(
+        (sample) => Math.floor((sample.bucketStartUnixMillis - TEST_EPOCH_UNIX_MILLIS) / 20_000) === i,
+      );
+      const delivered = batch([attempt], slice);
+      const changes = plain.ingest(delivered);
+      expect(expiring.ingest(delivered)).toEqual(changes);
+      const now = expiring.stats().watermarkUnixMillis;
+      expect(expiring.expire(now)).toEqual({
+        findings: [],
+        retractedFindingIds: [],
+        incidents: [],
+        retractedIncidentIds: [],
+      });
+    }
+    expect(expiring.flush()).toEqual(plain.flush());
+    expect(expiring.findings()).toEqual(plain.findings());
+    expect(expiring.incidents()).toEqual(plain.incidents());
+    expect(expiring.findings().length).toBeGreaterThan(0);
+  });
+
+  it('judges a large key whose judgement was deferred before forgetting it', () => {
+    const detector = createDetector();
+    // 80 attempts of one store: judged (no finding) as they come.
+    detector.ingest(
+      batch(
+        Array.from({ length: 80 }, (_, i) =>
+          server({ key: 'big', store: 'A', outcome: i === 0 ? 'miss' : 'hit', at: i / 10 }),
+        ),
+      ),
+    );
+    // Another store executes it: with fewer than twice its attempts since, judged by the next tick.
+    expect(detector.ingest(batch([server({ key: 'big', store: 'B', at: 9 })])).findings).toEqual([]);
+    const changes = detector.expire(TEST_EPOCH_UNIX_MILLIS + 10_000 + horizon);
+    expect(changes.findings.map((f) => [f.key, f.class])).toEqual([['big', 'cross_store_duplicate']]);
+    expect(detector.stats().keysInMemory).toBe(0);
   });
 });
 

@@ -6,10 +6,14 @@ import {
   type SpanLimits,
 } from '@keyscope/attempts';
 import {
+  type CompactAttemptLog,
+  type CompactAttemptLogStats,
+  createCompactAttemptLog,
   createDetector,
   type Detector,
   type DetectorChanges,
   type DetectorConfig,
+  type DetectorStats,
   type Finding,
   type Incident,
   type RoutingEvent,
@@ -18,6 +22,12 @@ import {
 import type { DecodeOptions, Span } from '@keyscope/otlp';
 import { defaultServeConfig, type SpansConfig } from '../config.ts';
 import { type ExtractionInputs, extractRecord, type RecordExtract } from './record-extract.ts';
+
+/**
+ * Event time between two expiries of the detector: each visits the findings and suspect keys
+ * in memory, so not on every request.
+ */
+const EXPIRY_STEP_MILLIS = 60_000;
 
 export interface AnalysisCounts {
   spans: number;
@@ -93,6 +103,9 @@ export class Analysis {
   /** As in serve: keyless sends get the key of their server spans, across requests. */
   readonly #sendLinker = new SendLinker();
   #finished = false;
+  readonly #attemptLog: CompactAttemptLog;
+  /** The clock the detector last expired at (see #expire). */
+  #expiredAtUnixMillis = Number.NEGATIVE_INFINITY;
 
   constructor(mapping: Mapping, detectorConfig: DetectorConfig, options: AnalysisOptions = {}) {
     this.#mapping = mapping;
@@ -104,7 +117,9 @@ export class Analysis {
       maxNameBytes: spans.maxNameBytes,
       maxValueBytes: spans.maxValueBytes,
     });
-    this.#detector = createDetector(detectorConfig);
+    // A fifth of the memory log's bytes an attempt: an archive's attempts are all in memory.
+    this.#attemptLog = createCompactAttemptLog();
+    this.#detector = createDetector(detectorConfig, { attemptLog: this.#attemptLog });
     // As in serve: materialize only the attributes the mapping reads; but every span, since the
     // report's time window reads spans extractAttempts does not.
     this.decodeOptions = mappingDecodeOptions(mapping, 'all');
@@ -139,6 +154,17 @@ export class Analysis {
     this.#counts.truncatedValues += extracted.refusals.truncatedValues;
     this.#apply(this.#detector.ingest(extracted));
     this.#count(record, this.#detector.stats().duplicateAttempts - duplicatesBefore, extracted.invalid);
+    this.#expire(record);
+  }
+
+  /** The detector's own counts: keys in memory, attempts seen, the watermark. */
+  detectorStats(): DetectorStats {
+    return this.#detector.stats();
+  }
+
+  /** What the attempt log holds: keys, attempts and their bytes. */
+  attemptLogStats(): CompactAttemptLogStats {
+    return this.#attemptLog.stats();
   }
 
   get counts(): Readonly<AnalysisCounts> {
@@ -170,6 +196,19 @@ export class Analysis {
     for (const finding of changes.findings) this.#findings.set(finding.id, finding);
     for (const id of changes.retractedIncidentIds) this.#incidents.delete(id);
     for (const incident of changes.incidents) this.#incidents.set(incident.id, incident);
+  }
+
+  /**
+   * Bounds memory by the retry horizon as serve's clock does, with the archive's clock: the
+   * latest first span start of a request so far, which one span with a skewed clock does not
+   * move. With no key last seen more than the horizon before it (an archive within the horizon)
+   * this changes nothing; a full `tick` would (see Detector.expire).
+   */
+  #expire(record: RecordExtract): void {
+    const first = record.firstUnixMillis;
+    if (first === null || first < this.#expiredAtUnixMillis + EXPIRY_STEP_MILLIS) return;
+    this.#expiredAtUnixMillis = first;
+    this.#apply(this.#detector.expire(first));
   }
 
   #count(record: RecordExtract, duplicateSpans: number, invalid: Record<string, number>): void {

@@ -1,7 +1,7 @@
 import { defaultMapping, mappingDecodeOptions } from '@keyscope/attempts';
 import { defaultDetectorConfig } from '@keyscope/detector';
-import { decodeTraces, encodeTraces, SpanKind } from '@keyscope/otlp';
-import { duplicateSome } from '@keyscope/simulator';
+import { decodeTraces, encodeTraces, type Span, SpanKind } from '@keyscope/otlp';
+import { duplicateSome, scenarios, simulate, splitIntoPayloads } from '@keyscope/simulator';
 import { KeyscopeStore } from '@keyscope/store';
 import { span } from '@keyscope/testkit';
 import { describe, expect, it } from 'vitest';
@@ -125,5 +125,50 @@ describe('Analysis', () => {
     // The traced window is the archive's, not 1970 to the year 586 000.
     expect(counts.firstSpanUnixMillis).toBe(Math.min(...spans.map((s) => s.startTimeUnixMillis)));
     expect(counts.lastSpanUnixMillis).toBe(Math.max(...spans.map((s) => s.endTimeUnixMillis)));
+  });
+
+  it('forgets the keys of a day past the retry horizon as the archive reaches the next, and reports both days', () => {
+    const day = 24 * 60 * 60 * 1000;
+    const traffic = (seed: number, startUnixMillis: number) =>
+      splitIntoPayloads(
+        simulate(scenarios.nodeFailover({ requests: 300, nonMutationSpanFraction: 0.3, startUnixMillis }), {
+          seed,
+        }).spans,
+        6,
+        seed,
+      );
+    const first = traffic(2, scenarios.DEFAULT_START_UNIX_MILLIS);
+    const second = traffic(3, scenarios.DEFAULT_START_UNIX_MILLIS + 1.25 * day);
+    const alone = (requests: Span[][]) => {
+      const analysis = new Analysis(defaultMapping(), defaultDetectorConfig());
+      for (const request of requests) analysis.ingest(request);
+      return {
+        keys: analysis.detectorStats().keysInMemory,
+        ids: analysis.finish().findings.map((f) => f.id),
+      };
+    };
+    const firstAlone = alone(first);
+    const secondAlone = alone(second);
+
+    const analysis = new Analysis(defaultMapping(), defaultDetectorConfig());
+    for (const request of first) analysis.ingest(request);
+    expect(analysis.detectorStats().keysInMemory).toBe(firstAlone.keys);
+    for (const request of second) analysis.ingest(request);
+    // The first day's keys are gone once the second day's first request is in.
+    expect(analysis.detectorStats().keysInMemory).toBe(secondAlone.keys);
+    const ids = analysis.finish().findings.map((f) => f.id);
+    expect(firstAlone.ids.length).toBeGreaterThan(0);
+    expect(ids.sort()).toEqual([...firstAlone.ids, ...secondAlone.ids].sort());
+  });
+
+  it('keeps its attempts as compact records, about a fifth of the bytes of attempt objects', () => {
+    const analysis = new Analysis(defaultMapping(), defaultDetectorConfig());
+    const { spans } = simulate(scenarios.benchmark({ spans: 20_000 }), { seed: 4 });
+    for (const request of splitIntoPayloads(spans, 50, 4)) analysis.ingest(request);
+    const stats = analysis.attemptLogStats();
+    expect(stats.attempts).toBeGreaterThan(2_000);
+    expect(stats.attempts).toBe(analysis.detectorStats().attempts);
+    // Attempt objects with their strings take ~460 bytes each; records ~60 to ~110.
+    expect(stats.recordBytes / stats.attempts).toBeLessThan(150);
   });
 });
