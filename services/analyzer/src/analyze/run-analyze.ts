@@ -39,10 +39,10 @@ export const MAX_ANALYZE_THREADS = 64;
 
 /**
  * One thread: on the shared two-core machines keyscope is measured on, an extraction thread made
- * analyze slower (0.73× in the archive section, docs/performance.md): the detector stays on the
- * main thread, which sheds only decoding and extraction, while the run spends ~40% more CPU in
- * all (a second isolate, its own compiled code and collections, more of them on the main one).
- * `--threads` is there for machines with cores to spare.
+ * analyze slower (0.79–0.98× of one thread in the archive section, docs/performance.md): the
+ * detector stays on the main thread, which sheds only decoding and extraction, while the run
+ * spends ~40% more CPU in all (a second isolate, its own compiled code and collections, more of
+ * them on the main one). `--threads` is there for machines with cores to spare.
  */
 export function defaultAnalyzeThreads(): number {
   return 1;
