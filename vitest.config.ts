@@ -19,6 +19,8 @@ export default defineConfig({
     hookTimeout: 60_000,
     // Tests that start servers pick free ports (port 0); files may run in parallel.
     pool: 'forks',
+    // Temporary files go under one folder of the run, deleted at its end.
+    globalSetup: ['test/support/scratch-tmpdir.ts'],
     projects: [
       {
         extends: true,
