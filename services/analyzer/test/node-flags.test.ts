@@ -56,4 +56,14 @@ describe("keyscope's Node.js flags", () => {
     expect(newSpaceBytes([])).toBeLessThan(8 * 1024 * 1024);
     expect(newSpaceBytes(KEYSCOPE_NODE_FLAGS)).toBeGreaterThanOrEqual(64 * 1024 * 1024);
   });
+
+  it('run the installed bin/keyscope.js when given to node, as docs/configuration.md says', () => {
+    const bin = new URL('services/analyzer/bin/keyscope.js', root).pathname;
+    const help = execFileSync(process.execPath, [...KEYSCOPE_NODE_FLAGS, bin, 'analyze', '--help'], {
+      encoding: 'utf8',
+    });
+    expect(help).toMatch(/^usage: keyscope analyze/);
+    const docs = readFileSync(new URL('docs/configuration.md', root), 'utf8').replace(/\s+/g, ' ');
+    expect(docs).toContain(`node ${KEYSCOPE_NODE_FLAGS.join(' ')} bin/keyscope.js serve`);
+  });
 });
