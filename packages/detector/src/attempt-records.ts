@@ -1,4 +1,5 @@
 import type { Attempt, ClientAttempt, Placement, ServerAttempt } from '@keyscope/attempts';
+import { hexOf8, hexOf16 } from '@keyscope/otlp';
 
 /**
  * Attempts as bytes, for the memory attempt log: records in chunks of one megabyte, each record
@@ -568,73 +569,3 @@ const HEX_PAIRS = (() => {
       pairs[(digits.charCodeAt(high) << 8) | digits.charCodeAt(low)] = (high << 4) | low;
   return pairs;
 })();
-
-/** Character codes of the lowercase hex digits of every byte: high digits, then low digits. */
-const HIGH = new Uint16Array(256);
-const LOW = new Uint16Array(256);
-for (let byte = 0; byte < 256; byte++) {
-  HIGH[byte] = '0123456789abcdef'.charCodeAt(byte >>> 4);
-  LOW[byte] = '0123456789abcdef'.charCodeAt(byte & 15);
-}
-
-/**
- * Lowercase hex of the 8 bytes at `start`, as one flat string made by one call (as @keyscope/otlp
- * decodes ids): joining digits would make a rope, and a call into Buffer costs more per id.
- */
-function hexOf8(b: Uint8Array, at: number): string {
-  return String.fromCharCode(
-    HIGH[b[at]!]!,
-    LOW[b[at]!]!,
-    HIGH[b[at + 1]!]!,
-    LOW[b[at + 1]!]!,
-    HIGH[b[at + 2]!]!,
-    LOW[b[at + 2]!]!,
-    HIGH[b[at + 3]!]!,
-    LOW[b[at + 3]!]!,
-    HIGH[b[at + 4]!]!,
-    LOW[b[at + 4]!]!,
-    HIGH[b[at + 5]!]!,
-    LOW[b[at + 5]!]!,
-    HIGH[b[at + 6]!]!,
-    LOW[b[at + 6]!]!,
-    HIGH[b[at + 7]!]!,
-    LOW[b[at + 7]!]!,
-  );
-}
-
-function hexOf16(b: Uint8Array, at: number): string {
-  return String.fromCharCode(
-    HIGH[b[at]!]!,
-    LOW[b[at]!]!,
-    HIGH[b[at + 1]!]!,
-    LOW[b[at + 1]!]!,
-    HIGH[b[at + 2]!]!,
-    LOW[b[at + 2]!]!,
-    HIGH[b[at + 3]!]!,
-    LOW[b[at + 3]!]!,
-    HIGH[b[at + 4]!]!,
-    LOW[b[at + 4]!]!,
-    HIGH[b[at + 5]!]!,
-    LOW[b[at + 5]!]!,
-    HIGH[b[at + 6]!]!,
-    LOW[b[at + 6]!]!,
-    HIGH[b[at + 7]!]!,
-    LOW[b[at + 7]!]!,
-    HIGH[b[at + 8]!]!,
-    LOW[b[at + 8]!]!,
-    HIGH[b[at + 9]!]!,
-    LOW[b[at + 9]!]!,
-    HIGH[b[at + 10]!]!,
-    LOW[b[at + 10]!]!,
-    HIGH[b[at + 11]!]!,
-    LOW[b[at + 11]!]!,
-    HIGH[b[at + 12]!]!,
-    LOW[b[at + 12]!]!,
-    HIGH[b[at + 13]!]!,
-    LOW[b[at + 13]!]!,
-    HIGH[b[at + 14]!]!,
-    LOW[b[at + 14]!]!,
-    HIGH[b[at + 15]!]!,
-    LOW[b[at + 15]!]!,
-  );
-}

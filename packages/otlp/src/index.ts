@@ -38,6 +38,8 @@ export {
   OTLP_WIRE_TYPE,
 } from './errors.ts';
 export { encodeExportResponse, exportResponseJson, type OtlpSignal } from './export-response.ts';
+/** Lowercase hex of 8- and 16-byte ids as decoding writes them: one flat string each. */
+export { hexOf8, hexOf16 } from './hex.ts';
 export type { DecodedLogs, LogRecord } from './log-record.ts';
 export { loggedSpanId, logRecordSpan, spansOfLogRecords } from './log-record-spans.ts';
 export { encodeRpcStatus, rpcStatusJson } from './rpc-status.ts';
