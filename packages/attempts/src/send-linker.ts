@@ -11,8 +11,9 @@ export interface SendLinkerLimits {
   /** Keyless sends waiting for a server span; the oldest goes first. Failed sends only: few. */
   readonly maxSends: number;
   /**
-   * Keys of server spans waiting for their keyless send; the oldest goes first. Every keyed
-   * request leaves one until its send turns up with its own key, so these are many.
+   * Keys of server spans waiting for their keyless send; the oldest goes first. A keyed request
+   * whose send is not in its server span's batch leaves one until the send turns up with its own
+   * key, so these can be many.
    */
   readonly maxKeys: number;
 }
@@ -109,12 +110,17 @@ export class SendLinker {
     this.#expire(this.#keys, cutoff, keyEnd);
     // The batch's keyed server spans by span id, trace id: a span under one of them (a decision on
     // its request's SERVER span, mostly exported with it) names a server span, not a send, and
-    // leaves no key to wait.
+    // leaves no key to wait. And its sends that carry their key: a server span under one of them
+    // has its send in hand (most do: a trace's spans are mostly exported together), so its key
+    // need not wait for it, unless a keyless send of that id is waiting.
     const serverSpans = new Map<string, string>();
+    const keyedSends = new Map<string, string>();
     for (let i = 0; i < attempts.length; i++) {
       const attempt = attempts[i]!;
       if (attempt.kind === 'server' || attempt.kind === 'arrival')
         serverSpans.set(attempt.spanId, attempt.traceId);
+      else if (attempt.kind === 'client' && attempt.keyFrom === undefined)
+        keyedSends.set(attempt.spanId, attempt.traceId);
     }
     for (let i = 0; i < attempts.length; i++) {
       const attempt = attempts[i]!;
@@ -122,7 +128,12 @@ export class SendLinker {
         // A key left by a span under this one, exported before it, waits for no send either.
         const under = this.#keys.size === 0 ? undefined : this.#keys.get(attempt.spanId);
         if (under !== undefined && under.traceId === attempt.traceId) this.#keys.delete(attempt.spanId);
-        if (attempt.parentSpanId !== '' && serverSpans.get(attempt.parentSpanId) !== attempt.traceId)
+        const parent = attempt.parentSpanId;
+        if (
+          parent !== '' &&
+          serverSpans.get(parent) !== attempt.traceId &&
+          (keyedSends.get(parent) !== attempt.traceId || this.#sends.has(parent))
+        )
           this.#keyed(attempt, cutoff, linked);
       } else if (attempt.kind === 'client' && attempt.keyFrom === undefined) {
         // Carries its key: nothing to link, and no key of its server spans need wait for it.

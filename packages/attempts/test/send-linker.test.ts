@@ -160,6 +160,18 @@ describe('the send linker', () => {
     expect(linker.counts()).toMatchObject({ sends: 0, keys: 0 });
   });
 
+  it('holds no key for a server span whose send carries its key in the same batch, the send first', () => {
+    const linker = new SendLinker();
+    const keyed: ClientAttempt = { ...send(1), key: 'k1', tenant: 't1', statusCode: 201, error: '' };
+    expect(linker.link([keyed, landing(1, 'k1')], [])).toEqual([]);
+    expect(linker.counts()).toMatchObject({ sends: 0, keys: 0 });
+    // A keyless send of that id already waiting is still linked by the server span naming it.
+    const waiting = new SendLinker();
+    waiting.link([], [send(2)]);
+    const keyedToo: ClientAttempt = { ...send(2), key: 'k2', tenant: 't1', statusCode: 201, error: '' };
+    expect(pairs(waiting.link([landing(2, 'k2'), keyedToo], []))).toEqual(pairs([linkedOf(send(2), 'k2')]));
+  });
+
   it('holds no key for a decision whose parent is its request’s server span, in either order', () => {
     const together = new SendLinker();
     const arrival = landing(1, 'k1');
