@@ -1,8 +1,16 @@
-import type { Attempt, ClientAttempt, Placement, ServerAttempt } from '@keyscope/attempts';
+import {
+  type Attempt,
+  type ClientAttempt,
+  EFFECTS,
+  OUTCOMES,
+  type Placement,
+  SCOPE_LEVELS,
+  type ServerAttempt,
+} from '@keyscope/attempts';
 import { hexOf8, hexOf16 } from '@keyscope/otlp';
 
 /**
- * Attempts as bytes, for the memory attempt log: records in chunks of one megabyte, each record
+ * Attempts as bytes, for the compact attempt log (compact-attempt-log.ts): records in chunks of one megabyte, each record
  * pointing back to the one before it of its list (a key's attempts), so that appending writes the
  * new record only, and a list costs its position and count. An object per attempt with its
  * strings and an entry of a Set of span ids costs several hundred bytes; a record about sixty.
@@ -531,10 +539,9 @@ export const NO_RECORD = -1;
 const CHUNK_BYTES = 1 << 20;
 const EMPTY = Buffer.alloc(0);
 const KIND = { server: 0, arrival: 1, client: 2, effect: 3 } as const;
-/** The closed lists written as their index, '' (not stated) included. */
-const OUTCOMES: readonly string[] = ['miss', 'hit', 'in_progress', 'mismatch', 'error'];
-const SCOPES: readonly string[] = ['', 'node', 'cluster', 'region', 'tenant', 'global'];
-const STATED_EFFECTS: readonly string[] = ['', 'committed', 'none', 'unknown'];
+/** The closed lists written as their index (OUTCOMES is @keyscope/attempts' own), '' (not stated) included. */
+const SCOPES: readonly string[] = ['', ...SCOPE_LEVELS];
+const STATED_EFFECTS: readonly string[] = ['', ...EFFECTS];
 /**
  * More than the fields of a fixed size a record has: its back pointer, head, ids and parent as
  * bytes, two float64s, seven varints, two numbers as float64, the flags byte, six texts' lengths.
