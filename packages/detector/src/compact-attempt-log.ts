@@ -47,10 +47,10 @@ class KeyAttempts {
  * attempt objects with their strings and a Set of span ids cost ~460 an attempt. Appending and
  * reading back cost more than the memory log's (~0.7 µs an append against ~0.3, ~1 µs an attempt
  * read), which is why the detector's default is the memory log. `expire` visits every key,
- * unless no key was last seen before its cutoff (an archive within the retry horizon). Once `expire` has forgotten keys
- * and the names and placements number twice what they did after the last compaction, or the
- * records' chunks hold twice the bytes of the records still kept (past minimums), every key is
- * written again into fresh chunks and tables.
+ * unless no key was last seen before its cutoff (an archive within the retry horizon). Once
+ * `expire` has forgotten keys and the names and placements number twice what they did after the
+ * last compaction, or the records' chunks hold twice the bytes of the records still kept (past
+ * minimums), every key is written again into fresh chunks and tables.
  */
 export function createCompactAttemptLog(): CompactAttemptLog {
   let records = new AttemptRecords();
@@ -96,24 +96,27 @@ export function createCompactAttemptLog(): CompactAttemptLog {
     return true;
   }
 
-  function decode(entry: KeyAttempts): Attempt[] {
+  function decode(entry: KeyAttempts, from = records): Attempt[] {
     const positions: number[] = [];
-    for (let at = entry.last; at !== NO_RECORD; at = records.previous(at)) positions.push(at);
+    for (let at = entry.last; at !== NO_RECORD; at = from.previous(at)) positions.push(at);
     const out: Attempt[] = new Array(positions.length);
     for (let i = 0; i < positions.length; i++)
-      out[i] = records.read(positions[positions.length - 1 - i]!, entry.key);
+      out[i] = from.read(positions[positions.length - 1 - i]!, entry.key);
     return out;
   }
 
-  /** Writes every key again into fresh records and tables, holding only what is still used. */
+  /**
+   * Writes every key again into fresh records and tables, holding only what is still used; a key
+   * at a time, so that no more than one key's attempts are objects at once.
+   */
   function compact(): void {
-    const decoded = [...byKey].map(([partitionKey, entry]) => [partitionKey, entry, decode(entry)] as const);
+    const old = records;
     records = new AttemptRecords();
     liveBytes = 0;
     const fresh = new Map<string, KeyAttempts>();
-    for (const [partitionKey, entry, list] of decoded) {
+    for (const [partitionKey, entry] of byKey) {
       const copy = new KeyAttempts(entry.key, entry.lastSeenUnixMillis);
-      for (const attempt of list) add(copy, attempt);
+      for (const attempt of decode(entry, old)) add(copy, attempt);
       fresh.set(partitionKey, copy);
     }
     byKey = fresh;
