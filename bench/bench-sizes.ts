@@ -54,6 +54,10 @@ export interface BenchSizes {
     warmupPasses: number;
     connections: number;
   };
+  flood: {
+    /** Seconds of each of the `repetitions` windows of the unique-key flood. */
+    windowSeconds: number;
+  };
   kafka: {
     /**
      * Spans on the traces topic, read once by the ingest role, whose attempts the detect role then
@@ -81,6 +85,8 @@ export const FULL_SIZES: BenchSizes = Object.freeze({
     connections: 10,
   },
   kafka: { spans: 120_000 },
+  // 5 windows × 6 s: a 30-second flood.
+  flood: { windowSeconds: 6 },
 });
 
 export const QUICK_SIZES: BenchSizes = Object.freeze({
@@ -99,4 +105,5 @@ export const QUICK_SIZES: BenchSizes = Object.freeze({
     connections: 10,
   },
   kafka: { spans: 30_000 },
+  flood: { windowSeconds: 0.5 },
 });

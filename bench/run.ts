@@ -9,6 +9,7 @@ import type { Section } from './section.ts';
 import { archiveAnalysisSection } from './sections/archive-analysis.ts';
 import { decodeSection } from './sections/decode.ts';
 import { detectorSection } from './sections/detector.ts';
+import { floodSection } from './sections/flood.ts';
 import { historySection } from './sections/history.ts';
 import { kafkaSection } from './sections/kafka-roles.ts';
 import { otlpHttpIngestSection } from './sections/otlp-http-ingest.ts';
@@ -28,6 +29,7 @@ const SECTIONS: readonly Section[] = [
   archiveAnalysisSection,
   kafkaSection,
   historySection,
+  floodSection,
 ];
 
 const DEFAULT_OUT = new URL('./results/latest.json', import.meta.url);
