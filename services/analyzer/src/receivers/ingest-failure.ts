@@ -29,10 +29,6 @@ export interface IngestFailure {
   readonly message: string;
 }
 
-/** gRPC status codes (grpc/status.proto) that only the OTLP/gRPC receiver answers with. */
-export const GRPC_DEADLINE_EXCEEDED = 4;
-export const GRPC_UNIMPLEMENTED = 12;
-
 const REASON_BY_CODE: ReadonlyMap<string, ReceiverRejectReason> = new Map([
   [ANALYZER_BODY_TOO_LARGE.code, 'body_too_large'],
   [ANALYZER_UNSUPPORTED_MEDIA_TYPE.code, 'unsupported_media_type'],
@@ -56,8 +52,8 @@ const REASON_BY_CODE: ReadonlyMap<string, ReceiverRejectReason> = new Map([
  */
 const GRPC_CODE_BY_CODE: ReadonlyMap<string, number> = new Map([
   [ANALYZER_MESSAGE_TOO_LARGE.code, GrpcCode.RESOURCE_EXHAUSTED],
-  [ANALYZER_MESSAGE_TIMEOUT.code, GRPC_DEADLINE_EXCEEDED],
-  [ANALYZER_UNSUPPORTED_MESSAGE_ENCODING.code, GRPC_UNIMPLEMENTED],
+  [ANALYZER_MESSAGE_TIMEOUT.code, GrpcCode.DEADLINE_EXCEEDED],
+  [ANALYZER_UNSUPPORTED_MESSAGE_ENCODING.code, GrpcCode.UNIMPLEMENTED],
 ]);
 
 /** OTLP/HTTP clients retry exactly these; any other 4xx/5xx makes them drop the data. */

@@ -1,6 +1,6 @@
 import * as http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
-import { KeyscopeError } from '@keyscope/errors';
+import { GrpcCode, KeyscopeError } from '@keyscope/errors';
 import { encodeExportResponse, type OtlpSignal } from '@keyscope/otlp';
 import {
   ANALYZER_MALFORMED_MESSAGE,
@@ -12,7 +12,7 @@ import { BufferedBodies } from './buffered-bodies.ts';
 import { MESSAGE_ENCODINGS, type MessageEncoding, readGrpcMessage } from './grpc-message.ts';
 import { RequestAbortedError, type RequestBody } from './http-body.ts';
 import { type Ingest, isIngestFailure } from './ingest.ts';
-import { GRPC_UNIMPLEMENTED, type IngestFailure } from './ingest-failure.ts';
+import type { IngestFailure } from './ingest-failure.ts';
 import type { Receiver } from './listen-address.ts';
 import { chunkedPayload, ScratchBuffer } from './payload-bytes.ts';
 
@@ -104,6 +104,7 @@ export async function startOtlpGrpcReceiver(options: OtlpGrpcReceiverOptions): P
   server.on('sessionError', () => {});
 
   server.on('stream', (stream, headers) => {
+    // A stream the sender resets errors, then closes: the call counts as aborted on 'close'.
     stream.on('error', () => {});
     const signal = SIGNAL_BY_PATH.get(String(headers[':path']));
     if (headers[':method'] !== 'POST') {
@@ -115,13 +116,13 @@ export async function startOtlpGrpcReceiver(options: OtlpGrpcReceiverOptions): P
       return;
     }
     if (signal === undefined) {
-      sendStatus(stream, GRPC_UNIMPLEMENTED, `no OTLP service method ${String(headers[':path'])}`);
+      sendStatus(stream, GrpcCode.UNIMPLEMENTED, `no OTLP service method ${String(headers[':path'])}`);
       return;
     }
     exportCall(signal, stream, headers).catch((error: unknown) => {
       // exportCall answers every failure itself; this is a bug in it.
       logger.error(`otlp-grpc: ${error instanceof Error ? error.stack : String(error)}`);
-      sendStatus(stream, GRPC_INTERNAL, 'internal error');
+      sendStatus(stream, GrpcCode.INTERNAL, 'internal error');
     });
   });
 
@@ -216,9 +217,6 @@ export async function startOtlpGrpcReceiver(options: OtlpGrpcReceiverOptions): P
   };
 }
 
-const GRPC_OK = 0;
-const GRPC_INTERNAL = 13;
-
 /**
  * The time the call's message has to arrive: `messageTimeoutMillis`, or the call's own deadline
  * (grpc-timeout) when that is sooner — past it the sender has given up anyway.
@@ -272,7 +270,7 @@ function sendMessage(stream: http2.ServerHttp2Stream, bytes: Uint8Array): void {
     { ':status': 200, 'content-type': 'application/grpc', 'grpc-accept-encoding': ACCEPT_ENCODING },
     { waitForTrailers: true },
   );
-  stream.once('wantTrailers', () => stream.sendTrailers({ 'grpc-status': String(GRPC_OK) }));
+  stream.once('wantTrailers', () => stream.sendTrailers({ 'grpc-status': String(GrpcCode.OK) }));
   stream.end(framed);
 }
 
