@@ -199,6 +199,7 @@ export async function startOtlpGrpcReceiver(options: OtlpGrpcReceiverOptions): P
   let stopping: Promise<void> | undefined;
   return {
     address: { host: options.host, port: bound.port },
+    bufferedBytes: () => bufferedMessages.heldBytes(),
     stop(drainTimeoutMillis) {
       stopping ??= new Promise<void>((resolve) => {
         closing = true;
