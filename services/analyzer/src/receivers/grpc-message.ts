@@ -15,6 +15,13 @@ import { RequestAbortedError, type RequestBody } from './http-body.ts';
 export type MessageEncoding = 'identity' | 'gzip' | 'deflate';
 export const MESSAGE_ENCODINGS: readonly MessageEncoding[] = ['identity', 'gzip', 'deflate'];
 
+/** `otlp.grpc.maxBufferedMessageBytes` is reached. */
+const bufferFull = () =>
+  new KeyscopeError(
+    ANALYZER_SATURATED,
+    'gRPC messages still arriving on other calls already fill otlp.grpc.maxBufferedMessageBytes',
+  );
+
 /** The compressed flag and the big-endian length before each gRPC message. */
 const PREFIX_BYTES = 5;
 
@@ -81,12 +88,7 @@ export function readGrpcMessage(source: Readable, options: MessageReadOptions): 
     function onData(chunk: Buffer) {
       arrivedBytes += chunk.length;
       if (!buffer.add(chunk.length)) {
-        settle(
-          new KeyscopeError(
-            ANALYZER_SATURATED,
-            'gRPC messages still arriving on other calls already fill otlp.grpc.maxBufferedMessageBytes',
-          ),
-        );
+        settle(bufferFull());
         return;
       }
       let at = 0;
@@ -161,12 +163,7 @@ export function readGrpcMessage(source: Readable, options: MessageReadOptions): 
         size += chunk.length;
         if (size > limitBytes) settle(tooLarge('received more after decompression'));
         else if (!buffer.add(chunk.length)) {
-          settle(
-            new KeyscopeError(
-              ANALYZER_SATURATED,
-              'gRPC messages still arriving on other calls already fill otlp.grpc.maxBufferedMessageBytes',
-            ),
-          );
+          settle(bufferFull());
         } else inflated.push(chunk);
         if (settled) inflater.destroy();
       });
