@@ -7,6 +7,14 @@ export {
   decodeRpcStatus,
 } from './otlp-responses.ts';
 export {
+  connectHttp2,
+  grpcPrefix,
+  openRawGrpcCall,
+  type RawGrpcAnswer,
+  type RawGrpcCall,
+  type RawGrpcCallOptions,
+} from './raw-grpc.ts';
+export {
   openRawConnection,
   parseResponses,
   type RawConnection,

@@ -185,8 +185,15 @@ const SERVE = configSchema(
       grpc: object({
         host: nonEmptyText('127.0.0.1'),
         port: port(4317),
-        /** After decompression; past it grpc-js answers RESOURCE_EXHAUSTED. */
+        /** As the length prefix declares it and after decompression; past it, RESOURCE_EXHAUSTED. */
         maxReceiveMessageBytes: positiveInteger(4 * MIB),
+        /**
+         * From a call's headers to the end of its message (a call that sends nothing included);
+         * past it, DEADLINE_EXCEEDED and the call ends.
+         */
+        messageTimeoutMillis: timerMillis(10_000),
+        /** Messages still arriving, over all calls and connections, counted as bytes arrive; past it, UNAVAILABLE. */
+        maxBufferedMessageBytes: positiveInteger(64 * MIB),
         /** Calls one connection may have open at once (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS). */
         maxConcurrentStreams: positiveInteger(100),
         /** The server pings each connection this often, and closes it if a ping goes unanswered for `keepaliveTimeoutMillis`. */

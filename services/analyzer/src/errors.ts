@@ -31,7 +31,7 @@ export const ANALYZER_BAD_COMPRESSION = defineError(
   'KS_ANALYZER_BAD_COMPRESSION',
   400,
   false,
-  'An OTLP/HTTP request body declared as gzip is not a valid gzip stream (corrupt or truncated).',
+  'An OTLP/HTTP request body or an OTLP/gRPC message declared as compressed cannot be inflated (corrupt or truncated).',
 );
 
 export const ANALYZER_HEADERS_TIMEOUT = defineError(
@@ -52,7 +52,7 @@ export const ANALYZER_SATURATED = defineError(
   'KS_ANALYZER_SATURATED',
   503,
   true,
-  'The receivers already hold `otlp.admission.maxInFlightRequests` requests or `maxInFlightSpans` spans that the pipeline has not acknowledged, or OTLP/HTTP bodies still arriving already hold `otlp.http.maxBufferedBodyBytes`; the sender should retry after the Retry-After interval.',
+  'The receivers already hold `otlp.admission.maxInFlightRequests` requests or `maxInFlightSpans` spans that the pipeline has not acknowledged, or OTLP/HTTP bodies (OTLP/gRPC messages) still arriving already hold `otlp.http.maxBufferedBodyBytes` (`otlp.grpc.maxBufferedMessageBytes`); the sender should retry after the Retry-After interval.',
 );
 
 export const ANALYZER_SHUTTING_DOWN = defineError(
@@ -60,6 +60,34 @@ export const ANALYZER_SHUTTING_DOWN = defineError(
   503,
   true,
   'The receiver is stopping: it answers the requests already in flight and refuses new ones, which the sender should retry.',
+);
+
+export const ANALYZER_MESSAGE_TOO_LARGE = defineError(
+  'KS_ANALYZER_MESSAGE_TOO_LARGE',
+  413,
+  false,
+  'An OTLP/gRPC message is larger than `otlp.grpc.maxReceiveMessageBytes`, as its length prefix declares it or after decompression; answered RESOURCE_EXHAUSTED.',
+);
+
+export const ANALYZER_MESSAGE_TIMEOUT = defineError(
+  'KS_ANALYZER_MESSAGE_TIMEOUT',
+  408,
+  false,
+  "An OTLP/gRPC call's message did not all arrive within `otlp.grpc.messageTimeoutMillis` of the call's headers (or within the call's own grpc-timeout, when shorter); answered DEADLINE_EXCEEDED.",
+);
+
+export const ANALYZER_MALFORMED_MESSAGE = defineError(
+  'KS_ANALYZER_MALFORMED_MESSAGE',
+  400,
+  false,
+  'An OTLP/gRPC call is not one length-prefixed message: it ended before or within its message, sent a second one, set a compressed flag without a grpc-encoding, or sent a grpc-timeout that does not parse.',
+);
+
+export const ANALYZER_UNSUPPORTED_MESSAGE_ENCODING = defineError(
+  'KS_ANALYZER_UNSUPPORTED_MESSAGE_ENCODING',
+  415,
+  false,
+  'An OTLP/gRPC call has a grpc-encoding other than gzip, deflate or identity; answered UNIMPLEMENTED with the accepted encodings in grpc-accept-encoding.',
 );
 
 export const ANALYZER_INTERNAL = defineError(
@@ -86,6 +114,10 @@ export const ANALYZER_ERRORS = [
   ANALYZER_BODY_TIMEOUT,
   ANALYZER_SATURATED,
   ANALYZER_SHUTTING_DOWN,
+  ANALYZER_MESSAGE_TOO_LARGE,
+  ANALYZER_MESSAGE_TIMEOUT,
+  ANALYZER_MALFORMED_MESSAGE,
+  ANALYZER_UNSUPPORTED_MESSAGE_ENCODING,
   ANALYZER_INTERNAL,
   ANALYZER_CONFIG_INVALID,
 ] as const;

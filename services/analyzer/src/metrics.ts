@@ -9,6 +9,8 @@ export interface MetricSources {
   /** Undefined until the receivers run. */
   ingest?: () => IngestCountersSnapshot | undefined;
   queue?: () => { requests: number; spans: number };
+  /** Bytes of bodies and messages still arriving, per transport. */
+  buffered?: () => Record<string, number>;
   pipeline?: () => PipelineCounts;
   detector?: () => DetectorStats;
   /** The scope report, per tier (the API's `GET /api/v1/scopes`). */
@@ -120,6 +122,17 @@ export function createMetrics(sources: MetricSources): { registry: Registry; ren
       if (queue === undefined) return;
       this.set({ unit: 'requests' }, queue.requests);
       this.set({ unit: 'spans' }, queue.spans);
+    },
+  });
+  new Gauge({
+    name: 'keyscope_ingest_buffered_bytes',
+    help: 'Bytes of OTLP/HTTP bodies and OTLP/gRPC messages still arriving, not yet admitted (bounded by otlp.http.maxBufferedBodyBytes, otlp.grpc.maxBufferedMessageBytes).',
+    labelNames: ['transport'],
+    registers: [registry],
+    collect() {
+      const buffered = sources.buffered?.();
+      if (buffered === undefined) return;
+      for (const [transport, bytes] of Object.entries(buffered)) this.set({ transport }, bytes);
     },
   });
 

@@ -124,6 +124,7 @@ export async function startServe(
     const metrics = createMetrics({
       ingest: () => receivers?.counters.snapshot(),
       queue: () => receivers?.inFlight() ?? { requests: 0, spans: 0 },
+      buffered: () => receivers?.bufferedBytes() ?? { http: 0, grpc: 0 },
       pipeline: () => pipeline.counts(),
       detector: () => pipeline.detector.stats(),
       scopes: () => pipeline.detector.scopeReport(),

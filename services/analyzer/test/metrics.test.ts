@@ -52,6 +52,7 @@ describe('Prometheus metrics', () => {
         watermarkUnixMillis: 0,
       }),
       openIncidents: () => 1,
+      buffered: () => ({ http: 0, grpc: 3_000_000 }),
       alerts: () => ({
         pagerduty: { delivered: 1, retried: 2, abandoned: 0, deferred: 0, refreshed: 0, refresh_failed: 0 },
       }),
@@ -69,6 +70,7 @@ describe('Prometheus metrics', () => {
     );
     expect(first).toContain('keyscope_received_bytes_total{transport="http",form="decompressed"} 400');
     expect(first).toContain('keyscope_ingest_queue_depth{unit="spans"} 700');
+    expect(first).toContain('keyscope_ingest_buffered_bytes{transport="grpc"} 3000000');
     expect(first).toContain('keyscope_attempts_total{kind="server"} 3');
     expect(first).toContain('keyscope_findings_total{class="cross_store_duplicate"} 2');
     expect(first).toContain('keyscope_values_truncated_total 3');

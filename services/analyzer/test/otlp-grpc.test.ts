@@ -1,8 +1,17 @@
+import type { ClientHttp2Session } from 'node:http2';
 import * as grpc from '@grpc/grpc-js';
 import { type ErrorDefinition, KeyscopeError } from '@keyscope/errors';
 import { encodeTraces, type SpanConsumer } from '@keyscope/otlp';
 import { BlockingConsumer, RecordingConsumer, span } from '@keyscope/testkit';
-import { decodeExportResponse, openRawConnection, type RawConnection, rawPost } from '@keyscope/testkit/wire';
+import {
+  connectHttp2,
+  decodeExportResponse,
+  grpcPrefix,
+  openRawConnection,
+  openRawGrpcCall,
+  type RawConnection,
+  rawPost,
+} from '@keyscope/testkit/wire';
 import { afterEach, describe, expect, it } from 'vitest';
 import { resolveServeConfig } from '../src/config.ts';
 import { silentLogger } from '../src/logger.ts';
@@ -28,8 +37,10 @@ const RATE_LIMITED: ErrorDefinition = {
 const running: RunningReceivers[] = [];
 const clients: grpc.Client[] = [];
 const connections: RawConnection[] = [];
+const sessions: ClientHttp2Session[] = [];
 afterEach(async () => {
   for (const connection of connections.splice(0)) connection.socket.destroy();
+  for (const session of sessions.splice(0)) session.destroy();
   for (const client of clients.splice(0)) client.close();
   await Promise.all(running.splice(0).map((serve) => serve.stop()));
 });
@@ -79,6 +90,14 @@ function exportRaw(
     );
   });
 }
+
+function rawSession(serve: RunningReceivers): ClientHttp2Session {
+  const session = connectHttp2(serve.addresses.otlpGrpc.port);
+  sessions.push(session);
+  return session;
+}
+
+const MIB = 1024 * 1024;
 
 const twoSpans = () => encodeTraces([span({ id: 1, key: 'k1' }), span({ id: 2, key: 'k1' })]);
 
@@ -212,5 +231,121 @@ describe('OTLP/gRPC receiver', () => {
     expect(answer.error?.code).toBe(grpc.status.RESOURCE_EXHAUSTED);
     expect(consumer.payloads).toHaveLength(0);
     await expectStillServing(serve);
+  });
+
+  it('holds at most maxBufferedMessageBytes of stalled messages, refusing the rest UNAVAILABLE as their bytes arrive, and still serves', async () => {
+    const consumer = new RecordingConsumer();
+    const timeoutMillis = 2_000;
+    const maxBufferedMessageBytes = 8 * MIB;
+    const serve = await serveWith(consumer, {
+      otlp: { grpc: { maxBufferedMessageBytes, messageTimeoutMillis: timeoutMillis } },
+    });
+    // 60 calls on 3 connections, each declaring a 4 MiB message and stalling 64 KiB short of it:
+    // 236 MiB if the receiver held them.
+    const part = Buffer.alloc(4 * MIB - 64 * 1024);
+    const began = Date.now();
+    const calls = [];
+    for (let c = 0; c < 3; c += 1) {
+      const session = rawSession(serve);
+      for (let i = 0; i < 20; i += 1) {
+        calls.push(
+          openRawGrpcCall(session, { path: TRACE_SERVICE_EXPORT_PATH, chunks: [grpcPrefix(4 * MIB), part] }),
+        );
+      }
+    }
+    let answered = 0;
+    for (const call of calls) void call.answer.then(() => (answered += 1));
+    let mostBuffered = 0;
+    while (answered < calls.length) {
+      mostBuffered = Math.max(mostBuffered, serve.bufferedBytes().grpc);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    expect(mostBuffered).toBeGreaterThan(0);
+    expect(mostBuffered).toBeLessThanOrEqual(maxBufferedMessageBytes);
+    expect(serve.bufferedBytes().grpc).toBe(0);
+
+    const answers = await Promise.all(calls.map((call) => call.answer));
+    const refused = answers.filter((answer) => answer.status === grpc.status.UNAVAILABLE);
+    const timedOut = answers.filter((answer) => answer.status === grpc.status.DEADLINE_EXCEEDED);
+    expect(refused.length).toBeGreaterThan(0);
+    expect(refused.length + timedOut.length).toBe(calls.length);
+    for (const answer of refused) expect(answer.closedAt - began).toBeLessThan(timeoutMillis);
+    for (const answer of timedOut) expect(answer.closedAt - began).toBeGreaterThanOrEqual(timeoutMillis);
+    expect(serve.counters.snapshot().grpc.payloadsRejected).toEqual({
+      saturated: refused.length,
+      message_timeout: timedOut.length,
+    });
+    await expectStillServing(serve);
+    expect(consumer.spans()).toHaveLength(1);
+  });
+
+  it('ends a call that sends nothing with DEADLINE_EXCEEDED after messageTimeoutMillis', async () => {
+    const serve = await serveWith(new RecordingConsumer(), { otlp: { grpc: { messageTimeoutMillis: 300 } } });
+    const began = Date.now();
+    const call = openRawGrpcCall(rawSession(serve), { path: TRACE_SERVICE_EXPORT_PATH });
+    const answer = await call.answer;
+    expect(answer.status).toBe(grpc.status.DEADLINE_EXCEEDED);
+    expect(answer.closedAt - began).toBeGreaterThanOrEqual(300);
+    expect(serve.counters.snapshot().grpc.payloadsRejected).toEqual({ message_timeout: 1 });
+    await expectStillServing(serve);
+  });
+
+  it('ends a stalled call at its own grpc-timeout when that is sooner than messageTimeoutMillis', async () => {
+    const serve = await serveWith(new RecordingConsumer());
+    const began = Date.now();
+    const call = openRawGrpcCall(rawSession(serve), {
+      path: TRACE_SERVICE_EXPORT_PATH,
+      headers: { 'grpc-timeout': '200m' },
+      chunks: [grpcPrefix(100), Buffer.alloc(10)],
+    });
+    const answer = await call.answer;
+    expect(answer.status).toBe(grpc.status.DEADLINE_EXCEEDED);
+    expect(answer.closedAt - began).toBeLessThan(5_000);
+  });
+
+  it('refuses a message whose prefix declares more than maxReceiveMessageBytes before it arrives', async () => {
+    const serve = await serveWith(new RecordingConsumer(), {
+      otlp: { grpc: { maxReceiveMessageBytes: 1024 } },
+    });
+    const call = openRawGrpcCall(rawSession(serve), {
+      path: TRACE_SERVICE_EXPORT_PATH,
+      chunks: [grpcPrefix(64 * MIB)],
+    });
+    expect((await call.answer).status).toBe(grpc.status.RESOURCE_EXHAUSTED);
+    expect(serve.counters.snapshot().grpc.payloadsRejected).toEqual({ message_too_large: 1 });
+  });
+
+  it('answers a call that ends mid-message with INVALID_ARGUMENT', async () => {
+    const serve = await serveWith(new RecordingConsumer());
+    const call = openRawGrpcCall(rawSession(serve), {
+      path: TRACE_SERVICE_EXPORT_PATH,
+      chunks: [grpcPrefix(100), Buffer.alloc(10)],
+      end: true,
+    });
+    expect((await call.answer).status).toBe(grpc.status.INVALID_ARGUMENT);
+    expect(serve.counters.snapshot().grpc.payloadsRejected).toEqual({ malformed_message: 1 });
+  });
+
+  it('answers an unknown grpc-encoding with UNIMPLEMENTED', async () => {
+    const serve = await serveWith(new RecordingConsumer());
+    const body = twoSpans();
+    const call = openRawGrpcCall(rawSession(serve), {
+      path: TRACE_SERVICE_EXPORT_PATH,
+      headers: { 'grpc-encoding': 'snappy' },
+      chunks: [grpcPrefix(body.byteLength, true), body],
+      end: true,
+    });
+    expect((await call.answer).status).toBe(grpc.status.UNIMPLEMENTED);
+    expect(serve.counters.snapshot().grpc.payloadsRejected).toEqual({ unsupported_content_encoding: 1 });
+  });
+
+  it('answers a method it does not serve with UNIMPLEMENTED', async () => {
+    const serve = await serveWith(new RecordingConsumer());
+    const call = openRawGrpcCall(rawSession(serve), {
+      path: '/opentelemetry.proto.collector.metrics.v1.MetricsService/Export',
+      chunks: [grpcPrefix(0)],
+      end: true,
+    });
+    expect((await call.answer).status).toBe(grpc.status.UNIMPLEMENTED);
   });
 });

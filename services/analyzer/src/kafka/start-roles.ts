@@ -92,7 +92,11 @@ export async function startRoles(
     const metricSources: MetricSources = {
       ...(receivers === undefined
         ? {}
-        : { ingest: () => receivers.counters.snapshot(), queue: () => receivers.inFlight() }),
+        : {
+            ingest: () => receivers.counters.snapshot(),
+            queue: () => receivers.inFlight(),
+            buffered: () => receivers.bufferedBytes(),
+          }),
       ...(detect === undefined ? {} : { detector: detect.detectorStats }),
     };
     let api: ListenAddress;

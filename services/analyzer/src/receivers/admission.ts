@@ -2,10 +2,10 @@
  * The bound on what the receivers hold for the pipeline at once, shared by OTLP/HTTP and OTLP/gRPC
  * because both feed one consumer. A request takes a slot once its body has arrived (so at most
  * `maxInFlightRequests` complete bodies are held, and a sender slow to send its body holds none:
- * OTLP/HTTP bounds bodies still arriving in buffered-bodies.ts, grpc-js by streams per
- * connection) and, once decoded, reserves its spans; both are released when the consumer has
- * answered. Nothing waits for a slot: a request that finds the receivers full is refused at once
- * with a retryable answer (503 / UNAVAILABLE), so memory stays bounded however fast senders push.
+ * bodies and gRPC messages still arriving are bounded in bytes in buffered-bodies.ts) and, once
+ * decoded, reserves its spans; both are released when the consumer has answered. Nothing waits
+ * for a slot: a request that finds the receivers full is refused at once with a retryable answer
+ * (503 / UNAVAILABLE), so memory stays bounded however fast senders push.
  */
 
 export interface AdmissionLimits {

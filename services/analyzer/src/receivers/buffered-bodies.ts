@@ -1,9 +1,9 @@
 /**
- * The bound on OTLP/HTTP bodies still arriving. A request takes an admission slot only once its
- * body is complete (admission.ts), so that a sender that is slow to send its body holds no slot;
- * the bodies read until then are bounded here instead, in bytes as they are buffered, so that a
- * connection that has sent one byte of a body holds one byte of this bound, not its declared
- * Content-Length.
+ * The bound on OTLP/HTTP bodies (OTLP/gRPC messages) still arriving; each receiver has its own. A
+ * request takes an admission slot only once its body is complete (admission.ts), so that a sender
+ * that is slow to send its body holds no slot; the bodies read until then are bounded here
+ * instead, in bytes as they are buffered, so that a call that has sent one byte of a body holds
+ * one byte of this bound, not its declared Content-Length (gRPC length prefix).
  */
 
 export interface BodyReservation {

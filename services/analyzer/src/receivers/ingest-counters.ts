@@ -25,7 +25,12 @@ export const RECEIVER_REJECT_REASONS = [
   'body_timeout',
   'saturated',
   'shutting_down',
-  /** The sender closed the connection before its body arrived. */
+  /** An OTLP/gRPC message past `otlp.grpc.maxReceiveMessageBytes`, or not arrived in time. */
+  'message_too_large',
+  'message_timeout',
+  /** An OTLP/gRPC call that is not one length-prefixed message. */
+  'malformed_message',
+  /** The sender closed the connection (or cancelled the gRPC call) before its body arrived. */
   'request_aborted',
   /** Spans the consumer refused one by one without naming a code, answered with partial_success. */
   'consumer_refused',
@@ -45,7 +50,7 @@ export interface TransportCounts {
   /** Log records, counted as spans are (`POST /v1/logs`, `LogsService/Export`). */
   logRecordsAccepted: number;
   logRecordsRejected: Record<string, number>;
-  /** Bytes as they arrived on the wire. gRPC reports 0: grpc-js decompresses before the handler. */
+  /** Bytes as they arrived on the wire (a gRPC message without its 5-byte prefix). */
   bytesReceivedCompressed: number;
   bytesReceivedDecompressed: number;
 }

@@ -4,10 +4,14 @@ import {
   ANALYZER_BODY_TIMEOUT,
   ANALYZER_BODY_TOO_LARGE,
   ANALYZER_HEADERS_TIMEOUT,
+  ANALYZER_MALFORMED_MESSAGE,
+  ANALYZER_MESSAGE_TIMEOUT,
+  ANALYZER_MESSAGE_TOO_LARGE,
   ANALYZER_SATURATED,
   ANALYZER_SHUTTING_DOWN,
   ANALYZER_UNSUPPORTED_CONTENT_ENCODING,
   ANALYZER_UNSUPPORTED_MEDIA_TYPE,
+  ANALYZER_UNSUPPORTED_MESSAGE_ENCODING,
 } from '../errors.ts';
 import type { ReceiverRejectReason, RejectReason } from './ingest-counters.ts';
 
@@ -34,6 +38,22 @@ const REASON_BY_CODE: ReadonlyMap<string, ReceiverRejectReason> = new Map([
   [ANALYZER_BODY_TIMEOUT.code, 'body_timeout'],
   [ANALYZER_SATURATED.code, 'saturated'],
   [ANALYZER_SHUTTING_DOWN.code, 'shutting_down'],
+  [ANALYZER_MESSAGE_TOO_LARGE.code, 'message_too_large'],
+  [ANALYZER_MESSAGE_TIMEOUT.code, 'message_timeout'],
+  [ANALYZER_MALFORMED_MESSAGE.code, 'malformed_message'],
+  [ANALYZER_UNSUPPORTED_MESSAGE_ENCODING.code, 'unsupported_content_encoding'],
+]);
+
+/**
+ * OTLP/gRPC refusals whose code the gRPC and OTLP specifications name, where the HTTP status
+ * would map to another: a message too large is RESOURCE_EXHAUSTED (which OTLP clients do not
+ * retry without RetryInfo), a message that did not arrive in time DEADLINE_EXCEEDED (which they
+ * retry), an encoding the server lacks UNIMPLEMENTED.
+ */
+const GRPC_CODE_BY_CODE: ReadonlyMap<string, number> = new Map([
+  [ANALYZER_MESSAGE_TOO_LARGE.code, GrpcCode.RESOURCE_EXHAUSTED],
+  [ANALYZER_MESSAGE_TIMEOUT.code, GrpcCode.DEADLINE_EXCEEDED],
+  [ANALYZER_UNSUPPORTED_MESSAGE_ENCODING.code, GrpcCode.UNIMPLEMENTED],
 ]);
 
 /** OTLP/HTTP clients retry exactly these; any other 4xx/5xx makes them drop the data. */
@@ -63,5 +83,6 @@ export function ingestFailureFor(error: unknown): IngestFailure {
   }
   const httpStatus =
     error.httpStatus >= 400 && !RETRYABLE_HTTP_STATUSES.has(error.httpStatus) ? error.httpStatus : 500;
-  return { reason, httpStatus, grpcCode: grpcCodeFor(error), retryable: false, message: error.message };
+  const grpcCode = GRPC_CODE_BY_CODE.get(error.code) ?? grpcCodeFor(error);
+  return { reason, httpStatus, grpcCode, retryable: false, message: error.message };
 }

@@ -12,6 +12,8 @@ export function formatHostPort(address: ListenAddress): string {
 /** A started receiver. `stop` is idempotent: later calls return the first call's promise. */
 export interface Receiver {
   readonly address: ListenAddress;
+  /** Bytes of request bodies (gRPC messages) still arriving, not yet admitted: what its buffer bound counts. */
+  bufferedBytes(): number;
   /**
    * Stops accepting new requests, waits up to `drainTimeoutMillis` for those in flight to be
    * answered, then closes the connections that remain.

@@ -277,6 +277,7 @@ export async function startOtlpHttpReceiver(options: OtlpHttpReceiverOptions): P
   let stopping: Promise<void> | undefined;
   return {
     address: { host: options.host, port: bound.port },
+    bufferedBytes: () => bufferedBodies.heldBytes(),
     stop(drainTimeoutMillis) {
       stopping ??= closeWithin(drainTimeoutMillis);
       return stopping;

@@ -4,7 +4,7 @@ import { consoleLogger, type Logger } from '../logger.ts';
 import { CountingConsumer } from '../pipeline/counting-consumer.ts';
 import { Admission } from './admission.ts';
 import { Ingest } from './ingest.ts';
-import { IngestCounters } from './ingest-counters.ts';
+import { IngestCounters, type Transport } from './ingest-counters.ts';
 import { formatHostPort, type ListenAddress, type Receiver } from './listen-address.ts';
 import { startOtlpGrpcReceiver } from './otlp-grpc.ts';
 import { startOtlpHttpReceiver } from './otlp-http.ts';
@@ -23,6 +23,8 @@ export interface RunningReceivers {
   readonly counters: IngestCounters;
   /** Requests and spans the receivers have admitted and the consumer has not yet acknowledged. */
   inFlight(): { requests: number; spans: number };
+  /** Bytes of bodies and messages still arriving, per transport (buffered-bodies.ts). */
+  bufferedBytes(): Record<Transport, number>;
   /**
    * Stops the receivers (no new requests; those in flight are answered, for up to
    * `shutdown.drainTimeoutMillis`). Idempotent.
@@ -79,6 +81,7 @@ export async function startReceivers(
       addresses: { otlpHttp: http.address, otlpGrpc: grpc.address },
       counters,
       inFlight: () => admission.inFlight(),
+      bufferedBytes: () => ({ http: http.bufferedBytes(), grpc: grpc.bufferedBytes() }),
       stop() {
         stopping ??= stopAll(config.shutdown.drainTimeoutMillis).then(() => undefined);
         return stopping;
