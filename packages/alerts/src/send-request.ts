@@ -30,6 +30,13 @@ const ERROR_BODY_MAX_CHARS = 300;
  */
 export const ANSWER_MAX_BYTES = 4 * 1024;
 
+/**
+ * How long the body of a failed answer is read once its status has arrived: its start is all
+ * keyscope keeps, and a sink that trickles it must not keep a failed page open (as late) until
+ * `timeoutMillis`.
+ */
+export const ANSWER_READ_MAX_MILLIS = 1_000;
+
 const RETRYABLE_STATUS = new Set([408, 425, 429]);
 
 /** POSTs the request; never throws (every failure is a SendResult). */
@@ -76,15 +83,17 @@ export async function sendRequest(request: SinkRequest, options: SendOptions): P
 }
 
 /**
- * The first `maxBytes` of a body (a multi-byte character cut at the end shows as U+FFFD), then
- * cancels the rest unread. A body cut short by the exchange's signal (a sink that trickles its
- * answer past the timeout) or by a reset gives what arrived before.
+ * The first `maxBytes` of a body (a multi-byte character cut at the end shows as U+FFFD), read for
+ * at most ANSWER_READ_MAX_MILLIS, then cancels the rest unread. A body cut short (by that time, by
+ * the exchange's signal, by a reset) gives what arrived before.
  */
 async function readStart(body: ReadableStream<Uint8Array> | null, maxBytes: number): Promise<string> {
   if (body === null) return '';
   const reader = body.getReader();
   const chunks: Uint8Array[] = [];
   let bytes = 0;
+  // Cancelling ends a pending read as done.
+  const cut = setTimeout(() => reader.cancel().catch(() => {}), ANSWER_READ_MAX_MILLIS);
   try {
     while (bytes < maxBytes) {
       const { done, value } = await reader.read();
@@ -94,6 +103,8 @@ async function readStart(body: ReadableStream<Uint8Array> | null, maxBytes: numb
     }
   } catch {
     // Aborted or reset mid-body: the status is the answer, and the start of its text is enough.
+  } finally {
+    clearTimeout(cut);
   }
   await reader.cancel().catch(() => {});
   return new TextDecoder().decode(Buffer.concat(chunks).subarray(0, maxBytes));

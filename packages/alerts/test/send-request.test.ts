@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ANSWER_MAX_BYTES, sendRequest } from '../src/send-request.ts';
+import { ANSWER_MAX_BYTES, ANSWER_READ_MAX_MILLIS, sendRequest } from '../src/send-request.ts';
 import { type Answer, type HttpReceiver, startReceiver } from './support/http-receiver.ts';
 
 const OPTIONS = { fetch: globalThis.fetch, timeoutMillis: 2_000, nowUnixMillis: Date.now };
@@ -180,6 +180,35 @@ describe('sendRequest against a sink answering with a huge body', () => {
       expect(sink.producedBytes).toBeLessThan(64 * 1024 * 1024);
     } finally {
       await stop(sink.server);
+    }
+  });
+
+  it('records a failing answer whose body trickles without end within ANSWER_READ_MAX_MILLIS of its status', async () => {
+    const trickling = createServer((request, response) => {
+      request.resume();
+      request.on('end', () => {
+        response.writeHead(503, { 'content-type': 'text/plain' });
+        response.write('overloaded ');
+        const drip = setInterval(() => response.write('.'), 20);
+        response.on('close', () => clearInterval(drip));
+      });
+    });
+    await new Promise<void>((resolve) => trickling.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = trickling.address() as AddressInfo;
+      const started = Date.now();
+      const result = await sendRequest(
+        { url: `http://127.0.0.1:${port}/`, headers: {}, body: {} },
+        { ...OPTIONS, timeoutMillis: 60_000 },
+      );
+      expect(result).toMatchObject({
+        outcome: 'retry',
+        error: expect.stringMatching(/^HTTP 503: overloaded \.+$/),
+      });
+      expect(Date.now() - started).toBeGreaterThanOrEqual(ANSWER_READ_MAX_MILLIS - 50);
+      expect(Date.now() - started).toBeLessThan(ANSWER_READ_MAX_MILLIS + 1_500);
+    } finally {
+      await stop(trickling);
     }
   });
 

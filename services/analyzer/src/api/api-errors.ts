@@ -41,7 +41,7 @@ export const API_AUTH_THROTTLED = defineError(
   'KS_API_AUTH_THROTTLED',
   429,
   true,
-  'The client address presented too many unknown bearer tokens (20 at once, then one a second): its request was refused without looking at its token. `Retry-After` says when it may try again; a token that already authenticated from that address is still accepted.',
+  'The client address (an IPv6 client: its /64) presented more unknown bearer tokens than `api.authFailureBudget` allows (20 at once, then one a second by default): its request was refused without its token counting as a guess. `Retry-After` says when it may try again; a token that already authenticated from that address is still accepted.',
 );
 export const API_NOT_FOUND = defineError(
   'KS_API_NOT_FOUND',
