@@ -23,6 +23,20 @@ export interface SendOptions {
 /** Keeps a recorded error readable: sinks answer with whole HTML pages. */
 const ERROR_BODY_MAX_CHARS = 300;
 
+/**
+ * The most of an answer's body keyscope reads: enough for the error text it keeps. The rest is
+ * never read: the body is cancelled, which closes the connection, so a sink answering with gigabytes
+ * (or without end) costs a few KiB.
+ */
+export const ANSWER_MAX_BYTES = 4 * 1024;
+
+/**
+ * How long the body of a failed answer is read once its status has arrived: its start is all
+ * keyscope keeps, and a sink that trickles it must not keep a failed page open (as late) until
+ * `timeoutMillis`.
+ */
+export const ANSWER_READ_MAX_MILLIS = 1_000;
+
 const RETRYABLE_STATUS = new Set([408, 425, 429]);
 
 /** POSTs the request; never throws (every failure is a SendResult). */
@@ -43,14 +57,13 @@ export async function sendRequest(request: SinkRequest, options: SendOptions): P
   } catch (error) {
     return { outcome: 'retry', error: describeFailure(error, options), retryAfterMillis: null };
   }
-  let text: string;
-  try {
-    text = await response.text();
-  } catch (error) {
-    return { outcome: 'retry', error: describeFailure(error, options), retryAfterMillis: null };
-  }
   const status = response.status;
-  if (status >= 200 && status < 300) return { outcome: 'delivered', status };
+  if (status >= 200 && status < 300) {
+    // The status is the sink's answer; its body says nothing keyscope keeps, so it is not read.
+    await response.body?.cancel().catch(() => {});
+    return { outcome: 'delivered', status };
+  }
+  const text = await readStart(response.body, ANSWER_MAX_BYTES);
   const error = `HTTP ${status}${text.trim() === '' ? '' : `: ${oneLine(text)}`}`;
   if (status >= 500 || RETRYABLE_STATUS.has(status)) {
     return {
@@ -67,6 +80,34 @@ export async function sendRequest(request: SinkRequest, options: SendOptions): P
     };
   }
   return { outcome: 'abandon', error };
+}
+
+/**
+ * The first `maxBytes` of a body (a multi-byte character cut at the end shows as U+FFFD), read for
+ * at most ANSWER_READ_MAX_MILLIS, then cancels the rest unread. A body cut short (by that time, by
+ * the exchange's signal, by a reset) gives what arrived before.
+ */
+async function readStart(body: ReadableStream<Uint8Array> | null, maxBytes: number): Promise<string> {
+  if (body === null) return '';
+  const reader = body.getReader();
+  const chunks: Uint8Array[] = [];
+  let bytes = 0;
+  // Cancelling ends a pending read as done.
+  const cut = setTimeout(() => reader.cancel().catch(() => {}), ANSWER_READ_MAX_MILLIS);
+  try {
+    while (bytes < maxBytes) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      chunks.push(value);
+      bytes += value.byteLength;
+    }
+  } catch {
+    // Aborted or reset mid-body: the status is the answer, and the start of its text is enough.
+  } finally {
+    clearTimeout(cut);
+  }
+  await reader.cancel().catch(() => {});
+  return new TextDecoder().decode(Buffer.concat(chunks).subarray(0, maxBytes));
 }
 
 function describeFailure(error: unknown, options: SendOptions): string {

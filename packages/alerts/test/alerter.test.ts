@@ -1,6 +1,9 @@
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Readable } from 'node:stream';
 import type { Attempt } from '@keyscope/attempts';
 import type { Incident } from '@keyscope/detector';
 import { KeyscopeStore } from '@keyscope/store';
@@ -566,6 +569,44 @@ describe('slow sinks', () => {
       await sleep(50);
     }
   }
+
+  it('records within the pass a webhook that answers with a body without end, 2xx or 503', async () => {
+    let served = 0;
+    const endless = createServer((request, response) => {
+      request.resume();
+      request.on('end', () => {
+        // The first request gets a 503 trickling dots, the next a 200 streaming zeros as fast as they drain.
+        if (served++ === 0) {
+          response.writeHead(503, { 'content-type': 'text/plain' });
+          const drip = setInterval(() => response.write('.'), 20);
+          response.on('close', () => clearInterval(drip));
+          return;
+        }
+        response.writeHead(200, { 'content-type': 'text/plain' });
+        const zeros = Buffer.alloc(64 * 1024, '0');
+        const body = new Readable({ read: () => void body.push(zeros) });
+        response.on('close', () => body.destroy());
+        body.pipe(response);
+      });
+    });
+    await new Promise<void>((resolve) => endless.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(endless.address() as AddressInfo).port}/hook`;
+      const alerts = alerter([{ type: 'webhook', url }], { lateRequestTimeoutMillis: 60_000 });
+      const incident = onlyIncident(createPipeline(store, alerts).ingest(duplicate('k1')).incidents);
+
+      expect(await alerts.deliverDue()).toMatchObject({ retried: 1, late: 0 });
+      expect(store.outbox.deliveriesOf(incident.id)[0]!.lastError).toMatch(/^HTTP 503: \.+$/);
+      now += 60_000;
+      const rssBefore = process.memoryUsage().rss;
+      expect(await alerts.deliverDue()).toMatchObject({ delivered: 1, late: 0 });
+      expect(process.memoryUsage().rss - rssBefore).toBeLessThan(200 * 1024 * 1024);
+      expect(store.outbox.pending()).toBe(0);
+    } finally {
+      endless.closeAllConnections();
+      await new Promise((resolve) => endless.close(resolve));
+    }
+  });
 
   it('does not send a page again while a webhook slower than the request timeout is still answering', async () => {
     const hook = await receiver((index) =>

@@ -2,6 +2,7 @@ import { type Alerter, createAlerter } from '@keyscope/alerts';
 import type { Detector } from '@keyscope/detector';
 import type { KeyscopeStore } from '@keyscope/store';
 import { createApiServer } from './api/api-server.ts';
+import type { AuthFailures } from './api/auth-failures.ts';
 import type { ServeConfig } from './config.ts';
 import type { Logger } from './logger.ts';
 import { formatHostPort, type ListenAddress } from './receivers/listen-address.ts';
@@ -12,6 +13,8 @@ export interface ApiWithAlertsOptions {
   /** Where the scope report comes from: the embedded detector, or the serve role's view. */
   detector: () => Pick<Detector, 'scopeReport'>;
   metrics: () => Promise<string>;
+  /** Refused tokens, counted for /metrics, and client addresses' failure budgets. */
+  authFailures: AuthFailures;
   ready: () => boolean;
   notReadyReason?: () => string | undefined;
   now: () => number;
@@ -37,6 +40,7 @@ export async function startApiWithAlerts(options: ApiWithAlertsOptions): Promise
     store,
     detector: options.detector as () => Detector,
     tokens: config.api.tokens,
+    authFailures: options.authFailures,
     traceLinkTemplate: config.api.traceLinkTemplate,
     listenHost: config.api.host,
     publicUrl: config.api.publicUrl,

@@ -18,6 +18,8 @@ import {
 } from '@keyscope/errors';
 import { INTEGRITY_CHECKS } from '@keyscope/store';
 import { parse as parseYaml } from 'yaml';
+import { ROLES } from './api/auth.ts';
+import { AUTH_FAILURE_BUDGET } from './api/auth-failures.ts';
 import { ANALYZER_CONFIG_INVALID } from './errors.ts';
 
 const MIB = 1024 * 1024;
@@ -52,7 +54,7 @@ const API_TOKEN = object(
       accepts: (token) => token.length >= 16,
       expected: 'a string of at least 16 characters',
     }),
-    role: oneOf(['read', 'admin'], { required: true }),
+    role: oneOf(ROLES, { required: true }),
     tenant: text({ optional: true, nonEmpty: true }),
     name: text({ optional: true, nonEmpty: true }),
   },
@@ -107,6 +109,16 @@ const SERVE = configSchema(
       port: port(8080),
       /** Bearer tokens; none means the API answers loopback only (and refuses to listen elsewhere). */
       tokens: list(API_TOKEN, { default: [] }),
+      /**
+       * Unknown tokens one client address (an IPv6 /64) may present: `burst` at once, then one per
+       * `refillMillis`; past that it gets 429 (`KS_API_AUTH_THROTTLED`). At most `maxAddresses`
+       * addresses are held, the least recently seen evicted first. Applies while tokens are set.
+       */
+      authFailureBudget: object({
+        burst: positiveInteger(AUTH_FAILURE_BUDGET.burst),
+        refillMillis: timerMillis(AUTH_FAILURE_BUDGET.refillMillis),
+        maxAddresses: positiveInteger(AUTH_FAILURE_BUDGET.maxAddresses),
+      }),
       /** Base URL alerts link to (`<publicUrl>/incidents/<id>`); '' means `http://<host>:<port>`. */
       publicUrl: optionalText(),
       /** Where the web page links trace ids, e.g. `https://jaeger.example/trace/{traceId}`; '' for none. */
@@ -235,7 +247,19 @@ export function resolveServeConfig(
   const config = SERVE.parse(overrides ?? {}, { base });
   checkDistinctPorts(config);
   checkExposure(config);
+  checkMetricsTokens(config);
   return config;
+}
+
+/** A `metrics` token reads /metrics only, which covers every tenant: a tenant would leave it nothing. */
+function checkMetricsTokens(config: ServeConfig): void {
+  for (const [index, entry] of config.api.tokens.entries()) {
+    if (entry.role === 'metrics' && entry.tenant !== undefined) {
+      throw invalid(
+        `api.tokens[${index}] has role metrics and tenant ${entry.tenant}: /metrics covers every tenant, so a metrics token has no tenant`,
+      );
+    }
+  }
 }
 
 /** Without tokens the API is for this machine only: refuse to listen beyond loopback. */

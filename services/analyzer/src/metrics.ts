@@ -1,6 +1,7 @@
 import type { DeliveryCountersSnapshot } from '@keyscope/alerts';
 import type { DetectorStats, ScopeReportRow } from '@keyscope/detector';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { AuthFailureReason } from './api/auth-failures.ts';
 import type { PipelineCounts } from './pipeline/detection-pipeline.ts';
 import type { IngestCountersSnapshot, TransportCounts } from './receivers/ingest-counters.ts';
 
@@ -19,6 +20,8 @@ export interface MetricSources {
   alerts?: () => DeliveryCountersSnapshot;
   pendingAlerts?: () => number;
   db?: () => DbSnapshot;
+  /** Refused bearer tokens on the API (or a role's /metrics), by reason. */
+  authFailures?: () => Readonly<Record<AuthFailureReason, number>>;
 }
 
 /** The embedded service's database, as /metrics shows it. */
@@ -359,6 +362,21 @@ export function createMetrics(sources: MetricSources): { registry: Registry; ren
         [{ reason: 'retention' }, db.purgedRows.retention],
         [{ reason: 'size' }, db.purgedRows.size],
       ]);
+    },
+  });
+
+  new Counter({
+    name: 'keyscope_auth_failures_total',
+    help: 'Requests refused for their bearer token, by reason: missing (no Bearer header), invalid (an unknown token), throttled (429: the client address presented too many unknown tokens).',
+    labelNames: ['reason'],
+    registers: [registry],
+    collect() {
+      const failures = sources.authFailures?.();
+      if (failures === undefined) return;
+      absolute(
+        this,
+        Object.entries(failures).map(([reason, n]) => [{ reason }, n]),
+      );
     },
   });
 

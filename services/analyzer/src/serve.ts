@@ -3,6 +3,7 @@ import type { Alerter } from '@keyscope/alerts';
 import { defaultMapping, loadMapping, type Mapping } from '@keyscope/attempts';
 import { type DetectorConfig, defaultDetectorConfig } from '@keyscope/detector';
 import { KeyscopeStore } from '@keyscope/store';
+import { AuthFailures } from './api/auth-failures.ts';
 import { startApiWithAlerts } from './api-with-alerts.ts';
 import { BackToBack } from './back-to-back.ts';
 import type { ServeConfig } from './config.ts';
@@ -121,6 +122,7 @@ export async function startServe(
       return `database ${config.db.path} cannot be written: ${failure.message} (${failure.code}); ${failure.failures} transactions failed since the last that wrote`;
     };
     const purgedRows = { retention: 0, size: 0 };
+    const authFailures = new AuthFailures({ budget: config.api.authFailureBudget });
     const metrics = createMetrics({
       ingest: () => receivers?.counters.snapshot(),
       queue: () => receivers?.inFlight() ?? { requests: 0, spans: 0 },
@@ -137,6 +139,7 @@ export async function startServe(
         writable: store.writeFailure === undefined,
         purgedRows: { ...purgedRows },
       }),
+      authFailures: () => authFailures.snapshot(),
     });
 
     const served = await startApiWithAlerts({
@@ -144,6 +147,7 @@ export async function startServe(
       store,
       detector: () => pipeline.detector,
       metrics: metrics.render,
+      authFailures,
       ready: () => notReadyReason() === undefined,
       notReadyReason,
       now,

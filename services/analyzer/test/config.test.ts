@@ -79,6 +79,26 @@ describe('serve configuration', () => {
     expect(resolveServeConfig({ spans: { maxKeyBytes: 255 } }).spans.maxKeyBytes).toBe(255);
   });
 
+  it('takes a metrics token, and refuses one with a tenant', () => {
+    const scraper = { token: 'scrape-token-0123456789', role: 'metrics' };
+    expect(resolveServeConfig({ api: { tokens: [scraper] } }).api.tokens[0]!.role).toBe('metrics');
+    const error = configError(() =>
+      resolveServeConfig({ api: { tokens: [{ ...scraper, tenant: 'acme' }] } }),
+    );
+    expect(error.code).toBe(ANALYZER_CONFIG_INVALID.code);
+    expect(error.message).toContain('api.tokens[0]');
+  });
+
+  it('budgets 20 unknown tokens per address, then one a second, over at most 10,000 addresses', () => {
+    expect(defaultServeConfig().api.authFailureBudget).toEqual({
+      burst: 20,
+      refillMillis: 1_000,
+      maxAddresses: 10_000,
+    });
+    const error = configError(() => resolveServeConfig({ api: { authFailureBudget: { burst: 0 } } }));
+    expect(error.message).toContain('api.authFailureBudget.burst');
+  });
+
   it('refuses two listeners on one port', () => {
     const error = configError(() => resolveServeConfig({ api: { port: 4318 } }));
     expect(error.message).toContain('otlp.http.port');

@@ -23,7 +23,7 @@ export const API_FORBIDDEN = defineError(
   'KS_API_FORBIDDEN',
   403,
   false,
-  "The token's role does not allow this (ack/resolve need `admin`), a tenant-scoped admin token tried to act on an incident that also holds other tenants' keys, or the API has no tokens and the request did not come from loopback.",
+  "The token's role does not allow this (ack/resolve need `admin`; a `metrics` token reads /metrics only), a tenant's token asked for /metrics (it names every tenant's services), a tenant-scoped admin token tried to act on an incident that also holds other tenants' keys, or the API has no tokens and the request did not come from loopback.",
 );
 export const API_FOREIGN_HOST = defineError(
   'KS_API_FOREIGN_HOST',
@@ -36,6 +36,12 @@ export const API_CROSS_SITE = defineError(
   403,
   false,
   "No tokens are configured and the request came from another web origin (its Origin header is neither the API's own nor `api.publicUrl`'s), or it changes something without `content-type: application/json` or an `x-keyscope-client` header — what a page on another site can make a browser send.",
+);
+export const API_AUTH_THROTTLED = defineError(
+  'KS_API_AUTH_THROTTLED',
+  429,
+  true,
+  'The client address (an IPv6 client: its /64) presented more unknown bearer tokens than `api.authFailureBudget` allows (20 at once, then one a second by default): its request was refused without its token counting as a guess. `Retry-After` says when it may try again; a token that already authenticated from that address is still accepted.',
 );
 export const API_NOT_FOUND = defineError(
   'KS_API_NOT_FOUND',
@@ -93,6 +99,7 @@ export const API_ERRORS = [
   API_FORBIDDEN,
   API_FOREIGN_HOST,
   API_CROSS_SITE,
+  API_AUTH_THROTTLED,
   API_NOT_FOUND,
   API_METHOD_NOT_ALLOWED,
   API_REQUEST_TIMEOUT,

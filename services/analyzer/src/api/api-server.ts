@@ -6,7 +6,15 @@ import type { KeyscopeStore } from '@keyscope/store';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { webRoutes } from '../web/web-routes.ts';
 import { API_BAD_PARAMETER, API_FORBIDDEN, API_NOT_FOUND } from './api-errors.ts';
-import { type ApiToken, createAuthenticator, type Principal, requireAdmin } from './auth.ts';
+import {
+  type ApiToken,
+  createAuthenticator,
+  type Principal,
+  requireAdmin,
+  requireMetricsReader,
+  requireReader,
+} from './auth.ts';
+import { AuthFailures } from './auth-failures.ts';
 import { createCrossSiteGuard } from './cross-site.ts';
 import { docsRoutes } from './docs-routes.ts';
 import {
@@ -30,7 +38,9 @@ export interface ApiDependencies {
   /** For the scope report (kept in the detector's memory). */
   detector: () => Detector;
   tokens: readonly ApiToken[];
-  /** Prometheus exposition text. */
+  /** Where refused tokens are counted and client addresses' failure budgets kept; a fresh one unless set. */
+  authFailures?: AuthFailures;
+  /** Prometheus exposition text; with tokens, for tokens without a tenant only. */
   metrics: () => Promise<string>;
   /** False while the service is starting or draining, or cannot write its database: /readyz answers 503. */
   ready: () => boolean;
@@ -123,7 +133,9 @@ export function createApiServer(deps: ApiDependencies): FastifyInstance {
     frameworkErrors,
     clientErrorHandler,
   });
-  const authenticate = createAuthenticator(deps.tokens);
+  const authenticate = createAuthenticator(deps.tokens, deps.authFailures ?? new AuthFailures());
+  const authenticateReader = (authorization: string | undefined, remoteAddress: string | undefined) =>
+    requireReader(authenticate(authorization, remoteAddress));
   const now = deps.now ?? Date.now;
   const docs: RouteDoc[] = [];
 
@@ -139,7 +151,7 @@ export function createApiServer(deps: ApiDependencies): FastifyInstance {
   }
 
   const guarded = async (request: FastifyRequest) => {
-    request.principal = authenticate(request.headers.authorization, request.socket.remoteAddress);
+    request.principal = authenticateReader(request.headers.authorization, request.socket.remoteAddress);
   };
   const tenantOf = (request: FastifyRequest) => request.principal.tenant;
 
@@ -398,17 +410,25 @@ export function createApiServer(deps: ApiDependencies): FastifyInstance {
     summary: 'Readiness: 503 while starting or draining, or while database writes fail; the body says why.',
     public: true,
   });
-  app.get('/metrics', async (_request, reply) =>
-    reply.type('text/plain; version=0.0.4').send(await deps.metrics()),
+  app.get(
+    '/metrics',
+    {
+      preHandler: async (request) =>
+        requireMetricsReader(authenticate(request.headers.authorization, request.socket.remoteAddress)),
+    },
+    async (_request, reply) => reply.type('text/plain; version=0.0.4').send(await deps.metrics()),
   );
   docs.push({
     method: 'GET',
     url: '/metrics',
-    summary: 'Prometheus metrics.',
-    public: true,
+    summary:
+      'Prometheus metrics. With tokens: any token without a tenant (role metrics, read or admin); they name every tenant’s services.',
     contentType: 'text/plain',
   });
-  app.register(webRoutes, { authenticate, traceLinkTemplate: deps.traceLinkTemplate ?? '' });
+  app.register(webRoutes, {
+    authenticate: authenticateReader,
+    traceLinkTemplate: deps.traceLinkTemplate ?? '',
+  });
   // Registered by webRoutes; any token may read it, as its own answer says who the token is.
   docs.push({
     method: 'GET',

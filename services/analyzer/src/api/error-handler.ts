@@ -103,6 +103,9 @@ export function installErrorReplies(app: FastifyInstance): void {
   app.setErrorHandler((error: Error, _request, reply) => {
     const answer = errorReply(error);
     if (answer.status >= 500) app.log.error(error);
+    // A refusal that says when to come back (a throttled client address: AuthThrottledError).
+    const retryAfterSeconds = (error as { retryAfterSeconds?: unknown }).retryAfterSeconds;
+    if (typeof retryAfterSeconds === 'number') reply.header('retry-after', String(retryAfterSeconds));
     return reply.status(answer.status).send({ error: { code: answer.code, message: answer.message } });
   });
   app.setNotFoundHandler((request, reply) => {

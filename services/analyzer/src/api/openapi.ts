@@ -95,6 +95,9 @@ export function buildOpenApi(routes: readonly RouteDoc[]): OpenApiDocument {
               400: refusal('Bad parameter (`KS_API_BAD_PARAMETER`)'),
               401: refusal('Missing or unknown bearer token'),
               403: refusal('Role, tenant, network or origin not allowed'),
+              429: refusal(
+                'Too many unknown tokens from this address (`KS_API_AUTH_THROTTLED`; see `Retry-After`)',
+              ),
               404: refusal('Not found'),
               405: refusal('Not this method (`Allow` lists the methods the path has)'),
               414: refusal('A path segment over 4096 characters'),

@@ -1,23 +1,52 @@
 import Fastify, { type FastifyInstance } from 'fastify';
+import { API_CONNECTION_TIMEOUTS } from '../api/api-server.ts';
+import { createAuthenticator, requireMetricsReader } from '../api/auth.ts';
+import type { AuthFailures } from '../api/auth-failures.ts';
+import { clientErrorHandler, installErrorReplies } from '../api/error-handler.ts';
 import type { ServeConfig } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import { formatHostPort, type ListenAddress } from '../receivers/listen-address.ts';
 
 /**
  * What a process without the API (the ingest and detect roles) still answers on `api.port`:
- * /healthz, /readyz and /metrics, for its orchestrator and Prometheus. It serves no data.
+ * /healthz, /readyz and /metrics, for its orchestrator and Prometheus. It serves no data. /metrics
+ * takes the API's tokens as the API does (any token without a tenant; loopback only without
+ * tokens), with the same failure budget per client address and the same connection timeouts.
  */
 export async function startRoleHttp(
   config: ServeConfig,
-  dependencies: { logger: Logger; ready: () => boolean; metrics: () => Promise<string> },
+  dependencies: {
+    logger: Logger;
+    ready: () => boolean;
+    metrics: () => Promise<string>;
+    authFailures: AuthFailures;
+  },
 ): Promise<{ address: ListenAddress; close: () => Promise<void> }> {
-  const app: FastifyInstance = Fastify({ logger: false });
+  const timeouts = API_CONNECTION_TIMEOUTS;
+  const app: FastifyInstance = Fastify({
+    logger: false,
+    requestTimeout: timeouts.requestMillis,
+    keepAliveTimeout: timeouts.keepAliveMillis,
+    http: {
+      headersTimeout: timeouts.headersMillis,
+      requestTimeout: timeouts.requestMillis,
+      connectionsCheckingInterval: Math.min(1_000, timeouts.headersMillis),
+    },
+    clientErrorHandler,
+  });
+  installErrorReplies(app);
+  const authenticate = createAuthenticator(config.api.tokens, dependencies.authFailures);
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/readyz', async (_request, reply) =>
     dependencies.ready() ? { status: 'ready' } : reply.status(503).send({ status: 'not ready' }),
   );
-  app.get('/metrics', async (_request, reply) =>
-    reply.type('text/plain; version=0.0.4').send(await dependencies.metrics()),
+  app.get(
+    '/metrics',
+    {
+      preHandler: async (request) =>
+        requireMetricsReader(authenticate(request.headers.authorization, request.socket.remoteAddress)),
+    },
+    async (_request, reply) => reply.type('text/plain; version=0.0.4').send(await dependencies.metrics()),
   );
   await app.listen({ host: config.api.host, port: config.api.port });
   const bound = app.server.address() as { port: number };

@@ -3,6 +3,7 @@ import type { Alerter } from '@keyscope/alerts';
 import { type DetectorConfig, defaultDetectorConfig } from '@keyscope/detector';
 import { KeyscopeStore } from '@keyscope/store';
 import type { Consumer, EachBatchPayload } from 'kafkajs';
+import { AuthFailures } from '../api/auth-failures.ts';
 import { startApiWithAlerts } from '../api-with-alerts.ts';
 import type { ServeConfig } from '../config.ts';
 import type { Logger } from '../logger.ts';
@@ -75,8 +76,10 @@ export async function startServeRole(
     });
 
     let ready = false;
+    const authFailures = new AuthFailures({ budget: config.api.authFailureBudget });
     const metrics = createMetrics({
       ...dependencies.metricSources,
+      authFailures: () => authFailures.snapshot(),
       scopes: () => materializer.scopeView.scopeReport(),
       openIncidents: () => store.incidents.openCount(),
       alerts: () => alerter?.snapshot() ?? {},
@@ -87,6 +90,7 @@ export async function startServeRole(
       store,
       detector: () => materializer.scopeView,
       metrics: async () => `${await metrics.render()}${await dependencies.kafkaMetrics()}`,
+      authFailures,
       ready: () => ready,
       now,
       logger,

@@ -1,4 +1,5 @@
 import { KeyscopeError } from '@keyscope/errors';
+import { AuthFailures } from '../api/auth-failures.ts';
 import type { ServeConfig } from '../config.ts';
 import { ANALYZER_CONFIG_INVALID } from '../errors.ts';
 import { consoleLogger, type Logger, REPEAT_WINDOW_MILLIS, rateLimitedLogger } from '../logger.ts';
@@ -112,9 +113,11 @@ export async function startRoles(
       api = serve.api;
     } else {
       let ready = false;
-      const metrics = createMetrics(metricSources);
+      const authFailures = new AuthFailures({ budget: config.api.authFailureBudget });
+      const metrics = createMetrics({ ...metricSources, authFailures: () => authFailures.snapshot() });
       const http = await startRoleHttp(config, {
         logger,
+        authFailures,
         ready: () => ready,
         metrics: async () => `${await metrics.render()}${await kafkaMetrics.render()}`,
       });

@@ -1,11 +1,11 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { createAuthenticator } from '../api/auth.ts';
+import type { Reader } from '../api/auth.ts';
 import { type PageBundle, pageBundle } from './page-bundle.ts';
 import { PAGE_CONTENT_SECURITY_POLICY, PAGE_SHELL } from './page-shell.ts';
 
 export interface WebRouteOptions {
   /** The API's authenticator, so /api/v1/ui-config refuses exactly what the other routes refuse. */
-  authenticate: ReturnType<typeof createAuthenticator>;
+  authenticate: (authorization: string | undefined, remoteAddress: string | undefined) => Reader;
   /** `api.traceLinkTemplate`: a URL with `{traceId}` (and optionally `{spanId}`); '' for none. */
   traceLinkTemplate: string;
 }

@@ -45,6 +45,8 @@ const TOKENS: ApiToken[] = [
   { token: 'admin-secret', role: 'admin', name: 'alice' },
   { token: 'read-secret', role: 'read' },
   { token: 'acme-secret', role: 'read', tenant: 'acme' },
+  { token: 'scrape-secret', role: 'metrics' },
+  { token: 'acme-admin-secret', role: 'admin', tenant: 'acme' },
 ];
 
 beforeEach(() => {
@@ -160,6 +162,57 @@ describe('authentication', () => {
       (await app.inject({ url: '/api/v1/findings', headers: { authorization: 'Bearer wrong' } })).statusCode,
     ).toBe(401);
     expect((await app.inject('/healthz')).statusCode).toBe(200);
+  });
+
+  it('refuses /metrics without a token when tokens are configured', async () => {
+    const response = await api(TOKENS).inject('/metrics');
+    expect(response.statusCode).toBe(401);
+    expect(response.json().error.code).toBe('KS_API_UNAUTHENTICATED');
+    expect(response.body).not.toContain('keyscope_up');
+  });
+
+  it('answers /metrics to a metrics, read or admin token without a tenant', async () => {
+    const app = api(TOKENS);
+    for (const token of ['scrape-secret', 'read-secret', 'admin-secret']) {
+      const response = await app.inject({ url: '/metrics', headers: { authorization: `Bearer ${token}` } });
+      expect(response.statusCode).toBe(200);
+      expect(response.body).toContain('keyscope_up');
+    }
+  });
+
+  it('refuses /metrics to a tenant’s tokens, which must not see other tenants’ service names', async () => {
+    const app = api(TOKENS);
+    for (const token of ['acme-secret', 'acme-admin-secret']) {
+      const response = await app.inject({ url: '/metrics', headers: { authorization: `Bearer ${token}` } });
+      expect(response.statusCode).toBe(403);
+      expect(response.json().error.code).toBe('KS_API_FORBIDDEN');
+      expect(response.body).not.toContain('keyscope_up');
+    }
+  });
+
+  it('lets a metrics token read /metrics and nothing else', async () => {
+    ingest(duplicate('k1', 0));
+    const app = api(TOKENS);
+    const headers = { authorization: 'Bearer scrape-secret' };
+    for (const url of [
+      '/api/v1/findings',
+      '/api/v1/incidents',
+      '/api/v1/keys/k1',
+      '/api/v1/scopes',
+      '/api/v1/ui-config',
+    ]) {
+      const response = await app.inject({ url, headers });
+      expect(response.statusCode, url).toBe(403);
+      expect(response.json().error.code).toBe('KS_API_FORBIDDEN');
+    }
+  });
+
+  it('answers /metrics to loopback only when no tokens are configured', async () => {
+    const app = api();
+    expect((await app.inject({ url: '/metrics', remoteAddress: '127.0.0.1' })).statusCode).toBe(200);
+    const remote = await app.inject({ url: '/metrics', remoteAddress: '10.1.2.3' });
+    expect(remote.statusCode).toBe(403);
+    expect(remote.body).not.toContain('keyscope_up');
   });
 
   it('answers only loopback when no tokens are configured', async () => {
