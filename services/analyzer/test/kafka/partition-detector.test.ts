@@ -123,7 +123,8 @@ describe('one attempts partition', () => {
     let settledAt: number | undefined;
     for (let now = TEST_EPOCH_UNIX_MILLIS + 4_000; now <= TEST_EPOCH_UNIX_MILLIS + 120_000; now += 500) {
       detector.tick(now);
-      if (settledAt === undefined && incidents().some((record) => record.incident.settled)) settledAt = now;
+      if (settledAt === undefined && incidents().some((record) => record.incident?.settled === true))
+        settledAt = now;
       detector.delivered(detector.pending().length);
     }
     // The lateness (10 s) and the detection horizon (6 s) past the repeat.
