@@ -116,6 +116,19 @@ describe('the routing clock when traffic stops', () => {
     ]);
     expect(inference.all()).toMatchObject([{ ...down, endUnixMillis: at(620) }]);
   });
+
+  it('moves past activity that arrived later than the lateness only once nothing newer came for the lateness as well', () => {
+    const inference = new RoutingInference(defaultDetectorConfig());
+    // A minute of traffic read an hour after it ran, the last of it when the clock is at 3,660 s.
+    inference.record(['a', 'b'].flatMap((node) => activity({ node, fromSecond: 0, toSecond: 60 })));
+    for (let second = 3_660; second <= 3_670; second++) {
+      inference.advanceClock(at(second));
+      // A backlog's pause between batches: nothing past the activity read.
+      expect(inference.closedUnixMillisNow()).toBe(at(60));
+    }
+    inference.advanceClock(at(3_676));
+    expect(inference.closedUnixMillisNow()).toBe(at(66));
+  });
 });
 
 /** One call made to both inferences, as the detector makes them. */

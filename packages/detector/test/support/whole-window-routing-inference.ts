@@ -131,16 +131,19 @@ export class WholeWindowRoutingInference {
   /**
    * Closes what the clock says is final: every second `allowedLatenessMillis` before `nowUnixMillis`
    * that activity has arrived up to, or that has passed since the newest activity arrived (the
-   * clock of the first call that saw it).
+   * clock of the first call that saw it; less the lateness if it arrived later than that).
    */
   advanceClock(nowUnixMillis: number): void {
     if (this.newestUnixMillis === Number.NEGATIVE_INFINITY) return;
     if (this.newestAsOf.newestUnixMillis !== this.newestUnixMillis)
       this.newestAsOf = { newestUnixMillis: this.newestUnixMillis, clockUnixMillis: nowUnixMillis };
+    const lateness = this.config.allowedLatenessMillis;
     const quietMillis = Math.max(0, nowUnixMillis - this.newestAsOf.clockUnixMillis);
-    this.close(
-      Math.min(this.newestUnixMillis + quietMillis, nowUnixMillis - this.config.allowedLatenessMillis),
-    );
+    // Activity that arrived later than the lateness is a backlog being read, which may pause
+    // between batches: the clock moves past it only once it has been quiet for the lateness too.
+    const late = this.newestAsOf.clockUnixMillis - this.newestUnixMillis > lateness;
+    const pastNewest = late ? Math.max(0, quietMillis - lateness) : quietMillis;
+    this.close(Math.min(this.newestUnixMillis + pastNewest, nowUnixMillis - lateness));
   }
 
   /** Closes everything seen: the input is complete. */
