@@ -78,7 +78,9 @@ export interface Detector {
    * routing events from it, re-groups findings whose routing changed, settles the incidents whose
    * routing attribution is now final, resolves quiet incidents and drops state older than the
    * retry horizon. `nowUnixMillis` is event time: the watermark when analysing files, the wall
-   * clock in the service (so incidents resolve, and silences close, when traffic stops).
+   * clock in the service, which closes activity up to the lateness before it as far as activity
+   * has arrived, and past the newest by as long as nothing newer has (`RoutingInference.advanceClock`):
+   * so when traffic stops, incidents still settle (and page) and resolve.
    */
   tick(nowUnixMillis: number): DetectorChanges;
   /** `tick` at the watermark with all activity closed: what a finished input looks like. */

@@ -89,10 +89,16 @@ interface ServiceSeries {
  * watermark. The counts are commutative, so they do not depend on arrival order; what could is
  * inferring from the edge of what has arrived, where a node whose spans are late looks silent. So
  * events are inferred only from *closed* buckets: a second is closed once the newest activity seen
- * is `allowedLatenessMillis` past it, or the clock `advanceClock` is given is (an idle or finished
- * input), or after `closeAll` (the end of a file). Activity that arrives for a closed second still
- * counts, and the events are inferred again from it: an event it disproves disappears, one it
- * moves is reported anew (DetectorChanges carries both), and findings are re-judged.
+ * is `allowedLatenessMillis` past it, or the clock `advanceClock` is given is (see there: an idle
+ * input, or one that stopped), or after `closeAll` (the end of a file). Activity that arrives for a
+ * closed second still counts, and the events are inferred again from it: an event it disproves
+ * disappears, one it moves is reported anew (DetectorChanges carries both), and findings are
+ * re-judged.
+ *
+ * Seconds closed past the newest activity seen hold none, and infer nothing: inference reads up to
+ * the newest activity, and a silence still open there ends there for now. So when a service's
+ * traffic stops, its events and the findings judged on them stay as they were while the closed
+ * edge moves on, and what waits on it (an incident's settling) does not wait for traffic to return.
  *
  * Inference runs per service on demand when that service's closed counts changed, and is
  * incremental: it keeps what it found in each node's buckets and reads again only the buckets
@@ -110,6 +116,8 @@ export class RoutingInference implements InferenceWork {
   private newestUnixMillis = Number.NEGATIVE_INFINITY;
   /** Activity before this is final (monotone); see the class comment. */
   private closedUnixMillis = Number.NEGATIVE_INFINITY;
+  /** The newest activity's end as `advanceClock` last saw it, and the clock when it first did. */
+  private newestAsOf = { newestUnixMillis: Number.NEGATIVE_INFINITY, clockUnixMillis: 0 };
   /** Buckets whose latency was judged against the node's peers, ever. */
   latencyJudgements = 0;
   /** Buckets inference (and its running sums) read, ever: what inference costs. */
@@ -177,11 +185,25 @@ export class RoutingInference implements InferenceWork {
 
   /**
    * Closes what the clock says is final: every second `allowedLatenessMillis` before `nowUnixMillis`
-   * that activity has been seen up to. In a live service `now` is the wall clock, so a node whose
-   * traffic stops altogether still has its silence closed; in a file it is the watermark.
+   * that activity has arrived up to, or that has passed since the newest activity arrived (the
+   * clock of the first call that saw it; less the lateness if it arrived later than that). In a
+   * live service `now` is the wall clock: while traffic flows the closed edge follows it, lateness
+   * behind; when traffic stops it goes on with it, so an incident of the last duplicate before the
+   * silence settles; and while spans older than the lateness are read (a backlog after a restart)
+   * it stays at the newest activity read, through pauses shorter than the lateness, so what
+   * settles was judged on activity that arrived, not on seconds still to be read.
    */
   advanceClock(nowUnixMillis: number): void {
-    this.close(Math.min(this.newestUnixMillis, nowUnixMillis - this.config.allowedLatenessMillis));
+    if (this.newestUnixMillis === Number.NEGATIVE_INFINITY) return;
+    if (this.newestAsOf.newestUnixMillis !== this.newestUnixMillis)
+      this.newestAsOf = { newestUnixMillis: this.newestUnixMillis, clockUnixMillis: nowUnixMillis };
+    const lateness = this.config.allowedLatenessMillis;
+    const quietMillis = Math.max(0, nowUnixMillis - this.newestAsOf.clockUnixMillis);
+    // Activity that arrived later than the lateness is a backlog being read, which may pause
+    // between batches: the clock moves past it only once it has been quiet for the lateness too.
+    const late = this.newestAsOf.clockUnixMillis - this.newestUnixMillis > lateness;
+    const pastNewest = late ? Math.max(0, quietMillis - lateness) : quietMillis;
+    this.close(Math.min(this.newestUnixMillis + pastNewest, nowUnixMillis - lateness));
   }
 
   /** Closes everything seen: the input is complete. */
@@ -194,7 +216,7 @@ export class RoutingInference implements InferenceWork {
     return this.services.has(service);
   }
 
-  /** Activity before this time is final. */
+  /** Activity before this time is final; past the newest activity, when the input was quiet. */
   closedUnixMillisNow(): number {
     return this.closedUnixMillis;
   }
@@ -271,9 +293,9 @@ export class RoutingInference implements InferenceWork {
     if (untilUnixMillis > this.closedUnixMillis) this.closedUnixMillis = untilUnixMillis;
   }
 
-  /** Buckets below this index are closed. */
+  /** Buckets below this index are closed and inferred from: none past the newest activity. */
   private closedIndex(): number {
-    return Math.floor(this.closedUnixMillis / this.bucketMillis);
+    return Math.floor(Math.min(this.closedUnixMillis, this.newestUnixMillis) / this.bucketMillis);
   }
 
   private refresh(name: string, series: ServiceSeries): RoutingEvent[] {

@@ -738,6 +738,68 @@ describe('routing inference on event time', () => {
     );
   });
 
+  it('settles the incident of a duplicate that was the last activity 16 s after its repeat on the clock alone, inferring nothing from the silence after it', () => {
+    // Nodes a, b and c serve for a minute; k1 runs on a, again on b at second 61, and then nothing
+    // arrives any more: the whole service stopped, and only the wall clock moves.
+    const traffic = ['a', 'b', 'c'].flatMap((node) => activity({ node, fromSecond: 0, toSecond: 62 }));
+    const repeat = server({ key: 'k1', node: 'b', store: 'B', at: 61 });
+    const detector = createDetector();
+    const ingested = detector.ingest(
+      batch([server({ key: 'k1', node: 'a', store: 'A', at: 58, durationMillis: 1900 }), repeat], traffic),
+    );
+    expect(ingested.incidents).toMatchObject([{ keys: 1, settled: false }]);
+    const events: RoutingEvent[] = [];
+    let settledAt: number | undefined;
+    // Ten minutes of ticks, four a second, from the second after the last activity.
+    for (let now = at(62); now <= at(62 + 600); now += 250) {
+      const ticked = detector.tick(now);
+      events.push(...(ticked.routingEvents ?? []));
+      expect(ticked.retractedRoutingEventIds).toBeUndefined();
+      if (settledAt === undefined && ticked.incidents.some((incident) => incident.settled)) settledAt = now;
+    }
+    const { silenceMinMillis } = defaultDetectorConfig();
+    // The lateness, then the silence it takes to see a node down and its bucket: 16 s.
+    expect(settledAt).toBe(repeat.startUnixMillis + LATENESS + silenceMinMillis + 1000);
+    // Every node fell silent, so none fell silent while the others served: no node_down, no failover.
+    expect(events).toEqual([]);
+    expect(detector.routingEvents()).toEqual([]);
+    expect(detector.incidents()).toMatchObject([{ keys: 1, settled: true, routingEvent: null }]);
+    expect(only(detector.findings())).toMatchObject({ key: 'k1', class: 'cross_store_duplicate' });
+  });
+
+  it('keeps a failover read from a backlog an hour late out of pages until the activity after its duplicate is read, through a pause shorter than the lateness', () => {
+    // Node a goes down at second 60 and k1 runs again on b; it is all read an hour later, a second
+    // of it per second of the wall clock (a restart's backlog) with a pause of 9 s after the
+    // duplicate: the clock is far past every second, and the activity that shows a down is still
+    // to be read when the duplicate is.
+    const traffic = [
+      ...activity({ node: 'a', fromSecond: 0, toSecond: 60 }),
+      ...activity({ node: 'b', fromSecond: 0, toSecond: 120 }),
+      ...activity({ node: 'c', fromSecond: 0, toSecond: 120 }),
+    ];
+    const attempts = [
+      server({ key: 'k1', node: 'a', store: 'A', at: 58, durationMillis: 1900 }),
+      server({ key: 'k1', node: 'b', store: 'B', at: 61 }),
+    ];
+    const detector = createDetector();
+    const settled: Incident[] = [];
+    let wall = at(3600);
+    for (let s = 0; s < 120; s++) {
+      const arriving = attempts.filter(
+        (a) => Math.floor((a.startUnixMillis - TEST_EPOCH_UNIX_MILLIS) / 1000) === s,
+      );
+      const ingested = detector.ingest(batch(arriving, second(traffic, s)));
+      settled.push(...ingested.incidents.filter((incident) => incident.settled));
+      for (let tick = s === 61 ? 10 : 1; tick > 0; tick--) {
+        wall += 1000;
+        settled.push(...detector.tick(wall).incidents.filter((incident) => incident.settled));
+      }
+    }
+    // One incident settled, the failover's: never a time-bucket incident paged first.
+    expect(new Set(settled.map((incident) => incident.id)).size).toBe(1);
+    expect(settled[0]!.routingEvent).toMatchObject({ type: 'node_down', node: 'a' });
+  });
+
   it('retracts a node_down that the node’s late activity disproves, and regroups its duplicates', () => {
     const traffic = [
       ...activity({ node: 'a', fromSecond: 0, toSecond: 120 }),

@@ -79,6 +79,58 @@ describe('latency spike inference as activity accumulates', () => {
   });
 });
 
+describe('the routing clock when traffic stops', () => {
+  const at = (second: number) => TEST_EPOCH_UNIX_MILLIS + second * 1000;
+
+  it('closes seconds past the newest activity while none arrives, infers nothing from them, and counts activity that arrives for them after', () => {
+    const inference = new RoutingInference(defaultDetectorConfig());
+    // Node c stops at second 30 while a and b serve on; at second 60 all of payments stops.
+    inference.record([
+      ...activity({ node: 'a', fromSecond: 0, toSecond: 60 }),
+      ...activity({ node: 'b', fromSecond: 0, toSecond: 60 }),
+      ...activity({ node: 'c', fromSecond: 0, toSecond: 30 }),
+    ]);
+    for (let second = 60; second <= 70; second++) inference.advanceClock(at(second));
+    const down = {
+      type: 'node_down',
+      node: 'c',
+      startUnixMillis: at(30),
+      endUnixMillis: at(60),
+      ended: false,
+    };
+    expect(inference.closedUnixMillisNow()).toBe(at(60));
+    const before = inference.all();
+    expect(before).toMatchObject([down]);
+
+    for (let second = 71; second <= 660; second++) inference.advanceClock(at(second));
+    // The lateness behind the clock, ten minutes past the newest activity ...
+    expect(inference.closedUnixMillisNow()).toBe(at(650));
+    // ... with the events as they were: c's silence ends, for now, where the others stopped serving,
+    // and a and b, silent with the whole service, are not down.
+    expect(inference.all()).toEqual(before);
+
+    // a and b serve again from second 600, late for seconds the clock closed: counted at once.
+    inference.record([
+      ...activity({ node: 'a', fromSecond: 600, toSecond: 620 }),
+      ...activity({ node: 'b', fromSecond: 600, toSecond: 620 }),
+    ]);
+    expect(inference.all()).toMatchObject([{ ...down, endUnixMillis: at(620) }]);
+  });
+
+  it('moves past activity that arrived later than the lateness only once nothing newer came for the lateness as well', () => {
+    const inference = new RoutingInference(defaultDetectorConfig());
+    // A minute of traffic read an hour after it ran, the last of it when the clock is at 3,660 s.
+    inference.record(['a', 'b'].flatMap((node) => activity({ node, fromSecond: 0, toSecond: 60 })));
+    for (let second = 3_660; second <= 3_670; second++) {
+      inference.advanceClock(at(second));
+      // A backlog's pause between batches: nothing past the activity read.
+      expect(inference.closedUnixMillisNow()).toBe(at(60));
+    }
+    inference.advanceClock(at(3_676));
+    expect(inference.closedUnixMillisNow()).toBe(at(66));
+  });
+});
+
 /** One call made to both inferences, as the detector makes them. */
 type Step =
   | { record: NodeActivity[] }
@@ -98,8 +150,8 @@ interface RandomStream {
  * and regions; nodes that go silent, alone or a whole cluster at once, fail, slow down, join late;
  * service-wide lulls and slowdowns; stretches with no activity at all (up to 2^30 buckets); buckets
  * split over several samples, delivered mostly in order, some within the allowed lateness, some
- * far beyond it; a few with samples of another bucket size; clock ticks, pruning and the end of
- * input in between. Half the streams count in minute buckets, so that the two-hour window holds
+ * far beyond it; a few with samples of another bucket size; clock ticks (some in quiet stretches,
+ * with nothing arriving), pruning and the end of input in between. Half the streams count in minute buckets, so that the two-hour window holds
  * 120 of them and pruning eats into what was found; thresholds vary per stream.
  */
 function randomStream(seed: number): RandomStream {
@@ -200,6 +252,13 @@ function randomStream(seed: number): RandomStream {
     const arrival = Math.floor(batch[batch.length - 1]!.arrival);
     if (chance(0.6))
       steps.push({ advanceClockUnixMillis: (firstIndex + arrival + int(0, lateness + 2)) * bucketMillis });
+    if (chance(0.05)) {
+      // A quiet stretch: the clock moves on with nothing arriving, closing seconds past the newest
+      // activity, and what arrives next lands in them.
+      let clock = firstIndex + arrival;
+      for (let quiet = int(1, 4); quiet > 0; quiet--)
+        steps.push({ advanceClockUnixMillis: (clock += int(1, 20)) * bucketMillis });
+    }
     if (chance(0.5)) steps.push({ prune: true });
     if (chance(0.01)) steps.push({ closeAll: true });
     if (chance(0.5)) steps.push({ all: true });
@@ -211,7 +270,8 @@ function randomStream(seed: number): RandomStream {
 describe('incremental routing inference', () => {
   it('infers exactly the events of reading the whole window again, after every step of 100 random activity streams', () => {
     // Streams each event type appeared in; streams where late activity or pruning withdrew an event,
-    // and where pruning went past one (it is then frozen).
+    // where pruning went past one (it is then frozen), and where activity arrived for seconds the
+    // clock had closed past the newest activity.
     const streamsWith = new Map<string, number>();
     for (let seed = 1; seed <= 100; seed++) {
       const stream = randomStream(seed);
@@ -223,6 +283,12 @@ describe('incremental routing inference', () => {
       stream.steps.forEach((step, i) => {
         const where = `seed ${seed}, step ${i}`;
         if ('record' in step) {
+          const closed = incremental.closedUnixMillisNow();
+          for (const sample of step.record) {
+            // Activity for a second the quiet clock closed past the newest activity.
+            if (sample.bucketStartUnixMillis >= newestUnixMillis && sample.bucketStartUnixMillis < closed)
+              kinds.add('after quiet');
+          }
           for (const sample of step.record)
             newestUnixMillis = Math.max(newestUnixMillis, sample.bucketStartUnixMillis + sample.bucketMillis);
           incremental.record(step.record);
@@ -249,6 +315,7 @@ describe('incremental routing inference', () => {
         }
         for (const service of stream.services)
           expect(incremental.eventsOf(service), `${where}, ${service}`).toEqual(whole.eventsOf(service));
+        expect(incremental.closedUnixMillisNow(), where).toBe(whole.closedUnixMillisNow());
       });
       for (const kind of kinds) streamsWith.set(kind, (streamsWith.get(kind) ?? 0) + 1);
     }
@@ -256,6 +323,7 @@ describe('incremental routing inference', () => {
       expect(streamsWith.get(kind) ?? 0, kind).toBeGreaterThanOrEqual(20);
     expect(streamsWith.get('withdrawn') ?? 0).toBeGreaterThanOrEqual(20);
     expect(streamsWith.get('frozen') ?? 0).toBeGreaterThanOrEqual(20);
+    expect(streamsWith.get('after quiet') ?? 0).toBeGreaterThanOrEqual(20);
   });
 });
 

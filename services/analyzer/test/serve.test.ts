@@ -1,5 +1,7 @@
 import { spawn } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, rmSync, statSync, writeSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -188,3 +190,82 @@ describe('keyscope serve and its database', () => {
     expect(lines.some((line) => line.includes('past db.maxBytes'))).toBe(true);
   }, 30_000);
 });
+
+describe('keyscope serve and its pages', () => {
+  it('pages a duplicate that was the last traffic 16 s after its repeat, on the wall clock alone', async () => {
+    const T0 = Date.now();
+    let clock = T0;
+    // A webhook sink on loopback, noting the service clock when each page arrives.
+    const pages: { body: { event: string; incident: { severity: string; keys: number } }; at: number }[] = [];
+    const sink = createServer((request, response) => {
+      let body = '';
+      request.setEncoding('utf8').on('data', (chunk: string) => (body += chunk));
+      request.on('end', () => {
+        pages.push({ body: JSON.parse(body), at: clock });
+        response.writeHead(200).end();
+      });
+    });
+    await new Promise<void>((resolve) => sink.listen(0, '127.0.0.1', resolve));
+    try {
+      const config = resolveServeConfig({
+        api: { port: 0 },
+        db: { path },
+        otlp: { http: { port: 0 }, grpc: { port: 0 } },
+        alerts: {
+          sinks: [{ type: 'webhook', url: `http://127.0.0.1:${(sink.address() as AddressInfo).port}/` }],
+          pollIntervalMillis: 100,
+        },
+      });
+      service = await startServe(config, { logger, now: () => clock });
+
+      // k1 runs on payments-a-1, again on payments-a-2 at T0 - 2 s: a critical duplicate, and the
+      // last spans keyscope receives.
+      const repeatAt = T0 - 2_000;
+      const execution = (id: number, instance: string, startMillis: number) =>
+        span({
+          trace: id,
+          id,
+          startMillis,
+          endMillis: startMillis + 250,
+          attributes: { 'idempotency.key': 'k1', 'idempotency.outcome': 'miss', 'idempotency.scope': 'node' },
+          resource: { attributes: { 'service.name': 'payments', 'service.instance.id': instance } },
+        });
+      const response = await fetch(`http://127.0.0.1:${service.addresses.otlpHttp.port}/v1/traces`, {
+        method: 'POST',
+        body: encodeTraces([
+          execution(1, 'payments-a-1', T0 - 3_000),
+          execution(2, 'payments-a-2', repeatAt),
+        ]),
+        headers: { 'content-type': 'application/x-protobuf' },
+      });
+      await response.arrayBuffer();
+      expect(response.status).toBe(200);
+      // The service's tick as its timer runs it once a second, here at once: it notes when the
+      // newest activity arrived, on the clock, before the clock moves on.
+      service.pipeline.tick();
+
+      // From here only the clock moves, and only the service's own timers run. A second short of
+      // the lateness (10 s) and the detection horizon (6 s) past the repeat: not settled, no page.
+      clock = repeatAt + 15_000;
+      await sleep(2_500);
+      expect(pages).toEqual([]);
+
+      clock = repeatAt + 16_000;
+      for (let wait = 0; wait < 100 && pages.length === 0; wait++) await sleep(100);
+      expect(pages).toMatchObject([
+        {
+          body: { event: 'incident.opened', incident: { severity: 'critical', keys: 1 } },
+          at: repeatAt + 16_000,
+        },
+      ]);
+    } finally {
+      await service?.stop();
+      service = undefined;
+      await new Promise((resolve) => sink.close(resolve));
+    }
+  }, 30_000);
+});
+
+function sleep(millis: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, millis));
+}

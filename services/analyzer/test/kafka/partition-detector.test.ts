@@ -111,6 +111,26 @@ describe('one attempts partition', () => {
     store.close();
   });
 
+  it('publishes the incident of a duplicate that was its last activity as settled 16 s after the repeat, on its ticks alone', () => {
+    const detector = partitionDetector();
+    // k1 runs on a, again on b at second 3; a and b serve until second 4, and nothing follows.
+    const traffic = ['a', 'b'].flatMap((node) => activity({ node, fromSecond: 0, toSecond: 4 }));
+    detector.apply([...twice, samples(2, '', traffic)], 2);
+    const incidents = () =>
+      detector.pending().flatMap((record) => (record.type === 'incident' ? [record] : []));
+    expect(incidents()).toMatchObject([{ incident: { settled: false } }]);
+    detector.delivered(detector.pending().length);
+    let settledAt: number | undefined;
+    for (let now = TEST_EPOCH_UNIX_MILLIS + 4_000; now <= TEST_EPOCH_UNIX_MILLIS + 120_000; now += 500) {
+      detector.tick(now);
+      if (settledAt === undefined && incidents().some((record) => record.incident?.settled === true))
+        settledAt = now;
+      detector.delivered(detector.pending().length);
+    }
+    // The lateness (10 s) and the detection horizon (6 s) past the repeat.
+    expect(settledAt).toBe(TEST_EPOCH_UNIX_MILLIS + 3_000 + 16_000);
+  });
+
   it('publishes its scope report counts on a tick, and again only when they move', () => {
     const detector = partitionDetector();
     detector.apply(twice, 1);
