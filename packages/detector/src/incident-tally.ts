@@ -77,8 +77,12 @@ export class IncidentTally {
     if (afterFacts.gapMillis > this.#longestGapMillis) this.#longestGapMillis = afterFacts.gapMillis;
   }
 
-  /** The totals; `members` (the incident's findings and their facts) when an extreme must be recomputed. */
-  summary(members: () => Iterable<[Finding, FindingFacts]>): IncidentSummary {
+  /**
+   * The totals; `members` (the incident's findings and their facts) when an extreme must be
+   * recomputed. The store and node lists hold the first `maxListed` names in name order; their
+   * totals count every one.
+   */
+  summary(members: () => Iterable<[Finding, FindingFacts]>, maxListed: number): IncidentSummary {
     if (this.#extremesStale) {
       this.#opened = Number.POSITIVE_INFINITY;
       this.#last = Number.NEGATIVE_INFINITY;
@@ -98,8 +102,10 @@ export class IncidentTally {
     let widest = 0;
     for (let i = 0; i < this.#spreads.length; i++) if (this.#spreads[i]! > 0) widest = i;
     return {
-      stores: [...this.#stores.keys()].sort(),
-      nodes: [...this.#nodes.keys()].sort(),
+      stores: firstInOrder(this.#stores.keys(), maxListed),
+      nodes: firstInOrder(this.#nodes.keys(), maxListed),
+      storesTotal: this.#stores.size,
+      nodesTotal: this.#nodes.size,
       openedUnixMillis: this.#opened,
       lastFindingUnixMillis: this.#last,
       facts: {
@@ -140,8 +146,8 @@ export class IncidentTally {
   }
 
   #count(finding: Finding, facts: FindingFacts, sign: 1 | -1): void {
-    for (const store of finding.stores) adjust(this.#stores, store, sign);
-    for (const node of finding.nodes) adjust(this.#nodes, node, sign);
+    for (const store of facts.stores) adjust(this.#stores, store, sign);
+    for (const node of facts.nodes) adjust(this.#nodes, node, sign);
     for (const scope of SCOPE_LEVELS) {
       const count = facts.declared[scope];
       if (count !== undefined) adjust(this.#declared, scope, sign * count);
@@ -174,6 +180,8 @@ export class IncidentTally {
 export interface IncidentSummary {
   stores: string[];
   nodes: string[];
+  storesTotal: number;
+  nodesTotal: number;
   openedUnixMillis: number;
   lastFindingUnixMillis: number;
   facts: AdviceFacts;
@@ -198,6 +206,13 @@ export function quantileOf(buckets: ReadonlyMap<number, number>, q: number): num
     if (seen >= rank) return bucket;
   }
   return null;
+}
+
+/** The first `limit` of `names` in code-unit order. */
+function firstInOrder(names: Iterable<string>, limit: number): string[] {
+  const sorted = [...names].sort();
+  if (sorted.length > limit) sorted.length = limit;
+  return sorted;
 }
 
 function adjust<K>(counts: Map<K, number>, key: K, by: number): void {

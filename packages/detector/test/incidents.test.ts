@@ -47,7 +47,7 @@ describe("a tenant's view of an incident", () => {
     expect(incident).toMatchObject({ keys: 5, stores: ['A', 'B', 'C'], nodes: ['a', 'b', 'c'] });
 
     const acme = detector.findings().filter((finding) => finding.tenant === 'acme');
-    const view = incidentOfMembers(incident!, acme);
+    const view = incidentOfMembers(incident!, acme, 1_000);
     expect(view).toMatchObject({ keys: 3, stores: ['A', 'B'], nodes: ['a', 'b'] });
     expect(view.title).toMatch(/^payments \/payments: 3 keys executed twice/);
     expect(view.advice).toContain('2 different dedup stores');
@@ -58,6 +58,7 @@ describe("a tenant's view of an incident", () => {
     const globex = incidentOfMembers(
       incident!,
       detector.findings().filter((finding) => finding.tenant === 'globex'),
+      1_000,
     );
     expect(globex).toMatchObject({ keys: 2, stores: ['A', 'C'], nodes: ['a', 'c'] });
   });
@@ -65,7 +66,7 @@ describe("a tenant's view of an incident", () => {
   it('keeps the incident’s id, class, status and routing event', () => {
     const detector = detectFailover();
     const [incident] = detector.incidents();
-    const view = incidentOfMembers(incident!, detector.findings().slice(0, 1));
+    const view = incidentOfMembers(incident!, detector.findings().slice(0, 1), 1_000);
     expect(view).toMatchObject({
       id: incident!.id,
       class: incident!.class,
@@ -78,7 +79,7 @@ describe("a tenant's view of an incident", () => {
 
   it('needs at least one finding', () => {
     const [incident] = detectFailover().incidents();
-    expect(() => incidentOfMembers(incident!, [])).toThrow(RangeError);
+    expect(() => incidentOfMembers(incident!, [], 1_000)).toThrow(RangeError);
   });
 });
 
@@ -97,10 +98,10 @@ describe('incident titles', () => {
     const [incident] = detector.incidents();
     const findings = detector.findings();
     const asClass = { ...incident!, class: findingClass, routingEvent: null };
-    expect(incidentOfMembers(asClass, findings.slice(0, 1)).title).toBe(
+    expect(incidentOfMembers(asClass, findings.slice(0, 1), 1_000).title).toBe(
       `payments /payments: 1 key ${expected[findingClass]}`,
     );
-    expect(incidentOfMembers(asClass, findings.slice(0, 2)).title).toBe(
+    expect(incidentOfMembers(asClass, findings.slice(0, 2), 1_000).title).toBe(
       `payments /payments: 2 keys ${expected[findingClass]}`,
     );
   });

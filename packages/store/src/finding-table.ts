@@ -15,9 +15,21 @@ export interface FindingFilter {
   tenant?: string;
 }
 
+/** A finding whose `attempts` may be the first of its `attemptsTotal`. */
+export interface FindingExcerpt {
+  finding: Finding;
+  attemptsTotal: number;
+}
+
 /** The stored findings, as the API, the key lookup and a restarted detector read them. */
 export interface Findings {
   list(filter: FindingFilter, page: Page): PageResult<Finding>;
+  /**
+   * `list`, each finding with its first `maxAttempts` attempts only (in time order), cut by SQLite
+   * before the body reaches JavaScript: a hot key's finding holds thousands of attempts, and a page
+   * of them read whole would hold the event loop for seconds.
+   */
+  excerpts(filter: FindingFilter, page: Page, maxAttempts: number): PageResult<FindingExcerpt>;
   get(id: string, tenant?: string): Finding | undefined;
   /** An incident's findings, in the order they were first stored. */
   ofIncident(incidentId: string, tenant?: string): Finding[];
@@ -70,6 +82,33 @@ export class FindingTable implements Findings {
   }
 
   list(filter: FindingFilter, page: Page): PageResult<Finding> {
+    return this.#page(filter, page, 'seq, body', (row) => JSON.parse(row.body) as Finding);
+  }
+
+  excerpts(filter: FindingFilter, page: Page, maxAttempts: number): PageResult<FindingExcerpt> {
+    if (!Number.isSafeInteger(maxAttempts) || maxAttempts < 0)
+      throw new RangeError(`maxAttempts must be a whole number, received ${maxAttempts}`);
+    // json() keeps the cut list JSON: a subquery's result loses the JSON subtype json_set reads.
+    const columns = `seq, json_set(body, '$.attempts', json((SELECT json_group_array(json(value)) FROM
+      (SELECT value FROM json_each(findings.body, '$.attempts') ORDER BY key LIMIT ${maxAttempts})))) AS body,
+      json_array_length(body, '$.attempts') AS attempts_total`;
+    return this.#page(
+      filter,
+      page,
+      columns,
+      (row: { seq: number; body: string; attempts_total: number }) => ({
+        finding: JSON.parse(row.body) as Finding,
+        attemptsTotal: row.attempts_total,
+      }),
+    );
+  }
+
+  #page<Row extends { seq: number; body: string }, T>(
+    filter: FindingFilter,
+    page: Page,
+    columns: string,
+    parse: (row: Row) => T,
+  ): PageResult<T> {
     const where: string[] = [];
     const params: unknown[] = [];
     if (filter.class !== undefined) where.push('class = ?') && params.push(filter.class);
@@ -81,12 +120,7 @@ export class FindingTable implements Findings {
       where.push('first_seen_ms < ?') && params.push(filter.untilUnixMillis);
     if (filter.incidentId !== undefined) where.push('incident_id = ?') && params.push(filter.incidentId);
     if (filter.tenant !== undefined) where.push(TENANT_OF_FINDING) && params.push(filter.tenant);
-    return readPage(
-      this.#statements,
-      { table: 'findings', columns: 'seq, body', where, params },
-      page,
-      (row) => JSON.parse(row.body) as Finding,
-    );
+    return readPage(this.#statements, { table: 'findings', columns, where, params }, page, parse);
   }
 
   get(id: string, tenant?: string): Finding | undefined {
