@@ -40,14 +40,14 @@ export class IncidentTally {
    * first attempt, which may precede the routing event that broke its retry path.
    */
   add(finding: Finding, facts: FindingFacts): void {
-    this.#count(finding, facts, 1);
+    this.#count(facts, 1);
     if (repeatUnixMillisOf(finding) < this.#opened) this.#opened = repeatUnixMillisOf(finding);
     if (finding.lastSeenUnixMillis > this.#last) this.#last = finding.lastSeenUnixMillis;
     if (facts.gapMillis > this.#longestGapMillis) this.#longestGapMillis = facts.gapMillis;
   }
 
   remove(finding: Finding, facts: FindingFacts): void {
-    this.#count(finding, facts, -1);
+    this.#count(facts, -1);
     if (
       repeatUnixMillisOf(finding) === this.#opened ||
       finding.lastSeenUnixMillis === this.#last ||
@@ -63,8 +63,8 @@ export class IncidentTally {
    * keeps its repeat and its gap and moves its last attempt on, which leaves every extreme known.
    */
   replace(before: Finding, beforeFacts: FindingFacts, after: Finding, afterFacts: FindingFacts): void {
-    this.#count(before, beforeFacts, -1);
-    this.#count(after, afterFacts, 1);
+    this.#count(beforeFacts, -1);
+    this.#count(afterFacts, 1);
     if (
       (repeatUnixMillisOf(before) === this.#opened && repeatUnixMillisOf(after) > this.#opened) ||
       (before.lastSeenUnixMillis === this.#last && after.lastSeenUnixMillis < this.#last) ||
@@ -145,7 +145,7 @@ export class IncidentTally {
     };
   }
 
-  #count(finding: Finding, facts: FindingFacts, sign: 1 | -1): void {
+  #count(facts: FindingFacts, sign: 1 | -1): void {
     for (const store of facts.stores) adjust(this.#stores, store, sign);
     for (const node of facts.nodes) adjust(this.#nodes, node, sign);
     for (const scope of SCOPE_LEVELS) {
