@@ -24,12 +24,14 @@ export interface FindingExcerpt {
 /** The stored findings, as the API, the key lookup and a restarted detector read them. */
 export interface Findings {
   list(filter: FindingFilter, page: Page): PageResult<Finding>;
+  /** `list`'s ids only: what to read with `excerpt`, one finding at a time. */
+  ids(filter: FindingFilter, page: Page): PageResult<string>;
   /**
-   * `list`, each finding with its first `maxAttempts` attempts only (in time order), cut by SQLite
-   * before the body reaches JavaScript: a hot key's finding holds thousands of attempts, and a page
-   * of them read whole would hold the event loop for seconds.
+   * The finding with its first `maxAttempts` attempts only (in time order), cut by SQLite before
+   * the body reaches JavaScript: a hot key's finding holds thousands of attempts, and reading it
+   * whole holds the event loop for tens of milliseconds.
    */
-  excerpts(filter: FindingFilter, page: Page, maxAttempts: number): PageResult<FindingExcerpt>;
+  excerpt(id: string, maxAttempts: number): FindingExcerpt | undefined;
   get(id: string, tenant?: string): Finding | undefined;
   /** An incident's findings, in the order they were first stored. */
   ofIncident(incidentId: string, tenant?: string): Finding[];
@@ -82,28 +84,36 @@ export class FindingTable implements Findings {
   }
 
   list(filter: FindingFilter, page: Page): PageResult<Finding> {
-    return this.#page(filter, page, 'seq, body', (row) => JSON.parse(row.body) as Finding);
-  }
-
-  excerpts(filter: FindingFilter, page: Page, maxAttempts: number): PageResult<FindingExcerpt> {
-    if (!Number.isSafeInteger(maxAttempts) || maxAttempts < 0)
-      throw new RangeError(`maxAttempts must be a whole number, received ${maxAttempts}`);
-    // json() keeps the cut list JSON: a subquery's result loses the JSON subtype json_set reads.
-    const columns = `seq, json_set(body, '$.attempts', json((SELECT json_group_array(json(value)) FROM
-      (SELECT value FROM json_each(findings.body, '$.attempts') ORDER BY key LIMIT ${maxAttempts})))) AS body,
-      json_array_length(body, '$.attempts') AS attempts_total`;
     return this.#page(
       filter,
       page,
-      columns,
-      (row: { seq: number; body: string; attempts_total: number }) => ({
-        finding: JSON.parse(row.body) as Finding,
-        attemptsTotal: row.attempts_total,
-      }),
+      'seq, body',
+      (row: { seq: number; body: string }) => JSON.parse(row.body) as Finding,
     );
   }
 
-  #page<Row extends { seq: number; body: string }, T>(
+  ids(filter: FindingFilter, page: Page): PageResult<string> {
+    return this.#page(filter, page, 'seq, id', (row: { seq: number; id: string }) => row.id);
+  }
+
+  excerpt(id: string, maxAttempts: number): FindingExcerpt | undefined {
+    if (!Number.isSafeInteger(maxAttempts) || maxAttempts < 0)
+      throw new RangeError(`maxAttempts must be a whole number, received ${maxAttempts}`);
+    // json() keeps the cut list JSON: a subquery's result loses the JSON subtype json_set reads.
+    const row = this.#statements
+      .get(
+        `SELECT json_set(body, '$.attempts', json((SELECT json_group_array(json(value)) FROM
+           (SELECT value FROM json_each(findings.body, '$.attempts') ORDER BY key LIMIT ?)))) AS body,
+           json_array_length(body, '$.attempts') AS attempts_total
+         FROM findings WHERE id = ?`,
+      )
+      .get(maxAttempts, id) as { body: string; attempts_total: number } | undefined;
+    return row === undefined
+      ? undefined
+      : { finding: JSON.parse(row.body) as Finding, attemptsTotal: row.attempts_total };
+  }
+
+  #page<Row extends { seq: number }, T>(
     filter: FindingFilter,
     page: Page,
     columns: string,

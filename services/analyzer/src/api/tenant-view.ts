@@ -17,18 +17,18 @@ import type { FindingExcerpt, KeyscopeStore, StoredIncident } from '@keyscope/st
  */
 
 /**
- * Findings an incident's detail carries, read a few at a time (`DETAIL_STEP_FINDINGS`, each cut to
- * `DETAIL_ATTEMPTS_PER_FINDING` attempts); the rest are paged from `/api/v1/findings?incident=`.
+ * Findings an incident's detail carries, read one at a time, each cut to
+ * `DETAIL_ATTEMPTS_PER_FINDING` attempts; the rest are paged from `/api/v1/findings?incident=`.
  * Fifty keys with a hundred attempts each is a timeline a person reads, and a few megabytes of
  * JSON at most however many keys, stores and attempts the incident holds.
  */
 export const DETAIL_FINDINGS = 50;
 export const DETAIL_ATTEMPTS_PER_FINDING = 100;
 /**
- * Findings read per step, the event loop serving other requests (health checks, ingest) between
- * steps: a hot key's finding body holds thousands of attempts, tens of milliseconds to read.
+ * Findings a tenant's view reads whole per step, the event loop serving other requests (health
+ * checks, ingest) between steps: a hot key's finding holds thousands of attempts.
  */
-const DETAIL_STEP_FINDINGS = 5;
+const VIEW_STEP_FINDINGS = 2;
 
 /** An incident as a principal sees it, with the first of its findings. */
 export interface IncidentDetail {
@@ -51,19 +51,15 @@ export async function incidentDetail(
 ): Promise<IncidentDetail | undefined> {
   const seen = await incidentForList(store, incident, tenant, maxListed);
   if (seen === undefined) return undefined;
+  const ids = store.findings.ids({ incidentId: incident.id, tenant }, { limit: DETAIL_FINDINGS });
   const findings: FindingExcerpt[] = [];
-  let cursor: string | undefined;
-  do {
+  for (const id of ids.items) {
     await nextTurn();
-    const page = store.findings.excerpts(
-      { incidentId: incident.id, tenant },
-      { limit: DETAIL_STEP_FINDINGS, cursor },
-      DETAIL_ATTEMPTS_PER_FINDING,
-    );
-    for (const excerpt of page.items) findings.push(excerpt);
-    cursor = page.nextCursor ?? undefined;
-  } while (cursor !== undefined && findings.length < DETAIL_FINDINGS);
-  return { incident: seen, findings, findingsNextCursor: cursor ?? null };
+    const excerpt = store.findings.excerpt(id, DETAIL_ATTEMPTS_PER_FINDING);
+    // Gone since the ids were read (retention, a regrouping): the detail shows what is left.
+    if (excerpt !== undefined) findings.push(excerpt);
+  }
+  return { incident: seen, findings, findingsNextCursor: ids.nextCursor };
 }
 
 /**
@@ -83,7 +79,7 @@ export async function incidentForList(
     await nextTurn();
     const page = store.findings.list(
       { incidentId: incident.id, tenant },
-      { limit: DETAIL_STEP_FINDINGS, cursor },
+      { limit: VIEW_STEP_FINDINGS, cursor },
     );
     for (const finding of page.items) view.add(finding);
     cursor = page.nextCursor ?? undefined;
