@@ -166,7 +166,7 @@ export function createApiServer(deps: ApiDependencies): FastifyInstance {
       method: 'GET',
       url: '/api/v1/findings',
       summary:
-        'Findings, newest first: one per key and class; as csv or ndjson, every match, one row per execution.',
+        'Findings, newest first: one per key and class, stores and nodes listed up to detector.maxStoresPerFinding (storesTotal, nodesTotal count them all); as csv or ndjson, every match, one row per execution.',
       query: {
         type: 'object',
         additionalProperties: false,
@@ -219,7 +219,8 @@ export function createApiServer(deps: ApiDependencies): FastifyInstance {
     {
       method: 'GET',
       url: '/api/v1/incidents',
-      summary: 'Incidents, newest first; filter status=open for what needs attention.',
+      summary:
+        'Incidents, newest first; filter status=open for what needs attention. Stores and nodes listed up to detector.maxStoresPerIncident (storesTotal, nodesTotal count them all).',
       query: {
         type: 'object',
         additionalProperties: false,
