@@ -145,6 +145,71 @@ describe('the key index in generations', () => {
   });
 });
 
+describe('store and node lists', () => {
+  it('cuts the lists of findings and incidents written before the caps to their first names, and counts them all', () => {
+    const store = new KeyscopeStore({ path });
+    const detector = createDetector();
+    const attempts = Array.from({ length: 1_200 }, (_, i) =>
+      server({
+        key: `k${i % 2}`,
+        node: `n${String(i).padStart(4, '0')}`,
+        store: `s${String(i).padStart(4, '0')}`,
+        at: i / 100,
+      }),
+    );
+    store.transaction(() =>
+      store.applyChanges(
+        detector.ingest({ attempts, activity: [], invalid: { outcome: 0, hit: 0, scope: 0 } }),
+      ),
+    );
+    const [incident] = detector.incidents();
+    store.transaction(() => store.incidentParts.put(incident!.id, 0, incident!));
+    store.close();
+    // The rows as keyscope wrote them before the caps: every name listed, no totals.
+    onDatabase((db) => {
+      const idColumns = { findings: 'id', incidents: 'id', kafka_incident_parts: 'incident_id' };
+      for (const [table, idColumn] of Object.entries(idColumns)) {
+        const rows = db.prepare(`SELECT ${idColumn} AS id, body FROM ${table}`).all() as {
+          id: string;
+          body: string;
+        }[];
+        for (const row of rows) {
+          const body = JSON.parse(row.body);
+          const whole = attempts.filter((a) => table !== 'findings' || a.key === body.key);
+          body.stores = whole.map((a) => (a.kind === 'server' ? a.store : '')).sort();
+          body.nodes = whole.map((a) => a.placement.node).sort();
+          delete body.storesTotal;
+          delete body.nodesTotal;
+          db.prepare(`UPDATE ${table} SET body = ? WHERE ${idColumn} = ?`).run(JSON.stringify(body), row.id);
+        }
+      }
+      db.pragma(`user_version = ${MIGRATIONS.length - 1}`);
+    });
+    const reopened = new KeyscopeStore({ path });
+    try {
+      const findings = reopened.findings.ofIncident(incident!.id);
+      expect(findings).toHaveLength(2);
+      for (const finding of findings) {
+        expect(finding).toMatchObject({ storesTotal: 600, nodesTotal: 600 });
+        expect(finding.stores).toHaveLength(100);
+        expect(finding.nodes).toHaveLength(100);
+      }
+      for (const stored of [
+        reopened.incidents.get(incident!.id)!,
+        reopened.incidentParts.of(incident!.id)[0]!,
+      ]) {
+        expect(stored).toMatchObject({ storesTotal: 1_200, nodesTotal: 1_200, keys: 2 });
+        expect(stored.stores).toEqual(
+          attempts.slice(0, 1_000).map((a) => (a.kind === 'server' ? a.store : '')),
+        );
+        expect(stored.nodes).toHaveLength(1_000);
+      }
+    } finally {
+      reopened.close();
+    }
+  });
+});
+
 describe('the schema', () => {
   /** Every SQL text the store prepared while `work` ran, on any connection. */
   function preparedDuring(work: () => void): string[] {
