@@ -15,6 +15,9 @@ export interface FindingFilter {
   tenant?: string;
 }
 
+/** Attempts a finding's excerpt keeps (`Findings.excerpt`): what an incident's detail shows of a key. */
+export const EXCERPT_ATTEMPTS = 100;
+
 /** A finding whose `attempts` may be the first of its `attemptsTotal`. */
 export interface FindingExcerpt {
   finding: Finding;
@@ -27,11 +30,11 @@ export interface Findings {
   /** `list`'s ids only: what to read with `excerpt`, one finding at a time. */
   ids(filter: FindingFilter, page: Page): PageResult<string>;
   /**
-   * The finding with its first `maxAttempts` attempts only (in time order), cut by SQLite before
-   * the body reaches JavaScript: a hot key's finding holds thousands of attempts, and reading it
-   * whole holds the event loop for tens of milliseconds.
+   * The finding with its first `EXCERPT_ATTEMPTS` attempts only (in time order), kept beside the
+   * whole finding when it is written: a hot key's finding holds thousands of attempts, and reading
+   * it whole holds the event loop for a hundred milliseconds or more.
    */
-  excerpt(id: string, maxAttempts: number): FindingExcerpt | undefined;
+  excerpt(id: string): FindingExcerpt | undefined;
   get(id: string, tenant?: string): Finding | undefined;
   /** An incident's findings, in the order they were first stored. */
   ofIncident(incidentId: string, tenant?: string): Finding[];
@@ -60,11 +63,11 @@ export class FindingTable implements Findings {
   /** Deletes the retracted findings and upserts the others; an upsert keeps the row's seq (its place in lists). */
   write(changes: Pick<DetectorChanges, 'findings' | 'retractedFindingIds'>): void {
     const upsert = this.#statements.get(
-      `INSERT INTO findings (id, key, class, service, tenants, incident_id, first_seen_ms, last_seen_ms, body)
-       VALUES (@id, @key, @class, @service, @tenants, @incidentId, @firstSeen, @lastSeen, @body)
+      `INSERT INTO findings (id, key, class, service, tenants, incident_id, first_seen_ms, last_seen_ms, body, excerpt)
+       VALUES (@id, @key, @class, @service, @tenants, @incidentId, @firstSeen, @lastSeen, @body, @excerpt)
        ON CONFLICT (id) DO UPDATE SET class = excluded.class, service = excluded.service, tenants = excluded.tenants,
          incident_id = excluded.incident_id, first_seen_ms = excluded.first_seen_ms,
-         last_seen_ms = excluded.last_seen_ms, body = excluded.body`,
+         last_seen_ms = excluded.last_seen_ms, body = excluded.body, excerpt = excluded.excerpt`,
     );
     const remove = this.#statements.get('DELETE FROM findings WHERE id = ?');
     for (const id of changes.retractedFindingIds) remove.run(id);
@@ -79,6 +82,11 @@ export class FindingTable implements Findings {
         firstSeen: finding.firstSeenUnixMillis,
         lastSeen: finding.lastSeenUnixMillis,
         body: JSON.stringify(finding),
+        excerpt: JSON.stringify({
+          ...finding,
+          attempts: finding.attempts.slice(0, EXCERPT_ATTEMPTS),
+          attemptsTotal: finding.attempts.length,
+        }),
       });
     }
   }
@@ -96,21 +104,13 @@ export class FindingTable implements Findings {
     return this.#page(filter, page, 'seq, id', (row: { seq: number; id: string }) => row.id);
   }
 
-  excerpt(id: string, maxAttempts: number): FindingExcerpt | undefined {
-    if (!Number.isSafeInteger(maxAttempts) || maxAttempts < 0)
-      throw new RangeError(`maxAttempts must be a whole number, received ${maxAttempts}`);
-    // json() keeps the cut list JSON: a subquery's result loses the JSON subtype json_set reads.
-    const row = this.#statements
-      .get(
-        `SELECT json_set(body, '$.attempts', json((SELECT json_group_array(json(value)) FROM
-           (SELECT value FROM json_each(findings.body, '$.attempts') ORDER BY key LIMIT ?)))) AS body,
-           json_array_length(body, '$.attempts') AS attempts_total
-         FROM findings WHERE id = ?`,
-      )
-      .get(maxAttempts, id) as { body: string; attempts_total: number } | undefined;
-    return row === undefined
-      ? undefined
-      : { finding: JSON.parse(row.body) as Finding, attemptsTotal: row.attempts_total };
+  excerpt(id: string): FindingExcerpt | undefined {
+    const text = this.#statements.get('SELECT excerpt FROM findings WHERE id = ?').pluck().get(id) as
+      | string
+      | undefined;
+    if (text === undefined) return undefined;
+    const { attemptsTotal, ...finding } = JSON.parse(text) as Finding & { attemptsTotal: number };
+    return { finding, attemptsTotal };
   }
 
   #page<Row extends { seq: number }, T>(

@@ -193,6 +193,14 @@ export const MIGRATIONS: readonly Migration[] = [
     '$.nodes', json((SELECT json_group_array(value) FROM
       (SELECT value FROM json_each(kafka_incident_parts.body, '$.nodes') ORDER BY key LIMIT 1000))))
   WHERE json_type(body, '$.storesTotal') IS NULL;
+
+  -- Each finding with its first 100 attempts (EXCERPT_ATTEMPTS, finding-table.ts) and their count,
+  -- what an incident's detail reads: a hot key's whole body is megabytes.
+  ALTER TABLE findings ADD COLUMN excerpt TEXT NOT NULL DEFAULT '';
+  UPDATE findings SET excerpt = json_set(body,
+    '$.attempts', json((SELECT json_group_array(json(value)) FROM
+      (SELECT value FROM json_each(findings.body, '$.attempts') ORDER BY key LIMIT 100))),
+    '$.attemptsTotal', json_array_length(body, '$.attempts'));
   `,
 ];
 

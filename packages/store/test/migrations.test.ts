@@ -122,6 +122,7 @@ describe('the key index in generations', () => {
         ) WITHOUT ROWID;
         INSERT INTO attempt_batch_keys SELECT partition_key, batch_id, start, length FROM attempt_key_generations;
         DROP TABLE attempt_key_generations;
+        ALTER TABLE findings DROP COLUMN excerpt;
         PRAGMA user_version = 1;
       `),
     );
@@ -146,7 +147,7 @@ describe('the key index in generations', () => {
 });
 
 describe('store and node lists', () => {
-  it('cuts the lists of findings and incidents written before the caps to their first names, and counts them all', () => {
+  it('cuts the lists of findings and incidents written before the caps to their first names, counts them all, and keeps each finding’s excerpt', () => {
     const store = new KeyscopeStore({ path });
     const detector = createDetector();
     const attempts = Array.from({ length: 1_200 }, (_, i) =>
@@ -183,6 +184,7 @@ describe('store and node lists', () => {
           db.prepare(`UPDATE ${table} SET body = ? WHERE ${idColumn} = ?`).run(JSON.stringify(body), row.id);
         }
       }
+      db.exec('ALTER TABLE findings DROP COLUMN excerpt');
       db.pragma(`user_version = ${MIGRATIONS.length - 1}`);
     });
     const reopened = new KeyscopeStore({ path });
@@ -193,6 +195,12 @@ describe('store and node lists', () => {
         expect(finding).toMatchObject({ storesTotal: 600, nodesTotal: 600 });
         expect(finding.stores).toHaveLength(100);
         expect(finding.nodes).toHaveLength(100);
+        // Its excerpt, what an incident's detail reads: the first 100 of its 600 attempts.
+        const excerpt = reopened.findings.excerpt(finding.id)!;
+        expect(excerpt.attemptsTotal).toBe(600);
+        expect(excerpt.finding.attempts).toEqual(finding.attempts.slice(0, 100));
+        expect(excerpt.finding).toMatchObject({ id: finding.id, storesTotal: 600 });
+        expect(excerpt.finding.stores).toEqual(finding.stores);
       }
       for (const stored of [
         reopened.incidents.get(incident!.id)!,

@@ -17,13 +17,12 @@ import type { FindingExcerpt, KeyscopeStore, StoredIncident } from '@keyscope/st
  */
 
 /**
- * Findings an incident's detail carries, read one at a time, each cut to
- * `DETAIL_ATTEMPTS_PER_FINDING` attempts; the rest are paged from `/api/v1/findings?incident=`.
- * Fifty keys with a hundred attempts each is a timeline a person reads, and a few megabytes of
- * JSON at most however many keys, stores and attempts the incident holds.
+ * Findings an incident's detail carries, each as its excerpt (its first `EXCERPT_ATTEMPTS`, 100,
+ * attempts); the rest are paged from `/api/v1/findings?incident=`. Fifty keys with a hundred
+ * attempts each is a timeline a person reads, and a few megabytes of JSON at most however many
+ * keys, stores and attempts the incident holds.
  */
 export const DETAIL_FINDINGS = 50;
-export const DETAIL_ATTEMPTS_PER_FINDING = 100;
 /**
  * Findings a tenant's view reads whole per step, the event loop serving other requests (health
  * checks, ingest) between steps: a hot key's finding holds thousands of attempts.
@@ -55,7 +54,7 @@ export async function incidentDetail(
   const findings: FindingExcerpt[] = [];
   for (const id of ids.items) {
     await nextTurn();
-    const excerpt = store.findings.excerpt(id, DETAIL_ATTEMPTS_PER_FINDING);
+    const excerpt = store.findings.excerpt(id);
     // Gone since the ids were read (retention, a regrouping): the detail shows what is left.
     if (excerpt !== undefined) findings.push(excerpt);
   }
