@@ -120,14 +120,23 @@ function spreadKeys(keys: number, stores: number, prefix = 's'): Attempt[] {
     for (let i = 0; i < stores; i++) {
       const name = `${String(k).padStart(2, '0')}-${String(i).padStart(3, '0')}`;
       out.push(
-        server({ key: `key-${k}`, node: `n${name}`, store: `${prefix}${name}`, at: 10 + i * 0.01, scope: 'node' }),
+        server({
+          key: `key-${k}`,
+          node: `n${name}`,
+          store: `${prefix}${name}`,
+          at: 10 + i * 0.01,
+          scope: 'node',
+        }),
       );
     }
   }
   return out;
 }
 
-function detectSpread(attempts: Attempt[], caps: { maxStoresPerFinding: number; maxStoresPerIncident: number }) {
+function detectSpread(
+  attempts: Attempt[],
+  caps: { maxStoresPerFinding: number; maxStoresPerIncident: number },
+) {
   const detector = createDetector({ ...defaultDetectorConfig(), ...caps });
   detector.ingest({ attempts, activity: [], invalid: { outcome: 0, hit: 0, scope: 0 } });
   detector.flush();
