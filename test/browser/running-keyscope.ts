@@ -20,9 +20,12 @@ export interface RunningKeyscope {
 
 /**
  * The embedded service in-process on free ports with a throwaway database; with `tokens`, an admin
- * (alice) and a read (bob) token are configured.
+ * (alice) and a read (bob) token are configured; `detector` settings as the config file's.
  */
-export async function startKeyscope(options: { tokens: boolean }): Promise<RunningKeyscope> {
+export async function startKeyscope(options: {
+  tokens: boolean;
+  detector?: Record<string, unknown>;
+}): Promise<RunningKeyscope> {
   const dir = mkdtempSync(join(tmpdir(), 'keyscope-browser-'));
   const config = resolveServeConfig({
     api: {
@@ -37,6 +40,7 @@ export async function startKeyscope(options: { tokens: boolean }): Promise<Runni
     },
     db: { path: join(dir, 'keyscope.db') },
     otlp: { http: { port: 0 }, grpc: { port: 0 } },
+    ...(options.detector === undefined ? {} : { detector: options.detector }),
   });
   const service = await startServe(config, { logger: silentLogger });
   const url = `http://127.0.0.1:${service.addresses.api.port}`;

@@ -147,7 +147,12 @@ export interface RetryTimingSummary {
 
 /** What one finding contributes to its incident's advice, computed once when it is placed. */
 export interface FindingFacts {
+  /**
+   * Every store the key's attempts at its tier consulted and every node they landed on, read from
+   * its attempts: the finding's own lists stop at `maxStoresPerFinding`, its incident's totals do not.
+   */
   stores: readonly string[];
+  nodes: readonly string[];
   declared: Partial<Record<ScopeLevel, number>>;
   spread: SpreadLevel;
   proxy: boolean;
@@ -195,8 +200,16 @@ export function factsOf(finding: Finding): FindingFacts {
       a.operation === finding.operation,
   );
   const firstExecution = landed.find((a) => a.kind === 'server' && a.outcome === 'miss');
+  // As evaluate-key.ts lists them, before the finding's lists are cut.
+  const stores = new Set<string>();
+  const nodes = new Set<string>();
+  for (const a of landed) {
+    if (a.kind === 'server') stores.add(a.store);
+    if (a.placement.node !== '') nodes.add(a.placement.node);
+  }
   return {
-    stores: finding.stores,
+    stores: [...stores],
+    nodes: [...nodes],
     declared,
     spread: spreadOf(landed),
     proxy: finding.retriedBy === 'proxy',

@@ -32,6 +32,21 @@ export interface DetectorConfig {
    * (`coversKey`): whole keys, the same ones in any order and on any instance. 1 counts every key.
    */
   readonly coverageKeysOneIn: number;
+  /**
+   * Stores a finding lists, and nodes (each list on its own): a key past it lists the first ones it
+   * reached, and `Finding.storesTotal` / `nodesTotal` count them all. A key executed in hundreds of
+   * stores is already a broken store id (one per request, one per pod restart); a hundred names show
+   * the pattern, while a list of thousands would ride in every copy of the finding (SQLite, Kafka,
+   * the API). Judging always counts every store: only the list is cut.
+   */
+  readonly maxStoresPerFinding: number;
+  /**
+   * Stores an incident lists, and nodes (each list on its own), in name order; `Incident.storesTotal`
+   * / `nodesTotal` count them all. An incident gathers many keys, so it lists more than a finding;
+   * a thousand names is what a person reads on a page, and keeps an incident's record (stored, sent
+   * to alert sinks and Kafka, served) to tens of kilobytes however many stores its keys reached.
+   */
+  readonly maxStoresPerIncident: number;
   /** Findings without a routing event are grouped into incidents per bucket of this size. */
   readonly incidentBucketMillis: number;
   /** An open incident with no new finding for this long (event time) is resolved. */
@@ -84,6 +99,8 @@ export function defaultDetectorConfig(): DetectorConfig {
     maxAttemptsPerKey: 10_000,
     maxCoverageEntries: 1_000_000,
     coverageKeysOneIn: 8,
+    maxStoresPerFinding: 100,
+    maxStoresPerIncident: 1_000,
     incidentBucketMillis: 60 * 60 * 1000,
     quietPeriodMillis: 30 * 60 * 1000,
     routingSlackMillis: 1000,

@@ -4,7 +4,7 @@ import { type DetectorConfig, defaultDetectorConfig } from './config.ts';
 import { evaluateKey, type FindingDraft, tierName } from './evaluate-key.ts';
 import { coversKey, EvidenceCoverage } from './evidence-coverage.ts';
 import type { Finding } from './finding.ts';
-import { FINDING_CLASSES, repeatUnixMillisOf } from './finding.ts';
+import { FINDING_CLASSES, nodesTotalOf, repeatUnixMillisOf, storesTotalOf } from './finding.ts';
 import { findingId } from './ids.ts';
 import { type Incident, IncidentBook } from './incidents.ts';
 import { Interner } from './interner.ts';
@@ -56,6 +56,15 @@ export interface DetectorStats {
   cappedAttempts: number;
   /** Keys in memory that reached `maxAttemptsPerKey`: hot keys, one constant key on many requests. */
   hotKeys: number;
+  /**
+   * Store and node names left out of findings' lists (`maxStoresPerFinding`) and incidents' lists
+   * (`maxStoresPerIncident`), counted as each list grows past its cap: a list that leaves out 10
+   * names, then 25, counts 25. Judging and the totals count every name.
+   */
+  findingStoresLeftOut: number;
+  findingNodesLeftOut: number;
+  incidentStoresLeftOut: number;
+  incidentNodesLeftOut: number;
   /** Tier, node and tenant names held for the keys in memory (and some since forgotten). */
   internedNames: number;
   /** Keyed attempts the evidence coverage join holds until they are final (see `TierCoverage`). */
@@ -361,6 +370,7 @@ export function createDetector(
     for (const draft of drafts) {
       next.add(draft.id);
       const before = current.get(draft.id);
+      countFindingOverflow(before, draft);
       const placed = book.place(draft, changes.incidents, changes.retractedIncidents);
       report(partitionKey, placed);
       awaitSettling(placed, changes);
@@ -385,6 +395,16 @@ export function createDetector(
       changes.findings.delete(id);
       changes.retractedFindings.add(id);
     }
+  }
+
+  /** Adds what `draft`'s lists leave out beyond what the key's finding left out before. */
+  function countFindingOverflow(before: Finding | undefined, draft: FindingDraft): void {
+    const stores = draft.storesTotal - draft.stores.length;
+    const nodes = draft.nodesTotal - draft.nodes.length;
+    const storesBefore = before === undefined ? 0 : storesTotalOf(before) - before.stores.length;
+    const nodesBefore = before === undefined ? 0 : nodesTotalOf(before) - before.nodes.length;
+    if (stores > storesBefore) book.overflow.findingStores += stores - storesBefore;
+    if (nodes > nodesBefore) book.overflow.findingNodes += nodes - nodesBefore;
   }
 
   /** Leaves the finding's incident to be settled by `settle` once its attribution is final. */
@@ -568,6 +588,10 @@ export function createDetector(
       rebuiltKeys,
       cappedAttempts,
       hotKeys: keys.cappedKeys,
+      findingStoresLeftOut: book.overflow.findingStores,
+      findingNodesLeftOut: book.overflow.findingNodes,
+      incidentStoresLeftOut: book.overflow.incidentStores,
+      incidentNodesLeftOut: book.overflow.incidentNodes,
       internedNames: interner.size,
       coverageEntries: coverage.pendingEntries,
       coverageEvictedEntries: coverage.evictedEntries,
@@ -602,6 +626,8 @@ function signatureOf(finding: FindingDraft): string {
     finding.gapMillis,
     finding.stores.join(','),
     finding.nodes.join(','),
+    finding.storesTotal,
+    finding.nodesTotal,
     finding.tenants.join(','),
     finding.routing.affinityBroken,
     finding.routing.event?.id ?? '',

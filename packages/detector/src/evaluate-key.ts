@@ -406,6 +406,7 @@ function draft(
   config: DetectorConfig,
 ): FindingDraft {
   const nodes = distinct(tier.landed.map((a) => a.placement.node).filter((n) => n !== ''));
+  const stores = distinct(tier.server.map((a) => a.store));
   const tenants = distinct(evidence.map((a) => a.tenant).filter((t) => t !== ''));
   const seen = spanOf(evidence);
   const links = new SendLinks(tier, evidence);
@@ -428,8 +429,10 @@ function draft(
     operation: tier.operation,
     tenant: tenants[0] ?? '',
     tenants,
-    stores: distinct(tier.server.map((a) => a.store)),
-    nodes,
+    stores: stores.slice(0, config.maxStoresPerFinding),
+    nodes: nodes.slice(0, config.maxStoresPerFinding),
+    storesTotal: stores.length,
+    nodesTotal: nodes.length,
     executions: executions.length,
     retriedBy: retriedBy(tier, executions, links),
     gapMillis,

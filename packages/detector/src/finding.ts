@@ -131,8 +131,18 @@ export interface Finding {
   /** First tenant seen for the key ('' when unknown); all of them in `tenants`. */
   tenant: string;
   tenants: string[];
+  /**
+   * The dedup stores the key's attempts at the tier consulted, and the nodes they landed on, in the
+   * order the key first reached them: at most `maxStoresPerFinding` of each.
+   */
   stores: string[];
   nodes: string[];
+  /**
+   * How many stores and nodes there are, listed or not (`stores.length` when the list is whole).
+   * Absent on findings stored before it was recorded, whose lists are whole.
+   */
+  storesTotal: number;
+  nodesTotal: number;
   /**
    * Executions (`miss`) at the finding's tier, less the admitted attempts that failed before their
    * effect; a suspected duplicate counts those whose effect is unknown too, and one whose other
@@ -189,6 +199,16 @@ export interface Finding {
    * counted and not kept, so the finding is judged on part of the key's traffic (a hot key).
    */
   evidenceCapped: boolean;
+}
+
+/** `finding.storesTotal`, or the list's length for a finding stored before it was recorded. */
+export function storesTotalOf(finding: Pick<Finding, 'stores' | 'storesTotal'>): number {
+  return finding.storesTotal ?? finding.stores.length;
+}
+
+/** `finding.nodesTotal`, or the list's length for a finding stored before it was recorded. */
+export function nodesTotalOf(finding: Pick<Finding, 'nodes' | 'nodesTotal'>): number {
+  return finding.nodesTotal ?? finding.nodes.length;
 }
 
 /** `finding.repeatUnixMillis`, or its first attempt for a finding stored before it was recorded. */

@@ -40,14 +40,14 @@ export class IncidentTally {
    * first attempt, which may precede the routing event that broke its retry path.
    */
   add(finding: Finding, facts: FindingFacts): void {
-    this.#count(finding, facts, 1);
+    this.#count(facts, 1);
     if (repeatUnixMillisOf(finding) < this.#opened) this.#opened = repeatUnixMillisOf(finding);
     if (finding.lastSeenUnixMillis > this.#last) this.#last = finding.lastSeenUnixMillis;
     if (facts.gapMillis > this.#longestGapMillis) this.#longestGapMillis = facts.gapMillis;
   }
 
   remove(finding: Finding, facts: FindingFacts): void {
-    this.#count(finding, facts, -1);
+    this.#count(facts, -1);
     if (
       repeatUnixMillisOf(finding) === this.#opened ||
       finding.lastSeenUnixMillis === this.#last ||
@@ -63,8 +63,8 @@ export class IncidentTally {
    * keeps its repeat and its gap and moves its last attempt on, which leaves every extreme known.
    */
   replace(before: Finding, beforeFacts: FindingFacts, after: Finding, afterFacts: FindingFacts): void {
-    this.#count(before, beforeFacts, -1);
-    this.#count(after, afterFacts, 1);
+    this.#count(beforeFacts, -1);
+    this.#count(afterFacts, 1);
     if (
       (repeatUnixMillisOf(before) === this.#opened && repeatUnixMillisOf(after) > this.#opened) ||
       (before.lastSeenUnixMillis === this.#last && after.lastSeenUnixMillis < this.#last) ||
@@ -77,8 +77,12 @@ export class IncidentTally {
     if (afterFacts.gapMillis > this.#longestGapMillis) this.#longestGapMillis = afterFacts.gapMillis;
   }
 
-  /** The totals; `members` (the incident's findings and their facts) when an extreme must be recomputed. */
-  summary(members: () => Iterable<[Finding, FindingFacts]>): IncidentSummary {
+  /**
+   * The totals; `members` (the incident's findings and their facts) when an extreme must be
+   * recomputed. The store and node lists hold the first `maxListed` names in name order; their
+   * totals count every one.
+   */
+  summary(members: () => Iterable<[Finding, FindingFacts]>, maxListed: number): IncidentSummary {
     if (this.#extremesStale) {
       this.#opened = Number.POSITIVE_INFINITY;
       this.#last = Number.NEGATIVE_INFINITY;
@@ -98,8 +102,10 @@ export class IncidentTally {
     let widest = 0;
     for (let i = 0; i < this.#spreads.length; i++) if (this.#spreads[i]! > 0) widest = i;
     return {
-      stores: [...this.#stores.keys()].sort(),
-      nodes: [...this.#nodes.keys()].sort(),
+      stores: firstInOrder(this.#stores.keys(), maxListed),
+      nodes: firstInOrder(this.#nodes.keys(), maxListed),
+      storesTotal: this.#stores.size,
+      nodesTotal: this.#nodes.size,
       openedUnixMillis: this.#opened,
       lastFindingUnixMillis: this.#last,
       facts: {
@@ -139,9 +145,9 @@ export class IncidentTally {
     };
   }
 
-  #count(finding: Finding, facts: FindingFacts, sign: 1 | -1): void {
-    for (const store of finding.stores) adjust(this.#stores, store, sign);
-    for (const node of finding.nodes) adjust(this.#nodes, node, sign);
+  #count(facts: FindingFacts, sign: 1 | -1): void {
+    for (const store of facts.stores) adjust(this.#stores, store, sign);
+    for (const node of facts.nodes) adjust(this.#nodes, node, sign);
     for (const scope of SCOPE_LEVELS) {
       const count = facts.declared[scope];
       if (count !== undefined) adjust(this.#declared, scope, sign * count);
@@ -174,6 +180,8 @@ export class IncidentTally {
 export interface IncidentSummary {
   stores: string[];
   nodes: string[];
+  storesTotal: number;
+  nodesTotal: number;
   openedUnixMillis: number;
   lastFindingUnixMillis: number;
   facts: AdviceFacts;
@@ -198,6 +206,13 @@ export function quantileOf(buckets: ReadonlyMap<number, number>, q: number): num
     if (seen >= rank) return bucket;
   }
   return null;
+}
+
+/** The first `limit` of `names` in code-unit order. */
+function firstInOrder(names: Iterable<string>, limit: number): string[] {
+  const sorted = [...names].sort();
+  if (sorted.length > limit) sorted.length = limit;
+  return sorted;
 }
 
 function adjust<K>(counts: Map<K, number>, key: K, by: number): void {

@@ -31,8 +31,18 @@ export interface Incident {
    * attribution is final; it stays true. Absent on incidents stored before it was recorded: settled.
    */
   settled: boolean;
+  /**
+   * The stores its findings' attempts consulted at its tier and the nodes they landed on, in name
+   * order: at most `maxStoresPerIncident` of each.
+   */
   stores: string[];
   nodes: string[];
+  /**
+   * How many stores and nodes there are, listed or not. Absent on incidents stored before it was
+   * recorded, whose lists are whole.
+   */
+  storesTotal: number;
+  nodesTotal: number;
   openedUnixMillis: number;
   lastFindingUnixMillis: number;
   resolvedUnixMillis: number | null;
@@ -47,6 +57,26 @@ interface IncidentEntry {
   facts: Map<string, FindingFacts>;
   /** The members' totals behind the summary. */
   tally: IncidentTally;
+  /** What of `listOverflow` this incident accounts for: names its lists left out at their longest. */
+  overflowCounted: { stores: number; nodes: number };
+}
+
+/** `incident.storesTotal`, or the list's length for an incident stored before it was recorded. */
+export function storesTotalOfIncident(incident: Pick<Incident, 'stores' | 'storesTotal'>): number {
+  return incident.storesTotal ?? incident.stores.length;
+}
+
+/** `incident.nodesTotal`, or the list's length for an incident stored before it was recorded. */
+export function nodesTotalOfIncident(incident: Pick<Incident, 'nodes' | 'nodesTotal'>): number {
+  return incident.nodesTotal ?? incident.nodes.length;
+}
+
+/** Names left out of lists by their cap, counted as each list grows past it (`DetectorStats`). */
+export interface ListOverflow {
+  findingStores: number;
+  findingNodes: number;
+  incidentStores: number;
+  incidentNodes: number;
 }
 
 /** Groups findings into incidents and resolves incidents after a quiet period. */
@@ -60,6 +90,13 @@ export class IncidentBook {
    * findings in one incident within one call, and rebuilding per finding was quadratic.
    */
   readonly #dirty = new Set<IncidentEntry>();
+  /** Names incidents' lists left out; the detector adds its findings' (`countFindingOverflow`). */
+  readonly overflow: ListOverflow = {
+    findingStores: 0,
+    findingNodes: 0,
+    incidentStores: 0,
+    incidentNodes: 0,
+  };
 
   constructor(private readonly config: DetectorConfig) {}
 
@@ -99,6 +136,8 @@ export class IncidentBook {
           settled: false,
           stores: [],
           nodes: [],
+          storesTotal: 0,
+          nodesTotal: 0,
           openedUnixMillis: finding.firstSeenUnixMillis,
           lastFindingUnixMillis: finding.lastSeenUnixMillis,
           resolvedUnixMillis: null,
@@ -108,6 +147,7 @@ export class IncidentBook {
         members: new Map(),
         facts: new Map(),
         tally: new IncidentTally(),
+        overflowCounted: { stores: 0, nodes: 0 },
       };
       this.incidents.set(incidentId, entry);
       retracted.delete(incidentId);
@@ -213,11 +253,23 @@ export class IncidentBook {
 
   private summarize(entry: IncidentEntry): void {
     const incident = entry.incident;
-    const summary = entry.tally.summary(() => membersOf(entry));
+    const summary = entry.tally.summary(() => membersOf(entry), this.config.maxStoresPerIncident);
     const last = summary.lastFindingUnixMillis;
     incident.keys = entry.members.size;
     incident.stores = summary.stores;
     incident.nodes = summary.nodes;
+    incident.storesTotal = summary.storesTotal;
+    incident.nodesTotal = summary.nodesTotal;
+    const storesLeftOut = summary.storesTotal - summary.stores.length;
+    const nodesLeftOut = summary.nodesTotal - summary.nodes.length;
+    if (storesLeftOut > entry.overflowCounted.stores) {
+      this.overflow.incidentStores += storesLeftOut - entry.overflowCounted.stores;
+      entry.overflowCounted.stores = storesLeftOut;
+    }
+    if (nodesLeftOut > entry.overflowCounted.nodes) {
+      this.overflow.incidentNodes += nodesLeftOut - entry.overflowCounted.nodes;
+      entry.overflowCounted.nodes = nodesLeftOut;
+    }
     incident.openedUnixMillis = summary.openedUnixMillis;
     if (last > incident.lastFindingUnixMillis || incident.status === 'open')
       incident.lastFindingUnixMillis = last;
@@ -235,25 +287,55 @@ export class IncidentBook {
  * title and advice from `members` only; id, class, status, routing event (and whatever else `T`
  * carries, such as who acknowledged it) stay the incident's. This is a tenant's view of an
  * incident that also holds other tenants' keys — one failover is one incident for on-call, and
- * each tenant sees only its own part of it. `members` must not be empty.
+ * each tenant sees only its own part of it. `members` must not be empty; the view lists at most
+ * `maxListed` stores and nodes, and counts them all.
  */
-export function incidentOfMembers<T extends Incident>(incident: T, members: readonly Finding[]): T {
-  if (members.length === 0) throw new RangeError('an incident view needs at least one finding');
-  const tally = new IncidentTally();
-  const facts = members.map((finding): [Finding, FindingFacts] => [finding, factsOf(finding)]);
-  for (const [finding, fact] of facts) tally.add(finding, fact);
-  const summary = tally.summary(() => facts);
-  const view: T = {
-    ...incident,
-    keys: members.length,
-    stores: summary.stores,
-    nodes: summary.nodes,
-    openedUnixMillis: summary.openedUnixMillis,
-    lastFindingUnixMillis: summary.lastFindingUnixMillis,
-    advice: adviceFor(incident.class, summary.facts),
-  };
-  view.title = titleOf(view);
-  return view;
+export function incidentOfMembers<T extends Incident>(
+  incident: T,
+  members: Iterable<Finding>,
+  maxListed: number,
+): T {
+  const view = new IncidentPartView();
+  for (const finding of members) view.add(finding);
+  return view.of(incident, maxListed);
+}
+
+/**
+ * `incidentOfMembers` a finding at a time: it keeps what each finding adds to the summary, not the
+ * finding, so a caller can read an incident's findings a page at a time.
+ */
+export class IncidentPartView {
+  readonly #tally = new IncidentTally();
+  #keys = 0;
+
+  add(finding: Finding): void {
+    this.#tally.add(finding, factsOf(finding));
+    this.#keys++;
+  }
+
+  /** Findings added. */
+  get keys(): number {
+    return this.#keys;
+  }
+
+  of<T extends Incident>(incident: T, maxListed: number): T {
+    if (this.#keys === 0) throw new RangeError('an incident view needs at least one finding');
+    // Only removals make the tally read its members again; a view only adds.
+    const summary = this.#tally.summary(() => [], maxListed);
+    const view: T = {
+      ...incident,
+      keys: this.#keys,
+      stores: summary.stores,
+      nodes: summary.nodes,
+      storesTotal: summary.storesTotal,
+      nodesTotal: summary.nodesTotal,
+      openedUnixMillis: summary.openedUnixMillis,
+      lastFindingUnixMillis: summary.lastFindingUnixMillis,
+      advice: adviceFor(incident.class, summary.facts),
+    };
+    view.title = titleOf(view);
+    return view;
+  }
 }
 
 function* membersOf(entry: IncidentEntry): Generator<[Finding, FindingFacts]> {

@@ -22,6 +22,7 @@ export {
   type FindingCause,
   type FindingClass,
   type FindingRouting,
+  nodesTotalOf,
   type RetriedBy,
   repeatUnixMillisOf,
   SEVERITY,
@@ -31,8 +32,17 @@ export {
   type SuspicionEvidence,
   type SuspicionEvidenceKind,
   type SuspicionStrength,
+  storesTotalOf,
 } from './finding.ts';
-export { type Incident, type IncidentStatus, incidentOfMembers } from './incidents.ts';
+export {
+  type Incident,
+  IncidentPartView,
+  type IncidentStatus,
+  incidentOfMembers,
+  type ListOverflow,
+  nodesTotalOfIncident,
+  storesTotalOfIncident,
+} from './incidents.ts';
 export type { RoutingEvent, RoutingEventType } from './routing-event.ts';
 export {
   COVERAGE_COUNTS,

@@ -39,6 +39,7 @@ function member(next: () => number, id: number): [Finding, FindingFacts] {
   } as unknown as Finding;
   const facts: FindingFacts = {
     stores,
+    nodes: stores.map((store) => `node-${store}`),
     declared,
     spread: pick(SPREAD_ORDER),
     proxy: next() < 0.3,
@@ -122,6 +123,8 @@ function recomputed(members: Iterable<[Finding, FindingFacts]>): IncidentSummary
   return {
     stores: [...stores].sort(),
     nodes: [...nodes].sort(),
+    storesTotal: stores.size,
+    nodesTotal: nodes.size,
     openedUnixMillis: opened,
     lastFindingUnixMillis: last,
     facts: adviceFacts,
@@ -154,7 +157,7 @@ describe('IncidentTally', () => {
         }
         if (members.size > 0 && step % 7 === 0) {
           expect(
-            tally.summary(() => members.values()),
+            tally.summary(() => members.values(), Number.POSITIVE_INFINITY),
             `seed ${seed}, step ${step}`,
           ).toEqual(recomputed(members.values()));
         }
@@ -185,13 +188,13 @@ describe('IncidentTally', () => {
     ];
     tally.replace(...holder, ...later);
     members[2] = later;
-    expect(tally.summary(walk)).toEqual(recomputed(members.values()));
+    expect(tally.summary(walk, Number.POSITIVE_INFINITY)).toEqual(recomputed(members.values()));
     expect(walked).toBe(0);
     // Its repeat moved later: the earliest is walked for, once.
     const moved: [Finding, FindingFacts] = [{ ...later[0], repeatUnixMillis: 5_000 } as Finding, later[1]];
     tally.replace(...later, ...moved);
     members[2] = moved;
-    expect(tally.summary(walk)).toEqual(recomputed(members.values()));
+    expect(tally.summary(walk, Number.POSITIVE_INFINITY)).toEqual(recomputed(members.values()));
     expect(walked).toBe(1);
   });
 
@@ -205,12 +208,14 @@ describe('IncidentTally', () => {
       walked++;
       return members;
     };
-    tally.summary(walk);
+    tally.summary(walk, Number.POSITIVE_INFINITY);
     expect(walked).toBe(0);
     const earliest = members.reduce((a, b) => (a[0].repeatUnixMillis <= b[0].repeatUnixMillis ? a : b));
     tally.remove(...earliest);
     members.splice(members.indexOf(earliest), 1);
-    expect(tally.summary(walk).openedUnixMillis).toBe(members[0]![0].repeatUnixMillis);
+    expect(tally.summary(walk, Number.POSITIVE_INFINITY).openedUnixMillis).toBe(
+      members[0]![0].repeatUnixMillis,
+    );
     expect(walked).toBe(1);
   });
 });

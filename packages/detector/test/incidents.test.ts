@@ -1,7 +1,13 @@
 import type { Attempt } from '@keyscope/attempts';
 import { activity, server } from '@keyscope/testkit';
 import { describe, expect, it } from 'vitest';
-import { createDetector, FINDING_CLASSES, type FindingClass, incidentOfMembers } from '../src/index.ts';
+import {
+  createDetector,
+  defaultDetectorConfig,
+  FINDING_CLASSES,
+  type FindingClass,
+  incidentOfMembers,
+} from '../src/index.ts';
 
 // payments nodes a, b, c serve steadily; node a goes silent from second 60 to 120.
 const traffic = [
@@ -47,7 +53,7 @@ describe("a tenant's view of an incident", () => {
     expect(incident).toMatchObject({ keys: 5, stores: ['A', 'B', 'C'], nodes: ['a', 'b', 'c'] });
 
     const acme = detector.findings().filter((finding) => finding.tenant === 'acme');
-    const view = incidentOfMembers(incident!, acme);
+    const view = incidentOfMembers(incident!, acme, 1_000);
     expect(view).toMatchObject({ keys: 3, stores: ['A', 'B'], nodes: ['a', 'b'] });
     expect(view.title).toMatch(/^payments \/payments: 3 keys executed twice/);
     expect(view.advice).toContain('2 different dedup stores');
@@ -58,6 +64,7 @@ describe("a tenant's view of an incident", () => {
     const globex = incidentOfMembers(
       incident!,
       detector.findings().filter((finding) => finding.tenant === 'globex'),
+      1_000,
     );
     expect(globex).toMatchObject({ keys: 2, stores: ['A', 'C'], nodes: ['a', 'c'] });
   });
@@ -65,7 +72,7 @@ describe("a tenant's view of an incident", () => {
   it('keeps the incident’s id, class, status and routing event', () => {
     const detector = detectFailover();
     const [incident] = detector.incidents();
-    const view = incidentOfMembers(incident!, detector.findings().slice(0, 1));
+    const view = incidentOfMembers(incident!, detector.findings().slice(0, 1), 1_000);
     expect(view).toMatchObject({
       id: incident!.id,
       class: incident!.class,
@@ -78,7 +85,7 @@ describe("a tenant's view of an incident", () => {
 
   it('needs at least one finding', () => {
     const [incident] = detectFailover().incidents();
-    expect(() => incidentOfMembers(incident!, [])).toThrow(RangeError);
+    expect(() => incidentOfMembers(incident!, [], 1_000)).toThrow(RangeError);
   });
 });
 
@@ -97,11 +104,94 @@ describe('incident titles', () => {
     const [incident] = detector.incidents();
     const findings = detector.findings();
     const asClass = { ...incident!, class: findingClass, routingEvent: null };
-    expect(incidentOfMembers(asClass, findings.slice(0, 1)).title).toBe(
+    expect(incidentOfMembers(asClass, findings.slice(0, 1), 1_000).title).toBe(
       `payments /payments: 1 key ${expected[findingClass]}`,
     );
-    expect(incidentOfMembers(asClass, findings.slice(0, 2)).title).toBe(
+    expect(incidentOfMembers(asClass, findings.slice(0, 2), 1_000).title).toBe(
       `payments /payments: 2 keys ${expected[findingClass]}`,
     );
+  });
+});
+
+/** `keys` keys, each executed once in each of `stores` stores on as many nodes: store `s<key>-<i>`. */
+function spreadKeys(keys: number, stores: number, prefix = 's'): Attempt[] {
+  const out: Attempt[] = [];
+  for (let k = 0; k < keys; k++) {
+    for (let i = 0; i < stores; i++) {
+      const name = `${String(k).padStart(2, '0')}-${String(i).padStart(3, '0')}`;
+      out.push(
+        server({
+          key: `key-${k}`,
+          node: `n${name}`,
+          store: `${prefix}${name}`,
+          at: 10 + i * 0.01,
+          scope: 'node',
+        }),
+      );
+    }
+  }
+  return out;
+}
+
+function detectSpread(
+  attempts: Attempt[],
+  caps: { maxStoresPerFinding: number; maxStoresPerIncident: number },
+) {
+  const detector = createDetector({ ...defaultDetectorConfig(), ...caps });
+  detector.ingest({ attempts, activity: [], invalid: { outcome: 0, hit: 0, scope: 0 } });
+  detector.flush();
+  return detector;
+}
+
+describe('store and node lists', () => {
+  it('lists a finding’s first stores and nodes up to maxStoresPerFinding and counts them all', () => {
+    const detector = detectSpread(spreadKeys(1, 30), { maxStoresPerFinding: 4, maxStoresPerIncident: 1_000 });
+    const [finding] = detector.findings();
+    expect(finding).toMatchObject({
+      class: 'cross_store_duplicate',
+      executions: 30,
+      stores: ['s00-000', 's00-001', 's00-002', 's00-003'],
+      storesTotal: 30,
+      nodes: ['n00-000', 'n00-001', 'n00-002', 'n00-003'],
+      nodesTotal: 30,
+    });
+    expect(detector.stats()).toMatchObject({ findingStoresLeftOut: 26, findingNodesLeftOut: 26 });
+  });
+
+  it('lists an incident’s first stores in name order up to maxStoresPerIncident, counting every store of every key', () => {
+    const detector = detectSpread(spreadKeys(5, 40), { maxStoresPerFinding: 3, maxStoresPerIncident: 10 });
+    const [incident, ...others] = detector.incidents();
+    expect(others).toEqual([]);
+    // Counted from the keys' attempts, not from their findings' cut lists.
+    expect(incident).toMatchObject({ keys: 5, storesTotal: 200, nodesTotal: 200 });
+    expect(incident!.stores).toEqual(Array.from({ length: 10 }, (_, i) => `s00-00${i}`));
+    expect(incident!.nodes).toHaveLength(10);
+    expect(incident!.advice).toContain('200 different dedup stores');
+    expect(detector.stats()).toMatchObject({
+      incidentStoresLeftOut: 190,
+      incidentNodesLeftOut: 190,
+      findingStoresLeftOut: 5 * 37,
+    });
+  });
+
+  it('counts what a list leaves out once as the list grows, not at every summary', () => {
+    const caps = { maxStoresPerFinding: 2, maxStoresPerIncident: 5 };
+    const detector = createDetector({ ...defaultDetectorConfig(), ...caps });
+    const attempts = spreadKeys(1, 20);
+    const none = { outcome: 0, hit: 0, scope: 0 };
+    detector.ingest({ attempts: attempts.slice(0, 10), activity: [], invalid: none });
+    expect(detector.stats()).toMatchObject({ findingStoresLeftOut: 8, incidentStoresLeftOut: 5 });
+    detector.ingest({ attempts: attempts.slice(10), activity: [], invalid: none });
+    detector.flush();
+    detector.flush();
+    expect(detector.stats()).toMatchObject({ findingStoresLeftOut: 18, incidentStoresLeftOut: 15 });
+  });
+
+  it('keeps a tenant’s view of an incident exact past the findings’ cut lists', () => {
+    const detector = detectSpread(spreadKeys(3, 12), { maxStoresPerFinding: 2, maxStoresPerIncident: 4 });
+    const [incident] = detector.incidents();
+    const view = incidentOfMembers(incident!, detector.findings().slice(0, 2), 4);
+    expect(view).toMatchObject({ keys: 2, storesTotal: 24, nodesTotal: 24 });
+    expect(view.stores).toEqual(['s00-000', 's00-001', 's00-002', 's00-003']);
   });
 });

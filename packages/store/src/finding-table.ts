@@ -15,9 +15,26 @@ export interface FindingFilter {
   tenant?: string;
 }
 
+/** Attempts a finding's excerpt keeps (`Findings.excerpt`): what an incident's detail shows of a key. */
+export const EXCERPT_ATTEMPTS = 100;
+
+/** A finding whose `attempts` may be the first of its `attemptsTotal`. */
+export interface FindingExcerpt {
+  finding: Finding;
+  attemptsTotal: number;
+}
+
 /** The stored findings, as the API, the key lookup and a restarted detector read them. */
 export interface Findings {
   list(filter: FindingFilter, page: Page): PageResult<Finding>;
+  /** `list`'s ids only: what to read with `excerpt`, one finding at a time. */
+  ids(filter: FindingFilter, page: Page): PageResult<string>;
+  /**
+   * The finding with its first `EXCERPT_ATTEMPTS` attempts only (in time order), kept beside the
+   * whole finding when it is written: a hot key's finding holds thousands of attempts, and reading
+   * it whole holds the event loop for a hundred milliseconds or more.
+   */
+  excerpt(id: string): FindingExcerpt | undefined;
   get(id: string, tenant?: string): Finding | undefined;
   /** An incident's findings, in the order they were first stored. */
   ofIncident(incidentId: string, tenant?: string): Finding[];
@@ -46,11 +63,11 @@ export class FindingTable implements Findings {
   /** Deletes the retracted findings and upserts the others; an upsert keeps the row's seq (its place in lists). */
   write(changes: Pick<DetectorChanges, 'findings' | 'retractedFindingIds'>): void {
     const upsert = this.#statements.get(
-      `INSERT INTO findings (id, key, class, service, tenants, incident_id, first_seen_ms, last_seen_ms, body)
-       VALUES (@id, @key, @class, @service, @tenants, @incidentId, @firstSeen, @lastSeen, @body)
+      `INSERT INTO findings (id, key, class, service, tenants, incident_id, first_seen_ms, last_seen_ms, body, excerpt)
+       VALUES (@id, @key, @class, @service, @tenants, @incidentId, @firstSeen, @lastSeen, @body, @excerpt)
        ON CONFLICT (id) DO UPDATE SET class = excluded.class, service = excluded.service, tenants = excluded.tenants,
          incident_id = excluded.incident_id, first_seen_ms = excluded.first_seen_ms,
-         last_seen_ms = excluded.last_seen_ms, body = excluded.body`,
+         last_seen_ms = excluded.last_seen_ms, body = excluded.body, excerpt = excluded.excerpt`,
     );
     const remove = this.#statements.get('DELETE FROM findings WHERE id = ?');
     for (const id of changes.retractedFindingIds) remove.run(id);
@@ -65,11 +82,43 @@ export class FindingTable implements Findings {
         firstSeen: finding.firstSeenUnixMillis,
         lastSeen: finding.lastSeenUnixMillis,
         body: JSON.stringify(finding),
+        excerpt: JSON.stringify({
+          ...finding,
+          attempts: finding.attempts.slice(0, EXCERPT_ATTEMPTS),
+          attemptsTotal: finding.attempts.length,
+        }),
       });
     }
   }
 
   list(filter: FindingFilter, page: Page): PageResult<Finding> {
+    return this.#page(
+      filter,
+      page,
+      'seq, body',
+      (row: { seq: number; body: string }) => JSON.parse(row.body) as Finding,
+    );
+  }
+
+  ids(filter: FindingFilter, page: Page): PageResult<string> {
+    return this.#page(filter, page, 'seq, id', (row: { seq: number; id: string }) => row.id);
+  }
+
+  excerpt(id: string): FindingExcerpt | undefined {
+    const text = this.#statements.get('SELECT excerpt FROM findings WHERE id = ?').pluck().get(id) as
+      | string
+      | undefined;
+    if (text === undefined) return undefined;
+    const { attemptsTotal, ...finding } = JSON.parse(text) as Finding & { attemptsTotal: number };
+    return { finding, attemptsTotal };
+  }
+
+  #page<Row extends { seq: number }, T>(
+    filter: FindingFilter,
+    page: Page,
+    columns: string,
+    parse: (row: Row) => T,
+  ): PageResult<T> {
     const where: string[] = [];
     const params: unknown[] = [];
     if (filter.class !== undefined) where.push('class = ?') && params.push(filter.class);
@@ -81,12 +130,7 @@ export class FindingTable implements Findings {
       where.push('first_seen_ms < ?') && params.push(filter.untilUnixMillis);
     if (filter.incidentId !== undefined) where.push('incident_id = ?') && params.push(filter.incidentId);
     if (filter.tenant !== undefined) where.push(TENANT_OF_FINDING) && params.push(filter.tenant);
-    return readPage(
-      this.#statements,
-      { table: 'findings', columns: 'seq, body', where, params },
-      page,
-      (row) => JSON.parse(row.body) as Finding,
-    );
+    return readPage(this.#statements, { table: 'findings', columns, where, params }, page, parse);
   }
 
   get(id: string, tenant?: string): Finding | undefined {

@@ -6,7 +6,7 @@ export {
   STORE_PRE_RELEASE_SCHEMA,
   STORE_UNAVAILABLE,
 } from './errors.ts';
-export type { FindingFilter, Findings } from './finding-table.ts';
+export { EXCERPT_ATTEMPTS, type FindingExcerpt, type FindingFilter, type Findings } from './finding-table.ts';
 export type { IncidentParts } from './incident-part-table.ts';
 export type { IncidentFilter, Incidents, StoredIncident } from './incident-table.ts';
 export { INTEGRITY_CHECKS, type IntegrityCheck } from './integrity-check.ts';

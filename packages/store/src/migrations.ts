@@ -163,6 +163,45 @@ export const MIGRATIONS: readonly Migration[] = [
     SELECT 0, partition_key, batch_id, start, length FROM attempt_batch_keys ORDER BY partition_key, batch_id;
   DROP TABLE attempt_batch_keys;
   `,
+  `
+  -- Findings and incidents list at most the detector's default caps of stores and nodes
+  -- (maxStoresPerFinding 100, maxStoresPerIncident 1000) and count them all in storesTotal and
+  -- nodesTotal. Rows written before keep their first names up to the caps, and their totals; the
+  -- detector lists a finding's or incident's names again by the configured caps when it rewrites
+  -- them (judging counts every store from the findings' attempts, never from these lists).
+  UPDATE findings SET body = json_set(body,
+    '$.storesTotal', json_array_length(body, '$.stores'),
+    '$.nodesTotal', json_array_length(body, '$.nodes'),
+    '$.stores', json((SELECT json_group_array(value) FROM
+      (SELECT value FROM json_each(findings.body, '$.stores') ORDER BY key LIMIT 100))),
+    '$.nodes', json((SELECT json_group_array(value) FROM
+      (SELECT value FROM json_each(findings.body, '$.nodes') ORDER BY key LIMIT 100))))
+  WHERE json_type(body, '$.storesTotal') IS NULL;
+  UPDATE incidents SET body = json_set(body,
+    '$.storesTotal', json_array_length(body, '$.stores'),
+    '$.nodesTotal', json_array_length(body, '$.nodes'),
+    '$.stores', json((SELECT json_group_array(value) FROM
+      (SELECT value FROM json_each(incidents.body, '$.stores') ORDER BY key LIMIT 1000))),
+    '$.nodes', json((SELECT json_group_array(value) FROM
+      (SELECT value FROM json_each(incidents.body, '$.nodes') ORDER BY key LIMIT 1000))))
+  WHERE json_type(body, '$.storesTotal') IS NULL;
+  UPDATE kafka_incident_parts SET body = json_set(body,
+    '$.storesTotal', json_array_length(body, '$.stores'),
+    '$.nodesTotal', json_array_length(body, '$.nodes'),
+    '$.stores', json((SELECT json_group_array(value) FROM
+      (SELECT value FROM json_each(kafka_incident_parts.body, '$.stores') ORDER BY key LIMIT 1000))),
+    '$.nodes', json((SELECT json_group_array(value) FROM
+      (SELECT value FROM json_each(kafka_incident_parts.body, '$.nodes') ORDER BY key LIMIT 1000))))
+  WHERE json_type(body, '$.storesTotal') IS NULL;
+
+  -- Each finding with its first 100 attempts (EXCERPT_ATTEMPTS, finding-table.ts) and their count,
+  -- what an incident's detail reads: a hot key's whole body is megabytes.
+  ALTER TABLE findings ADD COLUMN excerpt TEXT NOT NULL DEFAULT '';
+  UPDATE findings SET excerpt = json_set(body,
+    '$.attempts', json((SELECT json_group_array(json(value)) FROM
+      (SELECT value FROM json_each(findings.body, '$.attempts') ORDER BY key LIMIT 100))),
+    '$.attemptsTotal', json_array_length(body, '$.attempts'));
+  `,
 ];
 
 /**

@@ -15,7 +15,7 @@ export interface PageResult<T> {
  * One page of a table's rows, newest `seq` first, matching every condition of `where`; the
  * cursor is the `seq` of the page's last row, so rows inserted meanwhile never shift a page.
  */
-export function readPage<Row extends { seq: number; body: string }, T>(
+export function readPage<Row extends { seq: number }, T>(
   statements: StatementCache,
   query: { table: 'findings' | 'incidents'; columns: string; where: string[]; params: unknown[] },
   page: Page,

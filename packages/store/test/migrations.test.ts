@@ -122,6 +122,7 @@ describe('the key index in generations', () => {
         ) WITHOUT ROWID;
         INSERT INTO attempt_batch_keys SELECT partition_key, batch_id, start, length FROM attempt_key_generations;
         DROP TABLE attempt_key_generations;
+        ALTER TABLE findings DROP COLUMN excerpt;
         PRAGMA user_version = 1;
       `),
     );
@@ -142,6 +143,78 @@ describe('the key index in generations', () => {
       reopened.close();
     }
     onDatabase((db) => expect(tables(db)).not.toContain('attempt_batch_keys'));
+  });
+});
+
+describe('store and node lists', () => {
+  it('cuts the lists of findings and incidents written before the caps to their first names, counts them all, and keeps each finding’s excerpt', () => {
+    const store = new KeyscopeStore({ path });
+    const detector = createDetector();
+    const attempts = Array.from({ length: 1_200 }, (_, i) =>
+      server({
+        key: `k${i % 2}`,
+        node: `n${String(i).padStart(4, '0')}`,
+        store: `s${String(i).padStart(4, '0')}`,
+        at: i / 100,
+      }),
+    );
+    store.transaction(() =>
+      store.applyChanges(
+        detector.ingest({ attempts, activity: [], invalid: { outcome: 0, hit: 0, scope: 0 } }),
+      ),
+    );
+    const [incident] = detector.incidents();
+    store.transaction(() => store.incidentParts.put(incident!.id, 0, incident!));
+    store.close();
+    // The rows as keyscope wrote them before the caps: every name listed, no totals.
+    onDatabase((db) => {
+      const idColumns = { findings: 'id', incidents: 'id', kafka_incident_parts: 'incident_id' };
+      for (const [table, idColumn] of Object.entries(idColumns)) {
+        const rows = db.prepare(`SELECT ${idColumn} AS id, body FROM ${table}`).all() as {
+          id: string;
+          body: string;
+        }[];
+        for (const row of rows) {
+          const body = JSON.parse(row.body);
+          const whole = attempts.filter((a) => table !== 'findings' || a.key === body.key);
+          body.stores = whole.map((a) => (a.kind === 'server' ? a.store : '')).sort();
+          body.nodes = whole.map((a) => a.placement.node).sort();
+          delete body.storesTotal;
+          delete body.nodesTotal;
+          db.prepare(`UPDATE ${table} SET body = ? WHERE ${idColumn} = ?`).run(JSON.stringify(body), row.id);
+        }
+      }
+      db.exec('ALTER TABLE findings DROP COLUMN excerpt');
+      db.pragma(`user_version = ${MIGRATIONS.length - 1}`);
+    });
+    const reopened = new KeyscopeStore({ path });
+    try {
+      const findings = reopened.findings.ofIncident(incident!.id);
+      expect(findings).toHaveLength(2);
+      for (const finding of findings) {
+        expect(finding).toMatchObject({ storesTotal: 600, nodesTotal: 600 });
+        expect(finding.stores).toHaveLength(100);
+        expect(finding.nodes).toHaveLength(100);
+        // Its excerpt, what an incident's detail reads: the first 100 of its 600 attempts.
+        const excerpt = reopened.findings.excerpt(finding.id)!;
+        expect(excerpt.attemptsTotal).toBe(600);
+        expect(excerpt.finding.attempts).toEqual(finding.attempts.slice(0, 100));
+        expect(excerpt.finding).toMatchObject({ id: finding.id, storesTotal: 600 });
+        expect(excerpt.finding.stores).toEqual(finding.stores);
+      }
+      for (const stored of [
+        reopened.incidents.get(incident!.id)!,
+        reopened.incidentParts.of(incident!.id)[0]!,
+      ]) {
+        expect(stored).toMatchObject({ storesTotal: 1_200, nodesTotal: 1_200, keys: 2 });
+        expect(stored.stores).toEqual(
+          attempts.slice(0, 1_000).map((a) => (a.kind === 'server' ? a.store : '')),
+        );
+        expect(stored.nodes).toHaveLength(1_000);
+      }
+    } finally {
+      reopened.close();
+    }
   });
 });
 

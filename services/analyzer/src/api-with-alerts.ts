@@ -44,6 +44,7 @@ export async function startApiWithAlerts(options: ApiWithAlertsOptions): Promise
     traceLinkTemplate: config.api.traceLinkTemplate,
     listenHost: config.api.host,
     publicUrl: config.api.publicUrl,
+    maxStoresPerIncident: config.detector.maxStoresPerIncident,
     metrics: options.metrics,
     ready: options.ready,
     notReadyReason: options.notReadyReason,

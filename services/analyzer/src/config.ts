@@ -135,6 +135,10 @@ const SERVE = configSchema(
       maxCoverageEntries: positiveInteger(1_000_000),
       /** Evidence coverage is counted over one key in this many, by a hash of the key; 1 counts every key. */
       coverageKeysOneIn: positiveInteger(8),
+      /** Stores (and nodes) a finding lists; past it `storesTotal` / `nodesTotal` count the rest. */
+      maxStoresPerFinding: positiveInteger(100),
+      /** Stores (and nodes) an incident lists; past it `storesTotal` / `nodesTotal` count the rest. */
+      maxStoresPerIncident: positiveInteger(1_000),
       incidentBucketMillis: positiveInteger(60 * 60 * 1000),
       quietPeriodMillis: positiveInteger(30 * 60 * 1000),
     }),

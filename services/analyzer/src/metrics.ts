@@ -297,6 +297,22 @@ export function createMetrics(sources: MetricSources): { registry: Registry; ren
     },
   });
   new Counter({
+    name: 'keyscope_store_list_overflow_total',
+    help: "Store and node names left out of findings' and incidents' lists past detector.maxStoresPerFinding and detector.maxStoresPerIncident, counted as each list grows past its cap; storesTotal and nodesTotal count every one.",
+    labelNames: ['holder', 'list'],
+    registers: [registry],
+    collect() {
+      const stats = sources.detector?.();
+      if (stats === undefined) return;
+      absolute(this, [
+        [{ holder: 'finding', list: 'stores' }, stats.findingStoresLeftOut],
+        [{ holder: 'finding', list: 'nodes' }, stats.findingNodesLeftOut],
+        [{ holder: 'incident', list: 'stores' }, stats.incidentStoresLeftOut],
+        [{ holder: 'incident', list: 'nodes' }, stats.incidentNodesLeftOut],
+      ]);
+    },
+  });
+  new Counter({
     name: 'keyscope_alert_deliveries_total',
     help: 'Alert deliveries by sink and outcome.',
     labelNames: ['sink', 'outcome'],

@@ -1,6 +1,6 @@
 import { withoutRepeatedLogDecisions } from '@keyscope/attempts';
 import type { Detector } from '@keyscope/detector';
-import { executionOutcomes, FINDING_CLASSES } from '@keyscope/detector';
+import { defaultDetectorConfig, executionOutcomes, FINDING_CLASSES } from '@keyscope/detector';
 import { KeyscopeError } from '@keyscope/errors';
 import type { KeyscopeStore } from '@keyscope/store';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
@@ -30,8 +30,8 @@ import { EXPORT_PAGE_FINDINGS, sendExport } from './export-reply.ts';
 import { type ExportFormat, RESPONSE_FORMATS, requestedFormat } from './finding-export.ts';
 import { acceptJsonBodies } from './json-body.ts';
 import type { RouteDoc } from './openapi.ts';
-import { presentAttempt, presentFinding, presentIncident } from './present.ts';
-import { incidentForList, incidentPart, tenantOwnsIncident } from './tenant-view.ts';
+import { presentAttempt, presentFinding, presentFindingExcerpt, presentIncident } from './present.ts';
+import { incidentDetail, incidentForList, tenantOwnsIncident } from './tenant-view.ts';
 
 export interface ApiDependencies {
   store: KeyscopeStore;
@@ -57,6 +57,8 @@ export interface ApiDependencies {
   publicUrl?: string;
   /** How long slow clients may hold a connection; `API_CONNECTION_TIMEOUTS` unless set. */
   timeouts?: Partial<ApiConnectionTimeouts>;
+  /** `detector.maxStoresPerIncident`, for a tenant's part of an incident; the detector's default unless set. */
+  maxStoresPerIncident?: number;
 }
 
 /**
@@ -137,6 +139,7 @@ export function createApiServer(deps: ApiDependencies): FastifyInstance {
   const authenticateReader = (authorization: string | undefined, remoteAddress: string | undefined) =>
     requireReader(authenticate(authorization, remoteAddress));
   const now = deps.now ?? Date.now;
+  const maxStoresPerIncident = deps.maxStoresPerIncident ?? defaultDetectorConfig().maxStoresPerIncident;
   const docs: RouteDoc[] = [];
 
   app.decorateRequest('principal', null as unknown as Principal);
@@ -175,7 +178,7 @@ export function createApiServer(deps: ApiDependencies): FastifyInstance {
       method: 'GET',
       url: '/api/v1/findings',
       summary:
-        'Findings, newest first: one per key and class; as csv or ndjson, every match, one row per execution.',
+        'Findings, newest first: one per key and class, stores and nodes listed up to detector.maxStoresPerFinding (storesTotal, nodesTotal count them all); as csv or ndjson, every match, one row per execution.',
       query: {
         type: 'object',
         additionalProperties: false,
@@ -183,6 +186,12 @@ export function createApiServer(deps: ApiDependencies): FastifyInstance {
           class: CLASS,
           service: { type: 'string' },
           key: { type: 'string' },
+          incident: {
+            type: 'string',
+            maxLength: 200,
+            description:
+              "Only this incident's findings: where an incident's detail leaves off (its findingsNextCursor).",
+          },
           since: TIME,
           until: TIME,
           limit: LIMIT,
@@ -197,6 +206,7 @@ export function createApiServer(deps: ApiDependencies): FastifyInstance {
         class: q.class as never,
         service: q.service as string | undefined,
         key: q.key as string | undefined,
+        incidentId: q.incident as string | undefined,
         sinceUnixMillis: millis(q.since),
         untilUnixMillis: millis(q.until),
         tenant: tenantOf(request),
@@ -213,7 +223,7 @@ export function createApiServer(deps: ApiDependencies): FastifyInstance {
         limit: (q.limit as number | undefined) ?? DEFAULT_LIMIT,
         cursor: q.cursor as string | undefined,
       });
-      return { items: page.items.map(presentFinding), nextCursor: page.nextCursor };
+      return { items: page.items.map((finding) => presentFinding(finding)), nextCursor: page.nextCursor };
     },
   );
 
@@ -221,7 +231,8 @@ export function createApiServer(deps: ApiDependencies): FastifyInstance {
     {
       method: 'GET',
       url: '/api/v1/incidents',
-      summary: 'Incidents, newest first; filter status=open for what needs attention.',
+      summary:
+        'Incidents, newest first; filter status=open for what needs attention. Stores and nodes listed up to detector.maxStoresPerIncident (storesTotal, nodesTotal count them all).',
       query: {
         type: 'object',
         additionalProperties: false,
@@ -236,7 +247,7 @@ export function createApiServer(deps: ApiDependencies): FastifyInstance {
         },
       },
     },
-    (request) => {
+    async (request) => {
       const q = request.query as Record<string, string | number | undefined>;
       const page = deps.store.incidents.list(
         {
@@ -250,10 +261,11 @@ export function createApiServer(deps: ApiDependencies): FastifyInstance {
         { limit: (q.limit as number | undefined) ?? DEFAULT_LIMIT, cursor: q.cursor as string | undefined },
       );
       const tenant = tenantOf(request);
-      const items = page.items.flatMap((incident) => {
-        const seen = incidentForList(deps.store, incident, tenant);
-        return seen === undefined ? [] : [presentIncident(seen)];
-      });
+      const items: ReturnType<typeof presentIncident>[] = [];
+      for (const incident of page.items) {
+        const seen = await incidentForList(deps.store, incident, tenant, maxStoresPerIncident);
+        if (seen !== undefined) items.push(presentIncident(seen));
+      }
       return { items, nextCursor: page.nextCursor };
     },
   );
@@ -269,11 +281,11 @@ export function createApiServer(deps: ApiDependencies): FastifyInstance {
       method: 'GET',
       url: '/api/v1/incidents/:id',
       summary:
-        'One incident with its findings (the evidence); as csv or ndjson, its keys, one row per execution.',
+        'One incident with its first findings (the evidence, each with its first attempts); the rest from /api/v1/findings?incident=<id>&cursor=<findingsNextCursor>. As csv or ndjson, all its keys, one row per execution.',
       params: idParams,
       query: { type: 'object', additionalProperties: false, properties: { format: FORMAT } },
     },
-    (request, reply) => {
+    async (request, reply) => {
       const { id } = request.params as { id: string };
       const tenant = tenantOf(request);
       const format = requestedFormat((request.query as { format?: string }).format, request.headers.accept);
@@ -289,11 +301,15 @@ export function createApiServer(deps: ApiDependencies): FastifyInstance {
         }
         return sendExport(reply, format, `keyscope-${id}`, first, page);
       }
-      const part = stored === undefined ? undefined : incidentPart(deps.store, stored, tenant);
-      if (part === undefined) throw new KeyscopeError(API_NOT_FOUND, `no incident ${excerpt(id)}`);
+      const detail =
+        stored === undefined
+          ? undefined
+          : await incidentDetail(deps.store, stored, tenant, maxStoresPerIncident);
+      if (detail === undefined) throw new KeyscopeError(API_NOT_FOUND, `no incident ${excerpt(id)}`);
       return {
-        ...presentIncident(part.incident),
-        findings: part.findings.map(presentFinding),
+        ...presentIncident(detail.incident),
+        findings: detail.findings.map(presentFindingExcerpt),
+        findingsNextCursor: detail.findingsNextCursor,
         // Deliveries page the whole incident through the operator's sinks: not a tenant's to see.
         alerts: tenant === undefined ? deps.store.outbox.deliveriesOf(id) : [],
       };
@@ -378,7 +394,7 @@ export function createApiServer(deps: ApiDependencies): FastifyInstance {
             f.class !== 'scope_violation' && f.class !== 'key_collision' && f.class !== 'suspected_duplicate',
         ),
         attempts: attempts.map(presentAttempt),
-        findings: findings.map(presentFinding),
+        findings: findings.map((finding) => presentFinding(finding)),
       };
     },
   );

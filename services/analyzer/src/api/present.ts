@@ -1,6 +1,15 @@
 import type { Attempt } from '@keyscope/attempts';
-import type { Finding, RoutingEvent, ScopeReportRow, Suspicion } from '@keyscope/detector';
-import type { StoredIncident } from '@keyscope/store';
+import {
+  type Finding,
+  nodesTotalOf,
+  nodesTotalOfIncident,
+  type RoutingEvent,
+  type ScopeReportRow,
+  type Suspicion,
+  storesTotalOf,
+  storesTotalOfIncident,
+} from '@keyscope/detector';
+import type { FindingExcerpt, StoredIncident } from '@keyscope/store';
 
 /**
  * Internal records → the API's JSON, as docs/design.md's "Contracts" fixes it: times as RFC 3339
@@ -44,6 +53,9 @@ export function presentFinding(finding: Finding) {
     tenants: finding.tenants,
     stores: finding.stores,
     nodes: finding.nodes,
+    // Findings stored before the totals existed list every store and node.
+    storesTotal: storesTotalOf(finding),
+    nodesTotal: nodesTotalOf(finding),
     executions: finding.executions,
     retriedBy: finding.retriedBy,
     // Findings stored before the timing fields existed present them as unknown.
@@ -60,11 +72,17 @@ export function presentFinding(finding: Finding) {
     firstSeen: isoTime(finding.firstSeenUnixMillis),
     lastSeen: isoTime(finding.lastSeenUnixMillis),
     attempts: finding.attempts.map(presentAttempt),
+    attemptsTotal: finding.attempts.length,
     // Findings stored before the field existed name no evidence of suspicion.
     suspicion: presentSuspicion(finding.suspicion ?? null),
     // Findings stored before the field existed were judged on every attempt.
     evidenceCapped: finding.evidenceCapped === true,
   };
+}
+
+/** A finding whose `attempts` are the first `attempts.length` of `attemptsTotal` (an incident's detail). */
+export function presentFindingExcerpt(excerpt: FindingExcerpt) {
+  return { ...presentFinding(excerpt.finding), attemptsTotal: excerpt.attemptsTotal };
 }
 
 function presentSuspicion(suspicion: Suspicion | null) {
@@ -92,6 +110,9 @@ export function presentIncident(incident: StoredIncident) {
     keys: incident.keys,
     stores: incident.stores,
     nodes: incident.nodes,
+    // Incidents stored before the totals existed list every store and node.
+    storesTotal: storesTotalOfIncident(incident),
+    nodesTotal: nodesTotalOfIncident(incident),
     routingEvent: presentRoutingEvent(incident.routingEvent),
     openedAt: isoTime(incident.openedUnixMillis),
     lastFindingAt: isoTime(incident.lastFindingUnixMillis),

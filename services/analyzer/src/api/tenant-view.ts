@@ -1,5 +1,5 @@
-import { type Finding, incidentOfMembers } from '@keyscope/detector';
-import type { KeyscopeStore, StoredIncident } from '@keyscope/store';
+import { type Finding, IncidentPartView } from '@keyscope/detector';
+import type { FindingExcerpt, KeyscopeStore, StoredIncident } from '@keyscope/store';
 
 /*
  * What a principal sees of incidents. An incident is one cause for on-call — one failover is one
@@ -16,36 +16,79 @@ import type { KeyscopeStore, StoredIncident } from '@keyscope/store';
  * merged incident and every partition's findings, and the view is built from those findings.
  */
 
-/** An incident and the findings of it a principal sees. */
-export interface IncidentPart {
+/**
+ * Findings an incident's detail carries, each as its excerpt (its first `EXCERPT_ATTEMPTS`, 100,
+ * attempts); the rest are paged from `/api/v1/findings?incident=`. Fifty keys with a hundred
+ * attempts each is a timeline a person reads, and a few megabytes of JSON at most however many
+ * keys, stores and attempts the incident holds.
+ */
+export const DETAIL_FINDINGS = 50;
+/**
+ * Findings a tenant's view reads whole per step, the event loop serving other requests (health
+ * checks, ingest) between steps: a hot key's finding holds thousands of attempts.
+ */
+const VIEW_STEP_FINDINGS = 2;
+
+/** An incident as a principal sees it, with the first of its findings. */
+export interface IncidentDetail {
   incident: StoredIncident;
-  findings: Finding[];
+  findings: FindingExcerpt[];
+  /** Where `/api/v1/findings?incident=` continues after `findings`; null when they are all. */
+  findingsNextCursor: string | null;
 }
 
 export function isTenantsFinding(finding: Pick<Finding, 'tenants'>, tenant: string): boolean {
   return finding.tenants.length === 1 && finding.tenants[0] === tenant;
 }
 
-/** The incident as `tenant` sees it (undefined: the whole incident), or undefined if it sees none. */
-export function incidentPart(
+/** The incident as `tenant` sees it (undefined: the whole incident) with its first findings, or undefined if it sees none. */
+export async function incidentDetail(
   store: KeyscopeStore,
   incident: StoredIncident,
   tenant: string | undefined,
-): IncidentPart | undefined {
-  const findings = store.findings.ofIncident(incident.id, tenant);
-  if (tenant === undefined) return { incident, findings };
-  if (findings.length === 0) return undefined;
-  return { incident: incidentOfMembers(incident, findings), findings };
+  maxListed: number,
+): Promise<IncidentDetail | undefined> {
+  const seen = await incidentForList(store, incident, tenant, maxListed);
+  if (seen === undefined) return undefined;
+  const ids = store.findings.ids({ incidentId: incident.id, tenant }, { limit: DETAIL_FINDINGS });
+  const findings: FindingExcerpt[] = [];
+  for (const id of ids.items) {
+    await nextTurn();
+    const excerpt = store.findings.excerpt(id);
+    // Gone since the ids were read (retention, a regrouping): the detail shows what is left.
+    if (excerpt !== undefined) findings.push(excerpt);
+  }
+  return { incident: seen, findings, findingsNextCursor: ids.nextCursor };
 }
 
-/** The incident as `tenant` sees it, without its findings (list pages). */
-export function incidentForList(
+/**
+ * The incident as `tenant` sees it, without its findings (list pages), or undefined if it sees
+ * none. A tenant's part is counted from each of its findings, read a few at a time.
+ */
+export async function incidentForList(
   store: KeyscopeStore,
   incident: StoredIncident,
   tenant: string | undefined,
-): StoredIncident | undefined {
+  maxListed: number,
+): Promise<StoredIncident | undefined> {
   if (tenant === undefined) return incident;
-  return incidentPart(store, incident, tenant)?.incident;
+  const view = new IncidentPartView();
+  let cursor: string | undefined;
+  do {
+    await nextTurn();
+    const page = store.findings.list(
+      { incidentId: incident.id, tenant },
+      { limit: VIEW_STEP_FINDINGS, cursor },
+    );
+    for (const finding of page.items) view.add(finding);
+    cursor = page.nextCursor ?? undefined;
+  } while (cursor !== undefined);
+  return view.keys === 0 ? undefined : view.of(incident, maxListed);
+}
+
+/** Lets the event loop serve what is waiting (setImmediate runs after pending I/O). */
+function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }
 
 /**

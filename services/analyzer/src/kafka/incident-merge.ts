@@ -1,4 +1,4 @@
-import type { Incident } from '@keyscope/detector';
+import { type Incident, nodesTotalOfIncident, storesTotalOfIncident } from '@keyscope/detector';
 
 /**
  * One incident from the parts the attempts partitions' detectors report for it. The parts share
@@ -6,10 +6,18 @@ import type { Incident } from '@keyscope/detector';
  * counts only the keys that hash to its partition, so keys add up, stores and nodes unite, the
  * incident opened with its first part, is open while any part is, and is settled (may be paged)
  * once any part is (a part stored before parts said so is settled).
+ *
+ * Stores and nodes are listed up to `maxListed` each, in name order. Their totals are exact while
+ * no part's list was cut; past that a part's list no longer names every store it counted, and the
+ * total is the most that can be known from the parts: the larger of the union's size and the
+ * largest part's total (partitions of one incident mostly reach the same stores, so their totals
+ * do not add up).
  */
-export function mergeIncidentParts(parts: readonly Incident[]): Incident {
+export function mergeIncidentParts(parts: readonly Incident[], maxListed: number): Incident {
   if (parts.length === 0) throw new RangeError('an incident needs at least one part');
   if (parts.length === 1) return parts[0]!;
+  const stores = union(parts.map((part) => part.stores));
+  const nodes = union(parts.map((part) => part.nodes));
   const largest = parts.reduce((a, b) => (b.keys > a.keys ? b : a));
   const latestEvent = parts.reduce((a, b) =>
     (b.routingEvent?.endUnixMillis ?? -1) > (a.routingEvent?.endUnixMillis ?? -1) ? b : a,
@@ -22,8 +30,10 @@ export function mergeIncidentParts(parts: readonly Incident[]): Incident {
     settled: parts.some((part) => part.settled !== false),
     routingEvent: latestEvent,
     keys,
-    stores: union(parts.map((part) => part.stores)),
-    nodes: union(parts.map((part) => part.nodes)),
+    stores: stores.slice(0, maxListed),
+    nodes: nodes.slice(0, maxListed),
+    storesTotal: Math.max(stores.length, extreme(parts, storesTotalOfIncident, Math.max)),
+    nodesTotal: Math.max(nodes.length, extreme(parts, nodesTotalOfIncident, Math.max)),
     openedUnixMillis: extreme(parts, (part) => part.openedUnixMillis, Math.min),
     lastFindingUnixMillis: extreme(parts, (part) => part.lastFindingUnixMillis, Math.max),
     resolvedUnixMillis: open ? null : extreme(parts, (part) => part.resolvedUnixMillis ?? 0, Math.max),

@@ -34,6 +34,7 @@ const SCOPE_PARTS = 'kafka-scope-parts';
 export class IncidentsMaterializer {
   readonly #store: KeyscopeStore;
   readonly #keyNamespace: KeyNamespace;
+  readonly #maxStoresPerIncident: number;
   readonly #alerts: () => IncidentListener | undefined;
   readonly #scopeView: Detector;
   #offsets: Map<string, number>;
@@ -47,6 +48,7 @@ export class IncidentsMaterializer {
   }) {
     this.#store = options.store;
     this.#keyNamespace = options.detectorConfig.keyNamespace;
+    this.#maxStoresPerIncident = options.detectorConfig.maxStoresPerIncident;
     this.#alerts = options.alerts;
     this.#offsets = new Map(Object.entries(this.#store.state.load<Record<string, number>>(OFFSETS) ?? {}));
     this.#scopeParts = new Map(
@@ -112,7 +114,7 @@ export class IncidentsMaterializer {
       for (const id of touchedIncidents) {
         const parts = store.incidentParts.of(id);
         if (parts.length === 0) retractedIncidentIds.push(id);
-        else incidents.push(mergeIncidentParts(parts));
+        else incidents.push(mergeIncidentParts(parts, this.#maxStoresPerIncident));
       }
       const upserts = [...findings.values()].filter((finding): finding is Finding => finding !== null);
       for (const finding of upserts) {

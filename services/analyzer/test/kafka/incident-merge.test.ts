@@ -17,6 +17,8 @@ function part(overrides: Partial<Incident>): Incident {
     settled: true,
     stores: [],
     nodes: [],
+    storesTotal: overrides.stores?.length ?? 0,
+    nodesTotal: overrides.nodes?.length ?? 0,
     openedUnixMillis: 1_000,
     lastFindingUnixMillis: 2_000,
     resolvedUnixMillis: null,
@@ -28,26 +30,31 @@ function part(overrides: Partial<Incident>): Incident {
 
 describe('an incident reported by several attempts partitions', () => {
   it('adds up keys, unites stores and nodes, spans the parts in time', () => {
-    const merged = mergeIncidentParts([
-      part({
-        keys: 2,
-        stores: ['s/a', 's/b'],
-        nodes: ['a', 'b'],
-        openedUnixMillis: 5_000,
-        lastFindingUnixMillis: 9_000,
-      }),
-      part({
-        keys: 3,
-        stores: ['s/b', 's/c'],
-        nodes: ['b', 'c'],
-        openedUnixMillis: 4_000,
-        lastFindingUnixMillis: 7_000,
-      }),
-    ]);
+    const merged = mergeIncidentParts(
+      [
+        part({
+          keys: 2,
+          stores: ['s/a', 's/b'],
+          nodes: ['a', 'b'],
+          openedUnixMillis: 5_000,
+          lastFindingUnixMillis: 9_000,
+        }),
+        part({
+          keys: 3,
+          stores: ['s/b', 's/c'],
+          nodes: ['b', 'c'],
+          openedUnixMillis: 4_000,
+          lastFindingUnixMillis: 7_000,
+        }),
+      ],
+      1_000,
+    );
     expect(merged).toMatchObject({
       keys: 5,
       stores: ['s/a', 's/b', 's/c'],
       nodes: ['a', 'b', 'c'],
+      storesTotal: 3,
+      nodesTotal: 3,
       openedUnixMillis: 4_000,
       lastFindingUnixMillis: 9_000,
       status: 'open',
@@ -56,13 +63,29 @@ describe('an incident reported by several attempts partitions', () => {
     });
   });
 
+  it('lists at most the cap of the united stores and nodes, and counts at least each part counted', () => {
+    const merged = mergeIncidentParts(
+      [
+        part({ stores: ['s/a', 's/b'], storesTotal: 40, nodes: ['a', 'b'], nodesTotal: 2 }),
+        part({ stores: ['s/c', 's/d'], storesTotal: 2, nodes: ['c', 'd'], nodesTotal: 2 }),
+      ],
+      3,
+    );
+    expect(merged).toMatchObject({
+      stores: ['s/a', 's/b', 's/c'],
+      storesTotal: 40,
+      nodes: ['a', 'b', 'c'],
+      nodesTotal: 4,
+    });
+  });
+
   it('is open while any part is, resolved when all are', () => {
     const resolved = (at: number) => part({ status: 'resolved', resolvedUnixMillis: at });
-    expect(mergeIncidentParts([resolved(10), part({})])).toMatchObject({
+    expect(mergeIncidentParts([resolved(10), part({})], 1_000)).toMatchObject({
       status: 'open',
       resolvedUnixMillis: null,
     });
-    expect(mergeIncidentParts([resolved(10), resolved(30)])).toMatchObject({
+    expect(mergeIncidentParts([resolved(10), resolved(30)], 1_000)).toMatchObject({
       status: 'resolved',
       resolvedUnixMillis: 30,
     });
@@ -70,16 +93,18 @@ describe('an incident reported by several attempts partitions', () => {
 
   it('is settled once any part is, so a partition whose keys were attributed lets it page', () => {
     const waiting = part({ settled: false });
-    expect(mergeIncidentParts([waiting, part({ settled: false })]).settled).toBe(false);
-    expect(mergeIncidentParts([waiting, part({})]).settled).toBe(true);
+    expect(mergeIncidentParts([waiting, part({ settled: false })], 1_000).settled).toBe(false);
+    expect(mergeIncidentParts([waiting, part({})], 1_000).settled).toBe(true);
   });
 
   it('keeps a title it cannot read as the detector writes it', () => {
-    expect(mergeIncidentParts([part({ title: 'custom' }), part({ title: 'custom' })]).title).toBe('custom');
+    expect(mergeIncidentParts([part({ title: 'custom' }), part({ title: 'custom' })], 1_000).title).toBe(
+      'custom',
+    );
   });
 
   it('is the part itself when there is one', () => {
     const only = part({ keys: 4 });
-    expect(mergeIncidentParts([only])).toBe(only);
+    expect(mergeIncidentParts([only], 1_000)).toBe(only);
   });
 });

@@ -33,7 +33,10 @@ export type FindingJson = Omit<ReturnType<typeof presentFinding>, 'attempts'> & 
 export type RoutingEventJson = NonNullable<ReturnType<typeof presentFinding>['routing']['event']>;
 export type IncidentJson = ReturnType<typeof presentIncident>;
 export type IncidentDetailJson = IncidentJson & {
+  /** Its first findings, each with its first attempts (`attemptsTotal` counts them all). */
   findings: FindingJson[];
+  /** Where `/api/v1/findings?incident=` continues after `findings`; null when they are all. */
+  findingsNextCursor: string | null;
   alerts: OutboxDelivery[];
 };
 

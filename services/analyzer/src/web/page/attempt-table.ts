@@ -1,5 +1,5 @@
 import type { AttemptJson } from './api-types.ts';
-import { el } from './element-builder.ts';
+import { el, withChildren } from './element-builder.ts';
 import { stackedOnNarrowScreens } from './stacked-table.ts';
 import { formatClock, formatDuration } from './time-format.ts';
 import { traceLink } from './trace-link.ts';
@@ -32,10 +32,9 @@ export function attemptTable(
         ),
       ),
     ),
-    el(
-      'tbody',
-      {},
-      ...sorted.map((attempt) =>
+    withChildren(
+      el('tbody'),
+      sorted.map((attempt) =>
         el(
           'tr',
           {

@@ -33,7 +33,16 @@ export function svg<K extends keyof SVGElementTagNameMap>(
   return element;
 }
 
-export function appendChildren(parent: Node, children: readonly Child[]): void {
+/**
+ * `parent` with `children` appended, for a list of any length: spread into `el(…, ...list)` a list
+ * of a few hundred thousand items (stores of a span-derived list) overflows the call stack.
+ */
+export function withChildren<E extends Node>(parent: E, children: Iterable<Child>): E {
+  appendChildren(parent, children);
+  return parent;
+}
+
+export function appendChildren(parent: Node, children: Iterable<Child>): void {
   for (const child of children) {
     if (child === null || child === undefined || child === false) continue;
     parent.appendChild(typeof child === 'object' ? child : document.createTextNode(String(child)));

@@ -10,8 +10,9 @@ import type {
 import { attemptTable, traceCell } from './attempt-table.ts';
 import { severityBadge, statusBadge } from './badges.ts';
 import { csvDownloadLink } from './csv-download.ts';
-import { el, keyHref, replaceChildren } from './element-builder.ts';
+import { el, keyHref, replaceChildren, withChildren } from './element-builder.ts';
 import { incidentActions } from './incident-actions.ts';
+import { moreText, namesList } from './listed-names.ts';
 import { mainRegion, pageFooter, setPageTitle } from './page-frame.ts';
 import { stackedOnNarrowScreens } from './stacked-table.ts';
 import { suspicionList } from './suspicion-list.ts';
@@ -73,7 +74,7 @@ export async function renderIncidentPage(config: UiConfig, id: string): Promise<
       timelineLegend(),
       figure,
     ),
-    keysSection(findings, config.traceLinkTemplate, keyButtons, pin, preview),
+    keysSection(detail, findings, config.traceLinkTemplate, keyButtons, pin, preview),
     csvDownloadLink(
       `/api/v1/incidents/${encodeURIComponent(id)}?format=csv`,
       `keyscope-${id}.csv`,
@@ -120,8 +121,14 @@ function incidentSummary(config: UiConfig, incident: IncidentJson, changed: () =
         { class: 'facts' },
         ...row('Where', `${incident.service} ${incident.operation}`),
         ...row('Keys', String(incident.keys)),
-        ...row(`Dedup stores (${incident.stores.length})`, list(incident.stores)),
-        ...row(`Nodes (${incident.nodes.length})`, list(incident.nodes)),
+        ...row(
+          `Dedup stores (${incident.storesTotal.toLocaleString('en-US')})`,
+          namesList(incident.stores, incident.storesTotal, 'store'),
+        ),
+        ...row(
+          `Nodes (${incident.nodesTotal.toLocaleString('en-US')})`,
+          namesList(incident.nodes, incident.nodesTotal, 'node'),
+        ),
         ...row(
           'Routing event',
           event === null
@@ -166,11 +173,8 @@ function incidentSummary(config: UiConfig, incident: IncidentJson, changed: () =
   );
 }
 
-function list(values: readonly string[]): HTMLElement {
-  return el('ul', { class: 'plain-list' }, ...values.map((value) => el('li', {}, el('code', {}, value))));
-}
-
 function keysSection(
+  detail: IncidentDetailJson,
   findings: FindingJson[],
   template: string,
   buttons: Map<string, HTMLButtonElement>,
@@ -196,7 +200,7 @@ function keysSection(
       ),
       el('td', {}, finding.tenants.join(', ') || '—'),
       el('td', { class: 'number' }, String(finding.executions)),
-      el('td', { class: 'number' }, String(finding.stores.length)),
+      el('td', { class: 'number' }, finding.storesTotal.toLocaleString('en-US')),
       el('td', { class: 'number' }, finding.gapMillis === null ? '—' : formatDuration(finding.gapMillis)),
       el(
         'td',
@@ -204,7 +208,10 @@ function keysSection(
         RETRIED_BY_LABELS[finding.retriedBy],
         finding.cause === null ? null : el('div', { class: 'subtle' }, CAUSE_LABELS[finding.cause]),
       ),
-      el('td', {}, ...traces.map((traceId) => traceCell({ traceId, spanId: '' }, template))),
+      withChildren(
+        el('td'),
+        traces.map((traceId) => traceCell({ traceId, spanId: '' }, template)),
+      ),
       el('td', {}, button),
     );
     row.addEventListener('mouseenter', () => preview(finding.key));
@@ -216,7 +223,14 @@ function keysSection(
   const section = el(
     'section',
     { class: 'keys', 'aria-labelledby': 'keys-title' },
-    el('h2', { id: 'keys-title' }, `Affected keys (${findings.length})`),
+    el('h2', { id: 'keys-title' }, `Affected keys (${detail.keys.toLocaleString('en-US')})`),
+    findings.length >= detail.keys
+      ? null
+      : el(
+          'p',
+          { class: 'subtle', 'data-more-keys': detail.keys - findings.length },
+          `The first ${findings.length} keys are shown, ${moreText(findings.length, detail.keys, 'key')}: the CSV download below holds every one.`,
+        ),
     el(
       'table',
       { class: 'keys-table' },
@@ -243,7 +257,7 @@ function keysSection(
           ].map((heading) => el('th', { scope: 'col' }, heading)),
         ),
       ),
-      el('tbody', {}, ...rows),
+      withChildren(el('tbody'), rows),
     ),
   );
   stackedOnNarrowScreens(section.querySelector('table')!);
@@ -259,7 +273,7 @@ function drawSelectedPanel(panel: HTMLElement, findings: FindingJson[], key: str
     el(
       'p',
       {},
-      `Executed ${finding.executions} time${finding.executions === 1 ? '' : 's'} in ${finding.stores.length} store${finding.stores.length === 1 ? '' : 's'}; retried by ${RETRIED_BY_LABELS[finding.retriedBy]}${finding.routing.affinityBroken ? '; session affinity broke (attempts on different nodes)' : ''}. `,
+      `Executed ${finding.executions} time${finding.executions === 1 ? '' : 's'} in ${finding.storesTotal.toLocaleString('en-US')} store${finding.storesTotal === 1 ? '' : 's'}; retried by ${RETRIED_BY_LABELS[finding.retriedBy]}${finding.routing.affinityBroken ? '; session affinity broke (attempts on different nodes)' : ''}. `,
       el('a', { href: keyHref(key) }, 'Everything about this key'),
     ),
     finding.suspicion === null
@@ -269,6 +283,13 @@ function drawSelectedPanel(panel: HTMLElement, findings: FindingJson[], key: str
           { class: 'suspected-because' },
           el('p', {}, `Suspected (${finding.suspicion.strength} evidence) because:`),
           suspicionList(finding.suspicion),
+        ),
+    finding.attempts.length >= finding.attemptsTotal
+      ? null
+      : el(
+          'p',
+          { class: 'subtle' },
+          `Its first ${finding.attempts.length} attempts are shown here and on the timeline, ${moreText(finding.attempts.length, finding.attemptsTotal, 'attempt')}: every one is on the key's own page.`,
         ),
     attemptTable(
       finding.attempts,
@@ -284,10 +305,9 @@ function alertsSection(detail: IncidentDetailJson): HTMLElement | null {
     'section',
     { class: 'alerts', 'aria-labelledby': 'alerts-title' },
     el('h2', { id: 'alerts-title' }, 'Alerts'),
-    el(
-      'ul',
-      { class: 'plain-list' },
-      ...detail.alerts.map((alert) =>
+    withChildren(
+      el('ul', { class: 'plain-list' }),
+      detail.alerts.map((alert) =>
         el(
           'li',
           {},

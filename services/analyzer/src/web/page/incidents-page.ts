@@ -1,7 +1,7 @@
 import { apiGet } from './api-client.ts';
 import type { FindingClass, IncidentJson, ListJson, UiConfig } from './api-types.ts';
 import { severityBadge, statusBadge } from './badges.ts';
-import { el, pageHref, replaceChildren } from './element-builder.ts';
+import { appendChildren, el, pageHref, replaceChildren, withChildren } from './element-builder.ts';
 import { incidentActions } from './incident-actions.ts';
 import { describeRefusal } from './page-failure.ts';
 import { mainRegion, pageFooter, setPageTitle, showNotice } from './page-frame.ts';
@@ -236,7 +236,11 @@ function fillServiceSuggestions(form: HTMLFormElement, items: IncidentJson[]): v
   const list = form.querySelector('datalist');
   if (list === null) return;
   const services = [...new Set(items.map((incident) => incident.service))].sort();
-  replaceChildren(list, ...services.map((service) => el('option', { value: service })));
+  list.replaceChildren();
+  appendChildren(
+    list,
+    services.map((service) => el('option', { value: service })),
+  );
 }
 
 function describeCounts(items: IncidentJson[], more: boolean): (string | Node)[] {
@@ -283,10 +287,9 @@ function incidentTable(config: UiConfig, items: IncidentJson[], changed: () => v
         ),
       ),
     ),
-    el(
-      'tbody',
-      {},
-      ...sorted.map((incident) =>
+    withChildren(
+      el('tbody'),
+      sorted.map((incident) =>
         el(
           'tr',
           { 'data-incident': incident.id },
@@ -303,7 +306,7 @@ function incidentTable(config: UiConfig, items: IncidentJson[], changed: () => v
             ),
           ),
           el('td', { class: 'number' }, String(incident.keys)),
-          el('td', { class: 'number' }, String(incident.stores.length)),
+          el('td', { class: 'number' }, incident.storesTotal.toLocaleString('en-US')),
           el(
             'td',
             { title: incident.openedAt },

@@ -3,7 +3,8 @@ import { apiGet } from './api-client.ts';
 import type { FindingJson, KeyLookupJson, RoutingEventJson, UiConfig } from './api-types.ts';
 import { attemptTable } from './attempt-table.ts';
 import { severityBadge } from './badges.ts';
-import { el, pageHref, replaceChildren } from './element-builder.ts';
+import { el, pageHref, replaceChildren, withChildren } from './element-builder.ts';
+import { listedText } from './listed-names.ts';
 import { mainRegion, pageFooter, setPageTitle, showSearchedKey } from './page-frame.ts';
 import { suspicionList } from './suspicion-list.ts';
 import { formatDateTime, formatDuration } from './time-format.ts';
@@ -26,11 +27,13 @@ export async function renderKeyPage(config: UiConfig, key: string): Promise<void
     evidenceGaps(lookup),
     lookup.findings.length === 0
       ? null
-      : el(
-          'section',
-          { 'aria-labelledby': 'findings-title' },
-          el('h2', { id: 'findings-title' }, `Findings (${lookup.findings.length})`),
-          ...lookup.findings.map(findingCard),
+      : withChildren(
+          el(
+            'section',
+            { 'aria-labelledby': 'findings-title' },
+            el('h2', { id: 'findings-title' }, `Findings (${lookup.findings.length})`),
+          ),
+          lookup.findings.map((finding) => findingCard(finding)),
         ),
     lookup.attempts.length === 0
       ? null
@@ -125,7 +128,10 @@ function evidenceGaps(lookup: KeyLookupJson): HTMLElement | null {
       {},
       'Some attempts of this key did not reach keyscope (sampling, or spans lost with a process), so it may have run more often than shown:',
     ),
-    el('ul', {}, ...gaps.map((gap) => el('li', {}, evidenceGapText(gap)))),
+    withChildren(
+      el('ul'),
+      gaps.map((gap) => el('li', {}, evidenceGapText(gap))),
+    ),
   );
 }
 
@@ -184,8 +190,8 @@ function findingCard(finding: FindingJson): HTMLElement {
       { class: 'facts' },
       ...row('Where', `${finding.service} ${finding.operation}`),
       ...row('Executions', String(finding.executions)),
-      ...row('Stores', finding.stores.join(', ') || '—'),
-      ...row('Nodes', finding.nodes.join(', ') || '—'),
+      ...row('Stores', listedText(finding.stores, finding.storesTotal, 'store')),
+      ...row('Nodes', listedText(finding.nodes, finding.nodesTotal, 'node')),
       ...row('Tenants', finding.tenants.join(', ') || '—'),
       ...row(
         'Gap between starts',

@@ -1,5 +1,5 @@
 import type { FindingJson } from './api-types.ts';
-import { el } from './element-builder.ts';
+import { el, withChildren } from './element-builder.ts';
 import { EVIDENCE_LABELS } from './vocabulary.ts';
 
 /**
@@ -7,10 +7,9 @@ import { EVIDENCE_LABELS } from './vocabulary.ts';
  * key page and the incident page's selected key show it the same way.
  */
 export function suspicionList(suspicion: NonNullable<FindingJson['suspicion']>): HTMLElement {
-  return el(
-    'ul',
-    { class: 'suspicion' },
-    ...suspicion.evidence.map((item) =>
+  return withChildren(
+    el('ul', { class: 'suspicion' }),
+    suspicion.evidence.map((item) =>
       el(
         'li',
         {},
