@@ -32,6 +32,13 @@ export interface DetectorConfig {
    * (`coversKey`): whole keys, the same ones in any order and on any instance. 1 counts every key.
    */
   readonly coverageKeysOneIn: number;
+  /**
+   * Tiers (service and operation) the scope report keeps one by one. A tier first seen past it has
+   * its scope report and coverage summed in one overflow bucket (`DetectorStats.tierOverflowAttempts`,
+   * `Detector.scopeOverflow`); its keys are judged for duplicates all the same. Bounds what a
+   * service naming its spans by URL costs.
+   */
+  readonly maxTiers: number;
   /** Findings without a routing event are grouped into incidents per bucket of this size. */
   readonly incidentBucketMillis: number;
   /** An open incident with no new finding for this long (event time) is resolved. */
@@ -84,6 +91,7 @@ export function defaultDetectorConfig(): DetectorConfig {
     maxAttemptsPerKey: 10_000,
     maxCoverageEntries: 1_000_000,
     coverageKeysOneIn: 8,
+    maxTiers: 10_000,
     incidentBucketMillis: 60 * 60 * 1000,
     quietPeriodMillis: 30 * 60 * 1000,
     routingSlackMillis: 1000,

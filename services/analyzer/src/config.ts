@@ -123,6 +123,8 @@ const SERVE = configSchema(
       maxCoverageEntries: positiveInteger(1_000_000),
       /** Evidence coverage is counted over one key in this many, by a hash of the key; 1 counts every key. */
       coverageKeysOneIn: positiveInteger(8),
+      /** Tiers (service × operation) the scope report keeps one by one; past it, one overflow bucket. */
+      maxTiers: positiveInteger(10_000),
       incidentBucketMillis: positiveInteger(60 * 60 * 1000),
       quietPeriodMillis: positiveInteger(30 * 60 * 1000),
     }),
