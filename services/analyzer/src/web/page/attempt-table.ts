@@ -35,7 +35,7 @@ export function attemptTable(
     el(
       'tbody',
       {},
-      ...sorted.map((attempt) =>
+      sorted.map((attempt) =>
         el(
           'tr',
           {

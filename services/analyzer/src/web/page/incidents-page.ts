@@ -236,7 +236,10 @@ function fillServiceSuggestions(form: HTMLFormElement, items: IncidentJson[]): v
   const list = form.querySelector('datalist');
   if (list === null) return;
   const services = [...new Set(items.map((incident) => incident.service))].sort();
-  replaceChildren(list, ...services.map((service) => el('option', { value: service })));
+  replaceChildren(
+    list,
+    services.map((service) => el('option', { value: service })),
+  );
 }
 
 function describeCounts(items: IncidentJson[], more: boolean): (string | Node)[] {
@@ -286,7 +289,7 @@ function incidentTable(config: UiConfig, items: IncidentJson[], changed: () => v
     el(
       'tbody',
       {},
-      ...sorted.map((incident) =>
+      sorted.map((incident) =>
         el(
           'tr',
           { 'data-incident': incident.id },

@@ -30,7 +30,7 @@ export async function renderKeyPage(config: UiConfig, key: string): Promise<void
           'section',
           { 'aria-labelledby': 'findings-title' },
           el('h2', { id: 'findings-title' }, `Findings (${lookup.findings.length})`),
-          ...lookup.findings.map(findingCard),
+          lookup.findings.map(findingCard),
         ),
     lookup.attempts.length === 0
       ? null
@@ -125,7 +125,11 @@ function evidenceGaps(lookup: KeyLookupJson): HTMLElement | null {
       {},
       'Some attempts of this key did not reach keyscope (sampling, or spans lost with a process), so it may have run more often than shown:',
     ),
-    el('ul', {}, ...gaps.map((gap) => el('li', {}, evidenceGapText(gap)))),
+    el(
+      'ul',
+      {},
+      gaps.map((gap) => el('li', {}, evidenceGapText(gap))),
+    ),
   );
 }
 
