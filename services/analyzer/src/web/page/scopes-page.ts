@@ -21,7 +21,7 @@ const PAGE_SIZE = 500;
  * Rows the page shows at most, however many the API holds or answers with: the table stays a
  * table a browser draws in a moment, and past it the API pages through the rest.
  */
-export const MAX_SHOWN_ROWS = 5_000;
+export const MAX_SHOWN_ROWS = 1_000;
 
 /** `/scopes`: per tier, the declared key scope against where retries of one key actually went. */
 export async function renderScopesPage(config: UiConfig): Promise<void> {
