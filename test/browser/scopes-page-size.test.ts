@@ -99,8 +99,9 @@ describe('the scopes page with many tiers', () => {
     // 96 MB is more than the browser's debugging protocol carries in one message.
     await page.addInitScript(
       ({ row, overflow }) => {
-        const fetchFromNetwork = window.fetch.bind(window);
-        window.fetch = (input, init) => {
+        const inPage = globalThis as { fetch: typeof fetch };
+        const fetchFromNetwork = inPage.fetch.bind(inPage);
+        inPage.fetch = (input: Parameters<typeof fetch>[0], init?: Parameters<typeof fetch>[1]) => {
           if (!String(input).startsWith('/api/v1/scopes')) return fetchFromNetwork(input, init);
           const items = Array.from({ length: 200_000 }, (_, i) => row.join(String(i))).join(',');
           const body = `{"items":[${items}],"nextCursor":null,"overflow":${overflow}}`;
@@ -122,8 +123,8 @@ describe('the scopes page with many tiers', () => {
     // Building and parsing 96 MB takes the page a few seconds on an idle machine.
     await page.locator('#scopes').waitFor({ timeout: 90_000 });
     expect(await page.locator('#scopes tbody tr').count()).toBe(1_000);
-    expect(await page.locator('#scopes-unshown').innerText()).toContain('Showing the first 1,000 tiers');
-    expect(await page.locator('#scopes-overflow').innerText()).toMatch(/^and about 246,000 more tiers/);
+    expect(await page.locator('#scopes-unshown').textContent()).toContain('Showing the first 1,000 tiers');
+    expect(await page.locator('#scopes-overflow').textContent()).toMatch(/^and about 246,000 more tiers/);
     expect(errors).toEqual([]);
     await page.close();
   }, 120_000);
