@@ -56,7 +56,6 @@ function isId(text: string, from: number, to: number, extra: readonly RegExp[]):
   let lower = 0;
   let hexLetters = 0;
   let other = 0;
-  let tokenOther = 0;
   let run = 0;
   let longestRun = 0;
   for (let i = from; i < to; i++) {
@@ -73,16 +72,7 @@ function isId(text: string, from: number, to: number, extra: readonly RegExp[]):
     } else if (code >= 0x41 && code <= 0x5a) {
       upper++;
       if (code <= 0x46) hexLetters++;
-    } else if (
-      code === DASH ||
-      code === 0x5f ||
-      code === 0x2e ||
-      code === 0x7e ||
-      code === 0x2b ||
-      code === 0x3d
-    )
-      tokenOther++;
-    else other++;
+    } else if (!isTokenPunctuation(code)) other++;
   }
   if (digits === length) return true;
   if (longestRun >= 4) return true;
@@ -97,6 +87,11 @@ function isId(text: string, from: number, to: number, extra: readonly RegExp[]):
     for (const pattern of extra) if (pattern.test(segment)) return true;
   }
   return false;
+}
+
+/** `-_.~+=`: what tokens (base64url, ULIDs, prefixed ids) hold besides letters and digits. */
+function isTokenPunctuation(code: number): boolean {
+  return code === DASH || code === 0x5f || code === 0x2e || code === 0x7e || code === 0x2b || code === 0x3d;
 }
 
 /** 8-4-4-4-12 hex digits (`hex` counts the segment's hex characters). */
