@@ -1,6 +1,7 @@
 import type { Attributes, AttributeValue, Resource } from '@keyscope/otlp';
 import type { Placement, ScopeLevel } from './attempt.ts';
 import type { Mapping, MappingField } from './mapping.ts';
+import { collapseOperationIds } from './operation-ids.ts';
 import { derivedStoreId } from './store-id.ts';
 
 /**
@@ -53,6 +54,8 @@ export interface CompiledMapping {
   readonly sideEffectSpans: ReadonlySet<string> | null;
   /** The key scope the mapping declares for a service's operation (`scopes`); '' when none. */
   declaredScope(service: string, operation: string): ScopeLevel | '';
+  /** The operation as attempts carry it: its ids collapsed, unless the mapping turns that off. */
+  operation(named: string): string;
   view(resource: Resource): ResourceView;
 }
 
@@ -82,8 +85,12 @@ function createCompiledMapping(mapping: Mapping): CompiledMapping {
       : new Map(
           mapping.scopes.map((entry) => [`${entry.service}\u0000${entry.operation ?? ''}`, entry.scope]),
         );
+  const idPatterns = mapping.operationIdPatterns.map((pattern) => new RegExp(`^(?:${pattern})$`, 'u'));
   return {
     names,
+    operation: mapping.collapseOperationIds
+      ? (named) => collapseOperationIds(named, idPatterns)
+      : (named) => named,
     inferOutcomeFromHttp: mapping.inferOutcomeFromHttp,
     activityBucketMillis: mapping.activityBucketMillis,
     sideEffectSpans: mapping.sideEffectSpans.length === 0 ? null : new Set(mapping.sideEffectSpans),

@@ -296,8 +296,11 @@ function businessIdOf(span: Span, compiled: CompiledMapping, view: ResourceView)
   return readText(span.attributes, compiled.names.businessId, view.fields.businessId) ?? '';
 }
 
+/** `http.route` (or what the mapping names), else the span's name; a URL path's ids collapsed. */
 function operationOf(span: Span, compiled: CompiledMapping, view: ResourceView): string {
-  return readText(span.attributes, compiled.names.operation, view.fields.operation) ?? span.name;
+  return compiled.operation(
+    readText(span.attributes, compiled.names.operation, view.fields.operation) ?? span.name,
+  );
 }
 
 function serverAttempt(

@@ -108,6 +108,17 @@ const MAPPING = configSchema(
      * own scope or store wins over both. Empty (the default): none is declared.
      */
     scopes: custom(scopeList, { default: [] }),
+    /**
+     * Collapse the ids in an operation that is a URL path (`POST /payments/8f3a…` →
+     * `POST /payments/{id}`, operation-ids.ts): one tier per route, not one per payment. On by
+     * default; off keeps every operation as the spans name it.
+     */
+    collapseOperationIds: boolean({ default: true }),
+    /**
+     * More path segments to collapse to `{id}`: regular expressions, each matched against a whole
+     * segment (`'[A-Z]{2}-[0-9a-z]+'` for `FR-a1b2`). Empty (the default): the built-in shapes only.
+     */
+    operationIdPatterns: custom(patternList, { default: [] }),
   },
   {
     errors: {
@@ -204,6 +215,24 @@ function scopeList(value: unknown, at: FieldPath): readonly DeclaredScope[] {
       ...(operation === undefined ? {} : { operation }),
       scope: scope as ScopeLevel,
     });
+  });
+}
+
+function patternList(value: unknown, at: FieldPath): readonly string[] {
+  if (!Array.isArray(value)) throw at.wrongType('a list of regular expressions', value);
+  return value.map((pattern, index) => {
+    const item = at.item(index);
+    if (typeof pattern !== 'string') throw item.wrongType('a regular expression', pattern);
+    if (pattern === '') throw item.refuse(MAPPING_EMPTY_NAME, `${item.name} is an empty pattern`);
+    try {
+      new RegExp(pattern, 'u');
+    } catch (error) {
+      throw item.refuse(
+        MAPPING_INVALID_VALUE,
+        `${item.name} is not a regular expression: ${(error as Error).message}`,
+      );
+    }
+    return pattern;
   });
 }
 

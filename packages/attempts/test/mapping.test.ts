@@ -145,6 +145,8 @@ describe('default mapping', () => {
       activityBucketMillis: 1000,
       sideEffectSpans: [],
       scopes: [],
+      collapseOperationIds: true,
+      operationIdPatterns: [],
     });
   });
 

@@ -47,6 +47,13 @@ export interface DetectorConfig {
    * to alert sinks and Kafka, served) to tens of kilobytes however many stores its keys reached.
    */
   readonly maxStoresPerIncident: number;
+  /**
+   * Tiers (service and operation) the scope report keeps one by one. A tier first seen past it has
+   * its scope report and coverage summed in one overflow bucket (`DetectorStats.tierOverflowAttempts`,
+   * `Detector.scopeOverflow`); its keys are judged for duplicates all the same. Bounds what a
+   * service naming its spans by URL costs.
+   */
+  readonly maxTiers: number;
   /** Findings without a routing event are grouped into incidents per bucket of this size. */
   readonly incidentBucketMillis: number;
   /** An open incident with no new finding for this long (event time) is resolved. */
@@ -101,6 +108,7 @@ export function defaultDetectorConfig(): DetectorConfig {
     coverageKeysOneIn: 8,
     maxStoresPerFinding: 100,
     maxStoresPerIncident: 1_000,
+    maxTiers: 10_000,
     incidentBucketMillis: 60 * 60 * 1000,
     quietPeriodMillis: 30 * 60 * 1000,
     routingSlackMillis: 1000,

@@ -13,6 +13,8 @@ import type { RoutingEvent } from './routing-event.ts';
 import { RoutingInference } from './routing-inference.ts';
 import {
   ScopeReport,
+  type ScopeReportOverflow,
+  type ScopeReportPage,
   type ScopeReportRow,
   type ScopeReportState,
   type SpreadLevel,
@@ -71,6 +73,13 @@ export interface DetectorStats {
   coverageEntries: number;
   /** Of them, counted before the allowed lateness had passed because `maxCoverageEntries` were held. */
   coverageEvictedEntries: number;
+  /** Tiers the scope report keeps one by one (at most `maxTiers`). */
+  tiers: number;
+  /**
+   * Server attempts and arrivals whose tier was first seen past `maxTiers`: counted into the scope
+   * report's overflow bucket, judged for duplicates like any other.
+   */
+  tierOverflowAttempts: number;
   watermarkUnixMillis: number;
 }
 
@@ -106,10 +115,20 @@ export interface Detector {
   findings(): Finding[];
   incidents(): Incident[];
   routingEvents(): RoutingEvent[];
+  /** Every tier's row, in order of service then operation (the overflow bucket is `scopeOverflow`). */
   scopeReport(): ScopeReportRow[];
+  /** Up to `limit` rows of `scopeReport()` after the tier named `after` (`tierName`; '' for the first). */
+  scopeReportPage(after: string, limit: number): ScopeReportPage;
+  /** The tiers past `maxTiers`, summed; null while there are none. */
+  scopeOverflow(): ScopeReportOverflow | null;
   stats(): DetectorStats;
-  /** The scope report's aggregates, to persist with each batch (see `restore`). */
+  /** Every tier's aggregates, the overflow bucket's too (see `restore`). */
   scopeState(): ScopeReportState;
+  /**
+   * The tiers whose aggregates changed since the last call (or since `restore`), to persist with
+   * each batch: upserted by `tier` over what was saved, they make `scopeState()`.
+   */
+  scopeChanges(): ScopeReportState;
   /**
    * Loads what a previous run knew and the AttemptLog does not hold: the findings it reported
    * (so they are updated or retracted rather than reported anew), the node activity routing
@@ -174,12 +193,8 @@ export function createDetector(
   let internerLimit = MIN_INTERNER_LIMIT;
   const routing = new RoutingInference(config);
   const book = new IncidentBook(config);
-  const scopes = new ScopeReport(config.declaredScopes ?? [], config.coverageKeysOneIn);
-  const coverage = new EvidenceCoverage(
-    config.allowedLatenessMillis,
-    config.maxCoverageEntries,
-    (service, operation) => scopes.coverageCounts(tierName(service, operation), service, operation),
-  );
+  const scopes = new ScopeReport(config.declaredScopes ?? [], config.coverageKeysOneIn, config.maxTiers);
+  const coverage = new EvidenceCoverage(config.allowedLatenessMillis, config.maxCoverageEntries, scopes);
   /** Findings currently reported, by id: the detector's answer to "what is wrong right now". */
   const current = new Map<string, Finding>();
   /**
@@ -265,7 +280,9 @@ export function createDetector(
       return keys.observe(slot, attempt.endUnixMillis, tenant, -1, -1, false, noop);
     const { service, node } = attempt.placement;
     const name = tierName(service, attempt.operation);
-    if (fresh && attempt.kind === 'server') scopes.declared(name, service, attempt.operation, attempt.scope);
+    // Past `maxTiers` the tier's aggregates are the overflow bucket's; the key is judged at its own tier all the same.
+    const stats = fresh ? scopes.tierOf(name, service, attempt.operation, true) : undefined;
+    if (stats !== undefined && attempt.kind === 'server') scopes.declared(stats, attempt.scope);
     return keys.observe(
       slot,
       attempt.endUnixMillis,
@@ -273,7 +290,7 @@ export function createDetector(
       interner.id(name),
       interner.id(node),
       attempt.kind === 'server',
-      fresh ? () => scopes.keySeen(name, service, attempt.operation) : noop,
+      stats === undefined ? noop : () => scopes.keySeen(stats),
     );
   }
 
@@ -579,6 +596,8 @@ export function createDetector(
     incidents: () => book.all().map((incident) => ({ ...incident })),
     routingEvents: () => routing.all(),
     scopeReport: () => scopes.rows(),
+    scopeReportPage: (after, limit) => scopes.page(after, limit),
+    scopeOverflow: () => scopes.overflow(),
     stats: () => ({
       keysInMemory: keys.size,
       suspectKeys: spreads.size,
@@ -595,9 +614,12 @@ export function createDetector(
       internedNames: interner.size,
       coverageEntries: coverage.pendingEntries,
       coverageEvictedEntries: coverage.evictedEntries,
+      tiers: scopes.size,
+      tierOverflowAttempts: scopes.overflowAttempts,
       watermarkUnixMillis: watermark,
     }),
     scopeState: () => scopes.exportState(),
+    scopeChanges: () => scopes.takeChanges(),
     restore({ findings, activity, scopeState }) {
       if (activity !== undefined) routing.record(activity);
       if (scopeState !== undefined) {

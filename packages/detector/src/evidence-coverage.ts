@@ -1,4 +1,6 @@
 import type { Attempt } from '@keyscope/attempts';
+import { tierName } from './evaluate-key.ts';
+import type { ScopeReport, TierStats } from './scope-report.ts';
 import { SlotTable } from './slot-table.ts';
 
 /**
@@ -88,7 +90,10 @@ export class EvidenceCoverage {
   private learnedService = '';
   private learnedTarget = '';
   private learnedTier: TierCounts | null = null;
-  /** The tier counts looked up, by service then operation, and the last one. */
+  /**
+   * The tier counts looked up, by service then operation, and the last one. The overflow bucket's
+   * are not remembered by name: a URL-named tier past `maxTiers` would keep its name here forever.
+   */
   private readonly tiers = new Map<string, Map<string, TierCounts>>();
   private lastService = '';
   private lastOperation = '';
@@ -100,13 +105,13 @@ export class EvidenceCoverage {
   private readonly freeWindows: KeyWindow[] = [];
 
   /**
-   * `countsOf` gives the live `COVERAGE_COUNTS` array of a tier (the scope report's), added to as
-   * attempts become final.
+   * `scopes` holds each tier's live `COVERAGE_COUNTS` (`TierStats.coverage`), added to as attempts
+   * become final, and is told of every tier whose counts changed (`ScopeReport.touched`).
    */
   constructor(
     private readonly allowedLatenessMillis: number,
     private readonly maxEntries: number,
-    private readonly countsOf: (service: string, operation: string) => TierCounts,
+    private readonly scopes: ScopeReport,
   ) {
     this.bucketMillis = Math.max(1, allowedLatenessMillis / BUCKETS_PER_LATENESS);
     this.ringSize = Math.ceil((2 * allowedLatenessMillis) / this.bucketMillis) + 3;
@@ -220,7 +225,10 @@ export class EvidenceCoverage {
     let byOperation = this.tiers.get(service);
     if (byOperation === undefined) this.tiers.set(service, (byOperation = new Map()));
     let tier = byOperation.get(operation);
-    if (tier === undefined) byOperation.set(operation, (tier = this.countsOf(service, operation)));
+    if (tier === undefined) {
+      tier = this.scopes.tierOf(tierName(service, operation), service, operation);
+      if (!this.scopes.isOverflow(tier)) byOperation.set(operation, tier);
+    }
     this.lastService = service;
     this.lastOperation = operation;
     this.lastTier = tier;
@@ -345,21 +353,21 @@ export class EvidenceCoverage {
     if (entry.kind === CLIENT) {
       window.sendFinal(entry);
       if ((entry.flags & ANSWERED) !== 0) {
-        count(tier!, SENDS);
-        count(tier!, SENDS_WITH_SERVER_SPAN);
+        this.count(tier!, SENDS);
+        this.count(tier!, SENDS_WITH_SERVER_SPAN);
       }
     } else {
       window.requestAt(tier!);
       let complete = true;
       if (entry.kind === ARRIVAL) {
-        count(tier!, ARRIVALS);
-        if ((entry.flags & DECIDED) !== 0) count(tier!, ARRIVALS_WITH_DECISION);
+        this.count(tier!, ARRIVALS);
+        if ((entry.flags & DECIDED) !== 0) this.count(tier!, ARRIVALS_WITH_DECISION);
         else complete = false;
       }
       // A decision under an arrival is the arrival's request, counted with it.
       if (entry.parentSpanId !== '' && (entry.flags & IS_DECISION) === 0) {
-        count(tier!, REQUESTS);
-        if ((entry.flags & HAS_SEND) !== 0) count(tier!, REQUESTS_WITH_SEND);
+        this.count(tier!, REQUESTS);
+        if ((entry.flags & HAS_SEND) !== 0) this.count(tier!, REQUESTS_WITH_SEND);
         else complete = false;
       }
       if (!complete) window.hide(tier!);
@@ -381,7 +389,7 @@ export class EvidenceCoverage {
       } else if (!route.ambiguous) tier = this.routes.get(route.service)?.get(route.target);
       if (tier === null || tier === undefined) continue;
       if (route.unanswered > 0) {
-        count(tier, SENDS, route.unanswered);
+        this.count(tier, SENDS, route.unanswered);
         window.hide(tier);
       }
       if (resendGap(route.resends, window.continues)) window.hide(tier);
@@ -389,11 +397,16 @@ export class EvidenceCoverage {
     const tiers = window.tiers;
     for (let i = 0; i < window.tierCount; i++) {
       const tier = tiers[i]!;
-      count(tier, KEYS);
-      if (!window.isHidden(tier)) count(tier, KEYS_FULLY_VISIBLE);
+      this.count(tier, KEYS);
+      if (!window.isHidden(tier)) this.count(tier, KEYS_FULLY_VISIBLE);
     }
     // A later cluster of the key goes on from this one's resend counts.
     window.continues = true;
+  }
+
+  private count(tier: TierCounts, figure: number, by = 1): void {
+    tier.coverage[figure] = tier.coverage[figure]! + by;
+    if (!tier.changed) this.scopes.touched(tier);
   }
 
   private learnRoute(service: string, target: string, tier: TierCounts): void {
@@ -415,8 +428,8 @@ export class EvidenceCoverage {
   }
 }
 
-/** A tier's live `COVERAGE_COUNTS`. */
-export type TierCounts = number[];
+/** A tier's aggregates, whose `coverage` holds its live `COVERAGE_COUNTS`. */
+type TierCounts = TierStats;
 
 const ARRIVALS = 0;
 const ARRIVALS_WITH_DECISION = 1;
@@ -714,10 +727,6 @@ function resendGap(resends: number, continues: boolean): boolean {
 
 function near(a: Entry, b: Entry, lateness: number): boolean {
   return Math.abs(a.endUnixMillis - b.endUnixMillis) <= lateness;
-}
-
-function count(tier: TierCounts, figure: number, by = 1): void {
-  tier[figure] = tier[figure]! + by;
 }
 
 /** `parent` is the span `child` names as its parent, in the same trace. */

@@ -13,6 +13,7 @@ export {
   type DetectorSnapshot,
   type DetectorStats,
 } from './detector.ts';
+export { DistinctCount } from './distinct-count.ts';
 export { evaluateKey, type FindingDraft, tierName } from './evaluate-key.ts';
 export { type EvidenceAttempt, type EvidenceGap, evidenceGapsOf } from './evidence-gaps.ts';
 export { type ExecutionOutcome, type ExecutionOutcomes, executionOutcomes } from './execution-outcome.ts';
@@ -47,8 +48,12 @@ export type { RoutingEvent, RoutingEventType } from './routing-event.ts';
 export {
   COVERAGE_COUNTS,
   covers,
+  OVERFLOW_TIER,
+  type ScopeReportOverflow,
+  type ScopeReportPage,
   type ScopeReportRow,
   type ScopeReportState,
+  type ScopeTierState,
   type SpreadLevel,
   spreadOf,
   type TierCoverage,

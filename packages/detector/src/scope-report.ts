@@ -1,4 +1,5 @@
 import type { Attempt, ScopeLevel } from '@keyscope/attempts';
+import { DistinctCount } from './distinct-count.ts';
 
 /** How far one key's requests spread at a tier: the smallest placement level holding them all. */
 export type SpreadLevel = 'node' | 'cluster' | 'region' | 'global';
@@ -108,7 +109,13 @@ export function covers(scope: ScopeLevel, spread: SpreadLevel): boolean {
   return SPREAD_ORDER.indexOf(scope) >= SPREAD_ORDER.indexOf(spread);
 }
 
-export type ScopeReportState = {
+export type ScopeReportState = ScopeTierState[];
+
+/**
+ * One tier's aggregates as plain data, what the store persists row by row. The overflow bucket
+ * (`tier` is `OVERFLOW_TIER`) also carries `distinct`, its `DistinctCount` of the tiers it holds.
+ */
+export interface ScopeTierState {
   tier: string;
   service: string;
   operation: string;
@@ -117,148 +124,314 @@ export type ScopeReportState = {
   spread: number[];
   /** The `COVERAGE_COUNTS`; absent in state persisted before coverage was counted. */
   coverage?: number[];
-}[];
+  distinct?: string;
+}
 
-interface TierStats {
-  service: string;
-  operation: string;
-  declared: Map<ScopeLevel, number>;
+/**
+ * The tier name of the overflow bucket: '' is no tier's (a tier name holds a NUL between its
+ * service and operation, `tierName`).
+ */
+export const OVERFLOW_TIER = '';
+
+/**
+ * The tiers past `detector.maxTiers`, summed in one bucket: their keys, spread and coverage, and
+ * about how many they are. Their attempts are judged for duplicates like any other.
+ */
+export interface ScopeReportOverflow {
+  /** Distinct tiers summed here, estimated (`DistinctCount`: exact in practice below a few hundred). */
+  tiers: number;
   keys: number;
-  spread: number[];
-  coverage: number[];
+  keysSpanning: { nodes: number; clusters: number; regions: number };
+  smallestCoveringScope: SpreadLevel;
+  coverage: TierCoverage;
+}
+
+/** One page of the report, in order of service then operation; `after` is the last row's `tierName`. */
+export interface ScopeReportPage {
+  rows: ScopeReportRow[];
+  /** The `tierName` to pass as `after` for the next page; null on the last page. */
+  next: string | null;
+}
+
+/**
+ * A tier's live aggregates. `coverage` is the live `COVERAGE_COUNTS` array the evidence coverage
+ * adds to; whoever changes any of it calls `ScopeReport.touched` while `changed` is false.
+ */
+export interface TierStats {
+  readonly tier: string;
+  readonly service: string;
+  readonly operation: string;
+  readonly declared: Map<ScopeLevel, number>;
+  keys: number;
+  readonly spread: number[];
+  readonly coverage: number[];
+  /** Changed since the last `takeChanges`. */
+  changed: boolean;
 }
 
 /**
  * Aggregates kept incrementally: a key counts once per tier, at the spread it has reached so far
  * (moving up a level moves it between counters), so the report needs no scan of key state.
+ *
+ * At most `maxTiers` tiers are kept one by one; the aggregates of a tier first seen past it go to
+ * one overflow bucket (the Tempo service graph's way with edges: cap, count what goes over, show
+ * it), so a service that names its spans by URL costs a bounded report. What changed since the
+ * last `takeChanges` is listed as it changes, for the store to write only those tiers.
  */
 export class ScopeReport {
   private readonly tiers = new Map<string, TierStats>();
+  private readonly overflowStats: TierStats;
+  private readonly overflowTiers = new DistinctCount();
+  private overflowed = 0;
+  /** Tier names in order, for paging; null when a tier was added since it was sorted. */
+  private sorted: string[] | null = [];
+  private changedList: TierStats[] = [];
   /** `service\0operation` and `service\0` of the scopes the mapping declares. */
   private readonly mapped: ReadonlySet<string>;
 
   constructor(
     declaredScopes: readonly { readonly service: string; readonly operation?: string }[] = [],
     private readonly coverageKeysOneIn = 1,
+    private readonly maxTiers = Number.POSITIVE_INFINITY,
   ) {
     this.mapped = new Set(declaredScopes.map((entry) => `${entry.service}\u0000${entry.operation ?? ''}`));
+    this.overflowStats = newStats(OVERFLOW_TIER, '', '');
   }
 
-  private stats(tier: string, service: string, operation: string): TierStats {
-    let stats = this.tiers.get(tier);
-    if (stats === undefined) {
-      stats = {
-        service,
-        operation,
-        declared: new Map(),
-        keys: 0,
-        spread: [0, 0, 0, 0],
-        coverage: new Array<number>(COVERAGE_COUNTS.length).fill(0),
-      };
-      this.tiers.set(tier, stats);
+  /** Attempts whose tier was past `maxTiers`, counted into the overflow bucket (since this process started). */
+  get overflowAttempts(): number {
+    return this.overflowed;
+  }
+
+  /** Tiers kept one by one. */
+  get size(): number {
+    return this.tiers.size;
+  }
+
+  /**
+   * The tier's aggregates, created while fewer than `maxTiers` are kept; past it, the overflow
+   * bucket's (the tier is added to its distinct count). `attempt`: an attempt is being counted,
+   * which the overflow counts.
+   */
+  tierOf(tier: string, service: string, operation: string, attempt = false): TierStats {
+    const stats = this.tiers.get(tier);
+    if (stats !== undefined) return stats;
+    if (this.tiers.size >= this.maxTiers) {
+      this.overflowTiers.add(tier);
+      if (attempt) this.overflowed++;
+      return this.overflowStats;
     }
-    return stats;
+    const created = newStats(tier, service, operation);
+    this.tiers.set(tier, created);
+    this.sorted = null;
+    return created;
   }
 
-  declared(tier: string, service: string, operation: string, scope: ScopeLevel | ''): void {
+  /** Whether `stats` is the overflow bucket's. */
+  isOverflow(stats: TierStats): boolean {
+    return stats === this.overflowStats;
+  }
+
+  /** Lists the tier as changed since the last `takeChanges`. */
+  touched(stats: TierStats): void {
+    if (stats.changed) return;
+    stats.changed = true;
+    this.changedList.push(stats);
+  }
+
+  declared(stats: TierStats, scope: ScopeLevel | ''): void {
     if (scope === '') return;
-    const stats = this.stats(tier, service, operation);
     stats.declared.set(scope, (stats.declared.get(scope) ?? 0) + 1);
+    this.touched(stats);
   }
 
   /** A key's first landing at a tier. */
-  keySeen(tier: string, service: string, operation: string): void {
-    const stats = this.stats(tier, service, operation);
+  keySeen(stats: TierStats): void {
     stats.keys++;
     stats.spread[0] = stats.spread[0]! + 1;
+    this.touched(stats);
   }
 
   /** A suspect key's spread at a tier changed from `from` to `to`. */
   spreadChanged(tier: string, from: SpreadLevel, to: SpreadLevel): void {
-    const stats = this.tiers.get(tier);
-    if (stats === undefined || from === to) return;
+    if (from === to) return;
+    const stats = this.tiers.get(tier) ?? (this.tiers.size >= this.maxTiers ? this.overflowStats : undefined);
+    if (stats === undefined) return;
     const spread = stats.spread;
     spread[SPREAD_ORDER.indexOf(from)] = spread[SPREAD_ORDER.indexOf(from)]! - 1;
     spread[SPREAD_ORDER.indexOf(to)] = spread[SPREAD_ORDER.indexOf(to)]! + 1;
+    this.touched(stats);
+  }
+
+  /** The aggregates as plain data, every tier and the overflow bucket when it holds any. */
+  exportState(): ScopeReportState {
+    const state = [...this.tiers.values()].map((stats) => this.stateOf(stats));
+    if (!this.overflowTiers.empty) state.push(this.stateOf(this.overflowStats));
+    return state;
   }
 
   /**
-   * The tier's coverage counts (`COVERAGE_COUNTS`), live: the caller adds to them. The array is
-   * replaced by `importState`.
+   * The tiers changed since the last call, as plain data, and forgets that they changed: what a
+   * commit persists (the store upserts them by `tier`).
    */
-  coverageCounts(tier: string, service: string, operation: string): number[] {
-    return this.stats(tier, service, operation).coverage;
+  takeChanges(): ScopeReportState {
+    const changes = this.changedList.map((stats) => {
+      stats.changed = false;
+      return this.stateOf(stats);
+    });
+    this.changedList = [];
+    return changes;
   }
 
-  /** The aggregates as plain data, to persist alongside what they count. */
-  exportState(): ScopeReportState {
-    return [...this.tiers].map(([tier, stats]) => ({
-      tier,
+  /**
+   * Replaces the aggregates with `state` (every row is kept, past `maxTiers` too: a cap lowered
+   * since applies to tiers seen from now on). Nothing counts as changed after it.
+   */
+  importState(state: ScopeReportState): void {
+    this.tiers.clear();
+    this.sorted = null;
+    this.changedList = [];
+    resetStats(this.overflowStats);
+    this.overflowTiers.importState('');
+    for (const row of state) {
+      if (row.tier === OVERFLOW_TIER) {
+        loadStats(this.overflowStats, row);
+        this.overflowTiers.importState(row.distinct ?? '');
+        continue;
+      }
+      const stats = newStats(row.tier, row.service, row.operation);
+      loadStats(stats, row);
+      this.tiers.set(row.tier, stats);
+    }
+  }
+
+  rows(): ScopeReportRow[] {
+    return this.sortedTiers().map((tier) => this.rowOf(this.tiers.get(tier)!));
+  }
+
+  /** Up to `limit` rows after the tier named `after` ('' for the first page), in `rows()` order. */
+  page(after: string, limit: number): ScopeReportPage {
+    const names = this.sortedTiers();
+    let low = 0;
+    let high = names.length;
+    while (low < high) {
+      const middle = (low + high) >>> 1;
+      if (names[middle]! <= after) low = middle + 1;
+      else high = middle;
+    }
+    const slice = names.slice(low, low + limit);
+    return {
+      rows: slice.map((tier) => this.rowOf(this.tiers.get(tier)!)),
+      next: low + limit < names.length ? slice[slice.length - 1]! : null,
+    };
+  }
+
+  /** The overflow bucket; null while no tier went past `maxTiers`. */
+  overflow(): ScopeReportOverflow | null {
+    if (this.overflowTiers.empty) return null;
+    const stats = this.overflowStats;
+    return {
+      tiers: Math.max(this.overflowTiers.estimate(), 1),
+      keys: stats.keys,
+      keysSpanning: { nodes: stats.spread[1]!, clusters: stats.spread[2]!, regions: stats.spread[3]! },
+      smallestCoveringScope: widestSpread(stats.spread),
+      coverage: coverageOfCounts(stats.coverage, this.coverageKeysOneIn),
+    };
+  }
+
+  private sortedTiers(): string[] {
+    if (this.sorted === null)
+      this.sorted = [...this.tiers.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    return this.sorted;
+  }
+
+  private stateOf(stats: TierStats): ScopeTierState {
+    const state: ScopeTierState = {
+      tier: stats.tier,
       service: stats.service,
       operation: stats.operation,
       declared: Object.fromEntries(stats.declared),
       keys: stats.keys,
       spread: [...stats.spread],
       coverage: [...stats.coverage],
-    }));
+    };
+    if (stats === this.overflowStats) state.distinct = this.overflowTiers.exportState();
+    return state;
   }
 
-  importState(state: ScopeReportState): void {
-    this.tiers.clear();
-    for (const row of state) {
-      this.tiers.set(row.tier, {
-        service: row.service,
-        operation: row.operation,
-        declared: new Map(Object.entries(row.declared) as [ScopeLevel, number][]),
-        keys: row.keys,
-        spread: [...row.spread],
-        coverage: COVERAGE_COUNTS.map((_, index) => row.coverage?.[index] ?? 0),
-      });
+  private rowOf(stats: TierStats): ScopeReportRow {
+    let declaredScope: ScopeLevel | 'unknown' = 'unknown';
+    let most = 0;
+    for (const [scope, count] of stats.declared) {
+      if (count > most) {
+        most = count;
+        declaredScope = scope;
+      }
     }
+    let keysAtRisk = 0;
+    if (declaredScope !== 'unknown') {
+      for (let level = 0; level < 4; level++) {
+        if (!covers(declaredScope, SPREAD_ORDER[level]!)) keysAtRisk += stats.spread[level]!;
+      }
+    }
+    return {
+      service: stats.service,
+      operation: stats.operation,
+      declaredScope,
+      scopeFrom:
+        declaredScope === 'unknown'
+          ? 'unknown'
+          : this.mapped.has(`${stats.service}\u0000${stats.operation}`) ||
+              this.mapped.has(`${stats.service}\u0000`)
+            ? 'mapping'
+            : 'span',
+      declaredCounts: Object.fromEntries(stats.declared),
+      keys: stats.keys,
+      keysSpanning: { nodes: stats.spread[1]!, clusters: stats.spread[2]!, regions: stats.spread[3]! },
+      smallestCoveringScope: widestSpread(stats.spread),
+      keysAtRisk,
+      status: declaredScope === 'unknown' ? 'unknown' : keysAtRisk > 0 ? 'narrower' : 'sound',
+      coverage: coverageOfCounts(stats.coverage, this.coverageKeysOneIn),
+    };
   }
+}
 
-  rows(): ScopeReportRow[] {
-    const rows: ScopeReportRow[] = [];
-    for (const stats of this.tiers.values()) {
-      let declaredScope: ScopeLevel | 'unknown' = 'unknown';
-      let most = 0;
-      for (const [scope, count] of stats.declared) {
-        if (count > most) {
-          most = count;
-          declaredScope = scope;
-        }
-      }
-      let widest = 0;
-      for (let level = 0; level < 4; level++) if (stats.spread[level]! > 0) widest = level;
-      const smallestCoveringScope = SPREAD_ORDER[widest]!;
-      let keysAtRisk = 0;
-      if (declaredScope !== 'unknown') {
-        for (let level = 0; level < 4; level++) {
-          if (!covers(declaredScope, SPREAD_ORDER[level]!)) keysAtRisk += stats.spread[level]!;
-        }
-      }
-      rows.push({
-        service: stats.service,
-        operation: stats.operation,
-        declaredScope,
-        scopeFrom:
-          declaredScope === 'unknown'
-            ? 'unknown'
-            : this.mapped.has(`${stats.service}\u0000${stats.operation}`) ||
-                this.mapped.has(`${stats.service}\u0000`)
-              ? 'mapping'
-              : 'span',
-        declaredCounts: Object.fromEntries(stats.declared),
-        keys: stats.keys,
-        keysSpanning: { nodes: stats.spread[1]!, clusters: stats.spread[2]!, regions: stats.spread[3]! },
-        smallestCoveringScope,
-        keysAtRisk,
-        status: declaredScope === 'unknown' ? 'unknown' : keysAtRisk > 0 ? 'narrower' : 'sound',
-        coverage: coverageOfCounts(stats.coverage, this.coverageKeysOneIn),
-      });
-    }
-    return rows.sort((a, b) => (a.service + a.operation < b.service + b.operation ? -1 : 1));
-  }
+function newStats(tier: string, service: string, operation: string): TierStats {
+  return {
+    tier,
+    service,
+    operation,
+    declared: new Map(),
+    keys: 0,
+    spread: [0, 0, 0, 0],
+    coverage: new Array<number>(COVERAGE_COUNTS.length).fill(0),
+    changed: false,
+  };
+}
+
+function resetStats(stats: TierStats): void {
+  stats.declared.clear();
+  stats.keys = 0;
+  stats.spread.fill(0);
+  stats.coverage.fill(0);
+  stats.changed = false;
+}
+
+function loadStats(stats: TierStats, row: ScopeTierState): void {
+  stats.declared.clear();
+  for (const [scope, count] of Object.entries(row.declared) as [ScopeLevel, number][])
+    stats.declared.set(scope, count);
+  stats.keys = row.keys;
+  for (let level = 0; level < 4; level++) stats.spread[level] = row.spread[level] ?? 0;
+  for (let index = 0; index < COVERAGE_COUNTS.length; index++)
+    stats.coverage[index] = row.coverage?.[index] ?? 0;
+}
+
+/** The smallest level that would have held every observed retry of every key. */
+function widestSpread(spread: readonly number[]): SpreadLevel {
+  let widest = 0;
+  for (let level = 0; level < 4; level++) if (spread[level]! > 0) widest = level;
+  return SPREAD_ORDER[widest]!;
 }
 
 function coverageOfCounts(counts: readonly number[], keysOneIn: number): TierCoverage {

@@ -15,6 +15,7 @@ import { openDatabase, openFailure } from './open-database.ts';
 import { type Outbox, OutboxTable } from './outbox-table.ts';
 import { PlacementTable } from './placement-table.ts';
 import { purgeExpired, type RetentionCutoffs } from './retention.ts';
+import { type ScopeTiers, ScopeTierTable } from './scope-tier-table.ts';
 import { purgeToSize, type SizePurge, usedBytes } from './size-bound.ts';
 import { type NamedState, StateTable } from './state-table.ts';
 import { isSqliteError, type WriteFailure, WriteFailures } from './write-failures.ts';
@@ -38,7 +39,7 @@ const connections = new WeakMap<KeyscopeStore, Database>();
 
 /**
  * keyscope's SQLite database (better-sqlite3, WAL): one connection, and a table object per table
- * (`findings`, `incidents`, `outbox`, `state`, `incidentParts`, and the attempt log), each owning
+ * (`findings`, `incidents`, `outbox`, `state`, `scopeTiers`, `incidentParts`, and the attempt log), each owning
  * its SQL. Writes happen inside `transaction`, which the pipeline wraps around one OTLP request's
  * worth of work, so that the request is acknowledged only after everything it contributed is
  * committed. With WAL and `synchronous = NORMAL` a committed transaction survives the process
@@ -53,6 +54,8 @@ export class KeyscopeStore {
   /** Alert deliveries: what packages/alerts calls its `AlertOutbox`. */
   readonly outbox: Outbox;
   readonly state: NamedState;
+  /** The scope report's aggregates, tier by tier. */
+  readonly scopeTiers: ScopeTiers;
   readonly incidentParts: IncidentParts;
   /** Whether a worker thread checkpoints this database's WAL (`StoreOptions.backgroundCheckpoints`, file databases). */
   readonly checkpointsInBackground: boolean;
@@ -97,6 +100,7 @@ export class KeyscopeStore {
     this.incidents = this.#incidents = new IncidentTable(db);
     this.outbox = this.#outbox = new OutboxTable(db);
     this.state = this.#state = new StateTable(db);
+    this.scopeTiers = new ScopeTierTable(db);
     this.incidentParts = new IncidentPartTable(db);
     const totalChanges = db.prepare('SELECT total_changes()').pluck();
     this.#writeFailures = new WriteFailures(() => totalChanges.get() as number);

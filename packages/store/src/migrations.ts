@@ -202,6 +202,23 @@ export const MIGRATIONS: readonly Migration[] = [
       (SELECT value FROM json_each(findings.body, '$.attempts') ORDER BY key LIMIT 100))),
     '$.attemptsTotal', json_array_length(body, '$.attempts'));
   `,
+  `
+  -- The scope report, one row per tier (scope-tier-table.ts): body is the tier's aggregates as
+  -- JSON (ScopeTierState), the overflow bucket's under the tier name ''. Each commit upserts the
+  -- tiers it changed. The report was one JSON array in the state row 'scope-report', rewritten
+  -- whole by every commit; its rows move here.
+  CREATE TABLE scope_tiers (
+    tier TEXT PRIMARY KEY,
+    body TEXT NOT NULL
+  ) WITHOUT ROWID;
+  INSERT INTO scope_tiers (tier, body)
+    SELECT json_extract(row.value, '$.tier'), row.value
+    FROM state, json_each(state.body) AS row
+    WHERE state.name = 'scope-report' AND json_type(state.body) = 'array'
+      AND json_extract(row.value, '$.tier') IS NOT NULL
+    ON CONFLICT (tier) DO UPDATE SET body = excluded.body;
+  DELETE FROM state WHERE name = 'scope-report';
+  `,
 ];
 
 /**

@@ -123,6 +123,7 @@ describe('the key index in generations', () => {
         INSERT INTO attempt_batch_keys SELECT partition_key, batch_id, start, length FROM attempt_key_generations;
         DROP TABLE attempt_key_generations;
         ALTER TABLE findings DROP COLUMN excerpt;
+        DROP TABLE scope_tiers;
         PRAGMA user_version = 1;
       `),
     );
@@ -185,7 +186,8 @@ describe('store and node lists', () => {
         }
       }
       db.exec('ALTER TABLE findings DROP COLUMN excerpt');
-      db.pragma(`user_version = ${MIGRATIONS.length - 1}`);
+      db.exec('DROP TABLE scope_tiers');
+      db.pragma(`user_version = ${MIGRATIONS.length - 2}`);
     });
     const reopened = new KeyscopeStore({ path });
     try {
@@ -212,6 +214,40 @@ describe('store and node lists', () => {
         );
         expect(stored.nodes).toHaveLength(1_000);
       }
+    } finally {
+      reopened.close();
+    }
+  });
+});
+
+describe('the scope report tier by tier', () => {
+  it('moves a scope report saved as one state row into a row per tier, each loaded as it was', () => {
+    const detector = createDetector();
+    detector.ingest({
+      attempts: [
+        server({ key: 'k1', node: 'a', store: 'A', at: 0 }),
+        server({ key: 'k1', node: 'b', store: 'B', at: 1 }),
+        server({ key: 'k2', node: 'a', store: 'A', at: 2, operation: 'POST /refunds' }),
+      ],
+      activity: [],
+      invalid: { outcome: 0, hit: 0, scope: 0 },
+    });
+    const before = detector.scopeState();
+    expect(before).toHaveLength(2);
+    new KeyscopeStore({ path }).close();
+    // The database as the schema before scope_tiers left it: the report in one state row.
+    onDatabase((db) => {
+      db.exec('DROP TABLE scope_tiers');
+      db.prepare("INSERT INTO state (name, body) VALUES ('scope-report', ?)").run(JSON.stringify(before));
+      db.pragma(`user_version = ${MIGRATIONS.length - 1}`);
+    });
+    const reopened = new KeyscopeStore({ path });
+    try {
+      expect(reopened.scopeTiers.load()).toEqual(before);
+      expect(reopened.state.load('scope-report')).toBeUndefined();
+      const restored = createDetector();
+      restored.restore({ findings: [], scopeState: reopened.scopeTiers.load() });
+      expect(restored.scopeReport()).toEqual(detector.scopeReport());
     } finally {
       reopened.close();
     }
@@ -303,9 +339,11 @@ describe('the schema', () => {
         outbox.deliveriesOf(earlier!.id);
         outbox.pending();
 
-        store.state.save('scope-report', { services: 1 });
+        store.state.save('kafka-offsets', { partitions: 1 });
+        store.transaction(() => store.scopeTiers.save(detector.scopeChanges()));
+        expect(store.scopeTiers.load().length).toBeGreaterThan(0);
         expect(store.probeWrite()).toBe(true); // writes a state row and deletes it
-        store.state.load('scope-report');
+        store.state.load('kafka-offsets');
         store.transaction(() => {
           store.incidentParts.put(latest!.id, 0, latest!);
           store.incidentParts.put(latest!.id, 1, latest!);
@@ -339,6 +377,7 @@ describe('the schema', () => {
       'kafka_incident_parts',
       'outbox',
       'placements',
+      'scope_tiers',
       'state',
     ]);
     onDatabase((db) => {

@@ -11,7 +11,7 @@ export interface ApiWithAlertsOptions {
   config: ServeConfig;
   store: KeyscopeStore;
   /** Where the scope report comes from: the embedded detector, or the serve role's view. */
-  detector: () => Pick<Detector, 'scopeReport'>;
+  detector: () => Pick<Detector, 'scopeReport' | 'scopeReportPage' | 'scopeOverflow'>;
   metrics: () => Promise<string>;
   /** Refused tokens, counted for /metrics, and client addresses' failure budgets. */
   authFailures: AuthFailures;

@@ -139,6 +139,8 @@ const SERVE = configSchema(
       maxStoresPerFinding: positiveInteger(100),
       /** Stores (and nodes) an incident lists; past it `storesTotal` / `nodesTotal` count the rest. */
       maxStoresPerIncident: positiveInteger(1_000),
+      /** Tiers (service × operation) the scope report keeps one by one; past it, one overflow bucket. */
+      maxTiers: positiveInteger(10_000),
       incidentBucketMillis: positiveInteger(60 * 60 * 1000),
       quietPeriodMillis: positiveInteger(30 * 60 * 1000),
     }),

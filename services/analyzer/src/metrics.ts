@@ -270,6 +270,24 @@ export function createMetrics(sources: MetricSources): { registry: Registry; ren
     },
   });
   new Gauge({
+    name: 'keyscope_tiers',
+    help: 'Tiers (service and operation) the scope report keeps one by one; at most detector.maxTiers.',
+    registers: [registry],
+    collect() {
+      const stats = sources.detector?.();
+      if (stats !== undefined) this.set(stats.tiers);
+    },
+  });
+  new Counter({
+    name: 'keyscope_tiers_overflow_total',
+    help: 'Server attempts and arrivals at tiers first seen past detector.maxTiers: their scope report and coverage go to one overflow bucket ("and N more tiers"); their keys are judged for duplicates all the same.',
+    registers: [registry],
+    collect() {
+      const stats = sources.detector?.();
+      if (stats !== undefined) absolute(this, [[{}, stats.tierOverflowAttempts]]);
+    },
+  });
+  new Gauge({
     name: 'keyscope_detector_interned_names',
     help: 'Tier, node and tenant names the detector holds for its keys; compacted when it doubles.',
     registers: [registry],

@@ -53,6 +53,8 @@ describe('Prometheus metrics', () => {
         internedNames: 12,
         coverageEntries: 40,
         coverageEvictedEntries: 7,
+        tiers: 4,
+        tierOverflowAttempts: 0,
         watermarkUnixMillis: 0,
       }),
       openIncidents: () => 1,

@@ -2,7 +2,7 @@ import { withoutRepeatedLogDecisions } from '@keyscope/attempts';
 import type { Detector } from '@keyscope/detector';
 import { defaultDetectorConfig, executionOutcomes, FINDING_CLASSES } from '@keyscope/detector';
 import { KeyscopeError } from '@keyscope/errors';
-import type { KeyscopeStore } from '@keyscope/store';
+import { CURSOR_INVALID, type KeyscopeStore } from '@keyscope/store';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { webRoutes } from '../web/web-routes.ts';
 import { API_BAD_PARAMETER, API_FORBIDDEN, API_NOT_FOUND } from './api-errors.ts';
@@ -103,6 +103,8 @@ const TIME = { type: 'string', format: 'date-time' } as const;
 const CLASS = { type: 'string', enum: FINDING_CLASSES } as const;
 // Cursors the API issues are a few dozen characters; a longer one is refused before it is read.
 const CURSOR = { type: 'string', maxLength: ECHO_MAX_CHARS } as const;
+// The scope report's cursor names a tier (a service and an operation of up to spans.maxNameBytes each).
+const SCOPE_CURSOR = { type: 'string', maxLength: 8192 } as const;
 const ERROR_BODY = {
   type: 'object',
   properties: {
@@ -403,12 +405,28 @@ export function createApiServer(deps: ApiDependencies): FastifyInstance {
     {
       method: 'GET',
       url: '/api/v1/scopes',
-      summary: 'The scope report: declared key scope vs observed retry scope per tier.',
+      summary:
+        'The scope report: declared key scope vs observed retry scope per tier, in order of service then operation; overflow sums the tiers past detector.maxTiers.',
+      query: {
+        type: 'object',
+        additionalProperties: false,
+        properties: { limit: LIMIT, cursor: SCOPE_CURSOR },
+      },
     },
     (request) => {
       // The report aggregates every tenant's keys, so a tenant-scoped token does not get it.
-      if (tenantOf(request) !== undefined) return { items: [], nextCursor: null };
-      return { items: deps.detector().scopeReport(), nextCursor: null };
+      if (tenantOf(request) !== undefined) return { items: [], nextCursor: null, overflow: null };
+      const q = request.query as { limit?: number; cursor?: string };
+      const detector = deps.detector();
+      const page = detector.scopeReportPage(
+        q.cursor === undefined ? '' : decodeScopeCursor(q.cursor),
+        q.limit ?? DEFAULT_LIMIT,
+      );
+      return {
+        items: page.rows,
+        nextCursor: page.next === null ? null : encodeScopeCursor(page.next),
+        overflow: detector.scopeOverflow(),
+      };
     },
   );
 
@@ -465,6 +483,19 @@ function refusePaging(q: Record<string, string | number | undefined>, format: Ex
       );
     }
   }
+}
+
+/** The scope report pages by tier name (`tierName`), which is stable as tiers are added. */
+function encodeScopeCursor(tier: string): string {
+  return Buffer.from(`t${tier}`).toString('base64url');
+}
+
+function decodeScopeCursor(cursor: string): string {
+  const text = Buffer.from(cursor, 'base64url').toString('utf8');
+  if (!text.startsWith('t') || !text.includes('\u0000')) {
+    throw new KeyscopeError(CURSOR_INVALID, `cursor ${excerpt(cursor)} is not a cursor this API issued`);
+  }
+  return text.slice(1);
 }
 
 function millis(value: string | number | undefined): number | undefined {

@@ -397,6 +397,8 @@ export function sumDetectorStats(parts: readonly DetectorStats[]): DetectorStats
     internedNames: 0,
     coverageEntries: 0,
     coverageEvictedEntries: 0,
+    tiers: 0,
+    tierOverflowAttempts: 0,
     watermarkUnixMillis: 0,
   };
   for (const part of parts) {

@@ -3,6 +3,7 @@ import {
   createDetector,
   type Detector,
   type DetectorConfig,
+  DistinctCount,
   type Finding,
   type Incident,
   type ScopeReportState,
@@ -162,6 +163,13 @@ export function sumScopeStates(states: readonly ScopeReportState[]): ScopeReport
       row.spread.forEach((count, level) => {
         sum.spread[level] = (sum.spread[level] ?? 0) + count;
       });
+      // The overflow bucket's distinct tiers: the union of the partitions' counts.
+      if (row.distinct !== undefined && row.distinct !== '') {
+        const distinct = new DistinctCount();
+        distinct.importState(sum.distinct ?? '');
+        distinct.addState(row.distinct);
+        sum.distinct = distinct.exportState();
+      }
       if (row.coverage === undefined) continue;
       const coverage = (sum.coverage ??= []);
       row.coverage.forEach((count, index) => {

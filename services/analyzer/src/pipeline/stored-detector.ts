@@ -1,13 +1,5 @@
-import {
-  createDetector,
-  type Detector,
-  type DetectorConfig,
-  type ScopeReportState,
-} from '@keyscope/detector';
+import { createDetector, type Detector, type DetectorConfig } from '@keyscope/detector';
 import type { KeyscopeStore } from '@keyscope/store';
-
-/** The store's state row holding the scope report, saved with the attempts that changed it. */
-const SCOPE_STATE = 'scope-report';
 /** Activity a restarted detector reloads: enough to re-infer any failover still being correlated. */
 export const ACTIVITY_RESTORE_MILLIS = 2 * 60 * 60 * 1000;
 
@@ -23,12 +15,16 @@ export function restoreDetector(store: KeyscopeStore, config: DetectorConfig): D
   detector.restore({
     findings: latest === undefined ? [] : store.findings.recent(latest - config.retryHorizonMillis),
     activity: store.recentActivity(ACTIVITY_RESTORE_MILLIS),
-    scopeState: store.state.load<ScopeReportState>(SCOPE_STATE),
+    scopeState: store.scopeTiers.load(),
   });
   return detector;
 }
 
-/** Persists the detector's scope report, inside the caller's transaction. */
+/**
+ * Persists the tiers of the detector's scope report that changed since it was last saved (or
+ * restored), inside the caller's transaction. A transaction that fails rebuilds the detector from
+ * the store, so what it had taken as saved is read back as it was.
+ */
 export function saveScopeState(store: KeyscopeStore, detector: Detector): void {
-  store.state.save(SCOPE_STATE, detector.scopeState());
+  store.scopeTiers.save(detector.scopeChanges());
 }

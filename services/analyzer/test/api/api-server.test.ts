@@ -337,6 +337,57 @@ describe('key lookup, scope report, health and docs', () => {
     });
   });
 
+  it('pages the scope report by limit and cursor, each tier once, and answers the tiers past the cap', async () => {
+    detector = createDetector(
+      { ...defaultDetectorConfig(), maxTiers: 120 },
+      { attemptLog: store.attemptLog },
+    );
+    ingest(
+      Array.from({ length: 130 }, (_, i) =>
+        server({
+          key: `k${i}`,
+          node: 'a',
+          store: 'A',
+          operation: `POST /op-${String(i).padStart(3, '0')}`,
+          at: i,
+        }),
+      ),
+    );
+    const app = api();
+    const operations: string[] = [];
+    let cursor: string | null = null;
+    let pages = 0;
+    do {
+      const query: string = cursor === null ? '?limit=50' : `?limit=50&cursor=${cursor}`;
+      const response = await app.inject(`/api/v1/scopes${query}`);
+      expect(response.statusCode).toBe(200);
+      const body = response.json();
+      expect(body.items.length).toBeLessThanOrEqual(50);
+      expect(body.overflow).toMatchObject({ tiers: 10, keys: 10 });
+      operations.push(...body.items.map((row: { operation: string }) => row.operation));
+      cursor = body.nextCursor;
+      pages++;
+    } while (cursor !== null && pages < 10);
+    expect(pages).toBe(3);
+    expect(operations).toEqual(
+      Array.from({ length: 120 }, (_, i) => `POST /op-${String(i).padStart(3, '0')}`),
+    );
+    // Without a limit, a page of 50.
+    expect((await app.inject('/api/v1/scopes')).json().items).toHaveLength(50);
+    expect((await app.inject('/api/v1/scopes?limit=501')).json().error.code).toBe('KS_API_BAD_PARAMETER');
+    expect((await app.inject('/api/v1/scopes?cursor=czEy')).json().error.code).toBe('KS_CURSOR_INVALID');
+    const docs = (await app.inject('/docs/json')).json();
+    expect(docs.paths['/api/v1/scopes'].get.parameters.map((p: { name: string }) => p.name)).toEqual([
+      'limit',
+      'cursor',
+    ]);
+  });
+
+  it('answers no overflow while the tiers fit', async () => {
+    ingest(duplicate('k1', 0));
+    expect((await api().inject('/api/v1/scopes')).json()).toMatchObject({ nextCursor: null, overflow: null });
+  });
+
   it('answers readiness, metrics and the OpenAPI document', async () => {
     const app = api();
     expect((await app.inject('/readyz')).statusCode).toBe(200);

@@ -34,6 +34,8 @@ describe("a detect instance's detector stats", () => {
         'internedNames',
         'coverageEntries',
         'coverageEvictedEntries',
+        'tiers',
+        'tierOverflowAttempts',
         'watermarkUnixMillis',
       ].sort(),
     );

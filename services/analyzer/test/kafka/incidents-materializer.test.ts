@@ -174,6 +174,27 @@ describe("the serve role's copy of the incidents topic", () => {
     store.close();
   });
 
+  it('serves the tiers past detector.maxTiers of every partition as one overflow bucket, their count the union', () => {
+    const { store, view } = materializer(join(dir, 'overflow.db'), { changed: [], retracted: [] });
+    const partitionState = (first: number) => {
+      const detector = createDetector({ ...defaultDetectorConfig(), maxTiers: 1 });
+      detector.ingest({
+        attempts: Array.from({ length: 6 }, (_, i) =>
+          server({ key: `k${first + i}`, node: 'a', store: 'A', operation: `POST /op-${first + i}`, at: i }),
+        ),
+        activity: [],
+        invalid: { outcome: 0, hit: 0, scope: 0 },
+      });
+      return detector.scopeState();
+    };
+    // Partitions 0 and 1 saw tiers op-1..op-5 and op-4..op-8 past their cap: 8 distinct in all.
+    view.apply('incidents', 0, [{ type: 'scope', partition: 0, scope: partitionState(0) }], 0);
+    view.apply('incidents', 0, [{ type: 'scope', partition: 1, scope: partitionState(3) }], 1);
+    expect(view.scopeView.scopeOverflow()).toMatchObject({ tiers: 8, keys: 10 });
+    expect(view.scopeView.scopeReport().map((row) => row.operation)).toEqual(['POST /op-0', 'POST /op-3']);
+    store.close();
+  });
+
   it('adds up the evidence coverage counts of every partition', () => {
     const { store, view } = materializer(join(dir, 'coverage.db'), { changed: [], retracted: [] });
     const state = (arrivals: number, decided: number) => [

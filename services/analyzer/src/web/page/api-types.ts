@@ -1,5 +1,5 @@
 import type { Arrival, ClientAttempt, ServerAttempt, SideEffect } from '@keyscope/attempts';
-import type { FindingClass, ScopeReportRow } from '@keyscope/detector';
+import type { FindingClass, ScopeReportOverflow, ScopeReportRow } from '@keyscope/detector';
 import type { OutboxDelivery } from '@keyscope/store';
 import type { presentFinding, presentIncident } from '../../api/present.ts';
 import type { UiConfig } from '../web-routes.ts';
@@ -59,6 +59,12 @@ export interface ListJson<T> {
 }
 
 export type ScopeRowJson = ScopeReportRow;
+export type ScopeOverflowJson = ScopeReportOverflow;
+
+/** `GET /api/v1/scopes`: a page of tiers, and the tiers past `detector.maxTiers`, summed. */
+export interface ScopesJson extends ListJson<ScopeRowJson> {
+  overflow: ScopeOverflowJson | null;
+}
 export type { FindingClass, UiConfig };
 
 export interface ApiErrorJson {

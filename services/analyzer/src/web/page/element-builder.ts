@@ -5,7 +5,12 @@
  * `pageHref`/`externalHref`, which only produce URLs of this page or http(s).
  */
 
-export type Child = Node | string | number | null | undefined | false;
+/**
+ * A list of children is a child too: pass a list built from spans (`rows.map(…)`) as one, never
+ * spread into the call, since a call takes at most ~100,000 arguments and throws "Maximum call
+ * stack size exceeded" past them.
+ */
+export type Child = Node | string | number | null | undefined | false | readonly Child[];
 export type AttributeValue = string | number | boolean | null | undefined;
 export type Attributes = Record<string, AttributeValue>;
 
@@ -45,7 +50,11 @@ export function withChildren<E extends Node>(parent: E, children: Iterable<Child
 export function appendChildren(parent: Node, children: Iterable<Child>): void {
   for (const child of children) {
     if (child === null || child === undefined || child === false) continue;
-    parent.appendChild(typeof child === 'object' ? child : document.createTextNode(String(child)));
+    if (Array.isArray(child)) appendChildren(parent, child);
+    else
+      parent.appendChild(
+        typeof child === 'object' ? (child as Node) : document.createTextNode(String(child)),
+      );
   }
 }
 

@@ -1,9 +1,10 @@
 import { apiGet } from './api-client.ts';
-import type { ListJson, ScopeRowJson, UiConfig } from './api-types.ts';
+import type { ScopeOverflowJson, ScopeRowJson, ScopesJson, UiConfig } from './api-types.ts';
 import { ensureGlyphDefinitions, RISK_PATTERN } from './attempt-glyphs.ts';
 import { coverageWarningsOf } from './coverage-warnings.ts';
 import { el, replaceChildren, svg } from './element-builder.ts';
-import { mainRegion, pageFooter, setPageTitle } from './page-frame.ts';
+import { describeRefusal } from './page-failure.ts';
+import { mainRegion, pageFooter, setPageTitle, showNotice } from './page-frame.ts';
 
 type SpreadLevel = ScopeRowJson['smallestCoveringScope'];
 const SPREAD_LEVELS: readonly SpreadLevel[] = ['node', 'cluster', 'region', 'global'];
@@ -14,14 +15,73 @@ const STATUS_TEXT: Readonly<Record<ScopeRowJson['status'], string>> = {
   unknown: '? No key scope declared',
 };
 
+/** Tiers asked for at a time: the API's largest page. */
+const PAGE_SIZE = 500;
+/**
+ * Rows the page shows at most, however many the API holds or answers with: the table stays a
+ * table a browser draws in a moment, and past it the API pages through the rest.
+ */
+export const MAX_SHOWN_ROWS = 1_000;
+
 /** `/scopes`: per tier, the declared key scope against where retries of one key actually went. */
 export async function renderScopesPage(config: UiConfig): Promise<void> {
   setPageTitle('Scope report', 'scopes');
   ensureGlyphDefinitions();
-  const report = await apiGet<ListJson<ScopeRowJson>>('/api/v1/scopes');
-  const rows = [...report.items].sort(
-    (a, b) => b.keysAtRisk - a.keysAtRisk || a.service.localeCompare(b.service),
+  let rows: ScopeRowJson[] = [];
+  let nextCursor: string | null = null;
+  let overflow: ScopeOverflowJson | null = null;
+  let unshown = 0;
+  const results = el('div', { class: 'results' });
+  const more = el(
+    'button',
+    { type: 'button', class: 'secondary', hidden: true, id: 'scopes-more' },
+    'Show more',
   );
+
+  const load = async () => {
+    const search = new URLSearchParams({ limit: String(PAGE_SIZE) });
+    if (nextCursor !== null) search.set('cursor', nextCursor);
+    const report = await apiGet<ScopesJson>(`/api/v1/scopes?${search}`);
+    const room = MAX_SHOWN_ROWS - rows.length;
+    rows = rows.concat(report.items.length > room ? report.items.slice(0, room) : report.items);
+    unshown = Math.max(report.items.length - room, 0);
+    nextCursor = report.nextCursor;
+    overflow = report.overflow ?? null;
+    draw();
+  };
+
+  const draw = () => {
+    const sorted = [...rows].sort(
+      (a, b) => b.keysAtRisk - a.keysAtRisk || a.service.localeCompare(b.service),
+    );
+    const full = rows.length >= MAX_SHOWN_ROWS;
+    replaceChildren(
+      results,
+      coverageWarnings(sorted),
+      sorted.length === 0
+        ? el(
+            'p',
+            { class: 'empty' },
+            config.principal.tenant !== null
+              ? "The scope report aggregates every tenant's keys, so a tenant-scoped token does not see it."
+              : 'No tier has reported a dedup decision yet.',
+          )
+        : scopeTable(sorted),
+      full && (nextCursor !== null || unshown > 0)
+        ? el(
+            'p',
+            { class: 'subtle', id: 'scopes-unshown' },
+            `Showing the first ${MAX_SHOWN_ROWS.toLocaleString('en')} tiers; page through the rest with GET /api/v1/scopes.`,
+          )
+        : null,
+      overflowNote(overflow),
+    );
+    more.hidden = nextCursor === null || full;
+  };
+
+  more.addEventListener('click', () => {
+    load().catch((error) => showNotice('error', `loading more failed: ${describeRefusal(error)}`));
+  });
   replaceChildren(
     mainRegion(),
     el('h1', {}, 'Scope report'),
@@ -30,17 +90,24 @@ export async function renderScopesPage(config: UiConfig): Promise<void> {
       { class: 'lede' },
       "A dedup key is effective only if its key scope covers every endpoint a retry of it can reach. Each tier (service and operation) below shows the scope its store declares, how far one key's attempts actually spread, and the smallest scope that would have held them all — the fix to make, rather than global by reflex.",
     ),
-    coverageWarnings(rows),
-    rows.length === 0
-      ? el(
-          'p',
-          { class: 'empty' },
-          config.principal.tenant !== null
-            ? "The scope report aggregates every tenant's keys, so a tenant-scoped token does not see it."
-            : 'No tier has reported a dedup decision yet.',
-        )
-      : scopeTable(rows),
+    results,
+    more,
     pageFooter(),
+  );
+  await load();
+}
+
+/** The tiers past `detector.maxTiers`: how many, and what their keys did, summed. */
+function overflowNote(overflow: ScopeOverflowJson | null): HTMLElement | null {
+  if (overflow === null) return null;
+  const tiers = overflow.tiers.toLocaleString('en');
+  return el(
+    'p',
+    { class: 'subtle', id: 'scopes-overflow' },
+    el('strong', {}, `and ${overflow.tiers < 200 ? '' : 'about '}${tiers} more tiers`),
+    ` past detector.maxTiers, summed rather than shown one by one: ${overflow.keys.toLocaleString('en')} keys, ` +
+      `${overflow.keysSpanning.nodes + overflow.keysSpanning.clusters + overflow.keysSpanning.regions} of them retried on another node or further. ` +
+      "Their keys are judged for duplicates like any other. Many tiers usually means operations named by URL: see the mapping's collapseOperationIds.",
   );
 }
 
@@ -59,7 +126,7 @@ function scopeTable(rows: ScopeRowJson[]): HTMLTableElement {
       el(
         'tr',
         {},
-        ...[
+        [
           'Service',
           'Operation',
           'Declared key scope',
@@ -74,7 +141,7 @@ function scopeTable(rows: ScopeRowJson[]): HTMLTableElement {
     el(
       'tbody',
       {},
-      ...rows.map((row) =>
+      rows.map((row) =>
         el(
           'tr',
           { class: `scope-${row.status}` },
@@ -104,7 +171,7 @@ function coverageWarnings(rows: ScopeRowJson[]): HTMLElement | null {
     'section',
     { class: 'coverage-warnings', id: 'coverage-warnings' },
     el('h2', {}, 'Evidence coverage'),
-    el('ul', {}, ...items),
+    el('ul', {}, items),
   );
 }
 
