@@ -75,7 +75,12 @@ export async function startNginx(
   const nginx = spawn('nginx', ['-p', prefix, '-c', config, '-e', join(prefix, 'error.log')], {
     stdio: ['ignore', 'ignore', 'inherit'],
   });
-  await waitForPort(listenPort, 10_000);
+  try {
+    await waitForPort(listenPort, 10_000);
+  } catch (error) {
+    nginx.kill('SIGTERM');
+    throw error;
+  }
   return nginx;
 }
 

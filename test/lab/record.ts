@@ -1,11 +1,10 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import type { AddressInfo } from 'node:net';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startCaptureReceiver } from './capture-receiver.ts';
+import { children, exited, freePort, labProcess, paymentsNodeEnv, whenReady } from './lab-processes.ts';
 import { readLedger } from './ledger.ts';
 import { startNginx } from './nginx-proxy.ts';
 import { type FailureSpec, SCENARIOS, type Scenario, scenarioNamed } from './scenarios.ts';
@@ -20,72 +19,17 @@ import { computeTruth, type FailureWindow, readRecording, serverSpanIds } from '
  * `recordings/<scenario>.jsonl.gz` (the spans as exported) and `<scenario>.truth.json` (from the
  * nodes' ledgers). Every process it started is killed at the end of a scenario, failed or not.
  */
-const HERE = dirname(fileURLToPath(import.meta.url));
-const REPO = join(HERE, '..', '..');
-const RECORDINGS = join(HERE, 'recordings');
-/** A node or the client that has not started in this long is a failed recording. */
-const START_TIMEOUT_MILLIS = 60_000;
+const RECORDINGS = join(dirname(fileURLToPath(import.meta.url)), 'recordings');
 
-const children = new Set<ChildProcess>();
+/** The running nginx: stopped with SIGTERM, on which its master stops its workers (a SIGKILL would orphan them). */
+let nginx: ChildProcess | undefined;
+
 process.once('exit', () => {
   for (const child of children) child.kill('SIGKILL');
+  nginx?.kill('SIGTERM');
 });
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.once(signal, () => process.exit(130));
-}
-
-function labProcess(script: string, env: Record<string, string>): ChildProcess {
-  const child = spawn(
-    process.execPath,
-    [
-      '--conditions=@keyscope/source',
-      '--import',
-      'tsx',
-      '--import',
-      join(HERE, 'instrumentation.ts'),
-      join(HERE, script),
-    ],
-    {
-      cwd: REPO,
-      env: { ...process.env, OTEL_SEMCONV_STABILITY_OPT_IN: 'http', ...env },
-      stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
-    },
-  );
-  children.add(child);
-  child.once('exit', () => children.delete(child));
-  return child;
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
-function whenReady(child: ChildProcess, what: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(
-      () => reject(new Error(`${what} did not start in ${START_TIMEOUT_MILLIS} ms`)),
-      START_TIMEOUT_MILLIS,
-    );
-    child.on('message', (message: { ready?: boolean }) => {
-      if (message.ready) {
-        clearTimeout(timer);
-        resolve();
-      }
-    });
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`${what} exited with ${code} before it was ready`));
-    });
-  });
-}
-
-function exited(child: ChildProcess): Promise<number | null> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(child.exitCode);
-  return new Promise((resolve) => child.once('exit', (code) => resolve(code)));
 }
 
 interface LabNode {
@@ -100,22 +44,16 @@ async function recordScenario(scenario: Scenario): Promise<void> {
   const receiver = await startCaptureReceiver();
   const relays = new Map<string, TcpRelay>();
   const nodes: LabNode[] = [];
-  let nginx: ChildProcess | undefined;
   try {
     for (const name of scenario.nodes) {
       const port = await freePort();
-      const env = {
-        LAB_PORT: String(port),
-        LAB_LEDGER: join(work, `ledger-${name}.jsonl`),
-        LAB_TTL_MILLIS: String(scenario.ttlMillis),
-        LAB_OTLP_URL: receiver.url,
-        LAB_RESOURCE: JSON.stringify({
-          'service.name': 'payments',
-          'service.instance.id': name,
-          'k8s.cluster.name': 'lab',
-          'cloud.region': 'local',
-        }),
-      };
+      const env = paymentsNodeEnv({
+        name,
+        port,
+        ledgerPath: join(work, `ledger-${name}.jsonl`),
+        ttlMillis: scenario.ttlMillis,
+        otlpUrl: receiver.url,
+      });
       nodes.push({ name, port, env, process: labProcess('payments-node.ts', env) });
     }
     await Promise.all(nodes.map((node) => whenReady(node.process, node.name)));
@@ -132,7 +70,6 @@ async function recordScenario(scenario: Scenario): Promise<void> {
     }
     const proxyPort = await freePort();
     nginx = await startNginx(scenario.proxy, proxyPort, upstreamPorts, join(work, 'nginx'));
-    children.add(nginx);
 
     const startUnixMillis = Date.now();
     const client = labProcess('checkout-traffic.ts', {
@@ -179,8 +116,14 @@ async function recordScenario(scenario: Scenario): Promise<void> {
       `${scenario.name}: client ${summary.trim()}; ${receiver.requests} exports, ${truth.charges} charges of ${truth.keysCharged} keys, ${truth.duplicates.length} duplicates (${truth.duplicates.filter((d) => d.windowId !== null).length} in a failure window), ${truth.lostFirstExecutions.length} first executions unseen (${hidden} ran again)`,
     );
   } finally {
-    for (const node of nodes) node.process.kill('SIGKILL');
-    nginx?.kill('SIGKILL');
+    // Whatever is left of this scenario: nodes, a client that did not finish, nginx.
+    for (const child of children) child.kill('SIGKILL');
+    if (nginx !== undefined) {
+      nginx.kill('SIGTERM');
+      await Promise.race([exited(nginx), sleep(5000)]);
+      nginx.kill('SIGKILL');
+      nginx = undefined;
+    }
     for (const relay of relays.values()) await relay.close();
     await receiver.close();
     rmSync(work, { recursive: true, force: true });
