@@ -67,11 +67,17 @@ async function pay(): Promise<void> {
   sendsOfKey.delete(key);
 }
 
+// Arrival times follow from the plan alone: a loop woken late by a busy machine starts the payments
+// it owes at once, so the rate holds whatever the load (an open loop).
 const under: Promise<void>[] = [];
-const endUnixMillis = Date.now() + plan.durationMillis;
-while (Date.now() < endUnixMillis) {
+// The recorder times its failures from this moment: the traffic's start, however long startup took.
+process.send?.({ ready: true });
+let arrivalUnixMillis = Date.now();
+const endUnixMillis = arrivalUnixMillis + plan.durationMillis;
+while (arrivalUnixMillis < endUnixMillis) {
+  await sleep(arrivalUnixMillis - Date.now());
   under.push(pay());
-  await sleep(-Math.log(1 - Math.random()) * (1000 / plan.ratePerSecond));
+  arrivalUnixMillis += -Math.log(1 - Math.random()) * (1000 / plan.ratePerSecond);
 }
 await Promise.all(under);
 agent.destroy();

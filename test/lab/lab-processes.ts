@@ -51,6 +51,7 @@ export function labProcess(script: string, env: Record<string, string>): ChildPr
     ],
     {
       cwd: REPO,
+      // The stable HTTP conventions (`http.response.status_code`, `error.type`): what keyscope reads.
       env: { ...process.env, OTEL_SEMCONV_STABILITY_OPT_IN: 'http', ...env },
       stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
     },

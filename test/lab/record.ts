@@ -71,7 +71,6 @@ async function recordScenario(scenario: Scenario): Promise<void> {
     const proxyPort = await freePort();
     nginx = await startNginx(scenario.proxy, proxyPort, upstreamPorts, join(work, 'nginx'));
 
-    const startUnixMillis = Date.now();
     const client = labProcess('checkout-traffic.ts', {
       LAB_OTLP_URL: receiver.url,
       LAB_RESOURCE: JSON.stringify({ 'service.name': 'checkout', 'service.instance.id': 'checkout-1' }),
@@ -79,17 +78,19 @@ async function recordScenario(scenario: Scenario): Promise<void> {
     });
     let summary = '';
     client.stdout?.on('data', (chunk: Buffer) => (summary += chunk.toString('utf8')));
-    const windows = await Promise.all(
-      scenario.failures.map((failure, index) =>
-        inject(failure, `${failure.type}-${index + 1}`, startUnixMillis, nodes, relays),
-      ),
-    );
+    await whenReady(client, 'the checkout client');
+    const startUnixMillis = Date.now();
+    // In order, each no earlier than the end of the one before: two failovers, not one double outage.
+    const windows: FailureWindow[] = [];
+    for (const [index, failure] of scenario.failures.entries()) {
+      windows.push(await inject(failure, `${failure.type}-${index + 1}`, startUnixMillis, nodes, relays));
+    }
     const { traffic } = scenario;
     const clientLimitMillis =
       traffic.durationMillis +
       traffic.maxSends * (traffic.timeoutMillis + traffic.backoffBaseMillis * 2 ** traffic.maxSends) +
       30_000;
-    const code = await Promise.race([exited(client), sleep(clientLimitMillis).then(() => 'late' as const)]);
+    const code = await within(exited(client), clientLimitMillis);
     if (code !== 0)
       throw new Error(
         `the checkout client ${code === 'late' ? 'did not finish in time' : `exited with ${code}`}`,
@@ -97,7 +98,7 @@ async function recordScenario(scenario: Scenario): Promise<void> {
     // The nodes still charging an abandoned request finish; then a clean stop exports their batches.
     await sleep(3000);
     for (const node of nodes) node.process.kill('SIGTERM');
-    await Promise.race([Promise.all(nodes.map((node) => exited(node.process))), sleep(15_000)]);
+    await within(Promise.all(nodes.map((node) => exited(node.process))), 15_000);
 
     const recording = join(RECORDINGS, `${scenario.name}.jsonl.gz`);
     receiver.save(recording);
@@ -120,7 +121,7 @@ async function recordScenario(scenario: Scenario): Promise<void> {
     for (const child of children) child.kill('SIGKILL');
     if (nginx !== undefined) {
       nginx.kill('SIGTERM');
-      await Promise.race([exited(nginx), sleep(5000)]);
+      await within(exited(nginx), 5000);
       nginx.kill('SIGKILL');
       nginx = undefined;
     }
@@ -130,7 +131,20 @@ async function recordScenario(scenario: Scenario): Promise<void> {
   }
 }
 
-/** Waits for the failure's moment, applies it, and resolves with its window once it is over. */
+/** `promise`, or `'late'` when it has not settled within `millis`; the timer never keeps the recorder alive. */
+async function within<T>(promise: Promise<T>, millis: number): Promise<T | 'late'> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((resolve) => {
+    timer = setTimeout(() => resolve('late'), millis);
+  });
+  try {
+    return await Promise.race([promise, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Waits for the failure's moment (at once if it has passed), applies it, and resolves with its window once it is over. */
 async function inject(
   failure: FailureSpec,
   id: string,

@@ -1,7 +1,8 @@
 import type { ProxyPlan } from './nginx-proxy.ts';
 
 /**
- * A failure the recorder injects, `atMillis` after the traffic starts:
+ * A failure the recorder injects, `atMillis` after the traffic starts, or when the failure before
+ * it in its scenario has ended if that is later:
  * - `kill`: SIGKILL the node, start it again `durationMillis` later (its memory store is gone).
  *   With `stallBeforeMillis`, the node first hangs for that long after each charge, answering
  *   nothing — a stuck disk under the receipt write, until the liveness probe's kill;
@@ -109,10 +110,10 @@ export const SCENARIOS: readonly Scenario[] = [
     nodes: THREE_NODES,
     proxy: { ...PROXY, balance: 'key_hash' },
     ttlMillis: DAY_MILLIS,
-    traffic: { ...TRAFFIC, durationMillis: 50_000 },
+    traffic: { ...TRAFFIC, durationMillis: 60_000 },
     failures: [
-      { type: 'kill', node: 'payments-a', atMillis: 10_000, durationMillis: 8000, stallBeforeMillis: 2000 },
-      { type: 'kill', node: 'payments-c', atMillis: 30_000, durationMillis: 8000, stallBeforeMillis: 2000 },
+      { type: 'kill', node: 'payments-a', atMillis: 10_000, durationMillis: 5000, stallBeforeMillis: 2000 },
+      { type: 'kill', node: 'payments-c', atMillis: 32_000, durationMillis: 5000, stallBeforeMillis: 2000 },
     ],
   },
   {
