@@ -1,0 +1,140 @@
+import type { ProxyPlan } from './nginx-proxy.ts';
+
+/**
+ * A failure the recorder injects, `atMillis` after the traffic starts, or when the failure before
+ * it in its scenario has ended if that is later:
+ * - `kill`: SIGKILL the node, start it again `durationMillis` later (its memory store is gone).
+ *   With `stallBeforeMillis`, the node first hangs for that long after each charge, answering
+ *   nothing — a stuck disk under the receipt write, until the liveness probe's kill;
+ * - `brownout`: requests reaching the node for `durationMillis` wait `addedMillis` more;
+ * - `partition`: the relay between the proxy and the node drops every byte, both ways, for
+ *   `durationMillis`.
+ */
+export interface FailureSpec {
+  readonly type: 'kill' | 'brownout' | 'partition';
+  readonly node: string;
+  readonly atMillis: number;
+  readonly durationMillis: number;
+  readonly addedMillis?: number;
+  readonly stallBeforeMillis?: number;
+}
+
+export interface TrafficSpec {
+  readonly durationMillis: number;
+  /** Payments per second, over all nodes: about 10 per node. */
+  readonly ratePerSecond: number;
+  readonly timeoutMillis: number;
+  readonly maxSends: number;
+  readonly backoffBaseMillis: number;
+}
+
+export interface Scenario {
+  readonly name: string;
+  readonly description: string;
+  /** `service.instance.id` of each payments node. */
+  readonly nodes: readonly string[];
+  readonly proxy: ProxyPlan;
+  /** How long a node store replays a completed key. */
+  readonly ttlMillis: number;
+  readonly traffic: TrafficSpec;
+  readonly failures: readonly FailureSpec[];
+}
+
+const DAY_MILLIS = 24 * 3600_000;
+const THREE_NODES = ['payments-a', 'payments-b', 'payments-c'];
+const TRAFFIC: TrafficSpec = {
+  durationMillis: 40_000,
+  ratePerSecond: 30,
+  timeoutMillis: 2000,
+  maxSends: 4,
+  backoffBaseMillis: 200,
+};
+const PROXY: ProxyPlan = {
+  balance: 'round_robin',
+  retryPosts: false,
+  readTimeoutMillis: 10_000,
+  maxFails: 1,
+};
+
+export const SCENARIOS: readonly Scenario[] = [
+  {
+    name: 'node-killed-behind-proxy',
+    description:
+      'Keys stick to a node (hash of the key); payments-b hangs after charging for 3 s, then is SIGKILLed: its in-flight POSTs get 502 from nginx and their retries run on another node, while its unexported spans die with it.',
+    nodes: THREE_NODES,
+    proxy: { ...PROXY, balance: 'key_hash' },
+    ttlMillis: DAY_MILLIS,
+    traffic: TRAFFIC,
+    failures: [
+      { type: 'kill', node: 'payments-b', atMillis: 15_000, durationMillis: 10_000, stallBeforeMillis: 3000 },
+    ],
+  },
+  {
+    name: 'brownout-round-robin',
+    description:
+      'Round robin; payments-b answers 3 s slower for 15 s: the client times out at 2 s and its retry executes on the next node while payments-b still charges.',
+    nodes: THREE_NODES,
+    proxy: PROXY,
+    ttlMillis: DAY_MILLIS,
+    traffic: TRAFFIC,
+    failures: [
+      { type: 'brownout', node: 'payments-b', atMillis: 10_000, durationMillis: 15_000, addedMillis: 3000 },
+    ],
+  },
+  {
+    name: 'brownout-short-ttl',
+    description:
+      'Keys stick to a node and keys live 500 ms; payments-a answers 2.5 s slower for 15 s: retries come back to it after the slow first execution completed and its key expired, and execute again in the same store.',
+    nodes: ['payments-a', 'payments-b'],
+    proxy: { ...PROXY, balance: 'key_hash' },
+    ttlMillis: 500,
+    traffic: { ...TRAFFIC, ratePerSecond: 20, timeoutMillis: 1500, maxSends: 5, backoffBaseMillis: 300 },
+    failures: [
+      { type: 'brownout', node: 'payments-a', atMillis: 10_000, durationMillis: 15_000, addedMillis: 2500 },
+    ],
+  },
+  {
+    name: 'partition',
+    description:
+      'Round robin through a TCP relay per node; the path to payments-c drops every byte for 8 s: requests it was executing are charged but never answered, and their retries execute elsewhere.',
+    nodes: THREE_NODES,
+    proxy: PROXY,
+    ttlMillis: DAY_MILLIS,
+    traffic: TRAFFIC,
+    failures: [{ type: 'partition', node: 'payments-c', atMillis: 12_000, durationMillis: 8000 }],
+  },
+  {
+    name: 'two-failovers',
+    description:
+      'Keys stick to a node; payments-a hangs for 2 s, is SIGKILLed and restarted, then payments-c does the same.',
+    nodes: THREE_NODES,
+    proxy: { ...PROXY, balance: 'key_hash' },
+    ttlMillis: DAY_MILLIS,
+    traffic: { ...TRAFFIC, durationMillis: 60_000 },
+    failures: [
+      { type: 'kill', node: 'payments-a', atMillis: 10_000, durationMillis: 5000, stallBeforeMillis: 2000 },
+      { type: 'kill', node: 'payments-c', atMillis: 32_000, durationMillis: 5000, stallBeforeMillis: 2000 },
+    ],
+  },
+  {
+    name: 'proxy-retries-posts',
+    description:
+      'Round robin with `proxy_next_upstream error timeout non_idempotent` and a 1.5 s read timeout: nginx re-sends a slow POST to the next node; payments-b answers 2 s slower for 12 s.',
+    nodes: THREE_NODES,
+    // Leaving a node out after read timeouts would leave none: the slow tail times out somewhere every second.
+    proxy: { ...PROXY, retryPosts: true, readTimeoutMillis: 1500, maxFails: 0 },
+    ttlMillis: DAY_MILLIS,
+    traffic: { ...TRAFFIC, timeoutMillis: 4000 },
+    failures: [
+      { type: 'brownout', node: 'payments-b', atMillis: 10_000, durationMillis: 12_000, addedMillis: 2000 },
+    ],
+  },
+];
+
+export function scenarioNamed(name: string): Scenario {
+  const scenario = SCENARIOS.find((candidate) => candidate.name === name);
+  if (scenario === undefined) {
+    throw new Error(`unknown scenario '${name}'; known: ${SCENARIOS.map((s) => s.name).join(', ')}`);
+  }
+  return scenario;
+}
