@@ -1,0 +1,137 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { encodeTraces, type Span } from '@keyscope/otlp';
+import { type DecodedExportResponse, decodeExportResponse } from '@keyscope/testkit/wire';
+import { stringify } from 'yaml';
+import { loadServeConfig } from '../../src/cli.ts';
+import type { ServeConfig } from '../../src/config.ts';
+import { type RunningRoles, startRoles } from '../../src/kafka/start-roles.ts';
+import type { Logger } from '../../src/logger.ts';
+
+/** How a settings test sets its field: the ways a user does (docs/configuration.md). */
+export interface Settings {
+  /** Written as YAML to a config file given with `--config`, over free ports and a fresh database. */
+  readonly file?: Record<string, unknown>;
+  /** `KEYSCOPE_*` variables (the only environment `keyscope serve` is given). */
+  readonly env?: Record<string, string>;
+  /** Flags of `keyscope serve`, after the `--config` flag. */
+  readonly flags?: readonly string[];
+}
+
+export interface ConfiguredKeyscope {
+  readonly config: ServeConfig;
+  readonly running: RunningRoles;
+  /** A folder of this service's own, deleted by `stop`. */
+  readonly dir: string;
+  /** What the service logged. */
+  readonly lines: string[];
+  apiUrl(path: string): string;
+  /** POSTs `spans` as OTLP/protobuf to the OTLP/HTTP receiver. */
+  exportSpans(spans: Span[], headers?: Record<string, string>): Promise<ExportAnswer>;
+  /** The sum of a /metrics sample over the series whose labels include `labels`. */
+  metric(name: string, labels?: Record<string, string>): Promise<number>;
+  stop(): Promise<void>;
+}
+
+export interface ExportAnswer {
+  readonly status: number;
+  readonly body: DecodedExportResponse;
+}
+
+/**
+ * The configuration `keyscope serve` would run with, loaded through the CLI's own loader from a
+ * YAML file, `KEYSCOPE_*` variables and flags. Every port is free (0) and the database is a file
+ * in `dir`, unless the settings say otherwise.
+ */
+export async function loadSettings(settings: Settings, dir: string): Promise<ServeConfig> {
+  const file = join(dir, 'keyscope.yaml');
+  writeFileSync(file, stringify(deepMerge(baseFile(dir), settings.file ?? {})));
+  return loadServeConfig(['--config', file, ...(settings.flags ?? [])], settings.env ?? {});
+}
+
+/** `keyscope serve` with `settings`, started as the CLI starts it (startRoles). */
+export async function startConfigured(
+  settings: Settings,
+  dependencies: { now?: () => number } = {},
+): Promise<ConfiguredKeyscope> {
+  const dir = mkdtempSync(join(tmpdir(), 'keyscope-settings-'));
+  const lines: string[] = [];
+  const logger: Logger = { info: (line) => lines.push(line), error: (line) => lines.push(line) };
+  let running: RunningRoles;
+  let config: ServeConfig;
+  try {
+    config = await loadSettings(settings, dir);
+    running = await startRoles(config, { logger, now: dependencies.now });
+  } catch (error) {
+    rmSync(dir, { recursive: true, force: true });
+    throw error;
+  }
+  const apiUrl = (path: string) => `http://127.0.0.1:${running.addresses.api.port}${path}`;
+  return {
+    config,
+    running,
+    dir,
+    lines,
+    apiUrl,
+    async exportSpans(spans, headers = {}) {
+      const otlp = running.addresses.otlpHttp;
+      if (otlp === undefined) throw new Error(`role ${config.role} runs no OTLP receiver`);
+      const response = await fetch(`http://127.0.0.1:${otlp.port}/v1/traces`, {
+        method: 'POST',
+        body: encodeTraces(spans),
+        headers: { 'content-type': 'application/x-protobuf', ...headers },
+      });
+      const bytes = new Uint8Array(await response.arrayBuffer());
+      return { status: response.status, body: response.ok ? decodeExportResponse(bytes) : {} };
+    },
+    async metric(name, labels = {}) {
+      const text = await (await fetch(apiUrl('/metrics'))).text();
+      return metricValue(text, name, labels);
+    },
+    async stop() {
+      try {
+        await running.stop();
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  };
+}
+
+/** The sum of `name`'s samples whose labels include `labels`, in Prometheus text format. */
+export function metricValue(text: string, name: string, labels: Record<string, string> = {}): number {
+  let sum = 0;
+  for (const line of text.split('\n')) {
+    const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$/.exec(line);
+    if (match === null || match[1] !== name) continue;
+    const series = match[2] ?? '';
+    if (Object.entries(labels).every(([label, value]) => series.includes(`${label}="${value}"`))) {
+      sum += Number(match[3]);
+    }
+  }
+  return sum;
+}
+
+function baseFile(dir: string): Record<string, unknown> {
+  return {
+    api: { port: 0 },
+    otlp: { http: { port: 0 }, grpc: { port: 0 } },
+    db: { path: join(dir, 'keyscope.db') },
+    kafka: { stateDir: join(dir, 'partitions') },
+  };
+}
+
+function deepMerge(base: Record<string, unknown>, over: Record<string, unknown>): Record<string, unknown> {
+  const merged: Record<string, unknown> = { ...base };
+  for (const [key, value] of Object.entries(over)) {
+    const under = merged[key];
+    merged[key] =
+      isMapping(under) && isMapping(value) ? deepMerge(under, value as Record<string, unknown>) : value;
+  }
+  return merged;
+}
+
+function isMapping(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
