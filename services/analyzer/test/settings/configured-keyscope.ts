@@ -1,13 +1,14 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { encodeTraces, type Span } from '@keyscope/otlp';
+import { encodeTraces, type Span, SpanKind, StatusCode } from '@keyscope/otlp';
 import { type DecodedExportResponse, decodeExportResponse } from '@keyscope/testkit/wire';
 import { stringify } from 'yaml';
 import { loadServeConfig } from '../../src/cli.ts';
 import type { ServeConfig } from '../../src/config.ts';
 import { type RunningRoles, startRoles } from '../../src/kafka/start-roles.ts';
 import type { Logger } from '../../src/logger.ts';
+import { formatHostPort } from '../../src/receivers/listen-address.ts';
 
 /** How a settings test sets its field: the ways a user does (docs/configuration.md). */
 export interface Settings {
@@ -67,7 +68,7 @@ export async function startConfigured(
     rmSync(dir, { recursive: true, force: true });
     throw error;
   }
-  const apiUrl = (path: string) => `http://127.0.0.1:${running.addresses.api.port}${path}`;
+  const apiUrl = (path: string) => `http://${formatHostPort(running.addresses.api)}${path}`;
   return {
     config,
     running,
@@ -77,7 +78,7 @@ export async function startConfigured(
     async exportSpans(spans, headers = {}) {
       const otlp = running.addresses.otlpHttp;
       if (otlp === undefined) throw new Error(`role ${config.role} runs no OTLP receiver`);
-      const response = await fetch(`http://127.0.0.1:${otlp.port}/v1/traces`, {
+      const response = await fetch(`http://${formatHostPort(otlp)}/v1/traces`, {
         method: 'POST',
         body: encodeTraces(spans),
         headers: { 'content-type': 'application/x-protobuf', ...headers },
@@ -134,4 +135,40 @@ function deepMerge(base: Record<string, unknown>, over: Record<string, unknown>)
 
 function isMapping(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+let nextTrace = 1;
+
+/**
+ * One key executed (`miss`) once in each of `nodes`' node-local stores, a second apart from
+ * `startMillis`: a cross-store duplicate, the detector's finding as soon as it has both.
+ */
+export function executedTwice(
+  key: string,
+  options: { startMillis?: number; tenant?: string; nodes?: readonly string[] } = {},
+): Span[] {
+  const start = options.startMillis ?? Date.now() - 5_000;
+  return (options.nodes ?? ['payments-a', 'payments-b']).map((node, index) => {
+    const id = nextTrace++;
+    return {
+      traceId: id.toString(16).padStart(32, '0'),
+      spanId: id.toString(16).padStart(16, '0'),
+      parentSpanId: '',
+      name: 'POST /payments',
+      kind: SpanKind.SERVER,
+      startTimeUnixMillis: start + index * 1000,
+      endTimeUnixMillis: start + index * 1000 + 100,
+      status: { code: StatusCode.UNSET, message: '' },
+      attributes: {
+        'idempotency.key': key,
+        'idempotency.outcome': 'miss',
+        'idempotency.scope': 'node',
+        'http.route': '/payments',
+        ...(options.tenant === undefined ? {} : { 'tenant.id': options.tenant }),
+      },
+      events: [],
+      resource: { attributes: { 'service.name': 'payments', 'service.instance.id': node } },
+      scope: { name: 'settings-test', version: '' },
+    };
+  });
 }
