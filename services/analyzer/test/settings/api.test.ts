@@ -1,7 +1,6 @@
 import { request } from 'node:http';
-import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ConfiguredKeyscope, executedTwice, startConfigured } from './configured-keyscope.ts';
+import { type ConfiguredKeyscope, executedTwice, freePort, startConfigured } from './configured-keyscope.ts';
 
 const ADMIN = 'a-long-random-admin-token';
 const READ = 'a-long-random-read-token!';
@@ -36,17 +35,6 @@ function getWithHost(host: string, port: number, hostHeader: string, path: strin
     });
     req.on('error', reject);
     req.end();
-  });
-}
-
-function freePort(host: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.on('error', reject);
-    server.listen(0, host, () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
   });
 }
 

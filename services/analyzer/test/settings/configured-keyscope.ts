@@ -1,4 +1,5 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { encodeTraces, type Span, SpanKind, StatusCode } from '@keyscope/otlp';
@@ -28,6 +29,8 @@ export interface ConfiguredKeyscope {
   /** What the service logged. */
   readonly lines: string[];
   apiUrl(path: string): string;
+  /** GETs `path` of the API (without a token) and parses its JSON. */
+  json<T = { items: Array<Record<string, unknown>> }>(path: string): Promise<T>;
   /** POSTs `spans` as OTLP/protobuf to the OTLP/HTTP receiver. */
   exportSpans(spans: Span[], headers?: Record<string, string>): Promise<ExportAnswer>;
   /** The sum of a /metrics sample over the series whose labels include `labels`. */
@@ -51,12 +54,16 @@ export async function loadSettings(settings: Settings, dir: string): Promise<Ser
   return loadServeConfig(['--config', file, ...(settings.flags ?? [])], settings.env ?? {});
 }
 
-/** `keyscope serve` with `settings`, started as the CLI starts it (startRoles). */
+/**
+ * `keyscope serve` with `settings` (or the settings for the service's own folder), started as the
+ * CLI starts it (startRoles). A service that does not start leaves nothing behind.
+ */
 export async function startConfigured(
-  settings: Settings,
+  settingsIn: Settings | ((dir: string) => Settings),
   dependencies: { now?: () => number } = {},
 ): Promise<ConfiguredKeyscope> {
   const dir = mkdtempSync(join(tmpdir(), 'keyscope-settings-'));
+  const settings = typeof settingsIn === 'function' ? settingsIn(dir) : settingsIn;
   const lines: string[] = [];
   const logger: Logger = { info: (line) => lines.push(line), error: (line) => lines.push(line) };
   let running: RunningRoles;
@@ -75,6 +82,11 @@ export async function startConfigured(
     dir,
     lines,
     apiUrl,
+    async json<T>(path: string): Promise<T> {
+      const response = await fetch(apiUrl(path));
+      if (!response.ok) throw new Error(`GET ${path} answered ${response.status}: ${await response.text()}`);
+      return (await response.json()) as T;
+    },
     async exportSpans(spans, headers = {}) {
       const otlp = running.addresses.otlpHttp;
       if (otlp === undefined) throw new Error(`role ${config.role} runs no OTLP receiver`);
@@ -170,5 +182,26 @@ export function executedTwice(
       resource: { attributes: { 'service.name': 'payments', 'service.instance.id': node } },
       scope: { name: 'settings-test', version: '' },
     };
+  });
+}
+
+/** Resolves once `check` is true, checking every 100 ms; rejects after `timeoutMillis`. */
+export async function until(check: () => Promise<boolean> | boolean, timeoutMillis: number): Promise<void> {
+  const deadline = Date.now() + timeoutMillis;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`not reached within ${timeoutMillis} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+/** A port free on `host` a moment ago, for settings that must name one. */
+export function freePort(host = '127.0.0.1'): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.on('error', reject);
+    server.listen(0, host, () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
   });
 }
