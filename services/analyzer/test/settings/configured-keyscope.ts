@@ -157,7 +157,7 @@ let nextTrace = 1;
  */
 export function executedTwice(
   key: string,
-  options: { startMillis?: number; tenant?: string; nodes?: readonly string[] } = {},
+  options: { startMillis?: number; tenant?: string; nodes?: readonly string[]; secondOutcome?: string } = {},
 ): Span[] {
   const start = options.startMillis ?? Date.now() - 5_000;
   return (options.nodes ?? ['payments-a', 'payments-b']).map((node, index) => {
@@ -173,7 +173,9 @@ export function executedTwice(
       status: { code: StatusCode.UNSET, message: '' },
       attributes: {
         'idempotency.key': key,
-        'idempotency.outcome': 'miss',
+        // A second node's store that errs: the retry crossed the key's scope without executing.
+        'idempotency.outcome':
+          index > 0 && options.secondOutcome !== undefined ? options.secondOutcome : 'miss',
         'idempotency.scope': 'node',
         'http.route': '/payments',
         ...(options.tenant === undefined ? {} : { 'tenant.id': options.tenant }),
