@@ -14,6 +14,7 @@ import {
   startConfigured,
   until,
 } from './configured-keyscope.ts';
+import { damagedDatabase } from './damaged-database.ts';
 
 let cluster: KafkaCluster;
 let admin: Admin;
@@ -164,5 +165,34 @@ describe('kafka.* topic creation (the mock broker refuses CreateTopics)', () => 
     });
     expect(refused.message).toContain(cluster.topic('missing-incidents'));
     expect(refused.message).toContain('create it with 5 partitions');
+  });
+});
+
+describe('db.* in the serve role', () => {
+  it('db.integrityCheck: the serve role refuses a damaged database under quick, and opens it under off', async () => {
+    const serveRole = (integrityCheck: string) => (dir: string) => {
+      const path = join(dir, 'serve.db');
+      damagedDatabase(path);
+      const settings = kafkaSettings(dir);
+      return {
+        ...settings,
+        flags: ['--role', 'serve'],
+        file: { ...settings.file, db: { path, integrityCheck } },
+      };
+    };
+    const refused = await startConfigured(serveRole('quick')).then(
+      async (started) => {
+        await started.stop();
+        return undefined;
+      },
+      (error: unknown) => error,
+    );
+    expect(isKeyscopeError(refused) && refused.code).toBe('KS_STORE_CORRUPT');
+    const opened = await startConfigured(serveRole('off'));
+    try {
+      expect(opened.running.serve).toBeDefined();
+    } finally {
+      await opened.stop();
+    }
   });
 });
