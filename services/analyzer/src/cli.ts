@@ -11,7 +11,13 @@ import {
   runAnalyze,
 } from './analyze/run-analyze.ts';
 import { DEFAULT_TABLE_LIMIT } from './analyze/table-report.ts';
-import { defaultServeConfig, envOverrides, readConfigFile, resolveServeConfig } from './config.ts';
+import {
+  defaultServeConfig,
+  envOverrides,
+  readConfigFile,
+  resolveServeConfig,
+  type ServeConfig,
+} from './config.ts';
 import { DEMO_DB_PATH, runDemo } from './demo.ts';
 import { startRoles } from './kafka/start-roles.ts';
 import { consoleLogger } from './logger.ts';
@@ -242,18 +248,39 @@ async function analyze(args: string[]): Promise<number> {
   });
 }
 
+/**
+ * The configuration `keyscope serve` (or `demo`) runs with, given its arguments (after the
+ * command) and environment: defaults < config file (`--config`, else KEYSCOPE_CONFIG) <
+ * KEYSCOPE_* variables < flags. Throws KS_ANALYZER_CONFIG_INVALID naming a bad field, and a
+ * usage error for a bad flag.
+ */
+export async function loadServeConfig(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  mode: 'serve' | 'demo' = 'serve',
+): Promise<ServeConfig> {
+  return layeredConfig(parseServeArgs(args, mode), env, mode);
+}
+
+async function layeredConfig(
+  parsed: ServeArgs,
+  env: NodeJS.ProcessEnv,
+  mode: 'serve' | 'demo',
+): Promise<ServeConfig> {
+  const defaults = mode === 'serve' ? DEFAULTS : resolveServeConfig({ db: { path: DEMO_DB_PATH } });
+  const configFile = parsed.configFile ?? env.KEYSCOPE_CONFIG;
+  const fromFile = configFile ? resolveServeConfig(await readConfigFile(configFile), defaults) : defaults;
+  const fromEnv = resolveServeConfig(envOverrides(env), fromFile);
+  return resolveServeConfig(parsed.overrides, fromEnv);
+}
+
 async function serve(args: string[], mode: 'serve' | 'demo'): Promise<number> {
   const parsed = parseServeArgs(args, mode);
   if (parsed.help) {
     process.stdout.write(`${mode === 'serve' ? SERVE_USAGE : DEMO_USAGE}\n`);
     return 0;
   }
-  // Defaults < config file < KEYSCOPE_* environment < flags.
-  const defaults = mode === 'serve' ? DEFAULTS : resolveServeConfig({ db: { path: DEMO_DB_PATH } });
-  const configFile = parsed.configFile ?? process.env.KEYSCOPE_CONFIG;
-  const fromFile = configFile ? resolveServeConfig(await readConfigFile(configFile), defaults) : defaults;
-  const fromEnv = resolveServeConfig(envOverrides(process.env), fromFile);
-  const config = resolveServeConfig(parsed.overrides, fromEnv);
+  const config = await layeredConfig(parsed, process.env, mode);
   // Listening for signals before the listeners start: a SIGTERM during startup still stops cleanly.
   const signalled = new Promise<NodeJS.Signals>((resolve) => {
     process.once('SIGINT', resolve);

@@ -107,6 +107,7 @@ export async function startServe(
       store,
       logger,
       now,
+      spans: config.spans,
       alerts: {
         incidentsChanged: (incidents) => alerter?.incidentsChanged(incidents) ?? 0,
         incidentsRetracted: (ids) => alerter?.incidentsRetracted(ids) ?? 0,

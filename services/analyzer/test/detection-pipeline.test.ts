@@ -9,6 +9,7 @@ import { duplicateSome, scenarios, shuffle, simulate, splitIntoPayloads } from '
 import { KeyscopeStore } from '@keyscope/store';
 import BetterSqlite3 from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { defaultServeConfig } from '../src/config.ts';
 import { silentLogger } from '../src/logger.ts';
 import { DetectionPipeline } from '../src/pipeline/detection-pipeline.ts';
 
@@ -48,6 +49,7 @@ beforeEach(() => {
   store = new KeyscopeStore({ path });
   pipeline = new DetectionPipeline({
     mapping: defaultMapping(),
+    spans: defaultServeConfig().spans,
     detectorConfig: defaultDetectorConfig(),
     store,
     logger: silentLogger,
@@ -126,6 +128,7 @@ describe('the detection pipeline', () => {
       const own = new KeyscopeStore({ path: ':memory:', attemptIndexBatchRows: indexBatchRows });
       const redelivering = new DetectionPipeline({
         mapping: defaultMapping(),
+        spans: defaultServeConfig().spans,
         detectorConfig: defaultDetectorConfig(),
         store: own,
         logger: silentLogger,
@@ -167,6 +170,7 @@ describe('the detection pipeline fed spans in any order', () => {
     const stepMillis = (endUnixMillis - clock) / payloads.length;
     const replaying = new DetectionPipeline({
       mapping: defaultMapping(),
+      spans: defaultServeConfig().spans,
       detectorConfig: defaultDetectorConfig(),
       store: own,
       logger: silentLogger,

@@ -15,6 +15,7 @@ import { at, prng, splice } from '@keyscope/otlp/testing';
 import { KeyscopeStore } from '@keyscope/store';
 import { span } from '@keyscope/testkit';
 import { afterAll, describe, expect, it } from 'vitest';
+import { defaultServeConfig } from '../src/config.ts';
 import { silentLogger } from '../src/logger.ts';
 import { DetectionPipeline } from '../src/pipeline/detection-pipeline.ts';
 
@@ -35,6 +36,7 @@ const store = new KeyscopeStore({ path: ':memory:' });
 const detectorConfig = defaultDetectorConfig();
 const pipeline = new DetectionPipeline({
   mapping: defaultMapping(),
+  spans: defaultServeConfig().spans,
   detectorConfig,
   store,
   logger: silentLogger,

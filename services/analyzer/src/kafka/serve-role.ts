@@ -60,7 +60,7 @@ export async function startServeRole(
 
   const stops = new ShutdownStack();
   try {
-    const store = new KeyscopeStore({ path: config.db.path });
+    const store = new KeyscopeStore({ path: config.db.path, integrityCheck: config.db.integrityCheck });
     stops.push(() => store.close());
     let alerter: Alerter | undefined;
     const materializer = new IncidentsMaterializer({

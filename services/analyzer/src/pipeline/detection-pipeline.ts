@@ -19,7 +19,7 @@ import {
 import type { ConsumeResult, DecodeOptions, Span, SpanConsumer } from '@keyscope/otlp';
 import type { KeyscopeStore } from '@keyscope/store';
 import { trace } from '@opentelemetry/api';
-import { defaultServeConfig, type SpansConfig } from '../config.ts';
+import type { SpansConfig } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import { consumeResultOf, spanLimitsAt } from './span-window.ts';
 import { restoreDetector, saveScopeState } from './stored-detector.ts';
@@ -40,8 +40,8 @@ export interface DetectionPipelineOptions {
   logger: Logger;
   /** The service clock: ticks, and the spans' time window. Date.now by default. */
   now?: () => number;
-  /** The time window and size limits spans are held to; serve's defaults when absent. */
-  spans?: SpansConfig;
+  /** The time window and size limits spans are held to (`spans.*` of the service's config). */
+  spans: SpansConfig;
 }
 
 export interface PipelineCounts {
@@ -109,7 +109,7 @@ export class DetectionPipeline implements SpanConsumer {
 
   constructor(options: DetectionPipelineOptions) {
     this.#options = options;
-    this.#spans = options.spans ?? defaultServeConfig().spans;
+    this.#spans = options.spans;
     // The decoder materializes only what the mapping reads: most spans carry no key and must
     // cost almost nothing, and those that are neither SERVER spans nor failed sends are not
     // even returned.

@@ -6,6 +6,7 @@ import { KeyscopeStore } from '@keyscope/store';
 import { span } from '@keyscope/testkit';
 import { describe, expect, it } from 'vitest';
 import { Analysis } from '../../src/analyze/analysis.ts';
+import { defaultServeConfig } from '../../src/config.ts';
 import { silentLogger } from '../../src/logger.ts';
 import { DetectionPipeline } from '../../src/pipeline/detection-pipeline.ts';
 import { protobufRequest, simulatedFailover } from './simulated-archive.ts';
@@ -21,6 +22,7 @@ describe('Analysis', () => {
     const sentAt = Math.max(...requests.flat().map((s) => s.endTimeUnixMillis));
     const pipeline = new DetectionPipeline({
       mapping,
+      spans: defaultServeConfig().spans,
       detectorConfig,
       store,
       logger: silentLogger,

@@ -8,6 +8,7 @@ import { scenarios, simulate, splitIntoPayloads } from '@keyscope/simulator';
 import { KeyscopeStore } from '@keyscope/store';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Analysis } from '../../src/analyze/analysis.ts';
+import { defaultServeConfig } from '../../src/config.ts';
 import { silentLogger } from '../../src/logger.ts';
 import { DetectionPipeline } from '../../src/pipeline/detection-pipeline.ts';
 
@@ -86,6 +87,7 @@ describe.each([
     const lastEnd = spans.reduce((end, s) => Math.max(end, s.endTimeUnixMillis), 0);
     pipeline = new DetectionPipeline({
       mapping: defaultMapping(),
+      spans: defaultServeConfig().spans,
       detectorConfig: defaultDetectorConfig(),
       store,
       logger: silentLogger,
