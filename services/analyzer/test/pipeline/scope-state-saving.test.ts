@@ -7,6 +7,7 @@ import { defaultDetectorConfig, type ScopeReportState, tierName } from '@keyscop
 import { KeyscopeStore } from '@keyscope/store';
 import BetterSqlite3 from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { defaultServeConfig } from '../../src/config.ts';
 import { silentLogger } from '../../src/logger.ts';
 import { DetectionPipeline } from '../../src/pipeline/detection-pipeline.ts';
 
@@ -72,7 +73,13 @@ function watchScopeWrites(): () => { rows: number; bytes: number } {
 }
 
 function pipelineOn(store: KeyscopeStore): DetectionPipeline {
-  return new DetectionPipeline({ mapping: defaultMapping(), detectorConfig, store, logger: silentLogger });
+  return new DetectionPipeline({
+    mapping: defaultMapping(),
+    detectorConfig,
+    store,
+    logger: silentLogger,
+    spans: defaultServeConfig().spans,
+  });
 }
 
 /** One keyed decision at one of the saved tiers, as a payload of one span. */

@@ -128,7 +128,7 @@ describe('tier settings', () => {
     expect(await metric(running, 'keyscope_tiers_overflow_total')).toBe(1);
   });
 
-  it('collapseOperationIds: on by default, spans named by URL make one tier; false in the mapping file keeps one per URL', async () => {
+  it('mapping.file: with collapseOperationIds on by default, spans named by URL make one tier; false in the mapping file keeps one per URL', async () => {
     const names = Array.from({ length: 20 }, (_, i) => `POST /payments/${(0x8f3a0000 + i).toString(16)}`);
     const collapsing = await serveWith('');
     await send(
@@ -152,7 +152,7 @@ describe('tier settings', () => {
     expect(kept.items.map((row) => row.operation).sort()).toEqual([...names].sort());
   });
 
-  it('operationIdPatterns: segments a mapping file’s pattern matches collapse to {id} as well', async () => {
+  it('mapping.file: segments that the mapping file’s operationIdPatterns match collapse to {id} as well', async () => {
     const file = mappingFile("operationIdPatterns: ['[A-Z]{2}-[a-z]+']\n");
     const running = await serveWith(`mapping: { file: ${JSON.stringify(file)} }\n`);
     await send(running, [
