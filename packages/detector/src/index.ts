@@ -33,7 +33,7 @@ export {
   type SuspicionStrength,
 } from './finding.ts';
 export { type Incident, type IncidentStatus, incidentOfMembers } from './incidents.ts';
-export type { RoutingEvent, RoutingEventType } from './routing-event.ts';
+export { ROUTING_EVENT_TYPES, type RoutingEvent, type RoutingEventType } from './routing-event.ts';
 export {
   COVERAGE_COUNTS,
   covers,
