@@ -13,6 +13,7 @@ import { csvDownloadLink } from './csv-download.ts';
 import { el, keyHref, replaceChildren } from './element-builder.ts';
 import { incidentActions } from './incident-actions.ts';
 import { mainRegion, pageFooter, setPageTitle } from './page-frame.ts';
+import { routingEventHref } from './routing-events-page.ts';
 import { stackedOnNarrowScreens } from './stacked-table.ts';
 import { suspicionList } from './suspicion-list.ts';
 import { formatDateTime, formatDuration } from './time-format.ts';
@@ -134,6 +135,12 @@ function incidentSummary(config: UiConfig, incident: IncidentJson, changed: () =
                   'span',
                   { class: 'subtle' },
                   ` (${formatDateTime(event.start)} – ${formatDateTime(event.end)}${event.ended ? '' : ', still open'})`,
+                ),
+                ' ',
+                el(
+                  'a',
+                  { href: routingEventHref(event), class: 'routing-event-link' },
+                  'among routing events',
                 ),
               ),
         ),
