@@ -67,6 +67,8 @@ describe('the routing events page', () => {
       await expect(row.locator('.event-description').textContent()).resolves.toBe(event.description);
       await expect(row.textContent()).resolves.toContain(`node ${event.node}`);
       expect(await row.locator('time').count()).toBe(2);
+      // Labelled for the one-card-per-row reading on a phone.
+      expect(await row.locator('.event-description').getAttribute('data-label')).toBe('What keyscope saw');
       const links = await row
         .locator('.incident-link')
         .evaluateAll((as) => as.map((a) => a.getAttribute('href')));

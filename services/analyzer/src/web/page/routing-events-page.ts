@@ -3,6 +3,7 @@ import type { ListJson, RoutingEventJson, RoutingEventListJson, UiConfig } from 
 import { el, pageHref, replaceChildren } from './element-builder.ts';
 import { describeRefusal } from './page-failure.ts';
 import { mainRegion, pageFooter, setPageTitle, showNotice } from './page-frame.ts';
+import { stackedOnNarrowScreens } from './stacked-table.ts';
 import { formatDateTime, formatDuration } from './time-format.ts';
 import { ROUTING_LABELS } from './vocabulary.ts';
 
@@ -30,6 +31,8 @@ export async function renderRoutingEventsPage(config: UiConfig): Promise<void> {
     if (nextCursor !== null) query.set('cursor', nextCursor);
     const page = await apiGet<ListJson<RoutingEventListJson>>(`/api/v1/routing-events?${query}`);
     for (const event of page.items) body.append(eventRow(event, event.id === marked));
+    // One card per row on a phone, rows shown by "Show more" too.
+    stackedOnNarrowScreens(table);
     nextCursor = page.nextCursor;
     more.hidden = nextCursor === null;
   };
