@@ -35,8 +35,9 @@ export interface DetectorChanges {
   retractedIncidentIds: string[];
   /**
    * Routing events inferred or revised since the last `tick` (new, or with a new window), and
-   * those no longer inferred (disproved by late activity, or past the retry horizon). Only `tick`
-   * and `flush` report them; absent means none.
+   * those no longer inferred because late activity disproved them. An event forgotten past the
+   * retry horizon is not retracted: it happened, and a store keeps it for its own retention. Only
+   * `tick` and `flush` report them; absent means none.
    */
   routingEvents?: RoutingEvent[];
   retractedRoutingEventIds?: string[];
@@ -446,7 +447,9 @@ export function createDetector(
       signature.set(event.service, (signature.get(event.service) ?? '') + entry + ';');
       if (reportedEvents.get(event.id) !== entry) changes.routingEvents.push(event);
     }
-    for (const id of reportedEvents.keys()) if (!events.has(id)) changes.retractedRoutingEvents.push(id);
+    const expired = new Set(routing.takeExpired());
+    for (const id of reportedEvents.keys())
+      if (!events.has(id) && !expired.has(id)) changes.retractedRoutingEvents.push(id);
     reportedEvents = events;
     const changedServices = new Set<string>();
     for (const service of new Set([...signature.keys(), ...routingSignature.keys()])) {

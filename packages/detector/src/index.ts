@@ -44,7 +44,7 @@ export {
   nodesTotalOfIncident,
   storesTotalOfIncident,
 } from './incidents.ts';
-export type { RoutingEvent, RoutingEventType } from './routing-event.ts';
+export { ROUTING_EVENT_TYPES, type RoutingEvent, type RoutingEventType } from './routing-event.ts';
 export {
   COVERAGE_COUNTS,
   covers,

@@ -50,6 +50,9 @@ export const EVENT_REACH: Readonly<Record<RoutingEventType, 'node' | 'cluster' |
   region_failover: 'region',
 };
 
+/** Every type of routing event, for a filter's closed list. */
+export const ROUTING_EVENT_TYPES = Object.keys(EVENT_REACH) as readonly RoutingEventType[];
+
 /** Whether `placement` (a node) is where `event` happened. */
 export function eventCovers(event: RoutingEvent, placement: Placement): boolean {
   switch (EVENT_REACH[event.type]) {

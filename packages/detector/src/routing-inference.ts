@@ -111,6 +111,8 @@ interface ServiceSeries {
 export class RoutingInference implements InferenceWork {
   private readonly services = new Map<string, ServiceSeries>();
   private readonly frozen = new Map<string, RoutingEvent>();
+  /** Ids of frozen events `prune` forgot past the retry horizon since `takeExpired` last took them. */
+  private expired: string[] = [];
   private bucketMillis = 1000;
   /** End of the newest bucket seen. */
   private newestUnixMillis = Number.NEGATIVE_INFINITY;
@@ -286,7 +288,21 @@ export class RoutingInference implements InferenceWork {
       series.dirty = true;
     }
     const horizon = this.newestUnixMillis - this.config.retryHorizonMillis;
-    for (const [id, event] of this.frozen) if (event.endUnixMillis < horizon) this.frozen.delete(id);
+    for (const [id, event] of this.frozen) {
+      if (event.endUnixMillis >= horizon) continue;
+      this.frozen.delete(id);
+      this.expired.push(id);
+    }
+  }
+
+  /**
+   * The ids of events forgotten past the retry horizon since the last call: still true, only no
+   * longer needed to judge keys, so not retractions (a store keeps them for its own retention).
+   */
+  takeExpired(): string[] {
+    const expired = this.expired;
+    this.expired = [];
+    return expired;
   }
 
   private close(untilUnixMillis: number): void {

@@ -832,6 +832,34 @@ describe('routing inference on event time', () => {
     expect(after.incidents).toMatchObject([{ routingEvent: null, keys: 1, settled: true }]);
     expect(only(detector.findings()).routing.event).toBeNull();
   });
+
+  it('forgets a node_down past the retry horizon without retracting it', () => {
+    const horizonSeconds = defaultDetectorConfig().retryHorizonMillis / 1000;
+    const traffic = [
+      ...activity({ node: 'a', fromSecond: 0, toSecond: 60 }),
+      ...activity({ node: 'a', fromSecond: 70, toSecond: 120 }),
+      ...activity({ node: 'b', fromSecond: 0, toSecond: 120 }),
+      ...activity({ node: 'c', fromSecond: 0, toSecond: 120 }),
+    ];
+    const detector = createDetector();
+    detector.ingest(batch([], traffic));
+    const [event] = detector.tick(at(200)).routingEvents!;
+    expect(event).toMatchObject({ type: 'node_down', node: 'a' });
+
+    // A day and more later the service serves again: the event is past the horizon.
+    const later = horizonSeconds + 300;
+    detector.ingest(
+      batch(
+        [],
+        ['b', 'c'].flatMap((node) => activity({ node, fromSecond: later, toSecond: later + 1 })),
+      ),
+    );
+    const retracted: string[] = [];
+    for (const now of [at(later + 20), at(later + 21)])
+      retracted.push(...(detector.tick(now).retractedRoutingEventIds ?? []));
+    expect(detector.routingEvents().map((e) => e.id)).not.toContain(event!.id);
+    expect(retracted).toEqual([]);
+  });
 });
 
 describe('bounded memory', () => {

@@ -14,6 +14,7 @@ export { KeyscopeStore, type StoreOptions } from './keyscope-store.ts';
 export type { Outbox, OutboxDelivery, OutboxEnqueue, OutboxEntry } from './outbox-table.ts';
 export type { Page, PageResult } from './page.ts';
 export type { RetentionCutoffs } from './retention.ts';
+export type { RoutingEventFilter, RoutingEvents, StoredRoutingEvent } from './routing-event-table.ts';
 export type { ScopeTiers } from './scope-tier-table.ts';
 export { ATTEMPTS_KEPT_MILLIS, type SizePurge, TARGET_FRACTION } from './size-bound.ts';
 export type { NamedState } from './state-table.ts';

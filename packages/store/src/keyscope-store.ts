@@ -15,6 +15,7 @@ import { openDatabase, openFailure } from './open-database.ts';
 import { type Outbox, OutboxTable } from './outbox-table.ts';
 import { PlacementTable } from './placement-table.ts';
 import { purgeExpired, type RetentionCutoffs } from './retention.ts';
+import { type RoutingEvents, RoutingEventTable } from './routing-event-table.ts';
 import { type ScopeTiers, ScopeTierTable } from './scope-tier-table.ts';
 import { purgeToSize, type SizePurge, usedBytes } from './size-bound.ts';
 import { type NamedState, StateTable } from './state-table.ts';
@@ -39,7 +40,8 @@ const connections = new WeakMap<KeyscopeStore, Database>();
 
 /**
  * keyscope's SQLite database (better-sqlite3, WAL): one connection, and a table object per table
- * (`findings`, `incidents`, `outbox`, `state`, `scopeTiers`, `incidentParts`, and the attempt log), each owning
+ * (`findings`, `incidents`, `routingEvents`, `outbox`, `state`, `scopeTiers`, `incidentParts`, and the
+ * attempt log), each owning
  * its SQL. Writes happen inside `transaction`, which the pipeline wraps around one OTLP request's
  * worth of work, so that the request is acknowledged only after everything it contributed is
  * committed. With WAL and `synchronous = NORMAL` a committed transaction survives the process
@@ -51,6 +53,7 @@ export class KeyscopeStore {
   readonly attemptLog: AttemptLog;
   readonly findings: Findings;
   readonly incidents: Incidents;
+  readonly routingEvents: RoutingEvents;
   /** Alert deliveries: what packages/alerts calls its `AlertOutbox`. */
   readonly outbox: Outbox;
   readonly state: NamedState;
@@ -70,6 +73,7 @@ export class KeyscopeStore {
   readonly #activity: ActivityTable;
   readonly #findings: FindingTable;
   readonly #incidents: IncidentTable;
+  readonly #routingEvents: RoutingEventTable;
   readonly #state: StateTable;
   readonly #outbox: OutboxTable;
   readonly #checkpoints: BackgroundCheckpoints | undefined;
@@ -98,6 +102,7 @@ export class KeyscopeStore {
     this.attemptLog = this.#attempts;
     this.findings = this.#findings = new FindingTable(db);
     this.incidents = this.#incidents = new IncidentTable(db);
+    this.routingEvents = this.#routingEvents = new RoutingEventTable(db);
     this.outbox = this.#outbox = new OutboxTable(db);
     this.state = this.#state = new StateTable(db);
     this.scopeTiers = new ScopeTierTable(db);
@@ -178,10 +183,14 @@ export class KeyscopeStore {
     }
   }
 
-  /** Writes what the detector changed: findings, then incidents (an upsert keeps a row's place in lists). */
+  /**
+   * Writes what the detector changed: findings, then incidents, then routing events (an upsert
+   * keeps a row's place in lists).
+   */
   applyChanges(changes: DetectorChanges): void {
     this.#findings.write(changes);
     this.#incidents.write(changes);
+    this.#routingEvents.write(changes);
   }
 
   /** How far back the stored attempts reach (the oldest batch's end); null while none is stored. */
@@ -225,6 +234,7 @@ export class KeyscopeStore {
         findings: this.#findings,
         incidents: this.#incidents,
         outbox: this.#outbox,
+        routingEvents: this.#routingEvents,
       },
       cutoffs,
     );
@@ -244,6 +254,7 @@ export class KeyscopeStore {
         findings: this.#findings,
         incidents: this.#incidents,
         outbox: this.#outbox,
+        routingEvents: this.#routingEvents,
       },
       options,
     );
@@ -255,12 +266,19 @@ export class KeyscopeStore {
   }
 
   /** Every row counted: for tests and tools, not for a scrape (`incidents.openCount` is what metrics read). */
-  counts(): { attempts: number; findings: number; incidents: number; openIncidents: number } {
+  counts(): {
+    attempts: number;
+    findings: number;
+    incidents: number;
+    openIncidents: number;
+    routingEvents: number;
+  } {
     return {
       attempts: this.#attempts.count(),
       findings: this.#findings.count(),
       incidents: this.#incidents.count(),
       openIncidents: this.#incidents.openCount(),
+      routingEvents: this.#routingEvents.count(),
     };
   }
 

@@ -219,6 +219,22 @@ export const MIGRATIONS: readonly Migration[] = [
     ON CONFLICT (tier) DO UPDATE SET body = excluded.body;
   DELETE FROM state WHERE name = 'scope-report';
   `,
+  `
+  -- Routing events the detector inferred (routing-event-table.ts), kept for the records' retention
+  -- after their window ends; seq orders lists as in findings. An incident cites the event it is
+  -- grouped under in its body, indexed by that event's id.
+  CREATE TABLE routing_events (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE,
+    type TEXT NOT NULL,
+    service TEXT NOT NULL,
+    start_ms REAL NOT NULL,
+    end_ms REAL NOT NULL,
+    body TEXT NOT NULL
+  );
+  CREATE INDEX routing_events_by_end ON routing_events (end_ms);
+  CREATE INDEX incidents_by_routing_event ON incidents (json_extract(body, '$.routingEvent.id'));
+  `,
 ];
 
 /**

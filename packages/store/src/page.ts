@@ -17,7 +17,12 @@ export interface PageResult<T> {
  */
 export function readPage<Row extends { seq: number }, T>(
   statements: StatementCache,
-  query: { table: 'findings' | 'incidents'; columns: string; where: string[]; params: unknown[] },
+  query: {
+    table: 'findings' | 'incidents' | 'routing_events';
+    columns: string;
+    where: string[];
+    params: unknown[];
+  },
   page: Page,
   parse: (row: Row) => T,
 ): PageResult<T> {

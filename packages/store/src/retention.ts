@@ -4,6 +4,7 @@ import type { FindingTable } from './finding-table.ts';
 import type { IncidentTable } from './incident-table.ts';
 import type { OutboxTable } from './outbox-table.ts';
 import type { PlacementTable } from './placement-table.ts';
+import type { RoutingEventTable } from './routing-event-table.ts';
 
 /** The tables time retention purges, and the transaction it runs in. */
 export interface RetainedTables {
@@ -15,12 +16,16 @@ export interface RetainedTables {
   findings: FindingTable;
   incidents: IncidentTable;
   outbox: OutboxTable;
+  routingEvents: RoutingEventTable;
 }
 
 export interface RetentionCutoffs {
   /** Attempts and node activity from before this time go: the retry horizon. */
   attemptsBeforeUnixMillis: number;
-  /** Findings last seen, resolved incidents last updated and deliveries ended before this time go. */
+  /**
+   * Findings last seen, resolved incidents last updated, routing events ended and deliveries ended
+   * before this time go.
+   */
   recordsBeforeUnixMillis: number;
   /** At most this many rows per table. */
   maxRows: number;
@@ -43,6 +48,7 @@ export function purgeExpired(tables: RetainedTables, cutoffs: RetentionCutoffs):
     tables.activity.fold();
     removed += tables.findings.purgeLastSeenBefore(recordsBefore, maxRows);
     removed += tables.incidents.purgeResolvedBefore(recordsBefore, maxRows);
+    removed += tables.routingEvents.purgeEndedBefore(recordsBefore, maxRows);
     removed += tables.activity.purge(attemptsBefore, maxRows);
     // Last: after the fold above and the purges of the rows that refer to placements.
     removed += tables.placements.purge(attemptsBefore, maxRows);

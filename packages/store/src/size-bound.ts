@@ -2,6 +2,7 @@ import type { Database } from 'better-sqlite3';
 import type { FindingTable } from './finding-table.ts';
 import type { IncidentTable } from './incident-table.ts';
 import type { OutboxTable } from './outbox-table.ts';
+import type { RoutingEventTable } from './routing-event-table.ts';
 
 /**
  * The database's size bound: what is purged, and in which order, when the pages in use
@@ -16,7 +17,7 @@ import type { OutboxTable } from './outbox-table.ts';
  *    detector's effective retry horizon shrinks to what is kept. Node activity as old goes too.
  * 2. Resolved incidents with their findings and their delivered alerts, oldest last finding first:
  *    history already reported. An incident purged here that gains keys later comes back with the
- *    new findings only.
+ *    new findings only. Then routing events no stored incident cites, earliest ended first.
  * 3. The remaining attempts and node activity, oldest first, but for the newest batch.
  *
  * Never purged by size: open incidents and their findings, alerts not yet delivered, delivered
@@ -57,6 +58,7 @@ export interface SizeBoundTables {
   findings: Pick<FindingTable, 'deleteOfIncidents'>;
   incidents: Pick<IncidentTable, 'oldestResolvedIds' | 'delete'>;
   outbox: Pick<OutboxTable, 'deleteDeliveredOfIncidents'>;
+  routingEvents: Pick<RoutingEventTable, 'purgeUncitedOldest'>;
 }
 
 /** What one `purgeToSize` did. */
@@ -68,6 +70,7 @@ export interface SizePurge {
   incidents: number;
   findings: number;
   alerts: number;
+  routingEvents: number;
   /** Still over the bound with nothing left that the bound may purge. */
   exhausted: boolean;
   /** Stopped by `maxRows` above the target: call again with `resume` to go on. */
@@ -93,6 +96,7 @@ export function purgeToSize(
     incidents: 0,
     findings: 0,
     alerts: 0,
+    routingEvents: 0,
     exhausted: false,
     more: false,
   };
@@ -130,6 +134,11 @@ export function purgeToSize(
   const newest = db.prepare('SELECT max(end_ms) FROM attempt_batches').pluck().get() as number | null;
   if (newest !== null) run(attemptsAndActivity(newest - ATTEMPTS_KEPT_MILLIS));
   run((maxRows) => purgeResolvedIncidents(tables, purge, Math.min(CHUNK_INCIDENTS, maxRows)));
+  run((maxRows) => {
+    const removed = tables.routingEvents.purgeUncitedOldest(maxRows);
+    purge.routingEvents += removed;
+    return removed;
+  });
   run(attemptsAndActivity(Number.MAX_VALUE));
   purge.exhausted = purge.bytesAfter > options.maxBytes && budget > 0;
   purge.more = purge.bytesAfter > target && budget <= 0;

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Attempt } from '@keyscope/attempts';
-import { createDetector } from '@keyscope/detector';
+import { createDetector, type RoutingEvent } from '@keyscope/detector';
 import { isKeyscopeError } from '@keyscope/errors';
 import { activity, server, TEST_EPOCH_UNIX_MILLIS } from '@keyscope/testkit';
 import BetterSqlite3 from 'better-sqlite3';
@@ -124,6 +124,8 @@ describe('the key index in generations', () => {
         DROP TABLE attempt_key_generations;
         ALTER TABLE findings DROP COLUMN excerpt;
         DROP TABLE scope_tiers;
+        DROP TABLE routing_events;
+        DROP INDEX incidents_by_routing_event;
         PRAGMA user_version = 1;
       `),
     );
@@ -186,8 +188,8 @@ describe('store and node lists', () => {
         }
       }
       db.exec('ALTER TABLE findings DROP COLUMN excerpt');
-      db.exec('DROP TABLE scope_tiers');
-      db.pragma(`user_version = ${MIGRATIONS.length - 2}`);
+      db.exec('DROP TABLE scope_tiers; DROP TABLE routing_events; DROP INDEX incidents_by_routing_event;');
+      db.pragma(`user_version = ${MIGRATIONS.length - 3}`);
     });
     const reopened = new KeyscopeStore({ path });
     try {
@@ -237,9 +239,9 @@ describe('the scope report tier by tier', () => {
     new KeyscopeStore({ path }).close();
     // The database as the schema before scope_tiers left it: the report in one state row.
     onDatabase((db) => {
-      db.exec('DROP TABLE scope_tiers');
+      db.exec('DROP TABLE scope_tiers; DROP TABLE routing_events; DROP INDEX incidents_by_routing_event;');
       db.prepare("INSERT INTO state (name, body) VALUES ('scope-report', ?)").run(JSON.stringify(before));
-      db.pragma(`user_version = ${MIGRATIONS.length - 1}`);
+      db.pragma(`user_version = ${MIGRATIONS.length - 2}`);
     });
     const reopened = new KeyscopeStore({ path });
     try {
@@ -251,6 +253,57 @@ describe('the scope report tier by tier', () => {
     } finally {
       reopened.close();
     }
+  });
+});
+
+describe('the routing events table', () => {
+  it('gives a database written before it the table, and lists the incidents stored before under their events', () => {
+    const traffic = [
+      ...activity({ node: 'a', fromSecond: 0, toSecond: 60 }),
+      ...activity({ node: 'a', fromSecond: 70, toSecond: 120 }),
+      ...activity({ node: 'b', fromSecond: 0, toSecond: 120 }),
+      ...activity({ node: 'c', fromSecond: 0, toSecond: 120 }),
+    ];
+    const store = new KeyscopeStore({ path });
+    const detector = createDetector(undefined, { attemptLog: store.attemptLog });
+    const attempts = [
+      server({ key: 'k1', node: 'a', store: 'A', at: 58, durationMillis: 1900 }),
+      server({ key: 'k1', node: 'b', store: 'B', at: 61 }),
+    ];
+    store.transaction(() => {
+      store.applyChanges(
+        detector.ingest({ attempts, activity: traffic, invalid: { outcome: 0, hit: 0, scope: 0 } }),
+      );
+      store.applyChanges(detector.tick(TEST_EPOCH_UNIX_MILLIS + 200_000));
+    });
+    const [incident] = store.incidents.list({}, { limit: 1 }).items;
+    const event = incident!.routingEvent!;
+    store.close();
+    // The database as the schema before routing events left it: incidents, no routing events.
+    onDatabase((db) =>
+      db.exec(
+        `DROP TABLE routing_events; DROP INDEX incidents_by_routing_event; PRAGMA user_version = ${MIGRATIONS.length - 1};`,
+      ),
+    );
+    const reopened = new KeyscopeStore({ path });
+    try {
+      expect(reopened.routingEvents.list({}, { limit: 10 }).items).toEqual([]);
+      reopened.transaction(() =>
+        reopened.applyChanges({
+          findings: [],
+          retractedFindingIds: [],
+          incidents: [],
+          retractedIncidentIds: [],
+          routingEvents: [event],
+        }),
+      );
+      expect(reopened.routingEvents.list({}, { limit: 10 }).items).toEqual([
+        { ...event, incidentIds: [incident!.id] },
+      ]);
+    } finally {
+      reopened.close();
+    }
+    onDatabase((db) => expect(db.pragma('user_version', { simple: true })).toBe(MIGRATIONS.length));
   });
 });
 
@@ -277,6 +330,19 @@ describe('the schema', () => {
     server({ key, tenant, node: 'a', store: 'A', at: second }),
     server({ key, tenant, node: 'b', store: 'B', at: second + 1 }),
   ];
+
+  const nodeDown = (id: string): RoutingEvent => ({
+    id,
+    type: 'node_down',
+    service: 'payments',
+    node: 'a',
+    cluster: '',
+    region: '',
+    startUnixMillis: TEST_EPOCH_UNIX_MILLIS,
+    endUnixMillis: TEST_EPOCH_UNIX_MILLIS + 10_000,
+    ended: true,
+    description: 'node a of payments emitted no server spans for 10 s',
+  });
 
   /** Rows in each table of the schema (sqlite_sequence aside). */
   const rowsPerTable = (db: BetterSqlite3.Database) =>
@@ -326,6 +392,42 @@ describe('the schema', () => {
         findings.ofKey('k1');
         findings.recent(0);
         findings.latestUnixMillis();
+
+        // A node_down of the incident's node, cited by it, and one no incident cites.
+        const cited = { ...nodeDown('re_cited'), id: latest!.id.replace('inc', 're') };
+        store.transaction(() =>
+          store.applyChanges({
+            findings: [],
+            retractedFindingIds: [],
+            incidents: [{ ...latest!, routingEvent: cited }],
+            retractedIncidentIds: [],
+            routingEvents: [cited, nodeDown('re_uncited'), nodeDown('re_disproved')],
+            retractedRoutingEventIds: [],
+          }),
+        );
+        store.transaction(() =>
+          store.applyChanges({
+            findings: [],
+            retractedFindingIds: [],
+            incidents: [],
+            retractedIncidentIds: [],
+            retractedRoutingEventIds: ['re_disproved'],
+          }),
+        );
+        expect(store.routingEvents.list({}, { limit: 10 }).items.map((e) => e.incidentIds)).toEqual([
+          [],
+          [latest!.id],
+        ]);
+        store.routingEvents.list(
+          {
+            type: 'node_down',
+            service: 'payments',
+            sinceUnixMillis: 0,
+            untilUnixMillis: Date.now(),
+            tenant: 'acme',
+          },
+          { limit: 1 },
+        );
 
         const outbox = store.outbox;
         for (const dedupKey of ['trigger', 'resolve', 'acknowledge']) {
@@ -377,6 +479,7 @@ describe('the schema', () => {
       'kafka_incident_parts',
       'outbox',
       'placements',
+      'routing_events',
       'scope_tiers',
       'state',
     ]);

@@ -248,7 +248,8 @@ function boundSize(
   resume: boolean,
 ): boolean {
   const purge = store.purgeToSize({ maxBytes: config.db.maxBytes, maxRows: SIZE_BOUND_ROWS, resume });
-  const rows = purge.attempts + purge.activity + purge.incidents + purge.findings + purge.alerts;
+  const rows =
+    purge.attempts + purge.activity + purge.incidents + purge.findings + purge.alerts + purge.routingEvents;
   purgedRows.size += rows;
   if (purge.exhausted) {
     logger.error(

@@ -31,6 +31,7 @@ import { type ExportFormat, RESPONSE_FORMATS, requestedFormat } from './finding-
 import { acceptJsonBodies } from './json-body.ts';
 import type { RouteDoc } from './openapi.ts';
 import { presentAttempt, presentFinding, presentFindingExcerpt, presentIncident } from './present.ts';
+import { routingEventRoutes } from './routing-event-routes.ts';
 import { incidentDetail, incidentForList, tenantOwnsIncident } from './tenant-view.ts';
 
 export interface ApiDependencies {
@@ -113,7 +114,7 @@ const ERROR_BODY = {
 } as const;
 
 /**
- * The HTTP API of docs/design.md's "Contracts": findings, incidents (ack/resolve), key lookup, scope
+ * The HTTP API of docs/design.md's "Contracts": findings, incidents (ack/resolve), routing events, key lookup, scope
  * report, health and metrics, and the OpenAPI document (docs-routes.ts). Every input is validated by its
  * JSON schema; every refusal, fastify's own included, is `{ error: { code, message } }` with the
  * code's status (error-handler.ts). Without tokens it refuses cross-site use (cross-site.ts); a
@@ -429,6 +430,12 @@ export function createApiServer(deps: ApiDependencies): FastifyInstance {
       };
     },
   );
+
+  routingEventRoutes(route, {
+    store: deps.store,
+    tenantOf,
+    list: { limit: LIMIT, cursor: CURSOR, time: TIME, defaultLimit: DEFAULT_LIMIT, millis },
+  });
 
   route({ method: 'GET', url: '/healthz', summary: 'Liveness.', public: true }, () => ({ status: 'ok' }));
   app.get('/readyz', async (_request, reply) =>

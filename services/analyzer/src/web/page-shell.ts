@@ -21,6 +21,7 @@ export const PAGE_SHELL = `<!doctype html>
 <ul>
 <li><a href="/" data-nav="incidents">Incidents</a></li>
 <li><a href="/scopes" data-nav="scopes">Scope report</a></li>
+<li><a href="/routing-events" data-nav="routing-events">Routing events</a></li>
 </ul>
 </nav>
 <form class="key-search" id="key-search" role="search" action="/keys" method="get">

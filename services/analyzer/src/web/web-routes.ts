@@ -21,7 +21,7 @@ export interface UiConfig {
  * is where the header's key search lands without script, and the form of a key page's address for
  * keys no path segment can carry (`.` and `..`).
  */
-export const PAGE_ROUTES = ['/', '/incidents/:id', '/keys', '/keys/*', '/scopes'] as const;
+export const PAGE_ROUTES = ['/', '/incidents/:id', '/keys', '/keys/*', '/scopes', '/routing-events'] as const;
 
 /**
  * The web page: one HTML shell for every page route, the bundled script and stylesheet, and

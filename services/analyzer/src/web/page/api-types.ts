@@ -2,6 +2,7 @@ import type { Arrival, ClientAttempt, ServerAttempt, SideEffect } from '@keyscop
 import type { FindingClass, ScopeReportOverflow, ScopeReportRow } from '@keyscope/detector';
 import type { OutboxDelivery } from '@keyscope/store';
 import type { presentFinding, presentIncident } from '../../api/present.ts';
+import type { presentStoredRoutingEvent } from '../../api/routing-event-routes.ts';
 import type { UiConfig } from '../web-routes.ts';
 
 /*
@@ -32,6 +33,8 @@ export type ClientAttemptJson = Presented<ClientAttempt>;
 export type FindingJson = Omit<ReturnType<typeof presentFinding>, 'attempts'> & { attempts: AttemptJson[] };
 export type RoutingEventJson = NonNullable<ReturnType<typeof presentFinding>['routing']['event']>;
 export type IncidentJson = ReturnType<typeof presentIncident>;
+/** An item of `/api/v1/routing-events`: the event and the incidents that cite it. */
+export type RoutingEventListJson = ReturnType<typeof presentStoredRoutingEvent>;
 export type IncidentDetailJson = IncidentJson & {
   /** Its first findings, each with its first attempts (`attemptsTotal` counts them all). */
   findings: FindingJson[];

@@ -14,6 +14,7 @@ import { el, keyHref, replaceChildren, withChildren } from './element-builder.ts
 import { incidentActions } from './incident-actions.ts';
 import { moreText, namesList } from './listed-names.ts';
 import { mainRegion, pageFooter, setPageTitle } from './page-frame.ts';
+import { routingEventHref } from './routing-events-page.ts';
 import { stackedOnNarrowScreens } from './stacked-table.ts';
 import { suspicionList } from './suspicion-list.ts';
 import { formatDateTime, formatDuration } from './time-format.ts';
@@ -141,6 +142,12 @@ function incidentSummary(config: UiConfig, incident: IncidentJson, changed: () =
                   'span',
                   { class: 'subtle' },
                   ` (${formatDateTime(event.start)} – ${formatDateTime(event.end)}${event.ended ? '' : ', still open'})`,
+                ),
+                ' ',
+                el(
+                  'a',
+                  { href: routingEventHref(event), class: 'routing-event-link' },
+                  'among routing events',
                 ),
               ),
         ),

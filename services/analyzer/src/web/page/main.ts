@@ -5,6 +5,7 @@ import { renderIncidentsPage } from './incidents-page.ts';
 import { renderKeyPage } from './key-page.ts';
 import { showPageFailure } from './page-failure.ts';
 import { clearNotice, listenForKeySearch, showSession } from './page-frame.ts';
+import { renderRoutingEventsPage } from './routing-events-page.ts';
 import { renderScopesPage } from './scopes-page.ts';
 
 /** The page a path names; alerts link to /incidents/<id>, so that path is a contract. */
@@ -13,6 +14,7 @@ type Route = (config: UiConfig) => Promise<void>;
 function routeOf(pathname: string): Route | null {
   if (pathname === '/' || pathname === '') return renderIncidentsPage;
   if (pathname === '/scopes') return renderScopesPage;
+  if (pathname === '/routing-events') return renderRoutingEventsPage;
   if (pathname === '/keys') {
     const value = new URLSearchParams(location.search).get('key');
     return value === null || value === '' ? null : (config) => renderKeyPage(config, value);

@@ -12,7 +12,10 @@ export function mainRegion(): HTMLElement {
   return document.getElementById('main')!;
 }
 
-export function setPageTitle(title: string, navigation: 'incidents' | 'scopes' | null): void {
+export function setPageTitle(
+  title: string,
+  navigation: 'incidents' | 'scopes' | 'routing-events' | null,
+): void {
   document.title = `${title} · keyscope`;
   for (const link of document.querySelectorAll<HTMLAnchorElement>('[data-nav]')) {
     if (link.dataset.nav === navigation) link.setAttribute('aria-current', 'page');
