@@ -61,10 +61,10 @@ const before = memory();
 const part = Buffer.alloc(SENT_BYTES);
 const began = Date.now();
 const answers: Promise<RawGrpcAnswer>[] = [];
-const sessions = [];
+const openSessions = [];
 for (let c = 0; c < CONNECTIONS; c += 1) {
   const session = connectHttp2(port);
-  sessions.push(session);
+  openSessions.push(session);
   for (let i = 0; i < CALLS_PER_CONNECTION; i += 1) {
     answers.push(
       openRawGrpcCall(session, {
@@ -98,7 +98,7 @@ console.log(
     `keyscope serve RSS: ${mib(before.rss)} before, largest sample ${mib(largestRss)}, peak (VmHWM) ${mib(after.peak)}`,
   ].join('\n'),
 );
-for (const session of sessions) session.destroy();
+for (const session of openSessions) session.destroy();
 child.kill('SIGTERM');
 await new Promise((resolve) => child.once('exit', resolve));
 process.exit(answered === answers.length && after.peak <= 1024 * 1024 * 1024 ? 0 : 1);

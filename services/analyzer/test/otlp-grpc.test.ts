@@ -37,10 +37,10 @@ const RATE_LIMITED: ErrorDefinition = {
 const running: RunningReceivers[] = [];
 const clients: grpc.Client[] = [];
 const connections: RawConnection[] = [];
-const sessions: ClientHttp2Session[] = [];
+const openSessions: ClientHttp2Session[] = [];
 afterEach(async () => {
   for (const connection of connections.splice(0)) connection.socket.destroy();
-  for (const session of sessions.splice(0)) session.destroy();
+  for (const session of openSessions.splice(0)) session.destroy();
   for (const client of clients.splice(0)) client.close();
   await Promise.all(running.splice(0).map((serve) => serve.stop()));
 });
@@ -93,7 +93,7 @@ function exportRaw(
 
 function rawSession(serve: RunningReceivers): ClientHttp2Session {
   const session = connectHttp2(serve.addresses.otlpGrpc.port);
-  sessions.push(session);
+  openSessions.push(session);
   return session;
 }
 

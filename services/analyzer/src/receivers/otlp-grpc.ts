@@ -90,14 +90,14 @@ export async function startOtlpGrpcReceiver(options: OtlpGrpcReceiverOptions): P
     // bounded by maxBufferedMessageBytes over all connections instead.
     maxSessionMemory: Number.MAX_SAFE_INTEGER,
   });
-  const sessions = new Set<http2.ServerHttp2Session>();
+  const connections = new Set<http2.ServerHttp2Session>();
   const bufferedMessages = new BufferedBodies(options.maxBufferedMessageBytes);
   const scratch = new ScratchBuffer();
   let closing = false;
 
   server.on('session', (session) => {
-    sessions.add(session);
-    session.once('close', () => sessions.delete(session));
+    connections.add(session);
+    session.once('close', () => connections.delete(session));
     pingUntilClosed(session, options.keepaliveTimeMillis, options.keepaliveTimeoutMillis);
   });
   // A connection's protocol errors end that connection; nothing to answer.
@@ -204,14 +204,14 @@ export async function startOtlpGrpcReceiver(options: OtlpGrpcReceiverOptions): P
       stopping ??= new Promise<void>((resolve) => {
         closing = true;
         const timer = setTimeout(() => {
-          for (const session of sessions) session.destroy();
+          for (const connection of connections) connection.destroy();
         }, drainTimeoutMillis);
         // No new connections; each open one is sent GOAWAY and closes once its calls are answered.
         server.close(() => {
           clearTimeout(timer);
           resolve();
         });
-        for (const session of sessions) session.close();
+        for (const connection of connections) connection.close();
       });
       return stopping;
     },

@@ -21,11 +21,11 @@ import { type RunningService, startServe } from '../../src/serve.ts';
 const MIB = 1024 * 1024;
 const dir = mkdtempSync(join(tmpdir(), 'keyscope-settings-grpc-'));
 const services: RunningService[] = [];
-const sessions: ClientHttp2Session[] = [];
+const openSessions: ClientHttp2Session[] = [];
 const clients: grpc.Client[] = [];
 const sockets: Socket[] = [];
 afterEach(async () => {
-  for (const session of sessions.splice(0)) session.destroy();
+  for (const session of openSessions.splice(0)) session.destroy();
   for (const client of clients.splice(0)) client.close();
   for (const socket of sockets.splice(0)) socket.destroy();
   await Promise.all(services.splice(0).map((service) => service.stop()));
@@ -85,7 +85,7 @@ function exportOverGrpc(
 
 function rawSession(service: RunningService): ClientHttp2Session {
   const session = connectHttp2(service.addresses.otlpGrpc.port);
-  sessions.push(session);
+  openSessions.push(session);
   return session;
 }
 
