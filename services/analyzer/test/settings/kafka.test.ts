@@ -15,6 +15,7 @@ import {
   until,
 } from './configured-keyscope.ts';
 import { damagedDatabase } from './damaged-database.ts';
+import { CREATE_TOPICS, type KafkaRelay, readString, startKafkaRelay } from './kafka-relay.ts';
 
 let cluster: KafkaCluster;
 let admin: Admin;
@@ -165,6 +166,58 @@ describe('kafka.* topic creation (the mock broker refuses CreateTopics)', () => 
     });
     expect(refused.message).toContain(cluster.topic('missing-incidents'));
     expect(refused.message).toContain('create it with 5 partitions');
+  });
+});
+
+describe('kafka.* on the wire, through a relay that records the requests', () => {
+  let relay: KafkaRelay;
+
+  beforeAll(async () => {
+    relay = await startKafkaRelay(cluster.brokers[0]!, { offerCreateTopics: true });
+  });
+  afterAll(() => relay?.stop());
+
+  /** Starts keyscope through the relay with its attempts topic missing; resolves with its refusal. */
+  async function refusedThroughRelay(kafka: Record<string, unknown>): Promise<string> {
+    const error = await startConfigured((dir) => {
+      const settings = kafkaSettings(dir, {
+        attempts: { topic: cluster.topic('wire-attempts'), groupId: cluster.group('wire') },
+        ...kafka,
+      });
+      return { ...settings, env: { KEYSCOPE_KAFKA_BROKERS: relay.address } };
+    }).then(
+      async (started) => {
+        await started.stop();
+        return undefined;
+      },
+      (thrown: unknown) => thrown,
+    );
+    if (!isKeyscopeError(error)) throw new Error(`expected a keyscope error, received ${String(error)}`);
+    return error.message;
+  }
+
+  it('kafka.clientId: every request keyscope sends names the configured client id and its role', async () => {
+    relay.requests.length = 0;
+    await refusedThroughRelay({ clientId: 'wire-keyscope' });
+    const clientIds = new Set(relay.requests.map((request) => request.clientId));
+    expect(relay.requests.length).toBeGreaterThan(0);
+    for (const clientId of clientIds) expect(clientId).toMatch(/^wire-keyscope-[a-z]+$/);
+  });
+
+  it('kafka.replicationFactor: a topic keyscope creates is asked for with that many replicas', async () => {
+    relay.requests.length = 0;
+    const refused = await refusedThroughRelay({ replicationFactor: 3 });
+    expect(refused).toContain('could not be created');
+    const creations = relay.requests.filter((request) => request.apiKey === CREATE_TOPICS);
+    expect(creations.length).toBeGreaterThan(0);
+    for (const creation of creations) {
+      // The first topic of the request: its name, then int32 partitions and int16 replication factor.
+      expect(creation.body.readInt32BE(0)).toBe(1);
+      const [name, offset] = readString(creation.body, 4);
+      expect(name).toBe(cluster.topic('wire-attempts'));
+      expect(creation.body.readInt32BE(offset)).toBe(12);
+      expect(creation.body.readInt16BE(offset + 4)).toBe(3);
+    }
   });
 });
 
