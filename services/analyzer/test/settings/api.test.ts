@@ -26,6 +26,46 @@ async function call(
   return { status: response.status, body: (text === '' ? {} : JSON.parse(text)) as ApiBody };
 }
 
+/**
+ * A GET of the findings bearing `token`, sent from the loopback address `from` (each of
+ * 127.0.0.0/8 is a client address of its own to the API), with the answer's Retry-After.
+ */
+function getFrom(
+  keyscope: ConfiguredKeyscope,
+  from: string,
+  token: string,
+): Promise<{ status: number; retryAfter: string | undefined }> {
+  const { host, port } = keyscope.running.addresses.api;
+  return new Promise((resolve, reject) => {
+    const req = request(
+      {
+        host,
+        port,
+        localAddress: from,
+        path: '/api/v1/findings',
+        headers: { authorization: `Bearer ${token}` },
+      },
+      (response) => {
+        response.resume();
+        response.on('end', () =>
+          resolve({ status: response.statusCode ?? 0, retryAfter: response.headers['retry-after'] }),
+        );
+      },
+    );
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** The statuses of `count` GETs in turn from `from`, each bearing an unknown token. */
+async function guesses(keyscope: ConfiguredKeyscope, from: string, count: number): Promise<number[]> {
+  const statuses: number[] = [];
+  for (let guess = 0; guess < count; guess++) {
+    statuses.push((await getFrom(keyscope, from, `wrong-guess-${guess}`)).status);
+  }
+  return statuses;
+}
+
 /** A GET with a Host header of our choosing (fetch sends the URL's). */
 function getWithHost(host: string, port: number, hostHeader: string, path: string): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -134,5 +174,45 @@ describe('api.* without tokens, from KEYSCOPE_* variables and flags', () => {
   it('api.publicUrl: requests addressed to its host are answered, to another name refused', async () => {
     expect(await getWithHost(host, port, 'keyscope.example', '/api/v1/findings')).toBe(200);
     expect(await getWithHost(host, port, 'elsewhere.example', '/api/v1/findings')).toBe(403);
+  });
+});
+
+describe('api.authFailureBudget.*, from a config file and KEYSCOPE_* variables', () => {
+  let keyscope: ConfiguredKeyscope;
+
+  beforeAll(async () => {
+    keyscope = await startConfigured({
+      file: { api: { tokens: [{ token: READ, role: 'read' }], authFailureBudget: { maxAddresses: 1 } } },
+      env: {
+        KEYSCOPE_API_AUTH_FAILURE_BUDGET_BURST: '3',
+        KEYSCOPE_API_AUTH_FAILURE_BUDGET_REFILL_MILLIS: '2500',
+      },
+    });
+  });
+  afterAll(() => keyscope.stop());
+
+  it('api.authFailureBudget.burst: an address is refused with 429 after that many unknown tokens', async () => {
+    expect(await guesses(keyscope, '127.0.0.3', 5)).toEqual([401, 401, 401, 429, 429]);
+  });
+
+  it('api.authFailureBudget.refillMillis: a throttled address may guess again once that long has passed', async () => {
+    const from = '127.0.0.4';
+    const spentAt = Date.now();
+    expect(await guesses(keyscope, from, 4)).toEqual([401, 401, 401, 429]);
+    // One guess back takes 2.5 s: Retry-After rounds it up to whole seconds.
+    expect((await getFrom(keyscope, from, 'wrong-guess-x')).retryAfter).toBe('3');
+    // At 1.2 s (past the default refill of 1 s) the address is still throttled …
+    await new Promise((resolve) => setTimeout(resolve, spentAt + 1_200 - Date.now()));
+    expect((await getFrom(keyscope, from, 'wrong-guess-y')).status).toBe(429);
+    // … and past 2.5 s it may present one unknown token, and no second.
+    await new Promise((resolve) => setTimeout(resolve, spentAt + 2_700 - Date.now()));
+    expect(await guesses(keyscope, from, 2)).toEqual([401, 429]);
+  });
+
+  it('api.authFailureBudget.maxAddresses: set to 1, a second address’s guess forgets the first’s budget', async () => {
+    expect(await guesses(keyscope, '127.0.0.5', 4)).toEqual([401, 401, 401, 429]);
+    expect(await guesses(keyscope, '127.0.0.6', 1)).toEqual([401]);
+    // 127.0.0.5 is remembered no more: it has its whole burst again.
+    expect(await guesses(keyscope, '127.0.0.5', 4)).toEqual([401, 401, 401, 429]);
   });
 });

@@ -1,5 +1,8 @@
-import { readdirSync } from 'node:fs';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { isKeyscopeError } from '@keyscope/errors';
 import { encodeTracesJson } from '@keyscope/otlp';
 import { type KafkaCluster, startKafkaCluster } from '@keyscope/testkit/kafka';
@@ -15,6 +18,7 @@ import {
   until,
 } from './configured-keyscope.ts';
 import { damagedDatabase } from './damaged-database.ts';
+import { CREATE_TOPICS, type KafkaRelay, readString, startKafkaRelay } from './kafka-relay.ts';
 
 let cluster: KafkaCluster;
 let admin: Admin;
@@ -166,6 +170,131 @@ describe('kafka.* topic creation (the mock broker refuses CreateTopics)', () => 
     expect(refused.message).toContain(cluster.topic('missing-incidents'));
     expect(refused.message).toContain('create it with 5 partitions');
   });
+});
+
+describe('kafka.* on the wire, through a relay that records the requests', () => {
+  let relay: KafkaRelay;
+
+  beforeAll(async () => {
+    relay = await startKafkaRelay(cluster.brokers[0]!, { offerCreateTopics: true });
+  });
+  afterAll(() => relay?.stop());
+
+  /** Starts keyscope through the relay with its attempts topic missing; resolves with its refusal. */
+  async function refusedThroughRelay(kafka: Record<string, unknown>): Promise<string> {
+    const error = await startConfigured((dir) => {
+      const settings = kafkaSettings(dir, {
+        attempts: { topic: cluster.topic('wire-attempts'), groupId: cluster.group('wire') },
+        ...kafka,
+      });
+      return { ...settings, env: { KEYSCOPE_KAFKA_BROKERS: relay.address } };
+    }).then(
+      async (started) => {
+        await started.stop();
+        return undefined;
+      },
+      (thrown: unknown) => thrown,
+    );
+    if (!isKeyscopeError(error)) throw new Error(`expected a keyscope error, received ${String(error)}`);
+    return error.message;
+  }
+
+  it('kafka.clientId: every request keyscope sends names the configured client id and its role', async () => {
+    relay.requests.length = 0;
+    await refusedThroughRelay({ clientId: 'wire-keyscope' });
+    const clientIds = new Set(relay.requests.map((request) => request.clientId));
+    expect(relay.requests.length).toBeGreaterThan(0);
+    for (const clientId of clientIds) expect(clientId).toMatch(/^wire-keyscope-[a-z]+$/);
+  });
+
+  it('kafka.replicationFactor: a topic keyscope creates is asked for with that many replicas', async () => {
+    relay.requests.length = 0;
+    const refused = await refusedThroughRelay({ replicationFactor: 3 });
+    expect(refused).toContain('could not be created');
+    const creations = relay.requests.filter((request) => request.apiKey === CREATE_TOPICS);
+    expect(creations.length).toBeGreaterThan(0);
+    for (const creation of creations) {
+      // The first topic of the request: its name, then int32 partitions and int16 replication factor.
+      expect(creation.body.readInt32BE(0)).toBe(1);
+      const [name, offset] = readString(creation.body, 4);
+      expect(name).toBe(cluster.topic('wire-attempts'));
+      expect(creation.body.readInt32BE(offset)).toBe(12);
+      expect(creation.body.readInt16BE(offset + 4)).toBe(3);
+    }
+  });
+});
+
+describe('kafka.sessionTimeoutMillis with two detect members', () => {
+  const SESSION_MILLIS = 6_000;
+  const repositoryRoot = fileURLToPath(new URL('../../../../', import.meta.url));
+  let frozen: ChildProcess | undefined;
+  let frozenDir = '';
+  let member: ConfiguredKeyscope | undefined;
+
+  afterAll(async () => {
+    frozen?.kill('SIGKILL');
+    await member?.stop();
+    if (frozenDir !== '') rmSync(frozenDir, { recursive: true, force: true });
+  }, 30_000);
+
+  /** `keyscope serve --role detect` as a child process, configured by KEYSCOPE_* variables only. */
+  async function startDetectProcess(groupId: string): Promise<ChildProcess> {
+    frozenDir = mkdtempSync(join(tmpdir(), 'keyscope-settings-'));
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', 'services/analyzer/src/cli.ts', 'serve', '--role', 'detect', '--api-port', '0'],
+      {
+        cwd: repositoryRoot,
+        env: {
+          PATH: process.env.PATH,
+          KEYSCOPE_KAFKA_BROKERS: cluster.brokers.join(','),
+          KEYSCOPE_KAFKA_TRACES_TOPIC: cluster.topic('traces'),
+          KEYSCOPE_KAFKA_ATTEMPTS_TOPIC: cluster.topic('attempts'),
+          KEYSCOPE_KAFKA_ATTEMPTS_GROUP_ID: groupId,
+          KEYSCOPE_KAFKA_INCIDENTS_TOPIC: cluster.topic('incidents'),
+          KEYSCOPE_KAFKA_STATE_DIR: join(frozenDir, 'detect-state'),
+          KEYSCOPE_KAFKA_SESSION_TIMEOUT_MILLIS: String(SESSION_MILLIS),
+          KEYSCOPE_DB_PATH: join(frozenDir, 'keyscope.db'),
+        },
+      },
+    );
+    let output = '';
+    child.stdout?.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+    child.stderr?.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+    await until(() => {
+      if (child.exitCode !== null) throw new Error(`the detect process exited: ${output}`);
+      return /^detect consuming /m.test(output);
+    }, 30_000);
+    return child;
+  }
+
+  it('kafka.sessionTimeoutMillis: a frozen member’s partitions move to the other member after about that long', async () => {
+    const groupId = cluster.group('session');
+    frozen = await startDetectProcess(groupId);
+    member = await startConfigured((dir) => {
+      const settings = kafkaSettings(dir, {
+        attempts: { topic: cluster.topic('attempts'), groupId },
+        sessionTimeoutMillis: SESSION_MILLIS,
+      });
+      return { ...settings, flags: ['--role', 'detect'] };
+    });
+    const owned = () => member!.running.counters!.partitionsOwned;
+    // The four attempts partitions split between the two members, and stay split (the mock's
+    // SyncGroup race may restart a member once).
+    await until(() => owned() === 2, 30_000);
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    await until(() => owned() === 2, 30_000);
+
+    frozen.kill('SIGSTOP');
+    const frozenAt = Date.now();
+    await until(() => owned() === 4, 20_000);
+    const movedAfter = Date.now() - frozenAt;
+    // The broker drops the frozen member one timeout after its last heartbeat (at most a third of
+    // a timeout before it froze, checked each second); the mock broker then waits a timeout less a
+    // second for members to rejoin before it assigns. Under the default of 30 s that is a minute.
+    expect(movedAfter).toBeGreaterThanOrEqual(SESSION_MILLIS);
+    expect(movedAfter).toBeLessThan(2 * SESSION_MILLIS + 5_000);
+  }, 90_000);
 });
 
 describe('db.* in the serve role', () => {
