@@ -88,7 +88,8 @@ A progress line is drawn on stderr when it is a terminal. Spans go through the s
 serve, flushed at the last span's time, so archives are judged by their own clock.
 
 exit status: 0 it ran (with findings or without), 1 unreadable input (a bad record without
---keep-going, or nothing analysable), 2 usage error.`;
+--keep-going, or nothing analysable), 2 usage error, 141 the reader closed stdout early (| head),
+as for a program killed by SIGPIPE.`;
 
 /** Bad command-line input: exit 2 with a message naming the flag. */
 class UsageError extends Error {
@@ -229,6 +230,9 @@ function parseAnalyzeArgs(args: string[]) {
 }
 
 async function analyze(args: string[]): Promise<number> {
+  // A failed write reaches runAnalyze through its callback (a closed pipe ends the run with 141);
+  // the stream also emits it as 'error', which would be thrown with a stack trace if unheard.
+  process.stdout.on('error', () => {});
   const parsed = parseAnalyzeArgs(args);
   if (parsed.help) {
     process.stdout.write(`${ANALYZE_USAGE}\n`);
