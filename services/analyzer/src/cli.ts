@@ -1,4 +1,4 @@
-import { realpathSync } from 'node:fs';
+import { existsSync, realpathSync, rmSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { isKeyscopeError } from '@keyscope/errors';
@@ -11,10 +11,12 @@ import {
   runAnalyze,
 } from './analyze/run-analyze.ts';
 import { DEFAULT_TABLE_LIMIT } from './analyze/table-report.ts';
-import { defaultServeConfig, envOverrides, readConfigFile, resolveServeConfig } from './config.ts';
+import { defaultServeConfig, readConfigFile, resolveEnvConfig, resolveServeConfig } from './config.ts';
 import { DEMO_DB_PATH, runDemo } from './demo.ts';
-import { startRoles } from './kafka/start-roles.ts';
+import { type RunningRoles, startRoles } from './kafka/start-roles.ts';
 import { consoleLogger } from './logger.ts';
+import type { RunningService } from './serve.ts';
+import { checkDatabaseFolder } from './startup-errors.ts';
 
 /** The `keyscope` command line: parses arguments, then hands over to serve.ts. */
 
@@ -256,17 +258,19 @@ async function serve(args: string[], mode: 'serve' | 'demo'): Promise<number> {
   const defaults = mode === 'serve' ? DEFAULTS : resolveServeConfig({ db: { path: DEMO_DB_PATH } });
   const configFile = parsed.configFile ?? process.env.KEYSCOPE_CONFIG;
   const fromFile = configFile ? resolveServeConfig(await readConfigFile(configFile), defaults) : defaults;
-  const fromEnv = resolveServeConfig(envOverrides(process.env), fromFile);
+  const fromEnv = resolveEnvConfig(process.env, fromFile);
   const config = resolveServeConfig(parsed.overrides, fromEnv);
+  checkDatabaseFolder(config.db.path);
   // Listening for signals before the listeners start: a SIGTERM during startup still stops cleanly.
   const signalled = new Promise<NodeJS.Signals>((resolve) => {
     process.once('SIGINT', resolve);
     process.once('SIGTERM', resolve);
   });
-  const running =
+  const running = await withoutNewDatabaseOnFailure<RunningService | RunningRoles>(config.db.path, () =>
     mode === 'serve'
-      ? await startRoles(config)
-      : await runDemo(config, consoleLogger, { fresh: config.db.path === DEMO_DB_PATH && !parsed.keep });
+      ? startRoles(config)
+      : runDemo(config, consoleLogger, { fresh: config.db.path === DEMO_DB_PATH && !parsed.keep }),
+  );
   // A role whose Kafka consumer stopped for good exits 1, for its supervisor to restart it.
   const stopped = 'failed' in running ? running.failed : new Promise<never>(() => {});
   const signal = await Promise.race([signalled, stopped]);
@@ -279,6 +283,17 @@ async function serve(args: string[], mode: 'serve' | 'demo'): Promise<number> {
   await running.stop();
   consoleLogger.info('keyscope: stopped');
   return 0;
+}
+
+/** Runs `start`; if it fails, removes the database file it created (and its WAL), so a retry starts clean. */
+async function withoutNewDatabaseOnFailure<T>(path: string, start: () => Promise<T>): Promise<T> {
+  const created = path !== ':memory:' && !existsSync(path);
+  try {
+    return await start();
+  } catch (error) {
+    if (created) for (const file of [path, `${path}-wal`, `${path}-shm`]) rmSync(file, { force: true });
+    throw error;
+  }
 }
 
 export async function runCli(argv: string[]): Promise<number> {
