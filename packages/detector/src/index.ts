@@ -37,6 +37,7 @@ export type { RoutingEvent, RoutingEventType } from './routing-event.ts';
 export {
   COVERAGE_COUNTS,
   covers,
+  type MappedScope,
   type ScopeReportRow,
   type ScopeReportState,
   type SpreadLevel,

@@ -28,6 +28,19 @@ export interface ScopeReportRow {
   status: 'sound' | 'narrower' | 'unknown';
   /** How complete keyscope's view of the tier is (see `TierCoverage`). */
   coverage: TierCoverage;
+  /**
+   * false for a scope the mapping declares (`scopes`) for a service that has sent no keyed span:
+   * a service name that does not match its spans' `service.name`, or a service not yet traced.
+   * Such a row has no keys and status `unknown`, and comes after the tiers seen.
+   */
+  spansSeen: boolean;
+}
+
+/** A scope the mapping declares, as the scope report takes it. */
+export interface MappedScope {
+  readonly service: string;
+  readonly operation?: string;
+  readonly scope?: ScopeLevel;
 }
 
 /**
@@ -138,7 +151,7 @@ export class ScopeReport {
   private readonly mapped: ReadonlySet<string>;
 
   constructor(
-    declaredScopes: readonly { readonly service: string; readonly operation?: string }[] = [],
+    private readonly declaredScopes: readonly MappedScope[] = [],
     private readonly coverageKeysOneIn = 1,
   ) {
     this.mapped = new Set(declaredScopes.map((entry) => `${entry.service}\u0000${entry.operation ?? ''}`));
@@ -255,9 +268,31 @@ export class ScopeReport {
         keysAtRisk,
         status: declaredScope === 'unknown' ? 'unknown' : keysAtRisk > 0 ? 'narrower' : 'sound',
         coverage: coverageOfCounts(stats.coverage, this.coverageKeysOneIn),
+        spansSeen: true,
       });
     }
-    return rows.sort((a, b) => (a.service + a.operation < b.service + b.operation ? -1 : 1));
+    rows.sort((a, b) => (a.service + a.operation < b.service + b.operation ? -1 : 1));
+    return [...rows, ...this.unseenDeclarations(new Set(rows.map((row) => row.service)))];
+  }
+
+  /** A row for each declared scope whose service has no tier: nothing of it has arrived. */
+  private unseenDeclarations(servicesSeen: ReadonlySet<string>): ScopeReportRow[] {
+    return this.declaredScopes
+      .filter((entry) => !servicesSeen.has(entry.service))
+      .map((entry) => ({
+        service: entry.service,
+        operation: entry.operation ?? '',
+        declaredScope: entry.scope ?? 'unknown',
+        scopeFrom: 'mapping',
+        declaredCounts: {},
+        keys: 0,
+        keysSpanning: { nodes: 0, clusters: 0, regions: 0 },
+        smallestCoveringScope: 'node',
+        keysAtRisk: 0,
+        status: 'unknown',
+        coverage: coverageOfCounts([], this.coverageKeysOneIn),
+        spansSeen: false,
+      }));
   }
 }
 

@@ -370,7 +370,7 @@ describe('keyscope serve refusing to start', () => {
     expect(readdirSync(folder)).toEqual([]);
   });
 
-  it('says at startup which mapping file it loaded and how many scopes it declares', async () => {
+  it('says at startup which mapping file it loaded and how many scopes it declares, and flags their silent services', async () => {
     const cwd = mkdtempSync(join(tmpdir(), 'keyscope-cli-'));
     writeFileSync(
       join(cwd, 'mapping.yaml'),
@@ -378,8 +378,20 @@ describe('keyscope serve refusing to start', () => {
     );
     writeFileSync(join(cwd, 'keyscope.yaml'), 'mapping:\n  file: mapping.yaml\n');
     const child = keyscopeIn(cwd, 'serve', '--config', 'keyscope.yaml', '--db', ':memory:', ...FREE_PORTS);
-    const [mapping] = await waitForLines(child, [/^mapping: .*$/m, /^otlp-grpc listening on /m]);
+    const [mapping, api] = await waitForLines(child, [
+      /^mapping: .*$/m,
+      /^api listening on (\S+)$/m,
+      /^otlp-grpc listening on /m,
+    ]);
     expect(mapping![0]).toBe(`mapping: ${join(cwd, 'mapping.yaml')}, 2 declared scopes`);
+    // Nothing has arrived: the scope report flags both declared services.
+    const { items } = (await (await fetch(`${api![1]}/api/v1/scopes`)).json()) as {
+      items: { service: string; spansSeen: boolean }[];
+    };
+    expect(items.map((row) => [row.service, row.spansSeen])).toEqual([
+      ['payments', false],
+      ['ledger', false],
+    ]);
     child.process.kill('SIGTERM');
     expect(await child.exited).toBe(0);
     expect(child.stderr()).toBe('');

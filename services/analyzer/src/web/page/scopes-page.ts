@@ -14,6 +14,10 @@ const STATUS_TEXT: Readonly<Record<ScopeRowJson['status'], string>> = {
   unknown: '? No key scope declared',
 };
 
+/** The verdict of a scope the mapping declares for a service keyscope has heard nothing from. */
+const UNSEEN_TEXT =
+  '? No keyed span from this service yet: check its name in the mapping against service.name';
+
 /** `/scopes`: per tier, the declared key scope against where retries of one key actually went. */
 export async function renderScopesPage(config: UiConfig): Promise<void> {
   setPageTitle('Scope report', 'scopes');
@@ -85,7 +89,11 @@ function scopeTable(rows: ScopeRowJson[]): HTMLTableElement {
           el('td', {}, el('strong', {}, row.smallestCoveringScope)),
           el('td', { class: 'number' }, String(row.keys)),
           el('td', { class: 'number' }, row.keysAtRisk > 0 ? el('strong', {}, String(row.keysAtRisk)) : '0'),
-          el('td', { class: `verdict-cell verdict-${row.status}` }, STATUS_TEXT[row.status]),
+          el(
+            'td',
+            { class: `verdict-cell verdict-${row.status}` },
+            row.spansSeen ? STATUS_TEXT[row.status] : UNSEEN_TEXT,
+          ),
         ),
       ),
     ),
