@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The tests drive real programs where users have them (an Alertmanager for the alert tests,
 # Chromium for the web page tests, a Kafka protocol peer that the Kafka tests compile from
-# packages/testkit/src/kafka/mock-cluster.c against librdkafka's mock cluster).
+# packages/testkit/src/kafka/mock-cluster.c against librdkafka's mock cluster, jq for the tests that
+# pipe `keyscope analyze` into it as the README does).
 # This installs the missing ones from Debian's packages when it can (root with apt-get), and
 # otherwise says exactly what to install — so `pnpm test` works on a fresh Debian machine.
 set -euo pipefail
@@ -13,6 +14,7 @@ declare -A file_of=(
   [librdkafka-dev]=/usr/include/librdkafka/rdkafka_mock.h
   [gcc]=/usr/bin/gcc
   [pkg-config]=/usr/bin/pkg-config
+  [jq]=/usr/bin/jq
 )
 
 missing=()

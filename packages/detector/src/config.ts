@@ -1,3 +1,5 @@
+import type { MappedScope } from './scope-report.ts';
+
 /** The detector's settings, all in one place with units in their names. */
 export interface DetectorConfig {
   /**
@@ -7,9 +9,9 @@ export interface DetectorConfig {
   readonly keyNamespace: 'global' | 'tenant';
   /**
    * The key scopes the attribute mapping declares (its `scopes`), for the scope report to say where
-   * a tier's scope came from. Absent: none.
+   * a tier's scope came from, and which declared service has sent nothing. Absent: none.
    */
-  readonly declaredScopes?: readonly { readonly service: string; readonly operation?: string }[];
+  readonly declaredScopes?: readonly MappedScope[];
   /** How long a key's attempts are kept and compared (event time). */
   readonly retryHorizonMillis: number;
   /** Keys held in memory; the least recently touched beyond this go to the KeyStateStore. */

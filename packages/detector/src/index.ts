@@ -48,6 +48,7 @@ export { ROUTING_EVENT_TYPES, type RoutingEvent, type RoutingEventType } from '.
 export {
   COVERAGE_COUNTS,
   covers,
+  type MappedScope,
   OVERFLOW_TIER,
   type ScopeReportOverflow,
   type ScopeReportPage,

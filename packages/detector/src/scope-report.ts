@@ -29,6 +29,19 @@ export interface ScopeReportRow {
   status: 'sound' | 'narrower' | 'unknown';
   /** How complete keyscope's view of the tier is (see `TierCoverage`). */
   coverage: TierCoverage;
+  /**
+   * false for a scope the mapping declares (`scopes`) for a service that has sent no keyed span:
+   * a service name that does not match its spans' `service.name`, or a service not yet traced.
+   * Such a row has no keys and status `unknown`, and comes after the tiers seen.
+   */
+  spansSeen: boolean;
+}
+
+/** A scope the mapping declares, as the scope report takes it. */
+export interface MappedScope {
+  readonly service: string;
+  readonly operation?: string;
+  readonly scope?: ScopeLevel;
 }
 
 /**
@@ -190,7 +203,7 @@ export class ScopeReport {
   private readonly mapped: ReadonlySet<string>;
 
   constructor(
-    declaredScopes: readonly { readonly service: string; readonly operation?: string }[] = [],
+    private readonly declaredScopes: readonly MappedScope[] = [],
     private readonly coverageKeysOneIn = 1,
     private readonly maxTiers = Number.POSITIVE_INFINITY,
   ) {
@@ -305,8 +318,11 @@ export class ScopeReport {
     }
   }
 
+  /** Every tier's row in name order, then a row for each declared scope of a service not seen. */
   rows(): ScopeReportRow[] {
-    return this.sortedTiers().map((tier) => this.rowOf(this.tiers.get(tier)!));
+    return this.sortedTiers()
+      .map((tier) => this.rowOf(this.tiers.get(tier)!))
+      .concat(this.unseenDeclarations());
   }
 
   /** Up to `limit` rows after the tier named `after` ('' for the first page), in `rows()` order. */
@@ -320,10 +336,33 @@ export class ScopeReport {
       else high = middle;
     }
     const slice = names.slice(low, low + limit);
-    return {
-      rows: slice.map((tier) => this.rowOf(this.tiers.get(tier)!)),
-      next: low + limit < names.length ? slice[slice.length - 1]! : null,
-    };
+    const next = low + limit < names.length ? slice[slice.length - 1]! : null;
+    const rows = slice.map((tier) => this.rowOf(this.tiers.get(tier)!));
+    // The declared scopes of services not seen come after every tier: on the last page.
+    return { rows: next === null ? rows.concat(this.unseenDeclarations()) : rows, next };
+  }
+
+  /** A row for each declared scope whose service has no tier: nothing of it has arrived. */
+  private unseenDeclarations(): ScopeReportRow[] {
+    if (this.declaredScopes.length === 0) return [];
+    const servicesSeen = new Set<string>();
+    for (const stats of this.tiers.values()) servicesSeen.add(stats.service);
+    return this.declaredScopes
+      .filter((entry) => !servicesSeen.has(entry.service))
+      .map((entry) => ({
+        service: entry.service,
+        operation: entry.operation ?? '',
+        declaredScope: entry.scope ?? 'unknown',
+        scopeFrom: 'mapping',
+        declaredCounts: {},
+        keys: 0,
+        keysSpanning: { nodes: 0, clusters: 0, regions: 0 },
+        smallestCoveringScope: 'node',
+        keysAtRisk: 0,
+        status: 'unknown',
+        coverage: coverageOfCounts([], this.coverageKeysOneIn),
+        spansSeen: false,
+      }));
   }
 
   /** The overflow bucket; null while no tier went past `maxTiers`. */
@@ -392,6 +431,7 @@ export class ScopeReport {
       keysAtRisk,
       status: declaredScope === 'unknown' ? 'unknown' : keysAtRisk > 0 ? 'narrower' : 'sound',
       coverage: coverageOfCounts(stats.coverage, this.coverageKeysOneIn),
+      spansSeen: true,
     };
   }
 }

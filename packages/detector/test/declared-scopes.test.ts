@@ -57,6 +57,26 @@ describe('a service that declares its key scope in the mapping, not on its spans
     expect(scopeOf(parseMapping({ inferOutcomeFromHttp: true }))).toEqual([['unknown', 'unknown']]);
   });
 
+  it('flags in the scope report a declared scope whose service has sent nothing', () => {
+    const mapping = parseMapping({
+      inferOutcomeFromHttp: true,
+      scopes: [
+        { service: 'payments', scope: 'node' },
+        { service: 'paymnets', scope: 'cluster' },
+        { service: 'ledger', operation: 'POST /entries', scope: 'region' },
+      ],
+    });
+    const rows = headerOnlyDetector(mapping).scopeReport();
+    expect(
+      rows.map((row) => [row.service, row.operation, row.declaredScope, row.keys, row.spansSeen]),
+    ).toEqual([
+      ['payments', '/payments', 'node', 1, true],
+      ['paymnets', '', 'cluster', 0, false],
+      ['ledger', 'POST /entries', 'region', 0, false],
+    ]);
+    expect(rows[1]).toMatchObject({ scopeFrom: 'mapping', status: 'unknown', keysAtRisk: 0 });
+  });
+
   it('takes an operation’s own declaration over its service’s', () => {
     const mapping = parseMapping({
       inferOutcomeFromHttp: true,

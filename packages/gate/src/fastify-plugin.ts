@@ -1,4 +1,4 @@
-import type { Span } from '@opentelemetry/api';
+import { type Span, trace } from '@opentelemetry/api';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { invalidConfig, objectAt } from './config-check.ts';
 import { GATE_IN_PROGRESS, GATE_KEY_MISSING, GATE_KEY_REUSED, IdempotencyRequestError } from './errors.ts';
@@ -61,7 +61,9 @@ const KNOWN_OPTIONS = [
 
 /**
  * The fastify adapter. Registered on an instance, it guards the routes registered after it whose
- * config names `idempotency`; other routes are untouched. The key is read in `preHandler`, after
+ * config names `idempotency`; other routes are untouched but for their server span (`spanOf`, else
+ * the active one), which every route's request gets `http.route` (the URL pattern,
+ * `/payments/:id`) and the name `POST /payments/:id` on. The key is read in `preHandler`, after
  * the body is parsed and validated, so a request the schema refuses never takes a key.
  *
  * A response the handler sends, whatever its status, completes the key and is replayed to every
@@ -93,6 +95,15 @@ export const idempotencyPlugin: FastifyPluginAsync<IdempotencyPluginOptions> = a
         flag,
       );
     }
+  });
+
+  // The HTTP instrumentation's server span knows the method and URL, not fastify's route: without
+  // `http.route` it is named `POST`, and keyscope could name the dedup tier by service alone.
+  app.addHook('onRequest', async (request) => {
+    const route = request.routeOptions.url;
+    if (route === undefined) return;
+    const span = options.spanOf?.(request) ?? trace.getActiveSpan();
+    span?.setAttribute('http.route', route).updateName(`${request.method} ${route}`);
   });
 
   app.addHook('preHandler', async (request, reply) => {

@@ -1,6 +1,11 @@
-import type { Span } from '@opentelemetry/api';
+import { createRequire } from 'node:module';
+import { context, type Span, SpanKind, trace } from '@opentelemetry/api';
+import { HttpInstrumentation } from '@opentelemetry/instrumentation-http';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import Fastify, { type FastifyRequest } from 'fastify';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { DedupStore } from '../src/dedup-store.ts';
 import { type IdempotencyPluginOptions, idempotencyPlugin } from '../src/fastify-plugin.ts';
 import { createIdempotencyGate } from '../src/gate.ts';
@@ -313,5 +318,53 @@ describe('idempotencyPlugin', () => {
     expect(() =>
       app.post('/payments', { config: { idempotency: 'yes' as 'required' } }, async () => ({})),
     ).toThrow(expect.objectContaining({ code: 'KS_GATE_CONFIG_INVALID' }));
+  });
+});
+
+describe('idempotencyPlugin under the OpenTelemetry HTTP instrumentation', () => {
+  const exporter = new InMemorySpanExporter();
+  const provider = new NodeTracerProvider({
+    resource: resourceFromAttributes({ 'service.name': 'payments' }),
+    spanProcessors: [new SimpleSpanProcessor(exporter)],
+  });
+  const instrumentation = new HttpInstrumentation();
+  beforeAll(() => {
+    provider.register();
+    instrumentation.setTracerProvider(provider);
+    instrumentation.enable();
+    // The instrumentation patches node:http as it is required: require it once it listens.
+    createRequire(import.meta.url)('node:http');
+  });
+  afterAll(async () => {
+    instrumentation.disable();
+    await provider.shutdown();
+    trace.disable();
+    context.disable();
+  });
+
+  it("names the server span by fastify's route pattern and sets http.route on it", async () => {
+    const [, makeStore] = STORES[0]!;
+    const app = Fastify();
+    apps.push(app);
+    await app.register(idempotencyPlugin, {
+      gate: createIdempotencyGate({ store: makeStore(), scope: nodeScope() }),
+    });
+    app.post('/payments/:id/capture', { config: { idempotency: 'required' } }, async () => ({ ok: true }));
+    const url = await app.listen({ host: '127.0.0.1', port: 0 });
+
+    const response = await fetch(`${url}/payments/pay_42/capture`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'idempotency-key': 'k1' },
+      body: '{}',
+    });
+    expect(response.status).toBe(200);
+    await app.close();
+
+    const servers = exporter.getFinishedSpans().filter((span) => span.kind === SpanKind.SERVER);
+    expect(servers).toHaveLength(1);
+    expect(servers[0]!.attributes['http.route']).toBe('/payments/:id/capture');
+    expect(servers[0]!.name).toBe('POST /payments/:id/capture');
+    // The gate's decision is on the same span: keyscope reads key and route together.
+    expect(servers[0]!.attributes['idempotency.key']).toBe('k1');
   });
 });

@@ -6,6 +6,7 @@ import type { AuthFailures } from './api/auth-failures.ts';
 import type { ServeConfig } from './config.ts';
 import type { Logger } from './logger.ts';
 import { formatHostPort, type ListenAddress } from './receivers/listen-address.ts';
+import { listenFailure } from './startup-errors.ts';
 
 export interface ApiWithAlertsOptions {
   config: ServeConfig;
@@ -57,7 +58,11 @@ export async function startApiWithAlerts(options: ApiWithAlertsOptions): Promise
       }
     },
   });
-  await api.listen({ host: config.api.host, port: config.api.port });
+  try {
+    await api.listen({ host: config.api.host, port: config.api.port });
+  } catch (error) {
+    throw listenFailure('api', config.api, error);
+  }
   const bound = api.server.address() as { port: number };
   const address = { host: config.api.host, port: bound.port };
   logger.info(`api listening on http://${formatHostPort(address)}`);

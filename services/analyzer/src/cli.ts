@@ -1,4 +1,4 @@
-import { realpathSync } from 'node:fs';
+import { existsSync, realpathSync, rmSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { isKeyscopeError } from '@keyscope/errors';
@@ -13,14 +13,16 @@ import {
 import { DEFAULT_TABLE_LIMIT } from './analyze/table-report.ts';
 import {
   defaultServeConfig,
-  envOverrides,
   readConfigFile,
+  resolveEnvConfig,
   resolveServeConfig,
   type ServeConfig,
 } from './config.ts';
 import { DEMO_DB_PATH, runDemo } from './demo.ts';
-import { startRoles } from './kafka/start-roles.ts';
+import { type RunningRoles, startRoles } from './kafka/start-roles.ts';
 import { consoleLogger } from './logger.ts';
+import type { RunningService } from './serve.ts';
+import { checkDatabaseFolder } from './startup-errors.ts';
 
 /** The `keyscope` command line: parses arguments, then hands over to serve.ts. */
 
@@ -94,7 +96,8 @@ A progress line is drawn on stderr when it is a terminal. Spans go through the s
 serve, flushed at the last span's time, so archives are judged by their own clock.
 
 exit status: 0 it ran (with findings or without), 1 unreadable input (a bad record without
---keep-going, or nothing analysable), 2 usage error.`;
+--keep-going, or nothing analysable), 2 usage error, 141 the reader closed stdout early (| head),
+as for a program killed by SIGPIPE.`;
 
 /** Bad command-line input: exit 2 with a message naming the flag. */
 class UsageError extends Error {
@@ -235,6 +238,9 @@ function parseAnalyzeArgs(args: string[]) {
 }
 
 async function analyze(args: string[]): Promise<number> {
+  // A failed write reaches runAnalyze through its callback (a closed pipe ends the run with 141);
+  // the stream also emits it as 'error', which would be thrown with a stack trace if unheard.
+  process.stdout.on('error', () => {});
   const parsed = parseAnalyzeArgs(args);
   if (parsed.help) {
     process.stdout.write(`${ANALYZE_USAGE}\n`);
@@ -262,6 +268,7 @@ export async function loadServeConfig(
   return layeredConfig(parseServeArgs(args, mode), env, mode);
 }
 
+/** Defaults < config file < KEYSCOPE_* environment < flags. */
 async function layeredConfig(
   parsed: ServeArgs,
   env: NodeJS.ProcessEnv,
@@ -270,7 +277,7 @@ async function layeredConfig(
   const defaults = mode === 'serve' ? DEFAULTS : resolveServeConfig({ db: { path: DEMO_DB_PATH } });
   const configFile = parsed.configFile ?? env.KEYSCOPE_CONFIG;
   const fromFile = configFile ? resolveServeConfig(await readConfigFile(configFile), defaults) : defaults;
-  const fromEnv = resolveServeConfig(envOverrides(env), fromFile);
+  const fromEnv = resolveEnvConfig(env, fromFile);
   return resolveServeConfig(parsed.overrides, fromEnv);
 }
 
@@ -281,15 +288,17 @@ async function serve(args: string[], mode: 'serve' | 'demo'): Promise<number> {
     return 0;
   }
   const config = await layeredConfig(parsed, process.env, mode);
+  checkDatabaseFolder(config.db.path);
   // Listening for signals before the listeners start: a SIGTERM during startup still stops cleanly.
   const signalled = new Promise<NodeJS.Signals>((resolve) => {
     process.once('SIGINT', resolve);
     process.once('SIGTERM', resolve);
   });
-  const running =
+  const running = await withoutNewDatabaseOnFailure<RunningService | RunningRoles>(config.db.path, () =>
     mode === 'serve'
-      ? await startRoles(config)
-      : await runDemo(config, consoleLogger, { fresh: config.db.path === DEMO_DB_PATH && !parsed.keep });
+      ? startRoles(config)
+      : runDemo(config, consoleLogger, { fresh: config.db.path === DEMO_DB_PATH && !parsed.keep }),
+  );
   // A role whose Kafka consumer stopped for good exits 1, for its supervisor to restart it.
   const stopped = 'failed' in running ? running.failed : new Promise<never>(() => {});
   const signal = await Promise.race([signalled, stopped]);
@@ -302,6 +311,17 @@ async function serve(args: string[], mode: 'serve' | 'demo'): Promise<number> {
   await running.stop();
   consoleLogger.info('keyscope: stopped');
   return 0;
+}
+
+/** Runs `start`; if it fails, removes the database file it created (and its WAL), so a retry starts clean. */
+async function withoutNewDatabaseOnFailure<T>(path: string, start: () => Promise<T>): Promise<T> {
+  const created = path !== ':memory:' && !existsSync(path);
+  try {
+    return await start();
+  } catch (error) {
+    if (created) for (const file of [path, `${path}-wal`, `${path}-shm`]) rmSync(file, { force: true });
+    throw error;
+  }
 }
 
 export async function runCli(argv: string[]): Promise<number> {

@@ -284,18 +284,7 @@ function checkExposure(config: ServeConfig): void {
  * An unknown variable is an error, like an unknown key in the file.
  */
 export function envOverrides(env: NodeJS.ProcessEnv): Record<string, unknown> {
-  const settings = new Map<string, { path: string[]; text: boolean }>();
-  const walk = (fields: Fields, path: string[]) => {
-    for (const [key, field] of Object.entries(fields)) {
-      const next = [...path, key];
-      if (field.kind === 'object') walk((field as ObjectSpec<Fields>).fields, next);
-      else {
-        const name = next.map((part) => part.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toUpperCase()).join('_');
-        settings.set(`KEYSCOPE_${name}`, { path: next, text: field.kind === 'text' });
-      }
-    }
-  };
-  walk(SERVE.fields, []);
+  const settings = envSettings();
   const overrides: Record<string, unknown> = {};
   for (const [name, raw] of Object.entries(env)) {
     if (!name.startsWith('KEYSCOPE_') || raw === undefined || name === 'KEYSCOPE_CONFIG') continue;
@@ -316,6 +305,46 @@ export function envOverrides(env: NodeJS.ProcessEnv): Record<string, unknown> {
     target[path[path.length - 1]!] = value;
   }
   return overrides;
+}
+
+/** Each `KEYSCOPE_*` variable's field. */
+function envSettings(): Map<string, { path: string[]; text: boolean }> {
+  const settings = new Map<string, { path: string[]; text: boolean }>();
+  const walk = (fields: Fields, path: string[]) => {
+    for (const [key, field] of Object.entries(fields)) {
+      const next = [...path, key];
+      if (field.kind === 'object') walk((field as ObjectSpec<Fields>).fields, next);
+      else {
+        const name = next.map((part) => part.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toUpperCase()).join('_');
+        settings.set(`KEYSCOPE_${name}`, { path: next, text: field.kind === 'text' });
+      }
+    }
+  };
+  walk(SERVE.fields, []);
+  return settings;
+}
+
+/**
+ * `envOverrides(env)` laid over `base`. An invalid value names its variable besides its field
+ * (`environment variable KEYSCOPE_API_PORT: api.port must be an integer …`): the variable is what
+ * the operator set, and where the fix goes.
+ */
+export function resolveEnvConfig(env: NodeJS.ProcessEnv, base: ServeConfig): ServeConfig {
+  const overrides = envOverrides(env);
+  try {
+    return resolveServeConfig(overrides, base);
+  } catch (error) {
+    if (!isKeyscopeError(error)) throw error;
+    // The message starts with the field it is about (config-schema's FieldPath names it so).
+    const variable = [...envSettings()]
+      .filter(([name]) => env[name] !== undefined)
+      .map(([name, { path }]) => ({ name, field: path.join('.') }))
+      .find(
+        ({ field }) => error.message.startsWith(field) && ' .['.includes(error.message[field.length] ?? '-'),
+      );
+    if (variable === undefined) throw error;
+    throw invalid(`environment variable ${variable.name}: ${error.message}`, error);
+  }
 }
 
 /** Reads a YAML or JSON config file (JSON is YAML) into the partial config `resolveServeConfig` takes. */

@@ -104,6 +104,27 @@ export const ANALYZER_CONFIG_INVALID = defineError(
   'The `keyscope serve` configuration (file or flags) has an unknown key or an invalid value; the message names the field.',
 );
 
+export const ANALYZER_DB_FOLDER_MISSING = defineError(
+  'KS_ANALYZER_DB_FOLDER_MISSING',
+  400,
+  false,
+  '`keyscope serve` refuses to start: the folder of `db.path` (`--db`, `KEYSCOPE_DB_PATH`) does not exist; the message names the path and the folder to create.',
+);
+
+export const ANALYZER_MAPPING_UNREADABLE = defineError(
+  'KS_ANALYZER_MAPPING_UNREADABLE',
+  400,
+  false,
+  '`keyscope serve` refuses to start: `mapping.file` (`KEYSCOPE_MAPPING_FILE`) cannot be read; the message names the path as given and as resolved against the working directory.',
+);
+
+export const ANALYZER_PORT_IN_USE = defineError(
+  'KS_ANALYZER_PORT_IN_USE',
+  503,
+  true,
+  '`keyscope serve` refuses to start: another process listens on the port of the API, the OTLP/HTTP or the OTLP/gRPC receiver; the message names the listener and its flag, field and variable.',
+);
+
 /** Every code this service declares, for the registry test. */
 export const ANALYZER_ERRORS = [
   ANALYZER_BODY_TOO_LARGE,
@@ -120,4 +141,7 @@ export const ANALYZER_ERRORS = [
   ANALYZER_UNSUPPORTED_MESSAGE_ENCODING,
   ANALYZER_INTERNAL,
   ANALYZER_CONFIG_INVALID,
+  ANALYZER_DB_FOLDER_MISSING,
+  ANALYZER_MAPPING_UNREADABLE,
+  ANALYZER_PORT_IN_USE,
 ] as const;

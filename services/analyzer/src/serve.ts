@@ -1,6 +1,4 @@
-import { readFile } from 'node:fs/promises';
 import type { Alerter } from '@keyscope/alerts';
-import { defaultMapping, loadMapping, type Mapping } from '@keyscope/attempts';
 import { type DetectorConfig, defaultDetectorConfig } from '@keyscope/detector';
 import { KeyscopeStore } from '@keyscope/store';
 import { AuthFailures } from './api/auth-failures.ts';
@@ -15,6 +13,7 @@ import type { ListenAddress } from './receivers/listen-address.ts';
 import { type RunningReceivers, startReceivers } from './receivers/start-receivers.ts';
 import { startSelfTelemetry } from './self-telemetry.ts';
 import { ShutdownStack } from './shutdown-stack.ts';
+import { describeMapping, readMappingFile } from './startup-errors.ts';
 
 export interface ServeDependencies {
   readonly logger?: Logger;
@@ -69,7 +68,8 @@ export async function startServe(
 ): Promise<RunningService> {
   const logger = rateLimitedLogger(dependencies.logger ?? consoleLogger);
   const now = dependencies.now ?? Date.now;
-  const mapping = await readMapping(config.mapping.file);
+  const mapping = await readMappingFile(config.mapping.file);
+  logger.info(describeMapping(config.mapping.file, mapping));
   const detectorConfig: DetectorConfig = Object.freeze({
     ...defaultDetectorConfig(),
     ...config.detector,
@@ -229,11 +229,6 @@ export async function startServe(
     await stops.stop();
     throw error;
   }
-}
-
-async function readMapping(file: string): Promise<Mapping> {
-  if (file === '') return defaultMapping();
-  return loadMapping(await readFile(file, 'utf8'), file);
 }
 
 /**

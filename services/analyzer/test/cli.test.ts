@@ -1,11 +1,12 @@
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { encodeTraces } from '@keyscope/otlp';
 import { span } from '@keyscope/testkit';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { defaultServeConfig } from '../src/config.ts';
 import { DEMO_DB_PATH } from '../src/demo.ts';
 
@@ -290,5 +291,109 @@ describe('keyscope CLI', () => {
     const child = keyscope('serve', '--help');
     expect(await child.exited).toBe(0);
     expect(child.stdout()).toContain('--otlp-http-port');
+  });
+});
+
+describe('keyscope serve refusing to start', () => {
+  /** One line on stderr, ending in the code: nothing else there. */
+  function refusal(child: Child): string {
+    expect(child.stderr()).toMatch(/^keyscope serve: [^\n]+ \(KS_[A-Z_]+\)\n$/);
+    return child.stderr();
+  }
+
+  it('names the database path, the folder to create and --db when the folder does not exist', async () => {
+    const folder = join(mkdtempSync(join(tmpdir(), 'keyscope-cli-')), 'missing');
+    const db = join(folder, 'k.db');
+    const child = keyscope('serve', '--db', db, ...FREE_PORTS);
+    expect(await child.exited).toBe(1);
+    const line = refusal(child);
+    expect(line).toContain('(KS_ANALYZER_DB_FOLDER_MISSING)');
+    expect(line).toContain(db);
+    expect(line).toContain(`mkdir -p ${folder}`);
+    expect(line).toContain('--db');
+    expect(existsSync(folder)).toBe(false);
+  });
+
+  it('names mapping.file and the working directory it resolved against when the mapping file is missing', async () => {
+    const cwd = mkdtempSync(join(tmpdir(), 'keyscope-cli-'));
+    writeFileSync(join(cwd, 'keyscope.yaml'), 'mapping:\n  file: mappings/payments.yaml\n');
+    const child = keyscopeIn(cwd, 'serve', '--config', 'keyscope.yaml', '--db', 'k.db', ...FREE_PORTS);
+    expect(await child.exited).toBe(1);
+    const line = refusal(child);
+    expect(line).toContain('(KS_ANALYZER_MAPPING_UNREADABLE)');
+    expect(line).toContain('mapping.file mappings/payments.yaml');
+    expect(line).toContain(join(cwd, 'mappings/payments.yaml'));
+    expect(readdirSync(cwd)).toEqual(['keyscope.yaml']);
+  });
+
+  describe('on a port another process listens on', () => {
+    let occupant: Server;
+    let port: number;
+    beforeAll(async () => {
+      occupant = createServer();
+      await new Promise<void>((resolve) => occupant.listen(0, '127.0.0.1', resolve));
+      port = (occupant.address() as { port: number }).port;
+    });
+    afterAll(() => new Promise<void>((resolve) => occupant.close(() => resolve())));
+
+    it.each([
+      ['api', '--api-port', 'api.port', 'KEYSCOPE_API_PORT'],
+      ['otlp-http', '--otlp-http-port', 'otlp.http.port', 'KEYSCOPE_OTLP_HTTP_PORT'],
+      ['otlp-grpc', '--otlp-grpc-port', 'otlp.grpc.port', 'KEYSCOPE_OTLP_GRPC_PORT'],
+    ])(
+      'names the %s listener, its flag, field and variable, and leaves no database behind',
+      async (listener, flag, field, variable) => {
+        const folder = mkdtempSync(join(tmpdir(), 'keyscope-cli-'));
+        const child = keyscope('serve', '--db', join(folder, 'k.db'), ...FREE_PORTS, flag, String(port));
+        expect(await child.exited).toBe(1);
+        const line = refusal(child);
+        expect(line).toContain('(KS_ANALYZER_PORT_IN_USE)');
+        expect(line).toContain(`${listener} cannot listen on 127.0.0.1:${port}`);
+        for (const setting of [flag, field, variable]) expect(line).toContain(setting);
+        expect(readdirSync(folder)).toEqual([]);
+      },
+    );
+  });
+
+  it('names the environment variable an invalid value came from', async () => {
+    const folder = mkdtempSync(join(tmpdir(), 'keyscope-cli-'));
+    const child = track(
+      spawn(process.execPath, ['--import', 'tsx', CLI, 'serve', '--db', join(folder, 'k.db')], {
+        cwd: repositoryRoot,
+        env: { ...process.env, KEYSCOPE_API_PORT: 'eighty' },
+      }),
+    );
+    expect(await child.exited).toBe(1);
+    const line = refusal(child);
+    expect(line).toContain('(KS_ANALYZER_CONFIG_INVALID)');
+    expect(line).toContain('environment variable KEYSCOPE_API_PORT: api.port');
+    expect(readdirSync(folder)).toEqual([]);
+  });
+
+  it('says at startup which mapping file it loaded and how many scopes it declares, and flags their silent services', async () => {
+    const cwd = mkdtempSync(join(tmpdir(), 'keyscope-cli-'));
+    writeFileSync(
+      join(cwd, 'mapping.yaml'),
+      'scopes:\n  - { service: payments, scope: node }\n  - { service: ledger, scope: cluster }\n',
+    );
+    writeFileSync(join(cwd, 'keyscope.yaml'), 'mapping:\n  file: mapping.yaml\n');
+    const child = keyscopeIn(cwd, 'serve', '--config', 'keyscope.yaml', '--db', ':memory:', ...FREE_PORTS);
+    const [mapping, api] = await waitForLines(child, [
+      /^mapping: .*$/m,
+      /^api listening on (\S+)$/m,
+      /^otlp-grpc listening on /m,
+    ]);
+    expect(mapping![0]).toBe(`mapping: ${join(cwd, 'mapping.yaml')}, 2 declared scopes`);
+    // Nothing has arrived: the scope report flags both declared services.
+    const { items } = (await (await fetch(`${api![1]}/api/v1/scopes`)).json()) as {
+      items: { service: string; spansSeen: boolean }[];
+    };
+    expect(items.map((row) => [row.service, row.spansSeen])).toEqual([
+      ['payments', false],
+      ['ledger', false],
+    ]);
+    child.process.kill('SIGTERM');
+    expect(await child.exited).toBe(0);
+    expect(child.stderr()).toBe('');
   });
 });

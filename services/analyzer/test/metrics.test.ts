@@ -118,6 +118,7 @@ describe('Prometheus metrics', () => {
           operation: '/payments',
           declaredScope: 'node',
           scopeFrom: 'span',
+          spansSeen: true,
           declaredCounts: { node: 40 },
           keys: 40,
           keysSpanning: { nodes: 0, clusters: 0, regions: 0 },

@@ -47,7 +47,11 @@ export const MAX_ANALYZE_THREADS = 64;
 export function defaultAnalyzeThreads(): number {
   return 1;
 }
-export const ANALYZE_EXIT = Object.freeze({ ran: 0, unreadable: 1, usage: 2 });
+/**
+ * Exit statuses. `closedPipe` is what a shell reports for a program killed by SIGPIPE (128 + 13),
+ * as `yes | head` shows: the reader of stdout went away before the report was written.
+ */
+export const ANALYZE_EXIT = Object.freeze({ ran: 0, unreadable: 1, usage: 2, closedPipe: 141 });
 
 /** An output stream as far as analyze uses it; process.stdout / process.stderr in the CLI. */
 export interface AnalyzeOutput {
@@ -71,7 +75,8 @@ const EXPORT_BATCH_FINDINGS = 500;
 
 /**
  * Runs `keyscope analyze` and returns its exit status: 0 when it ran (findings or not), 1 when an
- * input is unreadable (or, with keep-going, when nothing at all could be analysed). The report
+ * input is unreadable (or, with keep-going, when nothing at all could be analysed), 141 when the
+ * reader of stdout closed it before the whole report was written (`| head`). The report
  * goes to stdout — with `json`, `csv` and `ndjson`, nothing else does — and everything about the
  * run to stderr.
  * A bad mapping file throws its KeyscopeError for the CLI to report.
@@ -149,7 +154,9 @@ export async function runAnalyze(options: AnalyzeOptions, io: AnalyzeIo): Promis
         yield result.findings.slice(i, i + EXPORT_BATCH_FINDINGS);
       }
     };
-    for (const chunk of exportChunks(options.format, batches())) await writeAll(io.stdout, chunk);
+    for (const chunk of exportChunks(options.format, batches())) {
+      if ((await writeAll(io.stdout, chunk)) === 'closed') return ANALYZE_EXIT.closedPipe;
+    }
     return ANALYZE_EXIT.ran;
   }
   const report =
@@ -169,8 +176,7 @@ export async function runAnalyze(options: AnalyzeOptions, io: AnalyzeIo): Promis
             limit: options.limit ?? DEFAULT_TABLE_LIMIT,
           },
         );
-  await writeAll(io.stdout, report);
-  return ANALYZE_EXIT.ran;
+  return (await writeAll(io.stdout, report)) === 'closed' ? ANALYZE_EXIT.closedPipe : ANALYZE_EXIT.ran;
 }
 
 /** The terminal's columns; `DEFAULT_WIDTH_COLUMNS` for a pipe or file, or a terminal that does not say. */
@@ -197,13 +203,17 @@ async function readMapping(file: string | undefined): Promise<Mapping> {
   return loadMapping(await readFile(file, 'utf8'), file);
 }
 
-/** Resolves once the text is handed to the OS, so exiting right after loses none of a large report. */
-function writeAll(output: AnalyzeOutput, text: string): Promise<void> {
+/**
+ * Resolves once the text is handed to the OS, so exiting right after loses none of a large report;
+ * 'closed' when the reader went away (`| head`), which is not analyze's failure: nothing more is
+ * written, and the run ends as a program killed by SIGPIPE would.
+ */
+function writeAll(output: AnalyzeOutput, text: string): Promise<'written' | 'closed'> {
   return new Promise((resolve, reject) => {
     output.write(text, (error) => {
-      // A reader that went away (`| head`) is not analyze's failure.
-      if (error && (error as NodeJS.ErrnoException).code !== 'EPIPE') reject(error);
-      else resolve();
+      if (!error) resolve('written');
+      else if ((error as NodeJS.ErrnoException).code === 'EPIPE') resolve('closed');
+      else reject(error);
     });
   });
 }

@@ -1,5 +1,3 @@
-import { readFile } from 'node:fs/promises';
-import { defaultMapping, loadMapping, type Mapping } from '@keyscope/attempts';
 import { KeyscopeError } from '@keyscope/errors';
 import type { Consumer, ConsumerRunConfig } from 'kafkajs';
 import type { Logger } from '../logger.ts';
@@ -101,7 +99,4 @@ function isIncurable(error: Error): boolean {
   return false;
 }
 
-export async function readMappingFile(file: string): Promise<Mapping> {
-  if (file === '') return defaultMapping();
-  return loadMapping(await readFile(file, 'utf8'), file);
-}
+export { readMappingFile } from '../startup-errors.ts';

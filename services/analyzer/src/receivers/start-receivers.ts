@@ -2,6 +2,7 @@ import type { DecodeOptions, SpanConsumer } from '@keyscope/otlp';
 import type { ServeConfig } from '../config.ts';
 import { consoleLogger, type Logger } from '../logger.ts';
 import { CountingConsumer } from '../pipeline/counting-consumer.ts';
+import { type ListenerName, listenFailure } from '../startup-errors.ts';
 import { Admission } from './admission.ts';
 import { Ingest } from './ingest.ts';
 import { IngestCounters, type Transport } from './ingest-counters.ts';
@@ -94,15 +95,13 @@ export async function startReceivers(
 }
 
 async function listening(
-  name: string,
+  name: ListenerName,
   address: ListenAddress,
   starting: Promise<Receiver>,
 ): Promise<Receiver> {
   try {
     return await starting;
   } catch (error) {
-    throw new Error(`${name} cannot listen on ${formatHostPort(address)}: ${(error as Error).message}`, {
-      cause: error,
-    });
+    throw listenFailure(name, address, error);
   }
 }

@@ -1,9 +1,9 @@
 import { execFileSync, spawn } from 'node:child_process';
-import { rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { encodeTraces } from '@keyscope/otlp';
-import { scenarios, simulateBatches } from '@keyscope/simulator';
+import { scenarios, simulate, simulateBatches, splitIntoPayloads } from '@keyscope/simulator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   jsonLines,
@@ -121,6 +121,90 @@ describe('keyscope analyze (process)', () => {
     // Erased before the report: the JSON starts on a clean line.
     expect(run.stdout).toContain(`${ERASE_LINE}{`);
   });
+});
+
+/** Runs `command` with bash (for PIPESTATUS); the package.json script stands for `pnpm -s keyscope`. */
+function pipeline(command: string): Promise<Exit> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('bash', ['-c', command], { cwd: repositoryRoot });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+const KEYSCOPE_SCRIPT = (
+  JSON.parse(readFileSync(join(repositoryRoot, 'package.json'), 'utf8')) as { scripts: { keyscope: string } }
+).scripts.keyscope;
+
+/** 141: what a shell reports for a program killed by SIGPIPE (128 + 13). */
+const CLOSED_PIPE_STATUS = 141;
+
+describe('keyscope analyze in a pipe', () => {
+  /** A failover twice the size of the shared one: its JSON report outgrows a pipe's 64 KiB buffer. */
+  let archiveLargerThanPipe: string;
+  beforeAll(() => {
+    const { spans } = simulate(scenarios.nodeFailover({ requests: 1_200, nonMutationSpanFraction: 0.3 }), {
+      seed: 1,
+    });
+    archiveLargerThanPipe = temporaryFolder();
+    writeInput(join(archiveLargerThanPipe, 'export.jsonl.gz'), jsonLines(splitIntoPayloads(spans, 12, 1)));
+  }, 30_000);
+  afterAll(() => rmSync(archiveLargerThanPipe, { recursive: true, force: true }));
+
+  it('ends quietly with status 141 when head -c 100 closes the pipe mid-report', async () => {
+    const whole = await keyscope('analyze', '--format', 'json', archiveLargerThanPipe);
+    expect(whole.code).toBe(0);
+    expect(Buffer.byteLength(whole.stdout)).toBeGreaterThan(65_536);
+
+    const run = await pipeline(
+      `${KEYSCOPE_SCRIPT} analyze --format json ${shellQuote(archiveLargerThanPipe)} | head -c 100; exit "\${PIPESTATUS[0]}"`,
+    );
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(CLOSED_PIPE_STATUS);
+    expect(run.stdout).toBe(whole.stdout.slice(0, 100));
+  }, 60_000);
+
+  // The report written at once (table, json) and in chunks as made (csv, ndjson).
+  it.each(['table', 'csv'])(
+    'ends quietly with status 141 in --format %s when the reader has already gone',
+    async (format) => {
+      const child = spawn(process.execPath, [...CLI, 'analyze', '--format', format, archive], {
+        cwd: repositoryRoot,
+      });
+      // No reader at all: the first write of the report meets a closed pipe.
+      child.stdout.destroy();
+      let stderr = '';
+      child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+      const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+      expect(stderr).toBe('');
+      expect(code).toBe(CLOSED_PIPE_STATUS);
+    },
+    60_000,
+  );
+
+  it('hands jq the JSON report alone, and ndjson rows it reads line by line', async () => {
+    const direct = JSON.parse((await keyscope('analyze', '--format', 'json', archive)).stdout) as {
+      incidents: { title: string }[];
+      findings: unknown[];
+    };
+    const titles = await pipeline(
+      `set -o pipefail; ${KEYSCOPE_SCRIPT} analyze --format json ${shellQuote(archive)} | jq -r '.incidents[] | .title'`,
+    );
+    expect(titles.stderr).toBe('');
+    expect(titles.code).toBe(0);
+    expect(titles.stdout.trimEnd().split('\n')).toEqual(direct.incidents.map((incident) => incident.title));
+
+    const findings = await pipeline(
+      `set -o pipefail; ${KEYSCOPE_SCRIPT} analyze --format ndjson ${shellQuote(archive)} | jq -s '[.[].findingId] | unique | length'`,
+    );
+    expect(findings.stderr).toBe('');
+    expect(findings.code).toBe(0);
+    expect(Number(findings.stdout)).toBe(direct.findings.length);
+  }, 90_000);
 });
 
 describe.skipIf(!hasScript())('keyscope analyze on a terminal, over a large archive', () => {

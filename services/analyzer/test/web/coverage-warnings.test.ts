@@ -8,6 +8,7 @@ function row(coverage: Partial<ScopeReportRow['coverage']>): ScopeReportRow {
     operation: '/payments',
     declaredScope: 'node',
     scopeFrom: 'span',
+    spansSeen: true,
     declaredCounts: { node: 100 },
     keys: 100,
     keysSpanning: { nodes: 0, clusters: 0, regions: 0 },

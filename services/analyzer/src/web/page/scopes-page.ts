@@ -22,6 +22,9 @@ const PAGE_SIZE = 500;
  * table a browser draws in a moment, and past it the API pages through the rest.
  */
 export const MAX_SHOWN_ROWS = 1_000;
+/** The verdict of a scope the mapping declares for a service keyscope has heard nothing from. */
+const UNSEEN_TEXT =
+  '? No keyed span from this service yet: check its name in the mapping against service.name';
 
 /** `/scopes`: per tier, the declared key scope against where retries of one key actually went. */
 export async function renderScopesPage(config: UiConfig): Promise<void> {
@@ -152,7 +155,11 @@ function scopeTable(rows: ScopeRowJson[]): HTMLTableElement {
           el('td', {}, el('strong', {}, row.smallestCoveringScope)),
           el('td', { class: 'number' }, String(row.keys)),
           el('td', { class: 'number' }, row.keysAtRisk > 0 ? el('strong', {}, String(row.keysAtRisk)) : '0'),
-          el('td', { class: `verdict-cell verdict-${row.status}` }, STATUS_TEXT[row.status]),
+          el(
+            'td',
+            { class: `verdict-cell verdict-${row.status}` },
+            row.spansSeen ? STATUS_TEXT[row.status] : UNSEEN_TEXT,
+          ),
         ),
       ),
     ),
