@@ -20,7 +20,9 @@ describe("keyscope's Node.js flags", () => {
       expect(scriptArgs.indexOf(flag)).toBeGreaterThan(0);
       expect(scriptArgs.indexOf(flag)).toBeLessThan(scriptArgs.indexOf('services/analyzer/src/cli.ts'));
       expect(entrypoint.indexOf(flag)).toBeGreaterThan(0);
-      expect(entrypoint.indexOf(flag)).toBeLessThan(entrypoint.indexOf('services/analyzer/src/cli.ts'));
+      expect(entrypoint.indexOf(flag)).toBeLessThan(
+        entrypoint.findIndex((arg) => arg.endsWith('/keyscope/bin/keyscope.js')),
+      );
     }
   });
 
