@@ -3,7 +3,7 @@ import { realpathSync } from 'node:fs';
 import { copyFile, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { isBuiltin } from 'node:module';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { basename, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs, promisify } from 'node:util';
 import { build, type Plugin } from 'esbuild';
@@ -131,7 +131,7 @@ export async function packCli(outDir: string): Promise<PackedCli> {
       plugins: [externalPackages(workspace, imported)],
       logLevel: 'warning',
     });
-    for (const asset of ASSETS) await copyFile(asset, join(dist, asset.split('/').at(-1)!));
+    for (const asset of ASSETS) await copyFile(asset, join(dist, basename(asset)));
     const page = await bundlePage();
     await mkdir(join(dist, 'web-page'));
     await writeFile(join(dist, 'web-page', PREBUILT_SCRIPT), page.script);
