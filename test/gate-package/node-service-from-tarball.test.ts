@@ -19,7 +19,7 @@ const repositoryRoot = fileURLToPath(new URL('../../', import.meta.url));
 const readme = readFileSync(join(repositoryRoot, 'README.md'), 'utf8');
 const gateReadme = readFileSync(join(repositoryRoot, 'packages/gate/README.md'), 'utf8');
 
-/** The packages the README's install line names, at the versions this workspace is tested with. */
+/** The packages the README's install line names, at the versions it names and this workspace is tested with. */
 const PINNED: Record<string, string> = {
   '@opentelemetry/api': '1.9.1',
   '@opentelemetry/sdk-node': '0.223.0',
@@ -317,7 +317,12 @@ describe('the gate installed from its tarball into a Node.js service outside the
       .split(/\s+/)
       .slice(2)
       .filter((word) => !word.endsWith('.tgz'));
-    expect(named.sort()).toEqual(Object.keys(PINNED).sort());
+    // `name@version`, at the versions this test installs.
+    expect(named.sort()).toEqual(
+      Object.entries(PINNED)
+        .map(([name, version]) => `${name}@${version}`)
+        .sort(),
+    );
   });
 
   it('ships built JavaScript with type declarations that a TypeScript project checks against', () => {

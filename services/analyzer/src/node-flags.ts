@@ -1,8 +1,9 @@
 /**
  * Node.js flags `keyscope` runs with: the `keyscope` script in package.json, the container's
  * entrypoint (deploy/keyscope.Dockerfile) and the benchmark's service process pass them, and a
- * test keeps the three in step with this list. The installed `bin/keyscope.js` cannot pass flags
- * to the node that runs it: run it with them (node refuses `--min-semi-space-size` in NODE_OPTIONS).
+ * test keeps the three in step with this list. The installed `keyscope` command (bin/keyscope.js)
+ * cannot pass flags to the node that runs it, and node refuses `--min-semi-space-size` in
+ * NODE_OPTIONS: started without them, it starts node again with them.
  *
  * `--max-semi-space-size=64` (MiB; V8's default cap is 16): under load the embedded service
  * allocates about a kilobyte per span, nearly all of it dead within a request, and each scavenge

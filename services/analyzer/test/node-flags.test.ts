@@ -1,5 +1,5 @@
-import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { KEYSCOPE_NODE_FLAGS } from '../src/node-flags.ts';
 
@@ -20,7 +20,9 @@ describe("keyscope's Node.js flags", () => {
       expect(scriptArgs.indexOf(flag)).toBeGreaterThan(0);
       expect(scriptArgs.indexOf(flag)).toBeLessThan(scriptArgs.indexOf('services/analyzer/src/cli.ts'));
       expect(entrypoint.indexOf(flag)).toBeGreaterThan(0);
-      expect(entrypoint.indexOf(flag)).toBeLessThan(entrypoint.indexOf('services/analyzer/src/cli.ts'));
+      expect(entrypoint.indexOf(flag)).toBeLessThan(
+        entrypoint.findIndex((arg) => arg.endsWith('/keyscope/bin/keyscope.js')),
+      );
     }
   });
 
@@ -66,4 +68,56 @@ describe("keyscope's Node.js flags", () => {
     const docs = readFileSync(new URL('docs/configuration.md', root), 'utf8').replace(/\s+/g, ' ');
     expect(docs).toContain(`node ${KEYSCOPE_NODE_FLAGS.join(' ')} bin/keyscope.js serve`);
   });
+
+  it('are added by bin/keyscope.js started without them, which stops keyscope on Ctrl-C', async () => {
+    const bin = new URL('services/analyzer/bin/keyscope.js', root).pathname;
+    const args = [
+      'serve',
+      '--api-port',
+      '0',
+      '--otlp-http-port',
+      '0',
+      '--otlp-grpc-port',
+      '0',
+      '--db',
+      ':memory:',
+    ];
+    const env = { ...process.env };
+    delete env.NODE_OPTIONS;
+    // Its own process group, as a shell gives a command; Ctrl-C signals the whole group.
+    const command = spawn(process.execPath, [bin, ...args], { env, detached: true });
+    let output = '';
+    command.stdout.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+    command.stderr.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+    const exited = new Promise<number | null>((resolve) => command.on('exit', (code) => resolve(code)));
+    const deadline = Date.now() + 20_000;
+    while (!/^otlp-grpc listening on /m.test(output) && command.exitCode === null && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    expect(output).toMatch(/^api listening on /m);
+
+    // Its children: keyscope in a node started with the flags (and tsx's esbuild service).
+    const service = childrenOf(command.pid!).find((argv) => argv.includes(bin));
+    expect(service).toEqual(expect.arrayContaining([process.execPath, ...KEYSCOPE_NODE_FLAGS, bin, ...args]));
+    // The command's group is the terminal's foreground group; keyscope runs in a group of its own.
+    process.kill(-command.pid!, 'SIGINT');
+    expect(await exited).toBe(0);
+    expect(output).toMatch(/^keyscope: SIGINT, stopping\nkeyscope: stopped$/m);
+  });
 });
+
+/** The command lines of the processes whose parent is `pid` (Linux's /proc). */
+function childrenOf(pid: number): string[][] {
+  return readdirSync('/proc')
+    .filter((entry) => /^\d+$/.test(entry))
+    .filter((entry) => {
+      try {
+        // `pid (comm) state ppid …`; comm may hold spaces and parentheses.
+        const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+        return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid;
+      } catch {
+        return false;
+      }
+    })
+    .map((child) => readFileSync(`/proc/${child}/cmdline`, 'utf8').split('\0'));
+}

@@ -64,6 +64,20 @@ export const SLOT_BYTES = 1024 * 1024;
 const NOTHING: ExtractResult = Object.freeze({ failure: { code: '', message: '' } });
 
 /**
+ * The code each thread evaluates to load extract-worker. From the TypeScript sources (`pnpm
+ * keyscope`, through tsx) it registers tsx first; in the packed CLI this module is bundled, and
+ * scripts/pack-cli.ts puts the thread's own bundle, extract-worker.js, beside it.
+ */
+function threadBootstrap(): string {
+  if (!import.meta.url.endsWith('.ts')) {
+    return `import(${JSON.stringify(new URL('./extract-worker.js', import.meta.url).href)});`;
+  }
+  const tsx = import.meta.resolve('tsx/esm/api');
+  const entry = new URL('./extract-worker.ts', import.meta.url).href;
+  return `import(${JSON.stringify(tsx)}).then(({ register }) => { register(); return import(${JSON.stringify(entry)}); });`;
+}
+
+/**
  * Threads that decode requests and extract their attempts for `keyscope analyze`, while the main
  * thread reads the files and runs the one detector. Results come back in any order and are handed
  * to `done` in the order the records were submitted, so the detector sees exactly the sequence one
@@ -82,10 +96,7 @@ export class ExtractWorkers {
   #closing = false;
 
   constructor(threads: number, inputs: ExtractionInputs) {
-    const tsx = import.meta.resolve('tsx/esm/api');
-    const entry = new URL('./extract-worker.ts', import.meta.url).href;
-    // The CLI is TypeScript run through tsx: each thread registers it before loading its entry.
-    const bootstrap = `import(${JSON.stringify(tsx)}).then(({ register }) => { register(); return import(${JSON.stringify(entry)}); });`;
+    const bootstrap = threadBootstrap();
     this.#threads = Array.from({ length: threads }, () => {
       const slots = new SharedArrayBuffer(IN_FLIGHT_PER_THREAD * SLOT_BYTES);
       const workerData: ExtractThreadData = { inputs, slots };
