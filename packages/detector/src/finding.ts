@@ -179,7 +179,16 @@ export interface Finding {
    * execution than the repeat. Absent on findings stored before it was recorded.
    */
   firstExecutionMillis: number | null;
-  /** `firstExecutionMillis > callerWaitMillis`; null when either is unknown. */
+  /**
+   * The first execution's request span ended at its caller's disconnect, with no response sent
+   * (execution-outcome.ts, `ExecutionSpan`): it ran at least `firstExecutionMillis`, its end unseen.
+   * Absent on findings stored before it was recorded, which read it as false.
+   */
+  firstExecutionClipped?: boolean;
+  /**
+   * `firstExecutionMillis > callerWaitMillis`, or true when the first execution was clipped (it was
+   * still running when its caller left); null when the wait or the execution is unknown.
+   */
   outlivedCallerWait: boolean | null;
   routing: FindingRouting;
   incidentId: string;

@@ -419,6 +419,7 @@ describe('keyscope analyze reports', () => {
         'idleMillis',
         'callerWaitMillis',
         'firstExecutionMillis',
+        'firstExecutionClipped',
         'outlivedCallerWait',
         'routing',
         'incidentId',
