@@ -97,15 +97,19 @@ export function executionSpans(evidence: readonly Attempt[]): (execution: Server
   };
 }
 
-/** An admitted request whose span ended unanswered and unfailed with its effect still `unknown`. */
+/** An admitted request whose own span ended unanswered and unfailed, its effect still `unknown`. */
 function clipped(execution: ServerAttempt, arrival: Arrival | undefined): boolean {
   if (execution.outcome !== 'miss') return false;
   if (execution.failed || execution.released || arrival?.failed === true || arrival?.released === true)
     return false;
-  if (strongest(execution.effect, arrival?.effect ?? '') !== 'unknown') return false;
-  const status = arrival?.statusCode ?? execution.statusCode;
-  // 200 is Node's default for a response never written; a service that answers an admitted
-  // request sets its own (201, 202), and with it its effect.
+  // The request's own span says so: a decision span of its own that ended early (a middleware's)
+  // while it stated `unknown` says nothing of when the request ended.
+  const request = arrival ?? execution;
+  if (request.effect !== 'unknown' || strongest(execution.effect, arrival?.effect ?? '') !== 'unknown')
+    return false;
+  const status = request.statusCode;
+  // 200 is Node's default status for a response never written; a 200 the service did write came
+  // with its effect settled (IdempotencyGate records `committed` as the execution completes).
   return status === 0 || status === 200;
 }
 

@@ -378,6 +378,42 @@ describe('retry timing', () => {
     expect(finding.outlivedCallerWait).toBe(true);
   });
 
+  it('reads a request whose own SERVER span answered as ended there, though a decision span under it said unknown', () => {
+    const traceId = 'd'.repeat(32);
+    const send = client({ key: 'k1', traceId, at: 0, durationMillis: 2000, statusCode: 0, error: 'timeout' });
+    const retry = client({ key: 'k1', traceId, at: 2.2, resendCount: 1, statusCode: 201 });
+    const request = arrival({
+      key: 'k1',
+      traceId,
+      parentSpanId: send.spanId,
+      node: 'node-a2',
+      at: 0.01,
+      durationMillis: 1490,
+      statusCode: 200,
+    });
+    const detector = run([
+      send,
+      retry,
+      request,
+      // A middleware's decision span, ended at admission with the effect it knew then.
+      server({
+        key: 'k1',
+        traceId,
+        parentSpanId: request.spanId,
+        node: 'node-a2',
+        store: 'A',
+        at: 0.02,
+        durationMillis: 5,
+        effect: 'unknown',
+      }),
+      server({ key: 'k1', traceId, parentSpanId: retry.spanId, node: 'node-b1', store: 'B', at: 2.21 }),
+    ]);
+    const finding = only(detector.findings());
+    expect(finding.firstExecutionClipped).toBe(false);
+    expect(finding.firstExecutionMillis).toBe(1490);
+    expect(finding.outlivedCallerWait).toBe(false);
+  });
+
   it('says a first execution that answered within the wait ended within it', () => {
     const detector = timedOutThenRetried(1.5, { statusCode: 201, effect: 'committed' });
     const finding = only(detector.findings());
