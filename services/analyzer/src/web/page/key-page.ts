@@ -165,7 +165,7 @@ function retryTimingText(finding: FindingJson): string {
   if (ran !== null)
     parts.push(
       finding.firstExecutionClipped
-        ? `first execution ran at least ${formatDuration(ran)}, until the caller left (its span ended at the disconnect)`
+        ? `first execution ran ${formatDuration(ran)} at least: until the caller left, where its span ended`
         : `first execution ran ${formatDuration(ran)}`,
     );
   if (finding.outlivedCallerWait !== null && !finding.firstExecutionClipped)
