@@ -116,18 +116,24 @@ function proxyAdvice(proxies: number): string {
  * offered as the fix — the fix stays the scope rule above.
  */
 function timingContext(timing: RetryTimingSummary): string {
-  const { callerWaitMillis, executionNode, executionP90Millis, outlived, judged } = timing;
+  const { callerWaitMillis, executionNode, executionP90Millis, outlived, clipped, judged } = timing;
   if (callerWaitMillis === null && executionP90Millis === null) return '';
   const parts: string[] = [];
   if (callerWaitMillis !== null) parts.push(`callers gave up after ${formatDuration(callerWaitMillis)}`);
   if (executionP90Millis !== null) {
     const where = executionNode === '' ? '' : ` on ${executionNode}`;
+    // A clipped execution's duration is how long it ran at least: so is a p90 that counts one.
+    const atLeast = clipped > 0 ? 'at least ' : '';
     parts.push(
-      `first executions${where} took ${formatDuration(executionP90Millis)} at p90 during the window`,
+      `first executions${where} took ${atLeast}${formatDuration(executionP90Millis)} at p90 during the window`,
     );
   }
+  const clippedText =
+    clipped > 0
+      ? ` (${clipped} of them ran at least until the caller left: their SERVER spans ended at the disconnect, with no response sent)`
+      : '';
   const outlivedText =
-    judged > 0 ? ` ${outlived} of ${judged} first executions outlived the caller's wait.` : '';
+    judged > 0 ? ` ${outlived} of ${judged} first executions outlived the caller's wait${clippedText}.` : '';
   return `Retry timing: ${parts.join('; ')}.${outlivedText} A longer timeout would make such repeats rarer, not impossible: it is context, not the fix.`;
 }
 
@@ -142,6 +148,8 @@ export interface RetryTimingSummary {
   executionP90Millis: number | null;
   /** Findings whose first execution outlived the caller's wait, of those where both are known. */
   outlived: number;
+  /** Of those, the ones whose first execution's span ended at its caller's disconnect. */
+  clipped: number;
   judged: number;
 }
 
@@ -164,6 +172,8 @@ export interface FindingFacts {
   executionNode: string;
   executionMillis: number | null;
   outlived: boolean | null;
+  /** `Finding.firstExecutionClipped`. */
+  clipped: boolean;
 }
 
 /** The facts of all of an incident's findings together. */
@@ -220,6 +230,7 @@ export function factsOf(finding: Finding): FindingFacts {
     executionNode: firstExecution?.placement.node ?? '',
     executionMillis: finding.firstExecutionMillis ?? null,
     outlived: finding.outlivedCallerWait ?? null,
+    clipped: finding.firstExecutionClipped ?? false,
   };
 }
 

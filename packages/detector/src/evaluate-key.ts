@@ -7,7 +7,12 @@ import {
   withoutRepeatedLogDecisions,
 } from '@keyscope/attempts';
 import type { DetectorConfig } from './config.ts';
-import { type ExecutionOutcomes, executionOutcomes } from './execution-outcome.ts';
+import {
+  type ExecutionOutcomes,
+  type ExecutionSpan,
+  executionOutcomes,
+  executionSpans,
+} from './execution-outcome.ts';
 import {
   type Finding,
   type FindingCause,
@@ -437,7 +442,7 @@ function draft(
     retriedBy: retriedBy(tier, executions, links),
     gapMillis,
     idleMillis,
-    ...retryTiming(tier, executions, repeat, links),
+    ...retryTiming(tier, executions, repeat, links, executionSpans(evidence)),
     routing: {
       affinityBroken: nodes.length >= 2,
       event: brokenBy(tier, executions, repeat, routing(tier.service), config),
@@ -563,19 +568,29 @@ function callerSends(
  * How the repeat's timing compares with the wait that caused it: how long the caller waited
  * before it gave up (the failed send before the repeat — the one that delivered the first
  * execution when the key's evidence links it, else the latest failed send that started before the
- * repeat), how long the first execution's request ran, and whether it outlived that wait.
+ * repeat), how long the first execution ran (its request, or the decision and side-effect spans
+ * under it when they end later), and whether it outlived that wait. A first execution whose
+ * request's span ended at its caller's disconnect (`clipped`) was still running when the caller
+ * left: it outlived the wait, having run at least `firstExecutionMillis`.
  */
 function retryTiming(
   tier: Tier,
   executions: readonly ServerAttempt[],
   repeat: ServerAttempt,
   links: SendLinks,
-): Pick<FindingDraft, 'callerWaitMillis' | 'firstExecutionMillis' | 'outlivedCallerWait'> {
+  spanOfExecution: (execution: ServerAttempt) => ExecutionSpan,
+): Pick<
+  FindingDraft,
+  'callerWaitMillis' | 'firstExecutionMillis' | 'firstExecutionClipped' | 'outlivedCallerWait'
+> {
   const first = executions[0];
   let firstExecutionMillis: number | null = null;
+  let firstExecutionClipped = false;
   if (first !== undefined && first !== repeat && first.startUnixMillis <= repeat.startUnixMillis) {
     const window = links.windowOf(first);
-    firstExecutionMillis = window.end - window.start;
+    const span = spanOfExecution(first);
+    firstExecutionMillis = Math.max(window.end, span.endUnixMillis) - window.start;
+    firstExecutionClipped = span.clipped;
   }
   const sends = callerSends(
     tier,
@@ -594,10 +609,11 @@ function retryTiming(
   return {
     callerWaitMillis,
     firstExecutionMillis,
+    firstExecutionClipped,
     outlivedCallerWait:
       callerWaitMillis === null || firstExecutionMillis === null
         ? null
-        : firstExecutionMillis > callerWaitMillis,
+        : firstExecutionClipped || firstExecutionMillis > callerWaitMillis,
   };
 }
 

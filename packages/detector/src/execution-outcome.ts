@@ -63,6 +63,56 @@ export function executionOutcomes(evidence: readonly Attempt[]): ExecutionOutcom
   };
 }
 
+/**
+ * How long an admitted attempt ran, as far as its spans show, from its request's start.
+ *
+ * `clipped`: its request's SERVER span ended at its caller's disconnect, before the handler did —
+ * what the Node HTTP instrumentation does when the caller's socket closes (its caller timed out):
+ * the span ends with Node's default status (200, or none) and no response sent, and the
+ * decision's `idempotency.effect` still says `unknown`, which a service that answered would have
+ * settled (`committed` or `none`). Such an execution ran at least until its caller left; the
+ * decision and side-effect spans under it, which end when they end, may show it running later.
+ */
+export interface ExecutionSpan {
+  startUnixMillis: number;
+  /** The latest end of the request's SERVER span, its decision and the side-effect spans under it. */
+  endUnixMillis: number;
+  clipped: boolean;
+}
+
+/** The span of each of one key's admitted attempts (see `ExecutionSpan`). */
+export function executionSpans(evidence: readonly Attempt[]): (execution: ServerAttempt) => ExecutionSpan {
+  let index: EvidenceIndex | undefined;
+  return (execution) => {
+    index ??= indexEvidence(evidence);
+    const request = index.spans.get(execution.traceId, execution.parentSpanId);
+    const arrival = request?.kind === 'arrival' ? request : undefined;
+    const span = arrival ?? execution;
+    let endUnixMillis = Math.max(span.endUnixMillis, execution.endUnixMillis);
+    for (const effect of index.effectsByTrace.get(execution.traceId) ?? []) {
+      if (isUnder(effect, execution, arrival, index))
+        endUnixMillis = Math.max(endUnixMillis, effect.endUnixMillis);
+    }
+    return { startUnixMillis: span.startUnixMillis, endUnixMillis, clipped: clipped(execution, arrival) };
+  };
+}
+
+/** An admitted request whose own span ended unanswered and unfailed, its effect still `unknown`. */
+function clipped(execution: ServerAttempt, arrival: Arrival | undefined): boolean {
+  if (execution.outcome !== 'miss') return false;
+  if (execution.failed || execution.released || arrival?.failed === true || arrival?.released === true)
+    return false;
+  // The request's own span says so: a decision span of its own that ended early (a middleware's)
+  // while it stated `unknown` says nothing of when the request ended.
+  const request = arrival ?? execution;
+  if (request.effect !== 'unknown' || strongest(execution.effect, arrival?.effect ?? '') !== 'unknown')
+    return false;
+  const status = request.statusCode;
+  // 200 is Node's default status for a response never written; a 200 the service did write came
+  // with its effect settled (IdempotencyGate records `committed` as the execution completes).
+  return status === 0 || status === 200;
+}
+
 interface EvidenceIndex {
   spans: SpanIndex;
   effectsByTrace: Map<string, SideEffect[]>;

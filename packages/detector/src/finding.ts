@@ -58,6 +58,9 @@ export type FindingCause =
  *   the tier's service went silent (`node_down`, or a cluster or region failover) at that moment;
  * - `send_cut_off`: a send that got no answer (a timeout, or a 502/504 from a proxy) with no span
  *   of the tier under it, during which a node of the tier's service stopped emitting spans;
+ * - `send_lost_behind_proxy`: a proxy's 502/504 answer to a send with no span of the tier under it,
+ *   given while a node of the tier's service was silent, to a send that began in the first
+ *   `silenceMinMillis` of that silence: the proxy had forwarded it to a node that went away with it;
  * - `unexplained_in_progress`: a store answered `in_progress` (409) while no execution in that
  *   store is in the spans to hold the key: an execution the spans do not show held it;
  * - `arrival_without_decision`: a request of the key reached a node (its SERVER span carries the
@@ -69,6 +72,7 @@ export type FindingCause =
 export type SuspicionEvidenceKind =
   | 'send_reset'
   | 'send_cut_off'
+  | 'send_lost_behind_proxy'
   | 'unexplained_in_progress'
   | 'arrival_without_decision'
   | 'failed_after_admission';
@@ -76,6 +80,7 @@ export type SuspicionEvidenceKind =
 export const SUSPICION_EVIDENCE_KINDS: readonly SuspicionEvidenceKind[] = [
   'send_reset',
   'send_cut_off',
+  'send_lost_behind_proxy',
   'unexplained_in_progress',
   'arrival_without_decision',
   'failed_after_admission',
@@ -174,7 +179,16 @@ export interface Finding {
    * execution than the repeat. Absent on findings stored before it was recorded.
    */
   firstExecutionMillis: number | null;
-  /** `firstExecutionMillis > callerWaitMillis`; null when either is unknown. */
+  /**
+   * The first execution's request span ended at its caller's disconnect, with no response sent
+   * (execution-outcome.ts, `ExecutionSpan`): it ran at least `firstExecutionMillis`, its end unseen.
+   * Absent on findings stored before it was recorded, which read it as false.
+   */
+  firstExecutionClipped?: boolean;
+  /**
+   * `firstExecutionMillis > callerWaitMillis`, or true when the first execution was clipped (it was
+   * still running when its caller left); null when the wait or the execution is unknown.
+   */
   outlivedCallerWait: boolean | null;
   routing: FindingRouting;
   incidentId: string;

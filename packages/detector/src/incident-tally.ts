@@ -33,6 +33,7 @@ export class IncidentTally {
   /** First executions' durations per node, per 100 ms bucket. */
   readonly #executionMillis = new Map<string, Map<number, number>>();
   #outlived = 0;
+  #clipped = 0;
   #judged = 0;
 
   /**
@@ -141,6 +142,7 @@ export class IncidentTally {
       executionNode,
       executionP90Millis: executions === undefined ? null : quantileOf(executions, 0.9),
       outlived: this.#outlived,
+      clipped: this.#clipped,
       judged: this.#judged,
     };
   }
@@ -173,6 +175,7 @@ export class IncidentTally {
     if (facts.outlived !== null) {
       this.#judged += sign;
       if (facts.outlived) this.#outlived += sign;
+      if (facts.outlived && facts.clipped) this.#clipped += sign;
     }
   }
 }

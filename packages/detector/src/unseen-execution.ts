@@ -141,7 +141,14 @@ export function suspectUnseenExecution(
             e.startUnixMillis <= send.endUnixMillis + config.routingSlackMillis,
         ),
       );
-      if (event !== null) found.push({ item: sendEvidence('send_cut_off', 'strong', send, event), event });
+      if (event !== null) {
+        found.push({ item: sendEvidence('send_cut_off', 'strong', send, event), event });
+        continue;
+      }
+      const lost =
+        send.statusCode === 502 || send.statusCode === 504 ? lostBehindProxy(send, silences, config) : null;
+      if (lost !== null)
+        found.push({ item: sendEvidence('send_lost_behind_proxy', 'strong', send, lost), event: lost });
     }
   }
 
@@ -287,6 +294,32 @@ function hasLanding(send: ClientAttempt, index: EvidenceIndex): boolean {
   );
 }
 
+/**
+ * The silence a proxy's 502/504 answer to `send` came from, when it says the proxy had forwarded
+ * the request to a node that then went away with it: the proxy gave up while a node of the service
+ * was silent, and the send began before that node had been silent for `silenceMinMillis`. A node
+ * that stops emitting spans may still be executing what it took (it hangs before it is killed, and
+ * nginx answers each request it had forwarded with a 502 at the kill); one silent for a whole
+ * `silenceMinMillis` when the send began was reached by nothing (a partition: the proxy's
+ * connections through it break when the path heals, with 502s for requests the node never saw).
+ * A node that went silent only after the send began is `send_cut_off`'s. The latest such silence
+ * to start, or null.
+ */
+function lostBehindProxy(
+  send: ClientAttempt,
+  silences: readonly RoutingEvent[],
+  config: DetectorConfig,
+): RoutingEvent | null {
+  return latestStart(
+    silences.filter(
+      (e) =>
+        send.startUnixMillis < e.startUnixMillis + config.silenceMinMillis &&
+        send.endUnixMillis >= e.startUnixMillis - config.routingSlackMillis &&
+        send.endUnixMillis <= e.endUnixMillis + config.routingSlackMillis,
+    ),
+  );
+}
+
 /** Whether the node `event` silenced could have held a lock in the store that answered `answer`. */
 function storeReaches(answer: ServerAttempt, event: RoutingEvent): boolean {
   const { placement } = answer;
@@ -345,7 +378,7 @@ function compareEvents(a: RoutingEvent, b: RoutingEvent): number {
 }
 
 function sendEvidence(
-  kind: 'send_reset' | 'send_cut_off',
+  kind: 'send_reset' | 'send_cut_off' | 'send_lost_behind_proxy',
   strength: SuspicionEvidence['strength'],
   send: ClientAttempt,
   event: RoutingEvent | null,

@@ -6,12 +6,13 @@ import {
   latencyQuantileMillis,
   type NodeActivity,
 } from '@keyscope/attempts';
-import { activity, arrival, client, server, TEST_EPOCH_UNIX_MILLIS } from '@keyscope/testkit';
+import { activity, arrival, client, effect, server, TEST_EPOCH_UNIX_MILLIS } from '@keyscope/testkit';
 import { describe, expect, it } from 'vitest';
 import {
   createCompactAttemptLog,
   createDetector,
   createMemoryAttemptLog,
+  type Detector,
   defaultDetectorConfig,
   type Finding,
   type Incident,
@@ -305,6 +306,123 @@ describe('retry timing', () => {
     expect(advice).toContain('first executions on node-a2 took 2.4 s at p90');
     // Context, never the fix: the advice still leads with the scope rule.
     expect(advice).toMatch(/Smallest sound fix: widen the key namespace/);
+  });
+
+  /**
+   * A caller that timed out at 2 s, its first request on node-a2 and its retry on node-b1. The
+   * first request's SERVER span is as the Node HTTP instrumentation ends it: at `firstEndsAt`
+   * seconds, answered as `answer` says — at the caller's disconnect, Node's default 200 and the
+   * gate's admission-time `idempotency.effect: unknown`, no response sent.
+   */
+  function timedOutThenRetried(
+    firstEndsAt: number,
+    answer: { statusCode: number; effect: 'unknown' | 'committed' },
+    underFirst: (first: Attempt) => Attempt[] = () => [],
+  ): Detector {
+    const traceId = 'e'.repeat(32);
+    const send = client({ key: 'k1', traceId, at: 0, durationMillis: 2000, statusCode: 0, error: 'timeout' });
+    const retry = client({ key: 'k1', traceId, at: 2.2, resendCount: 1, statusCode: 201 });
+    const first = server({
+      key: 'k1',
+      traceId,
+      parentSpanId: send.spanId,
+      node: 'node-a2',
+      store: 'A',
+      at: 0.01,
+      durationMillis: firstEndsAt * 1000 - 10,
+      ...answer,
+    });
+    return run([
+      send,
+      retry,
+      first,
+      ...underFirst(first),
+      server({
+        key: 'k1',
+        traceId,
+        parentSpanId: retry.spanId,
+        node: 'node-b1',
+        store: 'B',
+        at: 2.21,
+        statusCode: 201,
+        effect: 'committed',
+      }),
+    ]);
+  }
+
+  it('reads a first execution whose SERVER span ended at its caller’s disconnect as running at least until the caller left', () => {
+    const detector = timedOutThenRetried(2, { statusCode: 200, effect: 'unknown' });
+    const finding = only(detector.findings());
+    expect(finding.firstExecutionClipped).toBe(true);
+    expect(finding.firstExecutionMillis).toBe(1990);
+    expect(finding.outlivedCallerWait).toBe(true);
+    const advice = detector.incidents()[0]!.advice;
+    expect(advice).toContain("1 of 1 first executions outlived the caller's wait");
+    expect(advice).toContain('ran at least until the caller left');
+  });
+
+  it('measures a clipped first execution to the end of the side-effect span under it', () => {
+    const detector = timedOutThenRetried(2, { statusCode: 200, effect: 'unknown' }, (first) => [
+      effect({
+        key: 'k1',
+        traceId: first.traceId,
+        parentSpanId: first.spanId,
+        node: 'node-a2',
+        at: 2.5,
+        durationMillis: 300,
+      }),
+    ]);
+    const finding = only(detector.findings());
+    expect(finding.firstExecutionClipped).toBe(true);
+    expect(finding.firstExecutionMillis).toBe(2790);
+    expect(finding.outlivedCallerWait).toBe(true);
+  });
+
+  it('reads a request whose own SERVER span answered as ended there, though a decision span under it said unknown', () => {
+    const traceId = 'd'.repeat(32);
+    const send = client({ key: 'k1', traceId, at: 0, durationMillis: 2000, statusCode: 0, error: 'timeout' });
+    const retry = client({ key: 'k1', traceId, at: 2.2, resendCount: 1, statusCode: 201 });
+    const request = arrival({
+      key: 'k1',
+      traceId,
+      parentSpanId: send.spanId,
+      node: 'node-a2',
+      at: 0.01,
+      durationMillis: 1490,
+      statusCode: 200,
+    });
+    const detector = run([
+      send,
+      retry,
+      request,
+      // A middleware's decision span, ended at admission with the effect it knew then.
+      server({
+        key: 'k1',
+        traceId,
+        parentSpanId: request.spanId,
+        node: 'node-a2',
+        store: 'A',
+        at: 0.02,
+        durationMillis: 5,
+        effect: 'unknown',
+      }),
+      server({ key: 'k1', traceId, parentSpanId: retry.spanId, node: 'node-b1', store: 'B', at: 2.21 }),
+    ]);
+    const finding = only(detector.findings());
+    expect(finding.firstExecutionClipped).toBe(false);
+    expect(finding.firstExecutionMillis).toBe(1490);
+    expect(finding.outlivedCallerWait).toBe(false);
+  });
+
+  it('says a first execution that answered within the wait ended within it', () => {
+    const detector = timedOutThenRetried(1.5, { statusCode: 201, effect: 'committed' });
+    const finding = only(detector.findings());
+    expect(finding.firstExecutionClipped).toBe(false);
+    expect(finding.firstExecutionMillis).toBe(1490);
+    expect(finding.outlivedCallerWait).toBe(false);
+    const advice = detector.incidents()[0]!.advice;
+    expect(advice).toContain("0 of 1 first executions outlived the caller's wait.");
+    expect(advice).not.toContain('ran at least until the caller left');
   });
 
   it('leaves the caller’s wait unknown when no CLIENT span of the key shows a failed send', () => {

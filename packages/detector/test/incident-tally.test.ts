@@ -49,6 +49,7 @@ function member(next: () => number, id: number): [Finding, FindingFacts] {
     executionNode: pick(['node-a', 'node-b', '']),
     executionMillis: next() < 0.8 ? Math.floor(next() * 5_000) : null,
     outlived: next() < 0.5 ? next() < 0.5 : null,
+    clipped: next() < 0.3,
   };
   return [finding, facts];
 }
@@ -67,6 +68,7 @@ function recomputed(members: Iterable<[Finding, FindingFacts]>): IncidentSummary
   const waits: number[] = [];
   const executionsByNode = new Map<string, number[]>();
   let outlived = 0;
+  let clipped = 0;
   let judged = 0;
   for (const [finding, facts] of members) {
     if (facts.callerWaitMillis !== null) waits.push(Math.round(facts.callerWaitMillis / 100) * 100);
@@ -78,6 +80,7 @@ function recomputed(members: Iterable<[Finding, FindingFacts]>): IncidentSummary
     if (facts.outlived !== null) {
       judged++;
       if (facts.outlived) outlived++;
+      if (facts.outlived && facts.clipped) clipped++;
     }
     for (const store of finding.stores) stores.add(store);
     for (const node of finding.nodes) nodes.add(node);
@@ -117,6 +120,7 @@ function recomputed(members: Iterable<[Finding, FindingFacts]>): IncidentSummary
       executionNode: busiest,
       executionP90Millis: nearestRank(executionsByNode.get(busiest) ?? [], 0.9),
       outlived,
+      clipped,
       judged,
     },
   };

@@ -693,6 +693,39 @@ describe('executions whose spans died with a killed node', () => {
     }
   });
 
+  it.each([11, 1])(
+    'suspects the keys whose first execution died behind a proxy that answered 502, from the 502 (seed %i)',
+    (seed) => {
+      const { detector, truth, received } = runKilled(scenarios.nodeKillBehindProxy(), seed);
+      const { all, firstUnseen } = ranTwice(truth);
+      expect(firstUnseen.length).toBeGreaterThanOrEqual(5);
+      const suspected = detector.findings().filter((f) => f.cause === 'execution_unseen');
+      const byKey = new Map(suspected.map((f) => [f.key, f]));
+      let flagged = 0;
+      for (const key of firstUnseen) {
+        const lost = key.executions[0]!;
+        const finding = byKey.get(key.key);
+        if (finding === undefined) {
+          expect(invisible(received, lost.traceId, lost.sendSpanId), `missed ${key.key}`).toBe(true);
+          continue;
+        }
+        flagged++;
+        expect(finding.routing.event).toMatchObject({ type: 'node_down', node: lost.node });
+        const kinds = finding.suspicion!.evidence.map((item) => item.kind);
+        expect(kinds).not.toContain('send_reset');
+        expect(
+          finding.suspicion!.evidence.some(
+            (item) =>
+              (item.kind === 'send_lost_behind_proxy' || item.kind === 'send_cut_off') &&
+              item.spanId === lost.sendSpanId,
+          ),
+        ).toBe(true);
+      }
+      expect(flagged).toBeGreaterThan(0);
+      expect(suspected.filter((f) => all.has(f.key)).length / suspected.length).toBeGreaterThanOrEqual(0.9);
+    },
+  );
+
   it('explains as invisible every lost execution whose send carried no key, and suspects none', () => {
     const scenario = scenarios.nodeKill();
     scenario.services[0]!.client.keyOnlyWithResponse = true;

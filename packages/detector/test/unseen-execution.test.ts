@@ -51,16 +51,16 @@ function send(at: number, durationMillis: number, outcome: Partial<ClientAttempt
   });
 }
 
-/** The retry that executed on node b at 62 s, under its own send. */
-function retryOnB(): Attempt[] {
-  const retry = send(62, 900, { spanId: '00000000000000b1', statusCode: 201, resendCount: 1 });
+/** The retry that executed on node b at `at` seconds (62 s unless told), under its own send. */
+function retryOnB(at = 62): Attempt[] {
+  const retry = send(at, 900, { spanId: '00000000000000b1', statusCode: 201, resendCount: 1 });
   const request = arrival({
     key: 'k1',
     traceId: TRACE,
     node: 'b',
     parentSpanId: retry.spanId,
     spanId: '00000000000000b2',
-    at: 62.001,
+    at: at + 0.001,
     durationMillis: 880,
     statusCode: 201,
   });
@@ -69,7 +69,7 @@ function retryOnB(): Attempt[] {
     traceId: TRACE,
     node: 'b',
     parentSpanId: request.spanId,
-    at: 62.002,
+    at: at + 0.002,
     durationMillis: 2,
   });
   return [retry, request, decision];
@@ -173,6 +173,45 @@ describe('a send that got no answer', () => {
   it('suspects nothing of a timeout while every node kept serving', () => {
     const timedOut = send(58.5, 2000, { statusCode: 0, error: 'timeout' });
     expect(run([timedOut, ...retryOnB()], STEADY).findings()).toEqual([]);
+  });
+});
+
+describe('a proxy’s 502 or 504 with nothing under it', () => {
+  // Behind nginx a node that hangs and is killed leaves no reset: nginx answers each request it had
+  // forwarded to it with a 502 at the kill, seconds into the node's silence.
+  it.each([502, 504])(
+    'suspects a second execution when the proxy answered %i while a node fell silent as the send began',
+    (statusCode) => {
+      const badGateway = send(60.5, 1400, { statusCode, error: String(statusCode) });
+      const finding = only(run([badGateway, ...retryOnB()]).findings());
+      expect(finding.class).toBe('suspected_duplicate');
+      expect(finding.cause).toBe('execution_unseen');
+      expect(finding.routing.event).toMatchObject({ type: 'node_down', node: 'a' });
+      expect(finding.suspicion).toMatchObject({
+        strength: 'strong',
+        evidence: [{ kind: 'send_lost_behind_proxy', spanId: badGateway.spanId, node: 'a' }],
+      });
+    },
+  );
+
+  it('suspects nothing of a 503 given as the node fell silent: the proxy had no node to send it to', () => {
+    const unavailable = send(60.5, 1400, { statusCode: 503, error: '503' });
+    const detector = run([unavailable, ...retryOnB()]);
+    expect(detector.findings()).toEqual([]);
+    expect(detector.incidents()).toEqual([]);
+  });
+
+  it('suspects nothing of a 502 to a send that began when the node had been silent for a whole silence: a partition healing', () => {
+    // The default silenceMinMillis is 5 s: at 66 s node a has been silent for 6 s.
+    const atHeal = send(66, 1900, { statusCode: 502, error: '502' });
+    const detector = run([atHeal, ...retryOnB(70)]);
+    expect(detector.findings()).toEqual([]);
+    expect(detector.incidents()).toEqual([]);
+  });
+
+  it('suspects nothing of a 502 while every node kept serving', () => {
+    const badGateway = send(60.5, 1400, { statusCode: 502, error: '502' });
+    expect(run([badGateway, ...retryOnB()], STEADY).findings()).toEqual([]);
   });
 });
 

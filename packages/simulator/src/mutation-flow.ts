@@ -384,11 +384,14 @@ class MutationFlow {
             forward(tr, status);
           }
         },
-        // A proxy tries the next node on a connection error (nginx `proxy_next_upstream error`).
-        (tr) => {
+        // A proxy tries the next node on a connection error (nginx `proxy_next_upstream error`),
+        // unless the request was forwarded and the proxy does not re-send those.
+        (tr, error) => {
           if (settled) return;
           settled = true;
-          if (hasNext) this.proxyTry(send, tryIndex + 1, tr, tried);
+          const forwarded = error === 'ECONNRESET';
+          if (hasNext && (!forwarded || proxy.resendsForwarded !== false))
+            this.proxyTry(send, tryIndex + 1, tr, tried);
           else forward(tr, 502);
         },
       );

@@ -163,6 +163,13 @@ export interface ProxySpec {
   /** Tries per client send, the first included; retries avoid nodes already tried. */
   maxTries: number;
   retryOn5xx: boolean;
+  /**
+   * Whether a request it had forwarded goes to the next node when that node's connection breaks
+   * under it (nginx's `proxy_next_upstream error non_idempotent`). false is nginx's default for a
+   * POST: a killed node's in-flight request is answered `502 Bad Gateway`, with no reset at the
+   * client; a refused connection, which forwarded nothing, still moves on. Unset: true.
+   */
+  resendsForwarded?: boolean;
 }
 
 export interface ServiceSpec {

@@ -142,6 +142,26 @@ export function nodeKill(overrides: ScenarioOverrides = {}): Scenario {
   });
 }
 
+/**
+ * The node kill behind a proxy, as nginx in front of the payments nodes behaves by default: it
+ * moves a refused connection to the next node, but answers the requests it had forwarded to the
+ * killed process with `502 Bad Gateway` (it does not re-send a POST), so the client sees a 502 with
+ * no server span under it, never a reset, and sends the key again.
+ */
+export function nodeKillBehindProxy(overrides: ScenarioOverrides = {}): Scenario {
+  const scenario = nodeKill(overrides);
+  scenario.name = 'node-kill-behind-proxy';
+  for (const service of scenario.services)
+    service.proxy = {
+      address: '10.0.0.10',
+      perTryTimeoutMillis: 60 * SECOND,
+      maxTries: 2,
+      retryOn5xx: false,
+      resendsForwarded: false,
+    };
+  return scenario;
+}
+
 /** Region-scoped stores in two regions; one region fails and traffic moves to the other. */
 export function regionFailover(overrides: ScenarioOverrides = {}): Scenario {
   const service = payments({ latency: { medianMillis: 900, p99Millis: 1900 } });

@@ -319,6 +319,32 @@ describe('mutation spans of killed nodes', () => {
     }
   });
 
+  it('answers the sends in flight on the killed node with a 502 when a proxy that does not re-send POSTs is in front, never a reset', () => {
+    const behindProxy = simulate(scenarios.nodeKillBehindProxy());
+    const proxied = behindProxy.spans;
+    const proxiedKills = behindProxy.truth.routingEvents;
+    const clients = proxied.filter((s) => s.kind === SpanKind.CLIENT && keyOf(s) !== undefined);
+    expect(clients.filter((s) => s.attributes['error.type'] === 'ECONNRESET')).toEqual([]);
+    const badGateways = clients.filter(
+      (s) =>
+        s.attributes['http.response.status_code'] === 502 &&
+        !proxied.some((child) => child.traceId === s.traceId && child.parentSpanId === s.spanId),
+    );
+    expect(badGateways.length).toBeGreaterThan(0);
+    // Each answered as a node died under it, after the proxy's own hop back.
+    for (const send of badGateways)
+      expect(
+        proxiedKills.some(
+          (k) =>
+            send.endTimeUnixMillis >= k.startUnixMillis && send.endTimeUnixMillis < k.startUnixMillis + 50,
+        ),
+      ).toBe(true);
+    // Lost executions behind it ran unseen, as without the proxy.
+    expect(behindProxy.truth.keys.some((k) => !k.executions[0]!.visible && k.executions.length >= 2)).toBe(
+      true,
+    );
+  });
+
   it('sends a call’s next try to another node once one refused it', () => {
     const byTrace = new Map<string, Span[]>();
     for (const span of spans) byTrace.set(span.traceId, [...(byTrace.get(span.traceId) ?? []), span]);

@@ -63,6 +63,7 @@ export function presentFinding(finding: Finding) {
     idleMillis: finding.idleMillis ?? null,
     callerWaitMillis: finding.callerWaitMillis ?? null,
     firstExecutionMillis: finding.firstExecutionMillis ?? null,
+    firstExecutionClipped: finding.firstExecutionClipped ?? false,
     outlivedCallerWait: finding.outlivedCallerWait ?? null,
     routing: {
       affinityBroken: finding.routing.affinityBroken,

@@ -162,8 +162,13 @@ function retryTimingText(finding: FindingJson): string {
   if (wait === null && ran === null) return '—';
   const parts: string[] = [];
   parts.push(wait === null ? 'caller’s wait unknown' : `caller gave up after ${formatDuration(wait)}`);
-  if (ran !== null) parts.push(`first execution ran ${formatDuration(ran)}`);
-  if (finding.outlivedCallerWait !== null)
+  if (ran !== null)
+    parts.push(
+      finding.firstExecutionClipped
+        ? `first execution ran ${formatDuration(ran)} at least: until the caller left, where its span ended`
+        : `first execution ran ${formatDuration(ran)}`,
+    );
+  if (finding.outlivedCallerWait !== null && !finding.firstExecutionClipped)
     parts.push(finding.outlivedCallerWait ? 'it outlived the wait' : 'it ended within the wait');
   return parts.join('; ');
 }

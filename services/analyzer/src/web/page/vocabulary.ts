@@ -37,6 +37,7 @@ export const CAUSE_LABELS: Readonly<Record<NonNullable<FindingCause>, string>> =
 export const EVIDENCE_LABELS: Readonly<Record<SuspicionEvidenceKind, string>> = {
   send_reset: 'a send was reset with no server span under it',
   send_cut_off: 'a send got no answer with no server span under it',
+  send_lost_behind_proxy: 'a proxy answered 502/504 with no server span under it as a node went silent',
   unexplained_in_progress: 'a store answered in progress for a lock no visible execution held',
   arrival_without_decision: 'a request reached a node that died before recording its decision',
   failed_after_admission: 'an admitted attempt failed, its effect unknown',
