@@ -87,10 +87,11 @@ export interface DetectorConfig {
   /** Fewest spans per bucket for a bucket's error ratio to count. */
   readonly errorSpikeMinSpans: number;
   /**
-   * A node's p90 server-span duration (from the activity's latency histograms) at this many times
-   * both its own p90 over the 30 s before and its service's other nodes' p90 over the same seconds,
-   * sustained for latencySpikeMinMillis, is a `latency_spike` (a brownout: the node slowed past
-   * its callers' timeouts, and they retried elsewhere). A service slow everywhere is none.
+   * A node whose server spans lasted past its own median's histogram bound this many times as
+   * often as both its own spans over the 30 s before and its service's other nodes' spans over the
+   * same seconds did (from the activity's latency histograms; see slow-share.ts), sustained for
+   * latencySpikeMinMillis, is a `latency_spike` (a brownout: the node slowed past its callers'
+   * timeouts, and they retried elsewhere). A service slow everywhere is none.
    */
   readonly latencySpikeRatio: number;
   readonly latencySpikeMinMillis: number;
@@ -118,7 +119,7 @@ export function defaultDetectorConfig(): DetectorConfig {
     errorSpikeRatio: 0.5,
     errorSpikeMinMillis: 3_000,
     errorSpikeMinSpans: 5,
-    latencySpikeRatio: 2,
+    latencySpikeRatio: 3,
     latencySpikeMinMillis: 5_000,
     latencySpikeMinSpans: 5,
   });
