@@ -87,15 +87,15 @@ export interface DetectorConfig {
   /** Fewest spans per bucket for a bucket's error ratio to count. */
   readonly errorSpikeMinSpans: number;
   /**
-   * A node whose server spans lasted past its own median's histogram bound this many times as
-   * often as both its own spans over the 30 s before and its service's other nodes' spans over the
-   * same seconds did (from the activity's latency histograms; see slow-share.ts), sustained for
-   * latencySpikeMinMillis, is a `latency_spike` (a brownout: the node slowed past its callers'
-   * timeouts, and they retried elsewhere). A service slow everywhere is none.
+   * A node whose server spans lasted past the bound its service's other nodes rarely reach this
+   * many times as often as theirs did over the same seconds (and twice as often as its own did over
+   * the 30 s before), sustained for latencySpikeMinMillis, is a `latency_spike` (a brownout: the
+   * node slowed past its callers' timeouts, and they retried elsewhere). A service slow everywhere
+   * is none. How the bound and the shares are read: slow-share.ts and docs/design.md.
    */
   readonly latencySpikeRatio: number;
   readonly latencySpikeMinMillis: number;
-  /** Fewest spans per bucket, of the node and of its other nodes, for a bucket's p90 to count. */
+  /** Fewest spans, of the node and of its other nodes, and fewest slow spans of the node, for a latency verdict. */
   readonly latencySpikeMinSpans: number;
 }
 

@@ -36,6 +36,12 @@ const SLOW_SECOND_RATIO = 2;
  * than against its peers, since a loaded node's past already holds some of what slowed it.
  */
 const SLOW_PAST_RATIO = 2;
+/**
+ * How far past chance a run's slow spans must be, in standard deviations of the count its peers'
+ * (or its past's) share expects: a healthy node's seconds picked for being slow are a few
+ * deviations out, one in some thousands of runs; a brownout's are tens.
+ */
+const SLOW_RUN_SIGMAS = 5;
 
 interface NodeSeries {
   placement: Placement;
@@ -700,7 +706,7 @@ export class RoutingInference implements InferenceWork {
       const slow =
         total(mine) >= minSpans &&
         total(peers) >= minSpans &&
-        slowerThan(mine, peers, SLOW_SECOND_RATIO, minSpans);
+        slowerThan(mine, peers, { ratio: SLOW_SECOND_RATIO, minSpans, sigmas: 0 });
       judged = { version, slow };
       node.slowness.set(index, judged);
       this.latencyJudgements++;
@@ -761,7 +767,11 @@ export class RoutingInference implements InferenceWork {
       last--;
     }
     if (total(before) < minSpans || total(peers) < minSpans) return undefined;
-    if (!slowerThan(during, peers, ratio, minSpans) || !slowerThan(during, before, SLOW_PAST_RATIO, minSpans))
+    const sigmas = SLOW_RUN_SIGMAS;
+    if (
+      !slowerThan(during, peers, { ratio, minSpans, sigmas }) ||
+      !slowerThan(during, before, { ratio: SLOW_PAST_RATIO, minSpans, sigmas })
+    )
       return undefined;
     const slow = slowShareOf(during, peers)!;
     const startUnixMillis = first * this.bucketMillis;

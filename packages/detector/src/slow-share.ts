@@ -50,17 +50,23 @@ export function slowShareOf(own: readonly number[], other: readonly number[]): S
 
 /**
  * Whether `own` lasted past the bound `other` rarely reaches `ratio` times as often as `other`
- * did (`otherShareBound`), on at least `minSpans` spans: the test a `latency_spike` puts to each
- * second and, again, to the whole run of seconds, against its peers and its own past.
+ * did (`otherShareBound`), on at least `minSpans` spans, and by more than chance: `sigmas`
+ * standard deviations (Poisson) above the spans `other`'s share expects of as many as `own`'s. The
+ * test a `latency_spike` puts to each second and, again, to the whole run of seconds, against its
+ * peers and its own past: a healthy node's share past a bound wanders as much as its few spans
+ * let it (6 of 50 past 1 s against 3 expected is a ratio of 2 and chance), a browned-out node's
+ * does not.
  */
 export function slowerThan(
   own: readonly number[],
   other: readonly number[],
-  ratio: number,
-  minSpans: number,
+  test: { ratio: number; minSpans: number; sigmas: number },
 ): boolean {
   const slow = slowShareOf(own, other);
-  return slow !== undefined && slow.spans >= minSpans && slow.share >= ratio * slow.otherShareBound;
+  if (slow === undefined || slow.spans < test.minSpans || slow.share < test.ratio * slow.otherShareBound)
+    return false;
+  const expected = (slow.spans / slow.share) * slow.otherShareBound;
+  return slow.spans - expected >= test.sigmas * Math.sqrt(expected);
 }
 
 /** How many of `counts`' spans lasted `boundMillis` (a histogram bound) or longer. */

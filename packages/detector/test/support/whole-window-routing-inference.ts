@@ -392,7 +392,11 @@ export class WholeWindowRoutingInference {
         if (back < SLOW_OWN_BUCKETS && own !== undefined) addLatency(mine, own);
         if (back < SLOW_PEER_BUCKETS) addLatency(peers, peersOf(index - back));
       }
-      return total(mine) >= minSpans && total(peers) >= minSpans && slowerThan(mine, peers, 2, minSpans);
+      return (
+        total(mine) >= minSpans &&
+        total(peers) >= minSpans &&
+        slowerThan(mine, peers, { ratio: 2, minSpans, sigmas: 0 })
+      );
     };
     const runs: [number, number][] = [];
     for (let at = 0; at < closedEnd; at++) {
@@ -428,7 +432,10 @@ export class WholeWindowRoutingInference {
         last--;
       }
       if (total(before) < minSpans || total(peersDuring) < minSpans) continue;
-      if (!slowerThan(during, peersDuring, ratio, minSpans) || !slowerThan(during, before, 2, minSpans))
+      if (
+        !slowerThan(during, peersDuring, { ratio, minSpans, sigmas: 5 }) ||
+        !slowerThan(during, before, { ratio: 2, minSpans, sigmas: 5 })
+      )
         continue;
       const peers = slowShareOf(during, peersDuring)!;
       const startUnixMillis = first * this.bucketMillis;
