@@ -89,14 +89,15 @@ export interface DetectorConfig {
   /** Fewest spans per bucket for a bucket's error ratio to count. */
   readonly errorSpikeMinSpans: number;
   /**
-   * A node's p90 server-span duration (from the activity's latency histograms) at this many times
-   * both its own p90 over the 30 s before and its service's other nodes' p90 over the same seconds,
-   * sustained for latencySpikeMinMillis, is a `latency_spike` (a brownout: the node slowed past
-   * its callers' timeouts, and they retried elsewhere). A service slow everywhere is none.
+   * A node whose server spans lasted past the bound its service's other nodes rarely reach this
+   * many times as often as theirs did over the same seconds (and twice as often as its own did over
+   * the 30 s before), sustained for latencySpikeMinMillis, is a `latency_spike` (a brownout: the
+   * node slowed past its callers' timeouts, and they retried elsewhere). A service slow everywhere
+   * is none. How the bound and the shares are read: slow-share.ts and docs/design.md.
    */
   readonly latencySpikeRatio: number;
   readonly latencySpikeMinMillis: number;
-  /** Fewest spans per bucket, of the node and of its other nodes, for a bucket's p90 to count. */
+  /** Fewest spans, of the node and of its other nodes, and fewest slow spans of the node, for a latency verdict. */
   readonly latencySpikeMinSpans: number;
 }
 
@@ -120,7 +121,7 @@ export function defaultDetectorConfig(): DetectorConfig {
     errorSpikeRatio: 0.5,
     errorSpikeMinMillis: 3_000,
     errorSpikeMinSpans: 5,
-    latencySpikeRatio: 2,
+    latencySpikeRatio: 3,
     latencySpikeMinMillis: 5_000,
     latencySpikeMinSpans: 5,
   });

@@ -8,9 +8,10 @@ import type { Placement } from '@keyscope/attempts';
  *   `silenceMinMillis` while the rest of its service kept serving.
  * - `error_spike`: a node's server spans failed at `errorSpikeRatio` or more for at least
  *   `errorSpikeMinMillis`.
- * - `latency_spike`: a node's server spans became `latencySpikeRatio` times slower (p90) than
- *   both its own recent p90 and its service's other nodes' for at least `latencySpikeMinMillis`
- *   (a brownout: callers timed out on it and retried elsewhere).
+ * - `latency_spike`: a node's server spans lasted past a duration its service's other nodes
+ *   rarely reach `latencySpikeRatio` times as often as theirs did (and twice as often as its own
+ *   did before) for at least `latencySpikeMinMillis` (a brownout: callers timed out on it and
+ *   retried elsewhere); see slow-share.ts.
  * - `cluster_failover` / `region_failover`: every node of the service in that cluster / region
  *   went down at once while the service kept serving elsewhere; replaces the node events.
  */

@@ -1,23 +1,47 @@
-import {
-  addLatency,
-  emptyLatency,
-  latencyQuantileMillis,
-  type NodeActivity,
-  type Placement,
-} from '@keyscope/attempts';
+import { addLatency, emptyLatency, type NodeActivity, type Placement } from '@keyscope/attempts';
 import { ActiveBuckets, type InferenceWork } from './active-buckets.ts';
 import type { DetectorConfig } from './config.ts';
 import { stableId } from './ids.ts';
 import type { RoutingEvent } from './routing-event.ts';
+import { shareFrom, slowdownDescription, slowerThan, slowShareOf, spansPast } from './slow-share.ts';
 
 /** How much activity is kept to infer events from; older events are frozen as they were. */
 const ACTIVITY_WINDOW_MILLIS = 2 * 60 * 60 * 1000;
 /** Buckets before a silence that give the node's baseline rate (or before a slowdown, its latency). */
 const BASELINE_BUCKETS = 30;
-/** The latency quantile a `latency_spike` compares. */
-const LATENCY_QUANTILE = 0.9;
-/** Slow buckets this close are one brownout: a single second back under the threshold does not split it. */
-const SLOW_RUN_MAX_STEP = 2;
+/**
+ * Slow buckets this close are one brownout: a few seconds back under the threshold do not split it
+ * (a busy node queues requests, and spans that start late end at the caller's timeout sooner).
+ */
+const SLOW_RUN_MAX_STEP = 4;
+/**
+ * Buckets of the node's other nodes, ending at the bucket judged, that its spans are compared
+ * with: ten seconds of a few peers are a hundred spans or more, so how often they rarely take
+ * long is read from enough of them (one second of one peer at ~10 spans/s says little).
+ */
+const SLOW_PEER_BUCKETS = 10;
+/** Buckets of the node itself, ending at the bucket judged: a brownout second, or a slow pair. */
+const SLOW_OWN_BUCKETS = 2;
+/** Every bucket whose histogram a bucket's verdict reads, back from it. */
+const SLOW_WINDOW_BUCKETS = Math.max(SLOW_PEER_BUCKETS, SLOW_OWN_BUCKETS);
+/**
+ * How many times as often as its peers a node's spans must last past the bound they rarely reach
+ * for one second to be slow. Lower than `latencySpikeRatio`, which the whole run must meet: a
+ * brownout's seconds are noisy one by one, a healthy node's slow seconds do not last.
+ */
+const SLOW_SECOND_RATIO = 2;
+/**
+ * How many times as often as in its own BASELINE_BUCKETS before a run's spans must last past the
+ * bound for the run to be a spike: enough to tell a node that slowed from one always slower; lower
+ * than against its peers, since a loaded node's past already holds some of what slowed it.
+ */
+const SLOW_PAST_RATIO = 2;
+/**
+ * How far past chance a run's slow spans must be, in standard deviations of the count its peers'
+ * (or its past's) share expects: a healthy node's seconds picked for being slow are a few
+ * deviations out, one in some thousands of runs; a brownout's are tens.
+ */
+const SLOW_RUN_SIGMAS = 5;
 
 interface NodeSeries {
   placement: Placement;
@@ -279,11 +303,17 @@ export class RoutingInference implements InferenceWork {
           node.latency.delete(index);
           node.slowness.delete(index);
         });
-        if (dropped === 0) continue;
-        if (node.buckets.size === 0) series.nodes.delete(key);
+        // The verdicts whose window reached below the cutoff read less now, the node's or its peers'.
+        for (let index = cutoffIndex; index < cutoffIndex + SLOW_WINDOW_BUCKETS - 1; index++)
+          node.slowness.delete(index);
+        if (node.buckets.size === 0) {
+          series.nodes.delete(key);
+          continue;
+        }
         // Unless the node is read again in full anyway (`record`), what it found is kept in step.
-        else if (series.changedFrom !== Number.NEGATIVE_INFINITY)
-          this.inferFront(name, series, node, cutoffIndex);
+        if (series.changedFrom === Number.NEGATIVE_INFINITY) continue;
+        if (dropped > 0) this.inferFront(name, series, node, cutoffIndex);
+        this.inferSlowFront(name, series, node, cutoffIndex);
       }
       series.dirty = true;
     }
@@ -394,27 +424,45 @@ export class RoutingInference implements InferenceWork {
       if (event !== undefined) errorSpikes.push(firstErrorRun[0], event);
     }
     node.errorSpikes.replaceBelow(cutoff, errorSpikes);
+  }
 
-    const slowRuns = node.slowRuns;
-    slowRuns.splice(
+  /**
+   * After any node's buckets below `cutoff` were dropped: re-infers the node's slow runs that the
+   * dropped buckets bore on — those whose verdicts read a window reaching below `cutoff`, those a
+   * changed verdict can join or split (within SLOW_RUN_MAX_STEP), and the latency spikes whose
+   * baseline reached before `cutoff`.
+   */
+  private inferSlowFront(service: string, series: ServiceSeries, node: NodeSeries, cutoff: number): void {
+    const buckets = node.buckets;
+    const runs = node.slowRuns;
+    runs.splice(
       0,
-      countWhile(slowRuns, (run) => run.last < cutoff),
+      countWhile(runs, (run) => run.last < cutoff),
     );
-    const firstSlowRun = slowRuns[0];
-    if (firstSlowRun !== undefined && firstSlowRun.first < cutoff) {
-      let at = 0;
-      while (!this.slowAt(series, node, buckets.indexAt(at))) at++;
-      firstSlowRun.first = buckets.indexAt(at);
-      delete firstSlowRun.latency;
+    // Verdicts below `changed` read a window the cutoff cut; the others are as they were.
+    const changed = cutoff + SLOW_WINDOW_BUCKETS - 1;
+    const affected = countWhile(runs, (run) => run.first <= changed + SLOW_RUN_MAX_STEP);
+    // A run found again ends by the last affected run's end, or a changed verdict: more than
+    // SLOW_RUN_MAX_STEP before the first run kept, which is left as it was.
+    const scanTo = Math.max(changed - 1, affected > 0 ? runs[affected - 1]!.last : changed - 1);
+    const closedEnd = buckets.lowerBound(series.inferredClosedIndex);
+    const found: SlowRun[] = [];
+    for (let at = buckets.lowerBound(cutoff); at < closedEnd && buckets.indexAt(at) <= scanTo; at++) {
+      const index = buckets.indexAt(at);
+      if (!this.slowAt(series, node, index)) continue;
+      const last = found[found.length - 1];
+      if (last !== undefined && index - last.last <= SLOW_RUN_MAX_STEP) last.last = index;
+      else found.push({ first: index, last: index });
     }
+    runs.splice(0, affected, ...found);
     const slowdownsReach = cutoff + BASELINE_BUCKETS;
     const slowdowns = new FoundEvents();
-    for (const run of slowRuns) {
+    for (const run of runs) {
       if (run.first >= slowdownsReach) break;
       if (run.latency !== undefined) delete run.latency.before;
       const event = this.slowdownOf(service, series, node, run);
       if (event !== undefined) slowdowns.push(run.first, event);
-      if (run !== slowRuns[slowRuns.length - 1]) delete run.latency;
+      if (run !== runs[runs.length - 1]) delete run.latency;
     }
     node.slowdowns.replaceBelow(slowdownsReach, slowdowns);
   }
@@ -577,15 +625,16 @@ export class RoutingInference implements InferenceWork {
   }
 
   /**
-   * Brownouts: runs of buckets where the node's p90 is `latencySpikeRatio` times its other nodes'
-   * p90 in the same bucket (a run may skip one bucket: a single second back under the threshold
-   * does not split a brownout), at least `latencySpikeMinMillis` long, and over the whole run both
-   * that many times the other nodes' p90 and the node's own p90 over the BASELINE_BUCKETS before.
-   * Comparing with the other nodes is what tells a node that slowed from a service that did (a
-   * slow database slows every node, and moves no retry); comparing with its own past keeps a
-   * node that is always slower (a smaller instance) from being one long event. Runs are kept and
-   * continued like error spikes; the newest keeps its histograms' sums, so a brownout that goes on
-   * costs its new buckets, not its length.
+   * Brownouts: runs of buckets where the node was slow against its other nodes (`slowerThan`: the
+   * share of its spans past its own median's bound at least `latencySpikeRatio` times theirs; a
+   * run may skip one bucket: a single second back under the threshold does not split a brownout),
+   * at least `latencySpikeMinMillis` long, and over the whole run slower that way than both its
+   * other nodes over the same seconds and its own BASELINE_BUCKETS before. Comparing with the
+   * other nodes is what tells a node that slowed from a service that did (a slow database slows
+   * every node, and moves no retry); comparing with its own past keeps a node that is always
+   * slower (a smaller instance) from being one long event. Runs are kept and continued like error
+   * spikes; the newest keeps its histograms' sums, so a brownout that goes on costs its new
+   * buckets, not its length.
    */
   private findSlowdowns(
     service: string,
@@ -643,23 +692,37 @@ export class RoutingInference implements InferenceWork {
     for (let r = Math.max(0, judgeFrom - 1); r < runs.length - 1; r++) delete runs[r]!.latency;
   }
 
-  /** Whether the node was slow against its peers in bucket `index`; false for one without latency. */
+  /**
+   * Whether the node was slow against its peers in bucket `index` (`slowerThan` at
+   * SLOW_SECOND_RATIO, its SLOW_OWN_BUCKETS against their SLOW_PEER_BUCKETS, both ending at
+   * `index`); false for one without latency.
+   */
   private slowAt(series: ServiceSeries, node: NodeSeries, index: number): boolean {
     const own = node.latency.get(index);
     if (own === undefined) return false;
     this.bucketReads++;
-    // A bucket's verdict depends on its own and its peers' histograms only: kept until any node's
-    // activity changes that bucket.
-    const version = series.latencyVersions.get(index)!;
+    // A bucket's verdict depends on the histograms of its window only: kept until any node's
+    // activity changes one of them (versions only grow, so their sum changes when one does; pruning
+    // drops the verdicts whose window it cut).
+    let version = 0;
+    for (let back = 0; back < SLOW_WINDOW_BUCKETS; back++)
+      version += series.latencyVersions.get(index - back) ?? 0;
     let judged = node.slowness.get(index);
     if (judged === undefined || judged.version !== version) {
-      const { latencySpikeRatio: ratio, latencySpikeMinSpans: minSpans } = this.config;
-      const peers = peersOf(series.latencyTotals.get(index)!, own);
+      const minSpans = this.config.latencySpikeMinSpans;
+      const mine = emptyLatency();
+      const peers = emptyLatency();
+      for (let back = 0; back < SLOW_WINDOW_BUCKETS; back++) {
+        const all = series.latencyTotals.get(index - back);
+        if (all === undefined) continue;
+        const ownThen = node.latency.get(index - back);
+        if (back < SLOW_OWN_BUCKETS && ownThen !== undefined) addLatency(mine, ownThen);
+        if (back < SLOW_PEER_BUCKETS) addPeers(peers, all, ownThen);
+      }
       const slow =
-        total(own) >= minSpans &&
+        total(mine) >= minSpans &&
         total(peers) >= minSpans &&
-        latencyQuantileMillis(own, LATENCY_QUANTILE) >=
-          ratio * latencyQuantileMillis(peers, LATENCY_QUANTILE);
+        slowerThan(mine, peers, { ratio: SLOW_SECOND_RATIO, minSpans, sigmas: 0 });
       judged = { version, slow };
       node.slowness.set(index, judged);
       this.latencyJudgements++;
@@ -673,8 +736,7 @@ export class RoutingInference implements InferenceWork {
     if (own === undefined) return;
     this.bucketReads++;
     addLatency(latency.during, own);
-    const all = series.latencyTotals.get(index)!;
-    for (let i = 0; i < latency.peers.length; i++) latency.peers[i]! += all[i]! - own[i]!;
+    addPeers(latency.peers, series.latencyTotals.get(index)!, own);
   }
 
   /** The latency spike a run of slow buckets is, if it is one. */
@@ -686,12 +748,12 @@ export class RoutingInference implements InferenceWork {
   ): RoutingEvent | undefined {
     const { latencySpikeRatio: ratio, latencySpikeMinSpans: minSpans } = this.config;
     const minBuckets = Math.max(1, Math.ceil(this.config.latencySpikeMinMillis / this.bucketMillis));
-    const { first, last } = run;
-    if (last - first + 1 < minBuckets) return undefined;
+    const { first } = run;
+    if (run.last - first + 1 < minBuckets) return undefined;
     const buckets = node.buckets;
     if (run.latency === undefined) {
       const latency: RunLatency = { during: emptyLatency(), peers: emptyLatency() };
-      for (let at = buckets.lowerBound(first); at < buckets.size && buckets.indexAt(at) <= last; at++)
+      for (let at = buckets.lowerBound(first); at < buckets.size && buckets.indexAt(at) <= run.last; at++)
         this.addRunBucket(series, node, latency, buckets.indexAt(at));
       run.latency = latency;
     }
@@ -705,26 +767,44 @@ export class RoutingInference implements InferenceWork {
       }
       run.latency.before = before;
     }
-    const { during, peers: peersDuring, before } = run.latency;
-    if (total(before) < minSpans) return undefined;
-    const p90 = latencyQuantileMillis(during, LATENCY_QUANTILE);
-    const baseline = latencyQuantileMillis(before, LATENCY_QUANTILE);
-    const peers = latencyQuantileMillis(peersDuring, LATENCY_QUANTILE);
-    if (p90 < ratio * baseline || p90 < ratio * peers) return undefined;
+    const before = run.latency.before;
+    let { during, peers } = run.latency;
+    let last = run.last;
+    // A second's verdict reads the one before it too (SLOW_OWN_BUCKETS): a run's last second with
+    // no span of its own past the bound was slow for the one before only, the brownout's first
+    // healthy second, and is no part of the event.
+    const lastOwn = node.latency.get(last)!;
+    const bound = slowShareOf(during, peers);
+    if (bound !== undefined && spansPast(lastOwn, bound.boundMillis) === 0) {
+      if (last - 1 - first + 1 < minBuckets) return undefined;
+      during = during.map((count, i) => count - lastOwn[i]!);
+      const all = series.latencyTotals.get(last)!;
+      peers = peers.map((count, i) => count - (all[i]! - lastOwn[i]!));
+      last--;
+    }
+    if (total(before) < minSpans || total(peers) < minSpans) return undefined;
+    const sigmas = SLOW_RUN_SIGMAS;
+    if (
+      !slowerThan(during, peers, { ratio, minSpans, sigmas }) ||
+      !slowerThan(during, before, { ratio: SLOW_PAST_RATIO, minSpans, sigmas })
+    )
+      return undefined;
+    const slow = slowShareOf(during, peers)!;
     const startUnixMillis = first * this.bucketMillis;
     const endUnixMillis = (last + 1) * this.bucketMillis;
-    const p = node.placement;
     return spikeEvent(
       'latency_spike',
       service,
-      p,
+      node.placement,
       startUnixMillis,
       endUnixMillis,
-      `p90 of ${service} server spans on node ${p.node} rose from ${formatDuration(
-        baseline,
-      )} to ${formatDuration(p90)} for ${formatSeconds(
-        endUnixMillis - startUnixMillis,
-      )} while other nodes of ${service} stayed at ${formatDuration(peers)}`,
+      slowdownDescription(service, node.placement.node, {
+        startUnixMillis,
+        endUnixMillis,
+        baselineMillis: BASELINE_BUCKETS * this.bucketMillis,
+        peers: slow,
+        pastShare: shareFrom(before, slow.boundMillis),
+      }),
     );
   }
 
@@ -813,11 +893,6 @@ function formatSeconds(millis: number): string {
   return `${Math.round(millis / 1000)} s`;
 }
 
-/** A duration for a sentence, two significant digits: `0.31 s`, `2.4 s`, `12 s`. */
-function formatDuration(millis: number): string {
-  return `${Number((millis / 1000).toPrecision(2))} s`;
-}
-
 function total(counts: readonly number[]): number {
   let sum = 0;
   for (const count of counts) sum += count;
@@ -897,7 +972,7 @@ function countWhile<T>(items: readonly T[], test: (item: T) => boolean): number 
   return count;
 }
 
-/** The histogram of a bucket's other nodes: the service's less the node's own. */
-function peersOf(all: readonly number[], own: readonly number[]): number[] {
-  return all.map((count, i) => count - own[i]!);
+/** Adds a bucket's other nodes' histogram (the service's less the node's own, if any) into `into`. */
+function addPeers(into: number[], all: readonly number[], own: readonly number[] | undefined): void {
+  for (let i = 0; i < into.length; i++) into[i]! += all[i]! - (own?.[i] ?? 0);
 }

@@ -117,6 +117,8 @@ interface ServerRequest {
   effectUnixMillis: number;
   /** It answered: a later kill of its node does not touch it. */
   done: boolean;
+  /** A brownout slowed it: its SERVER span ends when its caller gives up, if that comes first. */
+  slowed: boolean;
   /** Its node's process was killed under it: it never answers, its connection was reset. */
   killed: boolean;
   onResponse: (t: number, statusCode: number) => void;
@@ -445,6 +447,7 @@ class MutationFlow {
       visit: undefined,
       effectUnixMillis: 0,
       done: false,
+      slowed: false,
       killed: false,
       onResponse,
       onConnectionError,
@@ -495,6 +498,7 @@ class MutationFlow {
     const brownout = this.ctx.schedule.brownoutAt(node, request.arriveUnixMillis);
     this.noteEvent(brownout, 'broke');
     const slowdown = brownout?.slowdownMillis ?? 0;
+    request.slowed = slowdown > 0;
     request.statusCode = STATUS_BY_OUTCOME[request.outcome];
     if (request.outcome === 'miss') {
       // Drawn only during a failure, so that other runs keep their random sequence.
@@ -629,13 +633,17 @@ class MutationFlow {
     }
     const lostBy = this.ctx.schedule.outageBeginningIn(node, request.arriveUnixMillis, t);
     const onServerSpan = spec.dedup.decisionOn === 'server_span';
+    // The HTTP instrumentation ends a SERVER span when the caller's socket closes: a slowed request
+    // whose caller gave up is a span of the caller's timeout (less the way there), whatever the
+    // handler still did after.
+    const gaveUp = request.send.startUnixMillis + series.edge.client.timeoutMillis;
     const server = serverSpan({
       traceId: request.send.traceId,
       spanId: request.serverSpanId,
       parentSpanId: request.send.spanId,
       node,
       startUnixMillis: request.arriveUnixMillis,
-      endUnixMillis: t,
+      endUnixMillis: request.slowed && gaveUp < t ? Math.max(request.arriveUnixMillis, gaveUp) : t,
       method: 'POST',
       route: spec.route,
       path: spec.route,

@@ -286,7 +286,8 @@ export function scopeViolation(overrides: ScenarioOverrides = {}): Scenario {
 
 /**
  * One payments node browns out for 12 s: it answers 2.5 s later than usual, past the client's 2 s
- * timeout; the client retries, the random balancer mostly picks another node, whose node-local
+ * timeout, and its SERVER spans end when the client gives up, as the HTTP instrumentation ends
+ * them; the client retries, the random balancer mostly picks another node, whose node-local
  * store has never seen the key: the payment runs twice. The other nodes answer as before.
  */
 export function brownout(overrides: ScenarioOverrides = {}): Scenario {

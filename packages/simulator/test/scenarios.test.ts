@@ -154,7 +154,7 @@ describe('scenarios', () => {
     }
   });
 
-  it('brownout runs keys twice after the client timed out on the slowed node, and blames the brownout', () => {
+  it('brownout runs keys twice after the client timed out on the slowed node, whose spans end at the timeout, and blames the brownout', () => {
     const { spans, truth } = simulate(scenarios.brownout());
     const [slowed] = truth.routingEvents;
     expect(slowed!.type).toBe('brownout');
@@ -165,7 +165,9 @@ describe('scenarios', () => {
       expect(key.executions[0]!.node).toBe(slowed!.node);
       expect(key.retriedBy).toBe('client');
     }
-    // Its POSTs take 2.5 s longer than the other nodes' while it browns out, and as long after.
+    // Its POSTs take 2.5 s longer while it browns out, past the client's 2 s timeout: their SERVER
+    // spans end when the client gives up, as the HTTP instrumentation ends them (the lab's
+    // recordings show it); the other nodes' and its own after take as long as ever.
     const median = (node: (name: string) => boolean, during: boolean) => {
       const durations = spans
         .filter(
@@ -183,7 +185,8 @@ describe('scenarios', () => {
     };
     const isSlowed = (name: string) => name === slowed!.node;
     const isOther = (name: string) => name !== slowed!.node;
-    expect(median(isSlowed, true)).toBeGreaterThan(2500);
+    expect(median(isSlowed, true)).toBeGreaterThan(1900);
+    expect(median(isSlowed, true)).toBeLessThanOrEqual(2000);
     expect(median(isOther, true)).toBeLessThan(500);
     expect(median(isSlowed, false)).toBeLessThan(500);
   });

@@ -6,23 +6,19 @@
  * random streams and compares them after every step. Not for production: its cost per refresh
  * grows with the window.
  */
-import {
-  addLatency,
-  emptyLatency,
-  latencyQuantileMillis,
-  type NodeActivity,
-  type Placement,
-} from '@keyscope/attempts';
+import { addLatency, emptyLatency, type NodeActivity, type Placement } from '@keyscope/attempts';
 import type { DetectorConfig } from '../../src/config.ts';
 import { stableId } from '../../src/ids.ts';
 import type { RoutingEvent } from '../../src/routing-event.ts';
+import { shareFrom, slowdownDescription, slowerThan, slowShareOf, spansPast } from '../../src/slow-share.ts';
 
 /** How much activity is kept to infer events from; older events are frozen as they were. */
 const ACTIVITY_WINDOW_MILLIS = 2 * 60 * 60 * 1000;
 /** Buckets before a silence that give the node's baseline rate (or before a slowdown, its latency). */
 const BASELINE_BUCKETS = 30;
-/** The latency quantile a `latency_spike` compares. */
-const LATENCY_QUANTILE = 0.9;
+/** The buckets a second's latency verdict reads, back from it, of the node and of its other nodes. */
+const SLOW_OWN_BUCKETS = 2;
+const SLOW_PEER_BUCKETS = 10;
 
 interface NodeSeries {
   placement: Placement;
@@ -338,8 +334,9 @@ export class WholeWindowRoutingInference {
       if (last !== undefined && index - last[1] <= minBuckets) last[1] = index;
       else runs.push([index, index]);
     }
-    for (const [first, last] of runs) {
-      if (last - first + 1 < minBuckets) continue;
+    for (const [first, runLast] of runs) {
+      if (runLast - first + 1 < minBuckets) continue;
+      const last = runLast;
       const startUnixMillis = first * this.bucketMillis;
       const endUnixMillis = (last + 1) * this.bucketMillis;
       const p = node.placement;
@@ -359,14 +356,11 @@ export class WholeWindowRoutingInference {
   }
 
   /**
-   * Brownouts: runs of buckets where the node's p90 is `latencySpikeRatio` times its other nodes'
-   * p90 in the same bucket (a run may skip one bucket: a single second back under the threshold
-   * does not split a brownout), at least `latencySpikeMinMillis` long, and over the whole run both
-   * that many times the other nodes' p90 and the node's own p90 over the BASELINE_BUCKETS before.
-   * Comparing with the other nodes is what tells a node that slowed from a service that did (a
-   * slow database slows every node, and moves no retry); comparing with its own past keeps a
-   * node that is always slower (a smaller instance) from being one long event. Its cost is the
-   * node's buckets that carry latency, like the other finders.
+   * Brownouts: runs of buckets where the node was slow against its other nodes (`slowerThan`, 2×,
+   * its last SLOW_OWN_BUCKETS against their last SLOW_PEER_BUCKETS; a run may skip up to three
+   * buckets), at least `latencySpikeMinMillis` long, and over the whole run slower that way than
+   * its other nodes over the same buckets (`latencySpikeRatio`) and its own BASELINE_BUCKETS before
+   * (2×). Its cost is the node's buckets that carry latency, like the other finders.
    */
   private findSlowdowns(
     service: string,
@@ -383,36 +377,38 @@ export class WholeWindowRoutingInference {
     const others = emptyLatency();
     const peersOf = (index: number): number[] => {
       const all = series.latencyTotals.get(index)!;
-      const own = node.latency.get(index)!;
-      for (let i = 0; i < others.length; i++) others[i] = all[i]! - own[i]!;
+      const own = node.latency.get(index);
+      for (let i = 0; i < others.length; i++) others[i] = all[i]! - (own?.[i] ?? 0);
       return others;
+    };
+    // Read afresh each time.
+    const slowAt = (index: number): boolean => {
+      this.latencyJudgements++;
+      const mine = emptyLatency();
+      const peers = emptyLatency();
+      for (let back = 0; back < Math.max(SLOW_OWN_BUCKETS, SLOW_PEER_BUCKETS); back++) {
+        if (!series.latencyTotals.has(index - back)) continue;
+        const own = node.latency.get(index - back);
+        if (back < SLOW_OWN_BUCKETS && own !== undefined) addLatency(mine, own);
+        if (back < SLOW_PEER_BUCKETS) addLatency(peers, peersOf(index - back));
+      }
+      return (
+        total(mine) >= minSpans &&
+        total(peers) >= minSpans &&
+        slowerThan(mine, peers, { ratio: 2, minSpans, sigmas: 0 })
+      );
     };
     const runs: [number, number][] = [];
     for (let at = 0; at < closedEnd; at++) {
       const index = order[at]!;
-      // A bucket's verdict depends on its own and its peers' histograms only: kept until any node's
-      // activity changes that bucket.
-      const version = series.latencyVersions.get(index)!;
-      let judged = node.slowness.get(index);
-      if (judged === undefined || judged.version !== version) {
-        const own = node.latency.get(index)!;
-        const peers = peersOf(index);
-        const slow =
-          total(own) >= minSpans &&
-          total(peers) >= minSpans &&
-          latencyQuantileMillis(own, LATENCY_QUANTILE) >=
-            ratio * latencyQuantileMillis(peers, LATENCY_QUANTILE);
-        judged = { version, slow };
-        node.slowness.set(index, judged);
-        this.latencyJudgements++;
-      }
-      if (!judged.slow) continue;
+      if (!slowAt(index)) continue;
       const last = runs[runs.length - 1];
-      if (last !== undefined && index - last[1] <= 2) last[1] = index;
+      if (last !== undefined && index - last[1] <= 4) last[1] = index;
       else runs.push([index, index]);
     }
-    for (const [first, last] of runs) {
-      if (last - first + 1 < minBuckets) continue;
+    for (const [first, runLast] of runs) {
+      if (runLast - first + 1 < minBuckets) continue;
+      let last = runLast;
       const during = emptyLatency();
       const peersDuring = emptyLatency();
       const before = emptyLatency();
@@ -424,26 +420,40 @@ export class WholeWindowRoutingInference {
           addLatency(peersDuring, peersOf(index));
         }
       }
-      if (total(before) < minSpans) continue;
-      const p90 = latencyQuantileMillis(during, LATENCY_QUANTILE);
-      const baseline = latencyQuantileMillis(before, LATENCY_QUANTILE);
-      const peers = latencyQuantileMillis(peersDuring, LATENCY_QUANTILE);
-      if (p90 < ratio * baseline || p90 < ratio * peers) continue;
+      // The last second, slow for the one before only: no part of the event.
+      const lastOwn = node.latency.get(last)!;
+      const bound = slowShareOf(during, peersDuring);
+      if (bound !== undefined && spansPast(lastOwn, bound.boundMillis) === 0) {
+        if (last - first < minBuckets) continue;
+        for (let i = 0; i < during.length; i++) {
+          during[i]! -= lastOwn[i]!;
+          peersDuring[i]! -= series.latencyTotals.get(last)![i]! - lastOwn[i]!;
+        }
+        last--;
+      }
+      if (total(before) < minSpans || total(peersDuring) < minSpans) continue;
+      if (
+        !slowerThan(during, peersDuring, { ratio, minSpans, sigmas: 5 }) ||
+        !slowerThan(during, before, { ratio: 2, minSpans, sigmas: 5 })
+      )
+        continue;
+      const peers = slowShareOf(during, peersDuring)!;
       const startUnixMillis = first * this.bucketMillis;
       const endUnixMillis = (last + 1) * this.bucketMillis;
-      const p = node.placement;
       out.push(
         spikeEvent(
           'latency_spike',
           service,
-          p,
+          node.placement,
           startUnixMillis,
           endUnixMillis,
-          `p90 of ${service} server spans on node ${p.node} rose from ${formatDuration(
-            baseline,
-          )} to ${formatDuration(p90)} for ${formatSeconds(
-            endUnixMillis - startUnixMillis,
-          )} while other nodes of ${service} stayed at ${formatDuration(peers)}`,
+          slowdownDescription(service, node.placement.node, {
+            startUnixMillis,
+            endUnixMillis,
+            baselineMillis: BASELINE_BUCKETS * this.bucketMillis,
+            peers,
+            pastShare: shareFrom(before, peers.boundMillis),
+          }),
         ),
       );
     }
@@ -580,11 +590,6 @@ function compareEvents(a: RoutingEvent, b: RoutingEvent): number {
 
 function formatSeconds(millis: number): string {
   return `${Math.round(millis / 1000)} s`;
-}
-
-/** A duration for a sentence, two significant digits: `0.31 s`, `2.4 s`, `12 s`. */
-function formatDuration(millis: number): string {
-  return `${Number((millis / 1000).toPrecision(2))} s`;
 }
 
 function total(counts: readonly number[]): number {
