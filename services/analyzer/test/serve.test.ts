@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { closeSync, mkdtempSync, openSync, rmSync, statSync, writeSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -7,13 +7,13 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { isKeyscopeError } from '@keyscope/errors';
 import { encodeTraces, type Span } from '@keyscope/otlp';
-import { KeyscopeStore } from '@keyscope/store';
 import { fillDisk } from '@keyscope/store/testing';
-import { server, span } from '@keyscope/testkit';
+import { span } from '@keyscope/testkit';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { resolveServeConfig } from '../src/config.ts';
 import type { Logger } from '../src/logger.ts';
 import { type RunningService, startServe } from '../src/serve.ts';
+import { damagedDatabase } from './settings/damaged-database.ts';
 
 let dir: string;
 let path: string;
@@ -73,25 +73,9 @@ async function get(running: RunningService, route: string): Promise<{ status: nu
   return { status: response.status, text: await response.text() };
 }
 
-/** A database with a few thousand attempts, one page in the middle of it overwritten. */
-function damagedDatabase(): void {
-  const store = new KeyscopeStore({ path });
-  for (let from = 0; from < 4_000; from += 500) {
-    store.transaction(() => {
-      for (let i = from; i < from + 500; i++)
-        store.attemptLog.append(`key-${i}`, server({ key: `key-${i}` }));
-    });
-  }
-  store.close();
-  const pages = statSync(path).size / 4096;
-  const fd = openSync(path, 'r+');
-  writeSync(fd, Buffer.alloc(4096, 0xa5), 0, 4096, Math.floor(pages / 2) * 4096);
-  closeSync(fd);
-}
-
 describe('keyscope serve and its database', () => {
   it('refuses to start on a damaged database', async () => {
-    damagedDatabase();
+    damagedDatabase(path);
     const error = await start().then(
       () => undefined,
       (error: unknown) => error,
@@ -100,7 +84,7 @@ describe('keyscope serve and its database', () => {
   });
 
   it('exits 1 on a damaged database, saying what to do', async () => {
-    damagedDatabase();
+    damagedDatabase(path);
     const repositoryRoot = fileURLToPath(new URL('../../../', import.meta.url));
     const child = spawn(
       process.execPath,
