@@ -80,6 +80,21 @@ export const API_CONNECTION_TIMEOUTS: Readonly<ApiConnectionTimeouts> = Object.f
   keepAliveMillis: 65_000,
 });
 
+/** fastify's options for `timeouts`, and for requests Node.js cannot parse: the API's and the Kafka roles' HTTP. */
+export function connectionOptions(timeouts: Readonly<ApiConnectionTimeouts>) {
+  return {
+    requestTimeout: timeouts.requestMillis,
+    keepAliveTimeout: timeouts.keepAliveMillis,
+    http: {
+      headersTimeout: timeouts.headersMillis,
+      requestTimeout: timeouts.requestMillis,
+      // Node checks both timeouts this often (30 s by default, which would let a 10 s one run to 40).
+      connectionsCheckingInterval: Math.min(1_000, timeouts.headersMillis),
+    },
+    clientErrorHandler,
+  };
+}
+
 declare module 'fastify' {
   interface FastifyRequest {
     principal: Principal;
@@ -124,19 +139,11 @@ export function createApiServer(deps: ApiDependencies): FastifyInstance {
   const timeouts = { ...API_CONNECTION_TIMEOUTS, ...deps.timeouts };
   const app = Fastify({
     logger: false,
-    requestTimeout: timeouts.requestMillis,
-    keepAliveTimeout: timeouts.keepAliveMillis,
-    http: {
-      headersTimeout: timeouts.headersMillis,
-      requestTimeout: timeouts.requestMillis,
-      // Node checks both timeouts this often (30 s by default, which would let a 10 s one run to 40).
-      connectionsCheckingInterval: Math.min(1_000, timeouts.headersMillis),
-    },
+    ...connectionOptions(timeouts),
     ajv: { customOptions: { removeAdditional: false, coerceTypes: true } },
     bodyLimit: API_BODY_LIMIT_BYTES,
     routerOptions: { maxParamLength: PATH_PARAMETER_MAX_CHARS },
     frameworkErrors,
-    clientErrorHandler,
   });
   const authenticate = createAuthenticator(deps.tokens, deps.authFailures ?? new AuthFailures());
   const authenticateReader = (authorization: string | undefined, remoteAddress: string | undefined) =>

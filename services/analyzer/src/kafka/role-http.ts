@@ -1,8 +1,8 @@
 import Fastify, { type FastifyInstance } from 'fastify';
-import { API_CONNECTION_TIMEOUTS } from '../api/api-server.ts';
+import { API_CONNECTION_TIMEOUTS, connectionOptions } from '../api/api-server.ts';
 import { createAuthenticator, requireMetricsReader } from '../api/auth.ts';
 import type { AuthFailures } from '../api/auth-failures.ts';
-import { clientErrorHandler, installErrorReplies } from '../api/error-handler.ts';
+import { installErrorReplies } from '../api/error-handler.ts';
 import type { ServeConfig } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import { formatHostPort, type ListenAddress } from '../receivers/listen-address.ts';
@@ -22,18 +22,7 @@ export async function startRoleHttp(
     authFailures: AuthFailures;
   },
 ): Promise<{ address: ListenAddress; close: () => Promise<void> }> {
-  const timeouts = API_CONNECTION_TIMEOUTS;
-  const app: FastifyInstance = Fastify({
-    logger: false,
-    requestTimeout: timeouts.requestMillis,
-    keepAliveTimeout: timeouts.keepAliveMillis,
-    http: {
-      headersTimeout: timeouts.headersMillis,
-      requestTimeout: timeouts.requestMillis,
-      connectionsCheckingInterval: Math.min(1_000, timeouts.headersMillis),
-    },
-    clientErrorHandler,
-  });
+  const app: FastifyInstance = Fastify({ logger: false, ...connectionOptions(API_CONNECTION_TIMEOUTS) });
   installErrorReplies(app);
   const authenticate = createAuthenticator(config.api.tokens, dependencies.authFailures);
   app.get('/healthz', async () => ({ status: 'ok' }));
