@@ -6,22 +6,22 @@ import type { RoutingEvent } from './routing-event.ts';
 import { shareFrom, slowdownDescription, slowerThan, slowShareOf, spansPast } from './slow-share.ts';
 
 /** How much activity is kept to infer events from; older events are frozen as they were. */
-const ACTIVITY_WINDOW_MILLIS = 2 * 60 * 60 * 1000;
+export const ACTIVITY_WINDOW_MILLIS = 2 * 60 * 60 * 1000;
 /** Buckets before a silence that give the node's baseline rate (or before a slowdown, its latency). */
-const BASELINE_BUCKETS = 30;
+export const BASELINE_BUCKETS = 30;
 /**
  * Slow buckets this close are one brownout: a few seconds back under the threshold do not split it
  * (a busy node queues requests, and spans that start late end at the caller's timeout sooner).
  */
-const SLOW_RUN_MAX_STEP = 4;
+export const SLOW_RUN_MAX_STEP = 4;
 /**
  * Buckets of the node's other nodes, ending at the bucket judged, that its spans are compared
  * with: ten seconds of a few peers are a hundred spans or more, so how often they rarely take
  * long is read from enough of them (one second of one peer at ~10 spans/s says little).
  */
-const SLOW_PEER_BUCKETS = 10;
+export const SLOW_PEER_BUCKETS = 10;
 /** Buckets of the node itself, ending at the bucket judged: a brownout second, or a slow pair. */
-const SLOW_OWN_BUCKETS = 2;
+export const SLOW_OWN_BUCKETS = 2;
 /** Every bucket whose histogram a bucket's verdict reads, back from it. */
 const SLOW_WINDOW_BUCKETS = Math.max(SLOW_PEER_BUCKETS, SLOW_OWN_BUCKETS);
 /**
@@ -29,19 +29,19 @@ const SLOW_WINDOW_BUCKETS = Math.max(SLOW_PEER_BUCKETS, SLOW_OWN_BUCKETS);
  * for one second to be slow. Lower than `latencySpikeRatio`, which the whole run must meet: a
  * brownout's seconds are noisy one by one, a healthy node's slow seconds do not last.
  */
-const SLOW_SECOND_RATIO = 2;
+export const SLOW_SECOND_RATIO = 2;
 /**
  * How many times as often as in its own BASELINE_BUCKETS before a run's spans must last past the
  * bound for the run to be a spike: enough to tell a node that slowed from one always slower; lower
  * than against its peers, since a loaded node's past already holds some of what slowed it.
  */
-const SLOW_PAST_RATIO = 2;
+export const SLOW_PAST_RATIO = 2;
 /**
  * How far past chance a run's slow spans must be, in standard deviations of the count its peers'
  * (or its past's) share expects: a healthy node's seconds picked for being slow are a few
  * deviations out, one in some thousands of runs; a brownout's are tens.
  */
-const SLOW_RUN_SIGMAS = 5;
+export const SLOW_RUN_SIGMAS = 5;
 
 interface NodeSeries {
   placement: Placement;

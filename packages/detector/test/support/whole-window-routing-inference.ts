@@ -10,15 +10,17 @@ import { addLatency, emptyLatency, type NodeActivity, type Placement } from '@ke
 import type { DetectorConfig } from '../../src/config.ts';
 import { stableId } from '../../src/ids.ts';
 import type { RoutingEvent } from '../../src/routing-event.ts';
+import {
+  ACTIVITY_WINDOW_MILLIS,
+  BASELINE_BUCKETS,
+  SLOW_OWN_BUCKETS,
+  SLOW_PAST_RATIO,
+  SLOW_PEER_BUCKETS,
+  SLOW_RUN_MAX_STEP,
+  SLOW_RUN_SIGMAS,
+  SLOW_SECOND_RATIO,
+} from '../../src/routing-inference.ts';
 import { shareFrom, slowdownDescription, slowerThan, slowShareOf, spansPast } from '../../src/slow-share.ts';
-
-/** How much activity is kept to infer events from; older events are frozen as they were. */
-const ACTIVITY_WINDOW_MILLIS = 2 * 60 * 60 * 1000;
-/** Buckets before a silence that give the node's baseline rate (or before a slowdown, its latency). */
-const BASELINE_BUCKETS = 30;
-/** The buckets a second's latency verdict reads, back from it, of the node and of its other nodes. */
-const SLOW_OWN_BUCKETS = 2;
-const SLOW_PEER_BUCKETS = 10;
 
 interface NodeSeries {
   placement: Placement;
@@ -395,7 +397,7 @@ export class WholeWindowRoutingInference {
       return (
         total(mine) >= minSpans &&
         total(peers) >= minSpans &&
-        slowerThan(mine, peers, { ratio: 2, minSpans, sigmas: 0 })
+        slowerThan(mine, peers, { ratio: SLOW_SECOND_RATIO, minSpans, sigmas: 0 })
       );
     };
     const runs: [number, number][] = [];
@@ -403,7 +405,7 @@ export class WholeWindowRoutingInference {
       const index = order[at]!;
       if (!slowAt(index)) continue;
       const last = runs[runs.length - 1];
-      if (last !== undefined && index - last[1] <= 4) last[1] = index;
+      if (last !== undefined && index - last[1] <= SLOW_RUN_MAX_STEP) last[1] = index;
       else runs.push([index, index]);
     }
     for (const [first, runLast] of runs) {
@@ -433,8 +435,8 @@ export class WholeWindowRoutingInference {
       }
       if (total(before) < minSpans || total(peersDuring) < minSpans) continue;
       if (
-        !slowerThan(during, peersDuring, { ratio, minSpans, sigmas: 5 }) ||
-        !slowerThan(during, before, { ratio: 2, minSpans, sigmas: 5 })
+        !slowerThan(during, peersDuring, { ratio, minSpans, sigmas: SLOW_RUN_SIGMAS }) ||
+        !slowerThan(during, before, { ratio: SLOW_PAST_RATIO, minSpans, sigmas: SLOW_RUN_SIGMAS })
       )
         continue;
       const peers = slowShareOf(during, peersDuring)!;
