@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { encodeTraces, type Span } from '@keyscope/otlp';
 import { resource, span } from '@keyscope/testkit';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { envOverrides, readConfigFile, resolveServeConfig } from '../../src/config.ts';
+import { loadServeConfig } from '../../src/cli.ts';
 import type { Logger } from '../../src/logger.ts';
 import { type RunningService, startServe } from '../../src/serve.ts';
 
@@ -34,8 +34,7 @@ async function startFrom(detectorYaml: string, env: NodeJS.ProcessEnv = {}): Pro
       detectorYaml,
     ].join('\n'),
   );
-  const fromFile = resolveServeConfig(await readConfigFile(file));
-  service = await startServe(resolveServeConfig(envOverrides(env), fromFile), { logger });
+  service = await startServe(await loadServeConfig(['--config', file], env), { logger });
   return service;
 }
 

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { resource, serverSpan } from '@keyscope/attempts/testing';
 import { encodeTraces, type Span } from '@keyscope/otlp';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { defaultServeConfig, envOverrides, readConfigFile, resolveServeConfig } from '../../src/config.ts';
+import { loadServeConfig } from '../../src/cli.ts';
 import { silentLogger } from '../../src/logger.ts';
 import { type RunningService, startServe } from '../../src/serve.ts';
 
@@ -35,8 +35,7 @@ async function serveWith(
     file,
     `api: { port: 0 }\notlp: { http: { port: 0 }, grpc: { port: 0 } }\ndb: { path: ${JSON.stringify(join(dir, db))} }\n${yaml}`,
   );
-  const fromFile = resolveServeConfig(await readConfigFile(file), defaultServeConfig());
-  service = await startServe(resolveServeConfig(envOverrides(env), fromFile), { logger: silentLogger });
+  service = await startServe(await loadServeConfig(['--config', file], env), { logger: silentLogger });
   return service;
 }
 
