@@ -2,7 +2,7 @@
 # The tests drive real programs where users have them (an Alertmanager for the alert tests,
 # Chromium for the web page tests, a Kafka protocol peer that the Kafka tests compile from
 # packages/testkit/src/kafka/mock-cluster.c against librdkafka's mock cluster, jq for the tests that
-# pipe `keyscope analyze` into it as the README does).
+# pipe `keyscope analyze` into it as the README does, curl and jq for docs/tutorial.md's shell blocks).
 # This installs the missing ones from Debian's packages when it can (root with apt-get), and
 # otherwise says exactly what to install — so `pnpm test` works on a fresh Debian machine.
 set -euo pipefail
@@ -15,6 +15,7 @@ declare -A file_of=(
   [gcc]=/usr/bin/gcc
   [pkg-config]=/usr/bin/pkg-config
   [jq]=/usr/bin/jq
+  [curl]=/usr/bin/curl
 )
 
 missing=()
