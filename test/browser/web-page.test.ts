@@ -130,7 +130,7 @@ describe('the web page', () => {
     );
     await saveScreenshot(readTab, 'incident');
     await readTab.locator('.timeline-section').screenshot({ path: `${ARTIFACTS_DIR}incident-timeline.png` });
-    // The README's picture: summary, advice, timeline and keys, without the long attempt table.
+    // docs/incidents.md's picture: summary, advice, timeline and keys, without the long attempt table.
     const keys = (await readTab.locator('section.keys').boundingBox())!;
     await readTab.screenshot({
       path: `${ARTIFACTS_DIR}incident-overview.png`,
