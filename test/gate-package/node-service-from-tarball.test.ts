@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type RunningService, resolveServeConfig, silentLogger, startServe } from '@keyscope/analyzer';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { codeBlocks, namedFiles, section } from '../support/markdown-files.ts';
 
 /**
  * What a user does with the gate outside this repository: `npm pack` it, `npm install` the tarball
@@ -37,31 +38,6 @@ const KEY = 'order-7781';
 const CLIENT_TIMEOUT_MILLIS = 1_000;
 const FIRST_CHARGE_MILLIS = 3_000;
 const INSTALL_TIMEOUT_MILLIS = 240_000;
-
-/** The text of the `## heading` section of a markdown file. */
-function section(markdown: string, heading: string): string {
-  const start = markdown.indexOf(`\n## ${heading}\n`);
-  if (start < 0) throw new Error(`no "## ${heading}" section`);
-  const next = markdown.indexOf('\n## ', start + 1);
-  return markdown.slice(start, next < 0 ? undefined : next);
-}
-
-/** The fenced blocks of `language` in `text`. */
-function codeBlocks(text: string, language: string): string[] {
-  return [...text.matchAll(/^```(\w+)\n([\s\S]*?)^```$/gm)]
-    .filter((match) => match[1] === language)
-    .map((match) => match[2]!);
-}
-
-/** The blocks that name their file on their first line (`// payments.mjs: …`), by file name. */
-function namedFiles(text: string, language: string): Map<string, string> {
-  const files = new Map<string, string>();
-  for (const block of codeBlocks(text, language)) {
-    const name = /^\/\/ ([\w.-]+\.m?[jt]s):/.exec(block)?.[1];
-    if (name !== undefined) files.set(name, block);
-  }
-  return files;
-}
 
 const fiveMinutes = section(readme, 'Instrument a Node.js service in five minutes');
 const files = namedFiles(fiveMinutes, 'js');
