@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { codeBlocks, namedFiles, section } from '../support/markdown-files.ts';
 
 /**
  * What a TypeScript project gets from the gate's tarball: `npm pack` it, `npm install` the tarball
@@ -19,31 +20,6 @@ const gateReadme = readFileSync(join(repositoryRoot, 'packages/gate/README.md'),
 /** The compiler, and fastify and SQLite types for the gate README's example. */
 const TYPE_CHECK_TOOLS = ['typescript@5.9.3', 'fastify@5.12.8', '@types/better-sqlite3@9.6.0'];
 const INSTALL_TIMEOUT_MILLIS = 240_000;
-
-/** The text of the `## heading` section of a markdown file. */
-function section(markdown: string, heading: string): string {
-  const start = markdown.indexOf(`\n## ${heading}\n`);
-  if (start < 0) throw new Error(`no "## ${heading}" section`);
-  const next = markdown.indexOf('\n## ', start + 1);
-  return markdown.slice(start, next < 0 ? undefined : next);
-}
-
-/** The fenced blocks of `language` in `text`. */
-function codeBlocks(text: string, language: string): string[] {
-  return [...text.matchAll(/^```(\w+)\n([\s\S]*?)^```$/gm)]
-    .filter((match) => match[1] === language)
-    .map((match) => match[2]!);
-}
-
-/** The blocks that name their file on their first line (`// payments.mjs: …`), by file name. */
-function namedFiles(text: string, language: string): Map<string, string> {
-  const files = new Map<string, string>();
-  for (const block of codeBlocks(text, language)) {
-    const name = /^\/\/ ([\w.-]+\.m?[jt]s):/.exec(block)?.[1];
-    if (name !== undefined) files.set(name, block);
-  }
-  return files;
-}
 
 /** The `name@version` words of the tutorial's `npm install` line, the tarball aside. */
 const tutorialPackages = codeBlocks(tutorial, 'sh')

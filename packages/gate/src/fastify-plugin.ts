@@ -25,7 +25,11 @@ export interface IdempotencyPluginOptions {
   readonly fingerprint?: (request: FastifyRequest) => string;
   /** The request's tenant, recorded as `tenant.id` and namespacing its keys. */
   readonly tenantOf?: (request: FastifyRequest) => string | undefined;
-  /** Where decisions are recorded. Default: the active span (an HTTP instrumentation's server span). */
+  /**
+   * Where decisions are recorded. Default: the request span of fastify's own instrumentation
+   * (`@fastify/otel`) when it is registered, else the active span (an HTTP instrumentation's server
+   * span).
+   */
   readonly spanOf?: (request: FastifyRequest) => Span | undefined;
   /** Response headers stored and replayed besides the body. Default `content-type`, `location`. */
   readonly replayHeaders?: readonly string[];
@@ -61,9 +65,10 @@ const KNOWN_OPTIONS = [
 
 /**
  * The fastify adapter. Registered on an instance, it guards the routes registered after it whose
- * config names `idempotency`; other routes are untouched but for their server span (`spanOf`, else
- * the active one), which every route's request gets `http.route` (the URL pattern,
- * `/payments/:id`) and the name `POST /payments/:id` on. The key is read in `preHandler`, after
+ * config names `idempotency`; other routes are untouched but for their request's span (`spanOf`,
+ * else `@fastify/otel`'s request span, else the active one: the server span), which every route's
+ * request gets `http.route` (the URL pattern, `/payments/:id`) and the name `POST /payments/:id`
+ * on. The key is read in `preHandler`, after
  * the body is parsed and validated, so a request the schema refuses never takes a key.
  *
  * A response the handler sends, whatever its status, completes the key and is replayed to every
@@ -85,6 +90,8 @@ export const idempotencyPlugin: FastifyPluginAsync<IdempotencyPluginOptions> = a
     ((request: FastifyRequest) =>
       requestFingerprint(request.method, request.routeOptions.url ?? request.url, request.body));
   const pending = new WeakMap<FastifyRequest, Pending>();
+  const spanOf = (request: FastifyRequest) =>
+    options.spanOf?.(request) ?? fastifyOtelSpanOf(request) ?? trace.getActiveSpan();
 
   app.addHook('onRoute', (route) => {
     const flag = route.config?.idempotency;
@@ -102,8 +109,7 @@ export const idempotencyPlugin: FastifyPluginAsync<IdempotencyPluginOptions> = a
   app.addHook('onRequest', async (request) => {
     const route = request.routeOptions.url;
     if (route === undefined) return;
-    const span = options.spanOf?.(request) ?? trace.getActiveSpan();
-    span?.setAttribute('http.route', route).updateName(`${request.method} ${route}`);
+    spanOf(request)?.setAttribute('http.route', route).updateName(`${request.method} ${route}`);
   });
 
   app.addHook('preHandler', async (request, reply) => {
@@ -119,7 +125,7 @@ export const idempotencyPlugin: FastifyPluginAsync<IdempotencyPluginOptions> = a
         });
       }
       const tenant = options.tenantOf?.(request);
-      const span = options.spanOf === undefined ? undefined : options.spanOf(request);
+      const span = spanOf(request);
       const admission = await gate.admit({
         key,
         fingerprint: fingerprintOf(request),
@@ -202,6 +208,17 @@ Object.assign(idempotencyPlugin, {
   [Symbol.for('skip-override')]: true,
   [Symbol.for('fastify.display-name')]: '@keyscope/gate',
 });
+
+/**
+ * The request span of fastify's own instrumentation (`@fastify/otel`, which decorates each request
+ * with `opentelemetry()`), while it is open. Under it the active span inside this plugin's hooks is
+ * the hook's own span (`preHandler - …`), which carries no route: a decision recorded there would
+ * name its dedup tier after the hook.
+ */
+function fastifyOtelSpanOf(request: FastifyRequest): Span | undefined {
+  const decorated = (request as { opentelemetry?: () => { span: Span | null } }).opentelemetry;
+  return typeof decorated === 'function' ? (decorated.call(request).span ?? undefined) : undefined;
+}
 
 function pickHeaders(reply: FastifyReply, names: readonly string[]): Record<string, string> {
   const headers: Record<string, string> = {};

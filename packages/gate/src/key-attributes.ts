@@ -3,16 +3,25 @@ import { IdempotencyRequestError } from './errors.ts';
 import { keyFromHeader } from './idempotency-key.ts';
 import { IDEMPOTENCY_ATTRIBUTES } from './span-decision.ts';
 
-/** What the HTTP instrumentation's start hooks receive: an incoming message, or outgoing request options. */
+/**
+ * What the HTTP instrumentations' start hooks receive: an incoming message, outgoing request
+ * options, or undici's request (`fetch`'s), whose headers are a flat list of names and values (a
+ * value may be a list) or, in older undici, one `name: value\r\n` text.
+ */
 export interface RequestWithHeaders {
-  readonly headers?: Readonly<Record<string, unknown>> | readonly string[] | undefined;
+  readonly headers?:
+    | Readonly<Record<string, unknown>>
+    | readonly (string | readonly string[])[]
+    | string
+    | undefined;
 }
 
 /**
  * `{ 'idempotency.key': key }` for a request that carries an Idempotency-Key header, else `{}`:
  * made for `@opentelemetry/instrumentation-http`'s `startIncomingSpanHook` (an IncomingMessage)
- * and `startOutgoingSpanHook` (the options given to `http.request`), so that the key is among the
- * span's start attributes, where a sampler sees it. Header capture (`headersToSpanAttributes`)
+ * and `startOutgoingSpanHook` (the options given to `http.request`), and for
+ * `@opentelemetry/instrumentation-undici`'s `startSpanHook` (a `fetch` request), so that the key is
+ * among the span's start attributes, where a sampler sees it. Header capture (`headersToSpanAttributes`)
  * records a client's request headers only once a response arrives, so a send that timed out would
  * carry no key at all.
  *
@@ -38,9 +47,18 @@ function headerValue(
 ): string | readonly string[] | undefined {
   if (headers === undefined || headers === null) return undefined;
   const values: string[] = [];
-  if (Array.isArray(headers)) {
+  if (typeof headers === 'string') {
+    for (const line of headers.split('\r\n')) {
+      const colon = line.indexOf(':');
+      if (colon > 0 && line.slice(0, colon).trim().toLowerCase() === name)
+        values.push(line.slice(colon + 1).trim());
+    }
+  } else if (Array.isArray(headers)) {
     for (let i = 0; i + 1 < headers.length; i += 2) {
-      if (String(headers[i]).toLowerCase() === name) values.push(String(headers[i + 1]));
+      if (String(headers[i]).toLowerCase() !== name) continue;
+      const value: unknown = headers[i + 1];
+      if (Array.isArray(value)) values.push(...value.map(String));
+      else values.push(String(value));
     }
   } else {
     for (const [key, value] of Object.entries(headers as Record<string, unknown>)) {

@@ -1,4 +1,5 @@
 import { createRequire } from 'node:module';
+import { FastifyOtelInstrumentation } from '@fastify/otel';
 import { context, type Span, SpanKind, trace } from '@opentelemetry/api';
 import { HttpInstrumentation } from '@opentelemetry/instrumentation-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
@@ -328,10 +329,12 @@ describe('idempotencyPlugin under the OpenTelemetry HTTP instrumentation', () =>
     spanProcessors: [new SimpleSpanProcessor(exporter)],
   });
   const instrumentation = new HttpInstrumentation();
+  const fastifyInstrumentation = new FastifyOtelInstrumentation();
   beforeAll(() => {
     provider.register();
     instrumentation.setTracerProvider(provider);
     instrumentation.enable();
+    fastifyInstrumentation.setTracerProvider(provider);
     // The instrumentation patches node:http as it is required: require it once it listens.
     createRequire(import.meta.url)('node:http');
   });
@@ -366,5 +369,45 @@ describe('idempotencyPlugin under the OpenTelemetry HTTP instrumentation', () =>
     expect(servers[0]!.name).toBe('POST /payments/:id/capture');
     // The gate's decision is on the same span: keyscope reads key and route together.
     expect(servers[0]!.attributes['idempotency.key']).toBe('k1');
+  });
+
+  it("records on fastify's own request span, which carries the route, under @fastify/otel's hook spans", async () => {
+    exporter.reset();
+    const [, makeStore] = STORES[0]!;
+    const app = Fastify();
+    apps.push(app);
+    // Before the gate, as its registerOnInitialization does: it wraps every hook added after it
+    // in a span of its own, the active span inside the gate's hooks.
+    await app.register(fastifyInstrumentation.plugin());
+    await app.register(idempotencyPlugin, {
+      gate: createIdempotencyGate({ store: makeStore(), scope: nodeScope() }),
+    });
+    app.post('/payments/:id/capture', { config: { idempotency: 'required' } }, async () => ({ ok: true }));
+    const url = await app.listen({ host: '127.0.0.1', port: 0 });
+
+    const response = await fetch(`${url}/payments/pay_42/capture`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'idempotency-key': 'k2' },
+      body: '{}',
+    });
+    expect(response.status).toBe(200);
+    await app.close();
+
+    const spans = exporter.getFinishedSpans();
+    const server = spans.find((span) => span.kind === SpanKind.SERVER)!;
+    expect(server.attributes['http.route']).toBe('/payments/:id/capture');
+    const decided = spans.filter((span) => span.attributes['idempotency.outcome'] !== undefined);
+    expect(decided).toHaveLength(1);
+    // fastify's request span, the SERVER span's child: keyscope reads the route beside the decision.
+    expect(decided[0]!.attributes).toMatchObject({
+      'idempotency.key': 'k2',
+      'idempotency.outcome': 'miss',
+      'http.route': '/payments/:id/capture',
+    });
+    expect(decided[0]!.parentSpanContext?.spanId).toBe(server.spanContext().spanId);
+    // The hook spans (`preHandler - …`) are there, and hold none of it.
+    const hooks = spans.filter((span) => / - /.test(span.name));
+    expect(hooks.length).toBeGreaterThan(0);
+    for (const hook of hooks) expect(hook.attributes['idempotency.outcome']).toBeUndefined();
   });
 });

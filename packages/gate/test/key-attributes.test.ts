@@ -22,6 +22,20 @@ describe('keyAttributesOf', () => {
     });
   });
 
+  it('reads the key of a fetch request as undici hands it over: a flat list, or one header text', () => {
+    expect(
+      keyAttributesOf({ headers: ['content-type', 'application/json', 'Idempotency-Key', 'order-4'] }),
+    ).toEqual({
+      'idempotency.key': 'order-4',
+    });
+    expect(
+      keyAttributesOf({ headers: 'content-type: application/json\r\nIdempotency-Key: order-5\r\n' }),
+    ).toEqual({ 'idempotency.key': 'order-5' });
+    expect(keyAttributesOf({ headers: ['idempotency-key', ['a', 'b']] })).toEqual({});
+    expect(keyAttributesOf({ headers: 'idempotency-key: a\r\nidempotency-key: b\r\n' })).toEqual({});
+    expect(keyAttributesOf({ headers: 'content-type: application/json\r\n' })).toEqual({});
+  });
+
   it('gives nothing for a request without a key, or with one the gate would refuse', () => {
     expect(keyAttributesOf({})).toEqual({});
     expect(keyAttributesOf({ headers: { host: 'a' } })).toEqual({});
