@@ -18,10 +18,11 @@ import { kafkaEnvironment, type RoleProcess, startRole, stopRole } from './suppo
  * analyze` reports on the same file — the same findings, classes and incidents, each finding
  * blaming the same routing event, and the same routing events, each with the incidents citing it.
  *
- * The recordings are older than serve's span window (a retry horizon behind its clock), so the
- * role runs under libfaketime with its clock a minute past the recording's last span: the spans
- * arrive as a backlog of the last minute would, on event time, while the mock broker keeps the
- * real clock (it reads no record timestamps).
+ * A day after they were made the recordings are older than serve's span window (a retry horizon
+ * and `spans.maxLateMillis` behind its clock), and the detectors tick on that clock. So the role
+ * runs under libfaketime with its clock a minute past the recording's last span: the spans arrive
+ * as a backlog of the last minute would, while the mock broker keeps the real clock (it applies
+ * no time retention to the records' timestamps).
  */
 const RECORDINGS = fileURLToPath(new URL('../lab/recordings/', import.meta.url));
 const LIBFAKETIME = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
