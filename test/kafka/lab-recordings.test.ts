@@ -40,6 +40,8 @@ interface ApiRoutingEvent {
 interface ApiFinding {
   id: string;
   class: string;
+  cause: string | null;
+  executions: number;
   incidentId: string;
   routing: { event: ApiRoutingEvent | null };
 }
@@ -47,6 +49,10 @@ interface ApiFinding {
 interface ApiIncident {
   id: string;
   keys: number;
+  status: string;
+  title: string;
+  openedAt: string;
+  lastFindingAt: string;
   routingEvent: ApiRoutingEvent | null;
 }
 
@@ -63,12 +69,22 @@ function reportOf(
   routingEvents: ApiRoutingEvent[],
 ): Report {
   const event = (e: ApiRoutingEvent | null) =>
-    e === null ? 'no routing event' : `${e.id} ${e.type} ${e.node} ${e.start}`;
+    e === null ? 'no routing event' : `${e.id} ${e.type} ${e.node} ${e.start}..${e.end} ended=${e.ended}`;
   return {
-    findings: findings.map((f) => `${f.id} ${f.class} ${f.incidentId} ${event(f.routing.event)}`).sort(),
-    incidents: incidents.map((i) => `${i.id} ${i.keys} keys ${event(i.routingEvent)}`).sort(),
+    findings: findings
+      .map(
+        (f) =>
+          `${f.id} ${f.class} cause=${f.cause} ${f.executions} executions, incident ${f.incidentId}, ${event(f.routing.event)}`,
+      )
+      .sort(),
+    incidents: incidents
+      .map(
+        (i) =>
+          `${i.id} ${i.keys} keys ${i.status} ${i.openedAt}..${i.lastFindingAt} ${event(i.routingEvent)}: ${i.title}`,
+      )
+      .sort(),
     routingEvents: routingEvents
-      .map((e) => `${event(e)}..${e.end} ended=${e.ended} [${[...(e.incidentIds ?? [])].sort().join(' ')}]`)
+      .map((e) => `${event(e)} [${[...(e.incidentIds ?? [])].sort().join(' ')}]`)
       .sort(),
   };
 }
