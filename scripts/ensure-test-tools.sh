@@ -2,7 +2,8 @@
 # The tests drive real programs where users have them (an Alertmanager for the alert tests,
 # Chromium for the web page tests, a Kafka protocol peer that the Kafka tests compile from
 # packages/testkit/src/kafka/mock-cluster.c against librdkafka's mock cluster, jq for the tests that
-# pipe `keyscope analyze` into it as the README does, curl and jq for docs/tutorial.md's shell blocks).
+# pipe `keyscope analyze` into it as the README does, curl and jq for docs/tutorial.md's shell blocks,
+# libfaketime for the Kafka test that runs the roles on the lab recordings' clock).
 # This installs the missing ones from Debian's packages when it can (root with apt-get), and
 # otherwise says exactly what to install — so `pnpm test` works on a fresh Debian machine.
 set -euo pipefail
@@ -16,6 +17,7 @@ declare -A file_of=(
   [pkg-config]=/usr/bin/pkg-config
   [jq]=/usr/bin/jq
   [curl]=/usr/bin/curl
+  [libfaketime]=/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1
 )
 
 missing=()

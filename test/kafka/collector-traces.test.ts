@@ -91,6 +91,8 @@ function spansDecodedWhenAll(keyscope: RunningRoles): Promise<number> {
 describe("the Collector's traces topic", () => {
   it('yields the embedded findings from otlp_proto messages, one per exported batch', async () => {
     expect(expected.findings.length).toBeGreaterThan(0);
+    // The failover's routing events, which serve learns from the detectors' routing-event records.
+    expect(expected.routingEvents.length).toBeGreaterThan(0);
     const keyscope = await scaledKeyscope('otlp_proto');
     const messages = await exportAsCollector(producer, cluster.topic('traces-proto'), spans, {
       encoding: 'otlp_proto',

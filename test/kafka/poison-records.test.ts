@@ -78,7 +78,8 @@ describe('a record that cannot be read', () => {
     const producer = kafka.producer();
     await producer.connect();
     // One partition, in this order: spans, garbage, a tombstone, spans. Then a foreign record on
-    // the attempts topic and one on the incidents topic.
+    // the attempts topic and two on the incidents topic: not JSON, and a routing event of a type
+    // keyscope does not infer.
     await producer.send({
       topic: cluster.topic('traces'),
       messages: [
@@ -94,20 +95,27 @@ describe('a record that cannot be read', () => {
     });
     await producer.send({
       topic: cluster.topic('incidents'),
-      messages: [{ key: 'finding/x', value: Buffer.from('not json') }],
+      messages: [
+        { key: 'finding/x', value: Buffer.from('not json') },
+        {
+          key: 'routing-event/re_x',
+          value: Buffer.from(JSON.stringify({ v: 1, routingEvent: { id: 're_x', type: 'reboot' } })),
+        },
+      ],
     });
     await producer.disconnect();
 
     const api = `http://127.0.0.1:${keyscope.addresses.api.port}`;
     expect(await outcomeWhenEqual(api, expected, 60_000)).toEqual(expected);
 
-    const copies = await deadLetters(3, 30_000);
+    const copies = await deadLetters(4, 30_000);
     const sources = copies.map(
       (copy) => `${copy.headers['keyscope-error']} ${copy.headers['keyscope-source-topic']}`,
     );
     expect(sources.sort()).toEqual(
       [
         `KS_KAFKA_RECORD_INVALID ${cluster.topic('attempts')}`,
+        `KS_KAFKA_RECORD_INVALID ${cluster.topic('incidents')}`,
         `KS_KAFKA_RECORD_INVALID ${cluster.topic('incidents')}`,
         expect.stringMatching(new RegExp(`^KS_OTLP_[A-Z_]+ ${cluster.topic('traces')}$`)),
       ].sort(),
@@ -120,8 +128,16 @@ describe('a record that cannot be read', () => {
       'keyscope-source-offset': '1',
     });
 
-    const skipped = keyscope.counters!.snapshot().skipped.map(({ topic, reason }) => `${reason} ${topic}`);
-    expect(skipped).toContain(`empty_value ${cluster.topic('traces')}`);
+    const skipped = keyscope
+      .counters!.snapshot()
+      .skipped.map(({ topic, reason, count }) => `${reason} ${topic} ${count}`);
+    expect(skipped).toContain(`empty_value ${cluster.topic('traces')} 1`);
+    expect(skipped).toContain(`KS_KAFKA_RECORD_INVALID ${cluster.topic('incidents')} 2`);
     expect(skipped).toHaveLength(4);
+    // Nothing of the foreign routing event reached the API.
+    const events = (await (await fetch(`${api}/api/v1/routing-events`)).json()) as {
+      items: { id: string }[];
+    };
+    expect(events.items.map((event) => event.id)).not.toContain('re_x');
   }, 120_000);
 });

@@ -82,6 +82,8 @@ describe('two ingest and two detect instances', () => {
   it('find exactly what one embedded process finds for the same failover', async () => {
     const expected = await embeddedOutcome([first]);
     expect(expected.findings.length).toBeGreaterThan(0);
+    // The failover's routing events, which serve learns from the detectors' routing-event records.
+    expect(expected.routingEvents.length).toBeGreaterThan(0);
     await exportAsCollector(producer, topics.traces, first, { encoding: 'otlp_proto' });
     const actual = await outcomeWhenEqual(serve().api, expected, 90_000);
     expect(actual).toEqual(expected);

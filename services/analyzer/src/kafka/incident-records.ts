@@ -1,4 +1,11 @@
-import type { DetectorChanges, Finding, Incident, ScopeReportState } from '@keyscope/detector';
+import {
+  type DetectorChanges,
+  type Finding,
+  type Incident,
+  ROUTING_EVENT_TYPES,
+  type RoutingEvent,
+  type ScopeReportState,
+} from '@keyscope/detector';
 import { KeyscopeError } from '@keyscope/errors';
 import { KAFKA_RECORD_INVALID } from './kafka-errors.ts';
 
@@ -14,6 +21,7 @@ import { KAFKA_RECORD_INVALID } from './kafka-errors.ts';
  * | `finding/<finding id>`                | `{ finding }`                |
  * | `scope/<partition>`                   | `{ scope }` — report counts  |
  * | `parts/<partition>`                   | `{ incidentIds, sinceUnixMillis }` — see below |
+ * | `routing-event/<event id>`            | `{ routingEvent }`           |
  *
  * A retraction is a tombstone (null value) for the same key, which compaction eventually drops.
  * Ids are deterministic, so a detector that redoes work after a crash writes the same keys with
@@ -29,6 +37,13 @@ import { KAFKA_RECORD_INVALID } from './kafka-errors.ts';
  * key); nobody would ever retract them, so the serve role drops every part of that partition not
  * in the list. Only parts of incidents opened since `sinceUnixMillis` are judged: a state rebuilt
  * from the attempts topic knows one retry horizon, and older incidents stay as they were.
+ *
+ * Routing events are inferred from node activity alone, and every attempts partition holds all of
+ * it, so every partition's detector infers the same events under the same derived ids (type,
+ * service, node or place, start). Their records are keyed by the event id only: the serve role
+ * keeps one row per id, whichever partition wrote it last. A partition behind the others may
+ * write an earlier version of an event (a window not ended yet) after they wrote its last one;
+ * reading on, it reaches the same activity and writes the last version too.
  */
 export type IncidentRecord =
   | { readonly type: 'finding'; readonly id: string; readonly finding: Finding | null }
@@ -45,7 +60,8 @@ export type IncidentRecord =
       readonly incidentIds: readonly string[];
       /** Parts of incidents opened before this are beyond the new owner's window and kept. */
       readonly sinceUnixMillis: number;
-    };
+    }
+  | { readonly type: 'routing-event'; readonly id: string; readonly routingEvent: RoutingEvent | null };
 
 const VERSION = 1;
 
@@ -59,6 +75,8 @@ export function recordKey(record: IncidentRecord): string {
       return `scope/${record.partition}`;
     case 'parts':
       return `parts/${record.partition}`;
+    case 'routing-event':
+      return `routing-event/${record.id}`;
   }
 }
 
@@ -96,6 +114,11 @@ export function encodeIncidentRecord(record: IncidentRecord): { key: string; val
       return {
         key,
         value: json({ v: VERSION, incidentIds: record.incidentIds, sinceUnixMillis: record.sinceUnixMillis }),
+      };
+    case 'routing-event':
+      return {
+        key,
+        value: json(record.routingEvent === null ? null : { v: VERSION, routingEvent: record.routingEvent }),
       };
   }
 }
@@ -137,6 +160,12 @@ export function decodeIncidentRecord(key: Buffer | null, value: Buffer | null): 
       throw invalid(`${text}: expected sinceUnixMillis`);
     return { type: 'parts', partition: Number(parts[1]), incidentIds, sinceUnixMillis };
   }
+  if (parts[0] === 'routing-event' && parts.length === 2 && parts[1] !== '') {
+    const routingEvent = field('routingEvent') as RoutingEvent | null;
+    if (routingEvent !== null && !isRoutingEvent(routingEvent, parts[1]!))
+      throw invalid(`${text}: expected a routing event with this id, a known type, a service and its window`);
+    return { type: 'routing-event', id: parts[1]!, routingEvent };
+  }
   throw invalid(`unknown key ${JSON.stringify(text)}`);
 }
 
@@ -160,6 +189,10 @@ export function recordsOfTakeover(
 /** The records that publish one detector call's changes, as seen from one attempts partition. */
 export function recordsOfChanges(changes: DetectorChanges, partition: number): IncidentRecord[] {
   const records: IncidentRecord[] = [];
+  for (const id of changes.retractedRoutingEventIds ?? [])
+    records.push({ type: 'routing-event', id, routingEvent: null });
+  for (const routingEvent of changes.routingEvents ?? [])
+    records.push({ type: 'routing-event', id: routingEvent.id, routingEvent });
   for (const id of changes.retractedFindingIds) records.push({ type: 'finding', id, finding: null });
   for (const finding of changes.findings) records.push({ type: 'finding', id: finding.id, finding });
   for (const id of changes.retractedIncidentIds)
@@ -167,6 +200,18 @@ export function recordsOfChanges(changes: DetectorChanges, partition: number): I
   for (const incident of changes.incidents)
     records.push({ type: 'incident', id: incident.id, partition, incident });
   return records;
+}
+
+/** What the store and the API read of an event: the rest of its body is carried as written. */
+function isRoutingEvent(event: RoutingEvent, id: string): boolean {
+  return (
+    event.id === id &&
+    ROUTING_EVENT_TYPES.includes(event.type) &&
+    typeof event.service === 'string' &&
+    Number.isFinite(event.startUnixMillis) &&
+    Number.isFinite(event.endUnixMillis) &&
+    typeof event.ended === 'boolean'
+  );
 }
 
 function isPartition(text: string): boolean {

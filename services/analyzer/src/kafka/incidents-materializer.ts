@@ -6,6 +6,7 @@ import {
   DistinctCount,
   type Finding,
   type Incident,
+  type RoutingEvent,
   type ScopeReportState,
 } from '@keyscope/detector';
 import type { KeyscopeStore } from '@keyscope/store';
@@ -25,6 +26,9 @@ const SCOPE_PARTS = 'kafka-scope-parts';
  *   in the detectors' partition files);
  * - incident parts are kept per (incident, partition) in the store's `incidentParts` and merged
  *   into the incident the API serves and the alerter pages for;
+ * - routing events go to the routing events table, one row per event id whichever attempts
+ *   partition's detector wrote it (each infers the same events from the same activity), and a
+ *   tombstone deletes the row;
  * - scope report parts are summed into the report;
  * - a partition's list of incident ids (written when a detector takes it over) drops the parts
  *   of that partition it does not hold, among those opened within the window it covers.
@@ -76,6 +80,7 @@ export class IncidentsMaterializer {
   apply(topic: string, partition: number, records: readonly IncidentRecord[], lastOffset: number): void {
     const store = this.#store;
     const findings = new Map<string, Finding | null>();
+    const routingEvents = new Map<string, RoutingEvent | null>();
     const touchedIncidents = new Set<string>();
     let scopeChanged = false;
     // Copies, adopted once the transaction commits: a failed one leaves memory as the database.
@@ -86,6 +91,9 @@ export class IncidentsMaterializer {
         switch (record.type) {
           case 'finding':
             findings.set(record.id, record.finding);
+            break;
+          case 'routing-event':
+            routingEvents.set(record.id, record.routingEvent);
             break;
           case 'incident':
             if (record.incident === null) store.incidentParts.delete(record.id, record.partition);
@@ -130,6 +138,8 @@ export class IncidentsMaterializer {
         retractedFindingIds: [...findings].filter(([, finding]) => finding === null).map(([id]) => id),
         incidents,
         retractedIncidentIds,
+        routingEvents: [...routingEvents.values()].filter((event): event is RoutingEvent => event !== null),
+        retractedRoutingEventIds: [...routingEvents].filter(([, event]) => event === null).map(([id]) => id),
       });
       alerts?.incidentsChanged(incidents);
       if (scopeChanged) store.state.save(SCOPE_PARTS, Object.fromEntries(scopeParts));

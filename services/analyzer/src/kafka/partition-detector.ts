@@ -238,6 +238,8 @@ function isEmpty(changes: DetectorChanges): boolean {
     changes.findings.length === 0 &&
     changes.retractedFindingIds.length === 0 &&
     changes.incidents.length === 0 &&
-    changes.retractedIncidentIds.length === 0
+    changes.retractedIncidentIds.length === 0 &&
+    (changes.routingEvents ?? []).length === 0 &&
+    (changes.retractedRoutingEventIds ?? []).length === 0
   );
 }

@@ -81,7 +81,7 @@ describe('keyscope analyze (process)', () => {
     const run = await keyscope('analyze', '--format', 'json', archive);
     expect(run.code).toBe(0);
     const report = JSON.parse(run.stdout);
-    expect(Object.keys(report)).toEqual(['findings', 'incidents', 'scopes']);
+    expect(Object.keys(report)).toEqual(['findings', 'incidents', 'scopes', 'routingEvents']);
     expect(report.findings.map((f: { key: string }) => f.key).sort()).toEqual(simulatedFailover().truthKeys);
     // stderr is a pipe here: no progress line.
     expect(run.stderr).toBe('');

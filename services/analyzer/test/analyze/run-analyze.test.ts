@@ -396,10 +396,10 @@ describe('keyscope analyze reports', () => {
     jsonl = writeInput(join(temporaryFolder(), 'export.jsonl'), jsonLines(failover.requests));
   });
 
-  it('--format json prints one object with exactly findings, incidents and scopes in the API shapes', async () => {
+  it('--format json prints one object with exactly findings, incidents, scopes and routing events in the API shapes', async () => {
     const run = await analyze([jsonl], { format: 'json' });
     const report = JSON.parse(run.stdout);
-    expect(Object.keys(report)).toEqual(['findings', 'incidents', 'scopes']);
+    expect(Object.keys(report)).toEqual(['findings', 'incidents', 'scopes', 'routingEvents']);
     expect(Object.keys(report.findings[0]).sort()).toEqual(
       [
         'id',
@@ -444,6 +444,17 @@ describe('keyscope analyze reports', () => {
       declaredScope: 'node',
       status: 'narrower',
     });
+    // The failover's node_down, with the incidents grouped under it, as GET /api/v1/routing-events lists it.
+    const nodeDown = report.routingEvents.find((event: { type: string }) => event.type === 'node_down');
+    expect(nodeDown).toMatchObject({ service: 'payments', ended: true });
+    expect(nodeDown.start).toMatch(/^\d{4}-\d\d-\d\dT/);
+    const citing = report.incidents
+      .filter(
+        (incident: { routingEvent: { id: string } | null }) => incident.routingEvent?.id === nodeDown.id,
+      )
+      .map((incident: { id: string }) => incident.id);
+    expect(citing.length).toBeGreaterThan(0);
+    expect(nodeDown.incidentIds).toEqual(citing);
   });
 
   it('--format table shows the summary, every incident with its routing event, every finding and the scope report', async () => {

@@ -1,5 +1,11 @@
-import { createDetector, defaultDetectorConfig, type Finding, type Incident } from '@keyscope/detector';
-import { server } from '@keyscope/testkit';
+import {
+  createDetector,
+  defaultDetectorConfig,
+  type Finding,
+  type Incident,
+  type RoutingEvent,
+} from '@keyscope/detector';
+import { activity, server } from '@keyscope/testkit';
 import { describe, expect, it } from 'vitest';
 import {
   decodeIncidentRecord,
@@ -24,6 +30,21 @@ function duplicate(): { finding: Finding; incident: Incident } {
   return { finding: changes.findings[0]!, incident: changes.incidents[0]! };
 }
 
+/** A real routing event: node b silent from second 10 to 20 while a serves. */
+function nodeDown(): RoutingEvent {
+  const detector = createDetector(defaultDetectorConfig());
+  detector.ingest({
+    attempts: [],
+    activity: [
+      ...activity({ node: 'a', fromSecond: 0, toSecond: 40 }),
+      ...activity({ node: 'b', fromSecond: 0, toSecond: 10 }),
+      ...activity({ node: 'b', fromSecond: 20, toSecond: 40 }),
+    ],
+    invalid: { outcome: 0, hit: 0, scope: 0 },
+  });
+  return detector.flush().routingEvents![0]!;
+}
+
 function roundTrip(record: IncidentRecord): IncidentRecord {
   const { key, value } = encodeIncidentRecord(record);
   return decodeIncidentRecord(Buffer.from(key), value);
@@ -42,6 +63,10 @@ describe('incidents topic records', () => {
     expect(
       encodeIncidentRecord({ type: 'parts', partition: 7, incidentIds: [], sinceUnixMillis: 0 }).key,
     ).toBe('parts/7');
+    const event = nodeDown();
+    expect(encodeIncidentRecord({ type: 'routing-event', id: event.id, routingEvent: event }).key).toBe(
+      `routing-event/${event.id}`,
+    );
   });
 
   it("publishes a takeover as the partition's incident parts, then the list of their ids", () => {
@@ -68,6 +93,8 @@ describe('incidents topic records', () => {
       { type: 'incident', id: incident.id, partition: 2, incident: null },
       { type: 'scope', partition: 2, scope: [] },
       { type: 'parts', partition: 2, incidentIds: [incident.id], sinceUnixMillis: 1_000 },
+      { type: 'routing-event', id: nodeDown().id, routingEvent: nodeDown() },
+      { type: 'routing-event', id: nodeDown().id, routingEvent: null },
     ];
     for (const record of records) expect(roundTrip(record)).toEqual(record);
     expect(encodeIncidentRecord({ type: 'finding', id: finding.id, finding: null }).value).toBeNull();
@@ -75,16 +102,21 @@ describe('incidents topic records', () => {
 
   it("publishes a detector call's changes from its partition, retractions first", () => {
     const { finding, incident } = duplicate();
+    const event = nodeDown();
     const records = recordsOfChanges(
       {
         findings: [finding],
         retractedFindingIds: ['f_old'],
         incidents: [incident],
         retractedIncidentIds: ['inc_old'],
+        routingEvents: [event],
+        retractedRoutingEventIds: ['re_old'],
       },
       4,
     );
     expect(records.map((record) => encodeIncidentRecord(record).key)).toEqual([
+      'routing-event/re_old',
+      `routing-event/${event.id}`,
       'finding/f_old',
       `finding/${finding.id}`,
       'incident/inc_old/4',
@@ -108,6 +140,18 @@ describe('incidents topic records', () => {
       ['parts/1', null],
       ['parts/1', '{"v":1,"incidentIds":[3],"sinceUnixMillis":0}'],
       ['parts/1', '{"v":1,"incidentIds":[]}'],
+      ['routing-event/', null],
+      ['routing-event/re_x/1', null],
+      ['routing-event/re_x', '{"v":1,"routingEvent":"node_down"}'],
+      ['routing-event/re_x', JSON.stringify({ v: 1, routingEvent: { ...nodeDown(), id: 're_y' } })],
+      [
+        'routing-event/re_x',
+        JSON.stringify({ v: 1, routingEvent: { ...nodeDown(), id: 're_x', type: 'reboot' } }),
+      ],
+      [
+        'routing-event/re_x',
+        JSON.stringify({ v: 1, routingEvent: { ...nodeDown(), id: 're_x', endUnixMillis: 'later' } }),
+      ],
     ];
     for (const [key, value] of bad) {
       let code: string | undefined;

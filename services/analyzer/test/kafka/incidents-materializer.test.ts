@@ -6,9 +6,10 @@ import {
   type DetectorChanges,
   defaultDetectorConfig,
   type Incident,
+  type RoutingEvent,
 } from '@keyscope/detector';
 import { KeyscopeStore } from '@keyscope/store';
-import { server } from '@keyscope/testkit';
+import { activity, server } from '@keyscope/testkit';
 import { afterAll, describe, expect, it } from 'vitest';
 import { type IncidentRecord, recordsOfChanges } from '../../src/kafka/incident-records.ts';
 import { IncidentsMaterializer, sumScopeStates } from '../../src/kafka/incidents-materializer.ts';
@@ -27,6 +28,21 @@ function duplicateOf(key: string): DetectorChanges {
     activity: [],
     invalid: { outcome: 0, hit: 0, scope: 0 },
   });
+}
+
+/** The routing events a detector infers when node b is silent from second 10 until `until`. */
+function nodeDownUntil(until: number): RoutingEvent[] {
+  const detector = createDetector(defaultDetectorConfig());
+  detector.ingest({
+    attempts: [],
+    activity: [
+      ...activity({ node: 'a', fromSecond: 0, toSecond: 40 }),
+      ...activity({ node: 'b', fromSecond: 0, toSecond: 10 }),
+      ...activity({ node: 'b', fromSecond: until, toSecond: 40 }),
+    ],
+    invalid: { outcome: 0, hit: 0, scope: 0 },
+  });
+  return detector.flush().routingEvents ?? [];
 }
 
 function materializer(path: string, alerts: { changed: Incident[]; retracted: string[] }) {
@@ -131,6 +147,32 @@ describe("the serve role's copy of the incidents topic", () => {
     expect(store.incidents.get('inc_stale')).toBeUndefined();
     expect(store.incidents.get('inc_old')).toBeUndefined();
     expect(alerts.retracted).toEqual(['inc_stale', keptIncident.id, 'inc_old']);
+    store.close();
+  });
+
+  it('keeps one routing event per id whichever partitions publish it, the last version written, until retracted', () => {
+    const { store, view } = materializer(join(dir, 'routing-events.db'), { changed: [], retracted: [] });
+    const [early] = nodeDownUntil(20);
+    const [late] = nodeDownUntil(25);
+    expect(late!.id).toBe(early!.id);
+    expect(late!.endUnixMillis).toBeGreaterThan(early!.endUnixMillis);
+    const event = (routingEvent: RoutingEvent | null): IncidentRecord => ({
+      type: 'routing-event',
+      id: early!.id,
+      routingEvent,
+    });
+    const listed = () => store.routingEvents.list({}, { limit: 10 }).items;
+    // Attempts partitions 4 and 7 infer it from the same activity; their records reach two
+    // incidents partitions.
+    view.apply('incidents', 0, [event(early!)], 10);
+    view.apply('incidents', 1, [event(early!)], 20);
+    expect(listed()).toEqual([{ ...early, incidentIds: [] }]);
+    // One of them reads on and revises the window.
+    view.apply('incidents', 1, [event(late!)], 21);
+    expect(listed()).toEqual([{ ...late, incidentIds: [] }]);
+    // Late activity disproves it, on every partition: a tombstone deletes it.
+    view.apply('incidents', 0, [event(null)], 11);
+    expect(listed()).toEqual([]);
     store.close();
   });
 

@@ -131,6 +131,32 @@ describe('one attempts partition', () => {
     expect(settledAt).toBe(TEST_EPOCH_UNIX_MILLIS + 3_000 + 16_000);
   });
 
+  it('publishes the routing events its ticks infer, on a tick that changes nothing else too', () => {
+    const detector = partitionDetector();
+    // Node b goes silent from second 10 to 20 while a serves: a node_down of b, from activity alone.
+    const before = ['a', 'b'].flatMap((node) => activity({ node, fromSecond: 0, toSecond: 10 }));
+    detector.apply([samples(0, '', before)], 0);
+    detector.tick(TEST_EPOCH_UNIX_MILLIS + 10_000);
+    expect(detector.pending().map((record) => record.type)).toEqual(['scope']);
+    detector.delivered(1);
+    const after = [
+      ...activity({ node: 'a', fromSecond: 10, toSecond: 40 }),
+      ...activity({ node: 'b', fromSecond: 20, toSecond: 40 }),
+    ];
+    detector.apply([{ ...samples(1, '', after) }], 1);
+    expect(detector.pending()).toEqual([]);
+    // The silence closes: the event is all this tick changes.
+    detector.tick(TEST_EPOCH_UNIX_MILLIS + 60_000);
+    expect(detector.pending()).toMatchObject([
+      { type: 'routing-event', routingEvent: { type: 'node_down', node: 'b', ended: true } },
+    ]);
+    const [published] = detector.pending();
+    expect(published).toMatchObject({ id: (published as { routingEvent: { id: string } }).routingEvent.id });
+    detector.delivered(1);
+    detector.tick(TEST_EPOCH_UNIX_MILLIS + 61_000);
+    expect(detector.pending()).toEqual([]);
+  });
+
   it('publishes its scope report counts on a tick, and again only when they move', () => {
     const detector = partitionDetector();
     detector.apply(twice, 1);
