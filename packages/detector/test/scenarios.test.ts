@@ -208,27 +208,29 @@ describe('routing attribution against the simulator’s record', () => {
     },
   );
 
+  // A brownout's service keeps its lognormal slow tail on healthy nodes too: a few keys run twice
+  // with no failure behind them, and are blamed on none (the test above).
   it.each([
-    ['node failover', () => scenarios.nodeFailover()],
-    ['region failover', () => scenarios.regionFailover()],
-    ['a store error spike', () => scenarios.scopeViolation()],
-    ['node brownout', () => scenarios.brownout()],
-  ] as const)('infers the failure behind every key of a %s', (_name, make) => {
+    ['node failover', () => scenarios.nodeFailover(), 1],
+    ['region failover', () => scenarios.regionFailover(), 1],
+    ['a store error spike', () => scenarios.scopeViolation(), 1],
+    ['node brownout', () => scenarios.brownout(), 0.8],
+  ] as const)('infers the failure behind every key a failure caused in a %s', (_name, make, causedShare) => {
     const rows = blame(make);
-    expect(rows.length).toBeGreaterThan(0);
-    for (const row of rows) {
-      expect(row.failure, row.key).not.toBeNull();
-      expect(row.blamed, row.key).not.toBeNull();
-    }
+    const caused = rows.filter((row) => row.failure !== null);
+    expect(caused.length).toBeGreaterThan(0);
+    expect(caused.length).toBeGreaterThanOrEqual(causedShare * rows.length);
+    for (const row of caused) expect(row.blamed, row.key).not.toBeNull();
   });
 
   it('ties a brownout’s duplicates to one latency_spike of the slowed node, which names the share of its slow spans', () => {
     const { spans, truth } = simulate(scenarios.brownout());
     const detector = detect([spans]);
     const [failure] = truth.routingEvents;
-    expect(truth.keys.length).toBeGreaterThan(0);
-    for (const key of truth.keys) expect(key.routingEventId).toBe(failure!.id);
-    const findings = detector.findings();
+    const caused = truth.keys.filter((key) => key.routingEventId !== undefined);
+    expect(caused.length).toBeGreaterThan(0);
+    for (const key of caused) expect(key.routingEventId).toBe(failure!.id);
+    const findings = detector.findings().filter((f) => f.routing.event !== null);
     const blamed = new Set(findings.map((f) => f.routing.event?.id));
     expect(blamed.size).toBe(1);
     const event = findings[0]!.routing.event!;

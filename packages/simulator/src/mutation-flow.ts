@@ -213,8 +213,10 @@ class MutationFlow {
     atUnixMillis = this.now,
   ): void {
     // On the visits' own clock (`micros`), so a failure met at a store decision is at its visit.
-    if (failure !== undefined)
-      this.routingEvents.push({ id: failure.event.id, how, atUnixMillis: micros(atUnixMillis) });
+    if (failure === undefined) return;
+    const event: TouchingEvent = { id: failure.event.id, how, atUnixMillis: micros(atUnixMillis) };
+    if (failure.event.node !== undefined) event.node = failure.event.node;
+    this.routingEvents.push(event);
   }
 
   /** A user request at the caller (or a redrive job) that sends the mutation with the key. */

@@ -127,6 +127,8 @@ export interface TouchingEvent {
    * its decision still decides, behind its partition).
    */
   atUnixMillis: number;
+  /** The node whose failure it is, when the failure is one node's. */
+  node?: string;
 }
 
 /** Everything that happened to one key: the input of `classifyKey`. */
@@ -219,9 +221,12 @@ export function classifyKey(history: KeyHistory): KeyVerdict {
  * send broke nothing: the send still reached a live node, which answered for the key.
  */
 function causingEvent(history: KeyHistory, first: StoreVisit, repeat: StoreVisit): string | undefined {
+  // A node's failure caused the repeat when it broke the first execution's request in between: a
+  // slow tail on a healthy node that sent the retry into a browned-out one is not the brownout's.
   const cause = history.routingEvents.find(
     (event) =>
       event.how === 'broke' &&
+      (event.node === undefined || event.node === first.node) &&
       event.atUnixMillis >= first.startUnixMillis &&
       event.atUnixMillis <= repeat.startUnixMillis,
   );

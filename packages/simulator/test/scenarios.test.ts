@@ -158,12 +158,16 @@ describe('scenarios', () => {
     const { spans, truth } = simulate(scenarios.brownout());
     const [slowed] = truth.routingEvents;
     expect(slowed!.type).toBe('brownout');
-    expect(truth.keys.length).toBeGreaterThanOrEqual(50);
     expect(classes({ truth })).toEqual(['cross_store_duplicate']);
-    for (const key of truth.keys) {
+    // Latency is lognormal with the lab's spread: a healthy node's own slow tail also crosses the
+    // client's timeout now and then, and those keys run twice with no failure behind them.
+    const inBrownout = truth.keys.filter((key) => key.routingEventId !== undefined);
+    expect(inBrownout.length).toBeGreaterThanOrEqual(50);
+    expect(inBrownout.length).toBeGreaterThanOrEqual(0.8 * truth.keys.length);
+    for (const key of truth.keys) expect(key.retriedBy).toBe('client');
+    for (const key of inBrownout) {
       expect(key.routingEventId).toBe(slowed!.id);
       expect(key.executions[0]!.node).toBe(slowed!.node);
-      expect(key.retriedBy).toBe('client');
     }
     // Its POSTs take 2.5 s longer while it browns out, past the client's 2 s timeout: their SERVER
     // spans end when the client gives up, as the HTTP instrumentation ends them (the lab's
@@ -195,9 +199,11 @@ describe('scenarios', () => {
     const { truth } = simulate(scenarios.slowEverywhere());
     expect(new Set(truth.routingEvents.map((e) => e.type))).toEqual(new Set(['brownout']));
     expect(new Set(truth.routingEvents.map((e) => e.node)).size).toBe(6);
-    expect(truth.keys.length).toBeGreaterThanOrEqual(50);
     const ids = new Set(truth.routingEvents.map((e) => e.id));
-    for (const key of truth.keys) expect(ids.has(key.routingEventId!)).toBe(true);
+    const inBrownout = truth.keys.filter((key) => key.routingEventId !== undefined);
+    expect(inBrownout.length).toBeGreaterThanOrEqual(50);
+    expect(inBrownout.length).toBeGreaterThanOrEqual(0.8 * truth.keys.length);
+    for (const key of inBrownout) expect(ids.has(key.routingEventId!)).toBe(true);
   });
 
   it('releaseBeforeEffect runs each re-sent key once, in a second store, after a release and a 503', () => {
