@@ -89,6 +89,10 @@ export class ArchiveFiles {
     this.#options = options;
     this.#now = options.now ?? Date.now;
     mkdirSync(options.dir, { recursive: true });
+    // Refused here rather than at the first payload: a folder that cannot be written stops startup.
+    const probe = join(options.dir, '.keyscope-write-probe');
+    closeSync(openSync(probe, 'w'));
+    unlinkSync(probe);
     const names = readdirSync(options.dir)
       .filter((name) => name.startsWith(PREFIX) && (name.endsWith(SUFFIX) || name.endsWith(SUFFIX + PARTIAL)))
       .sort();
