@@ -198,12 +198,32 @@ export class PayloadArchive {
     };
   }
 
-  /** Writes what is queued, finishes the file being written and stops the thread. Idempotent. */
-  stop(): Promise<void> {
+  /**
+   * Writes what is queued, finishes the file being written and stops the thread; past
+   * `timeoutMillis` the thread is stopped where it is, what it had not written counted as
+   * `write_failed` (its open file keeps its `.partial` name until the next start). Idempotent.
+   */
+  stop(timeoutMillis: number): Promise<void> {
     this.#stopping ??= (async () => {
       this.#post();
-      if (this.#alive) this.#worker.postMessage({ kind: 'stop' } satisfies ArchiveTask);
-      await this.#exited;
+      if (!this.#alive) return;
+      this.#worker.postMessage({ kind: 'stop' } satisfies ArchiveTask);
+      let timer: NodeJS.Timeout | undefined;
+      const timedOut = await Promise.race([
+        this.#exited.then(() => false),
+        new Promise<boolean>((resolve) => {
+          timer = setTimeout(() => resolve(true), timeoutMillis);
+        }),
+      ]);
+      clearTimeout(timer);
+      if (!timedOut) return;
+      this.#logger.error(
+        `archive: ${this.#queuedPayloads} payloads were not written to ${this.#config.path} within shutdown.drainTimeoutMillis (${timeoutMillis} ms) and are not archived (keyscope_archive_write_failures_total{reason="write_failed"})`,
+      );
+      this.#failures.write_failed += this.#queuedPayloads;
+      this.#queuedPayloads = 0;
+      this.#queuedBytes = 0;
+      await this.#worker.terminate();
     })();
     return this.#stopping;
   }

@@ -31,7 +31,8 @@ export interface RunningReceivers {
   bufferedBytes(): Record<Transport, number>;
   /**
    * Stops the receivers (no new requests; those in flight are answered, for up to
-   * `shutdown.drainTimeoutMillis`), then the archive, once it has written what they acknowledged.
+   * `shutdown.drainTimeoutMillis`), then the archive, once it has written what they acknowledged
+   * (for up to `shutdown.drainTimeoutMillis` more).
    * Idempotent.
    */
   stop(): Promise<void>;
@@ -62,7 +63,7 @@ export async function startReceivers(
   const started: Receiver[] = [];
   const stopAll = async (drainTimeoutMillis: number) => {
     await Promise.all(started.map((r) => r.stop(drainTimeoutMillis)));
-    await archive?.stop();
+    await archive?.stop(drainTimeoutMillis);
   };
   try {
     const http = await listening(
