@@ -1,6 +1,7 @@
 import { mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { isKeyscopeError } from '@keyscope/errors';
+import { createAttributes, encodeLogs, type LogRecord } from '@keyscope/otlp';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runAnalyze } from '../../src/analyze/run-analyze.ts';
 import { ANALYZER_ARCHIVE_UNWRITABLE } from '../../src/errors.ts';
@@ -59,6 +60,44 @@ describe('archive.*', () => {
     await keyscope.running.stop();
     expect(finished(folder)).toHaveLength(1);
     expect(await analyzedKeys(folder)).toEqual(['archived-key-1', 'archived-key-2']);
+  });
+
+  it('archive.path: a logs payload is kept as the spans of the decisions its records state', async () => {
+    keyscope = await startConfigured((dir) => ({ file: { archive: { path: archiveOf(dir) } } }));
+    const now = Date.now();
+    const decision = (node: string, offsetMillis: number): LogRecord => ({
+      traceId: '',
+      spanId: '',
+      timeUnixMillis: now - 5_000 + offsetMillis,
+      observedTimeUnixMillis: 0,
+      severityNumber: 9,
+      severityText: 'INFO',
+      body: 'idempotency decision',
+      eventName: 'idempotency.decision',
+      attributes: Object.assign(createAttributes(), {
+        'idempotency.key': 'logged-key',
+        'idempotency.outcome': 'miss',
+        'idempotency.scope': 'node',
+        'http.route': '/payments',
+      }),
+      resource: {
+        attributes: Object.assign(createAttributes(), {
+          'service.name': 'payments',
+          'service.instance.id': node,
+        }),
+      },
+      scope: { name: 'dedup', version: '1' },
+    });
+    const otlp = keyscope.running.addresses.otlpHttp!;
+    const response = await fetch(`http://127.0.0.1:${otlp.port}/v1/logs`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-protobuf' },
+      body: encodeLogs([decision('payments-a', 0), decision('payments-b', 1_000)]),
+    });
+    expect(response.status).toBe(200);
+    await archived(1);
+    await keyscope.running.stop();
+    expect(await analyzedKeys(archiveOf(keyscope.dir))).toEqual(['logged-key']);
   });
 
   it('archive.path: off by default, nothing archived', async () => {
