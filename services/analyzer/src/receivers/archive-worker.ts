@@ -61,7 +61,7 @@ port.on('message', (task: ArchiveTask) => {
   let firstError = '';
   for (const payload of payloads) {
     try {
-      // Every payload was decoded once already, by the receivers, before they acknowledged it.
+      // The receivers decoded each payload before acknowledging it: a failure here is a bug.
       lines.push(`${JSON.stringify(encodeTracesJson(spansOf(payload)))}\n`);
     } catch (error) {
       unencodable++;
