@@ -65,6 +65,11 @@ export interface ArchiveThreadData {
   readonly checkMillis: number;
 }
 
+/**
+ * A batch is posted once it holds this many bytes, else at the end of the loop's turn: the thread
+ * holds a batch's JSON (about twice its protobuf) and gzips it at once.
+ */
+const MAX_BATCH_BYTES = 4 * 1024 * 1024;
 /** Longest between two checks of the open file's age. */
 const MAX_CHECK_MILLIS = 1_000;
 
@@ -184,7 +189,8 @@ export class PayloadArchive {
     this.#batchBytes += size;
     this.#queuedBytes += size;
     this.#queuedPayloads++;
-    if (!this.#scheduled) {
+    if (this.#batchBytes >= MAX_BATCH_BYTES) this.#post();
+    else if (!this.#scheduled) {
       this.#scheduled = true;
       setImmediate(() => this.#post());
     }
