@@ -21,11 +21,12 @@ import { bundlePage, PREBUILT_SCRIPT, PREBUILT_STYLESHEET } from '../src/web/pag
 
 const ANALYZER = fileURLToPath(new URL('../', import.meta.url));
 const ROOT = resolve(ANALYZER, '../..');
-/** The processes the bundle starts from: the CLI, the bin's flag list, `analyze`'s threads. */
+/** The processes the bundle starts from: the CLI, the bin's flag list, `analyze`'s threads, serve's archive thread. */
 const ENTRY_POINTS = {
   cli: join(ANALYZER, 'src/cli.ts'),
   'node-flags': join(ANALYZER, 'src/node-flags.ts'),
   'extract-worker': join(ANALYZER, 'src/analyze/extract-worker.ts'),
+  'archive-worker': join(ANALYZER, 'src/receivers/archive-worker.ts'),
 };
 /** Files the bundle reads beside itself at run time (`new URL('./…', import.meta.url)`). */
 const ASSETS = [join(ANALYZER, 'src/api/api-reference.css')];

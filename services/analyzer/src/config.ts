@@ -225,6 +225,22 @@ const SERVE = configSchema(
         retryAfterSeconds: positiveInteger(5),
       }),
     }),
+    /**
+     * The OTLP payloads the receivers acknowledge, kept as gzipped OTLP/JSON lines that `keyscope
+     * analyze` reads (receivers/archive-files.ts); off while `path` is ''.
+     */
+    archive: object({
+      /** The folder the files go to, created if missing; '' turns the archive off. */
+      path: optionalText(),
+      /** Archive files on disk, the one being written included; past it the oldest are deleted. */
+      maxBytes: positiveInteger(10 * 1024 * MIB),
+      /** A file is finished (renamed to its `.jsonl.gz` name) before it would pass this size… */
+      fileBytes: positiveInteger(64 * MIB),
+      /** …or once it is this old, so that a quiet service's payloads become readable. */
+      fileMillis: timerMillis(60_000),
+      /** Payloads handed to the archive thread and not yet written; past it, payloads are not archived (counted). */
+      maxQueuedBytes: positiveInteger(64 * MIB),
+    }),
     shutdown: object({
       /** How long a stopping receiver waits for in-flight requests before closing their connections. */
       drainTimeoutMillis: positiveInteger(10_000),
@@ -254,6 +270,7 @@ export function resolveServeConfig(
   checkDistinctPorts(config);
   checkExposure(config);
   checkMetricsTokens(config);
+  checkArchive(config);
   return config;
 }
 
@@ -265,6 +282,14 @@ function checkMetricsTokens(config: ServeConfig): void {
         `api.tokens[${index}] has role metrics and tenant ${entry.tenant}: /metrics covers every tenant, so a metrics token has no tenant`,
       );
     }
+  }
+}
+
+/** A file larger than the whole archive would be deleted as soon as it is finished. */
+function checkArchive(config: ServeConfig): void {
+  const { maxBytes, fileBytes } = config.archive;
+  if (fileBytes > maxBytes) {
+    throw invalid(`archive.fileBytes must be at most archive.maxBytes (${maxBytes}), received ${fileBytes}`);
   }
 }
 

@@ -125,6 +125,13 @@ export const ANALYZER_PORT_IN_USE = defineError(
   '`keyscope serve` refuses to start: another process listens on the port of the API, the OTLP/HTTP or the OTLP/gRPC receiver; the message names the listener and its flag, field and variable.',
 );
 
+export const ANALYZER_ARCHIVE_UNWRITABLE = defineError(
+  'KS_ANALYZER_ARCHIVE_UNWRITABLE',
+  400,
+  false,
+  '`keyscope serve` refuses to start: `archive.path` (`KEYSCOPE_ARCHIVE_PATH`) cannot be created or is not a writable folder; the message names the path and why.',
+);
+
 /** Every code this service declares, for the registry test. */
 export const ANALYZER_ERRORS = [
   ANALYZER_BODY_TOO_LARGE,
@@ -144,4 +151,5 @@ export const ANALYZER_ERRORS = [
   ANALYZER_DB_FOLDER_MISSING,
   ANALYZER_MAPPING_UNREADABLE,
   ANALYZER_PORT_IN_USE,
+  ANALYZER_ARCHIVE_UNWRITABLE,
 ] as const;

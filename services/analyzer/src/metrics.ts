@@ -4,6 +4,7 @@ import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { AuthFailureReason } from './api/auth-failures.ts';
 import type { PipelineCounts } from './pipeline/detection-pipeline.ts';
 import type { IngestCountersSnapshot, TransportCounts } from './receivers/ingest-counters.ts';
+import type { ArchiveCounts } from './receivers/payload-archive.ts';
 
 /** Where /metrics reads from at scrape time; every source is optional (roles run a subset). */
 export interface MetricSources {
@@ -20,6 +21,8 @@ export interface MetricSources {
   alerts?: () => DeliveryCountersSnapshot;
   pendingAlerts?: () => number;
   db?: () => DbSnapshot;
+  /** The payload archive's files and losses; undefined while `archive.path` is ''. */
+  archive?: () => ArchiveCounts | undefined;
   /** Refused bearer tokens on the API (or a role's /metrics), by reason. */
   authFailures?: () => Readonly<Record<AuthFailureReason, number>>;
 }
@@ -396,6 +399,55 @@ export function createMetrics(sources: MetricSources): { registry: Registry; ren
         [{ reason: 'retention' }, db.purgedRows.retention],
         [{ reason: 'size' }, db.purgedRows.size],
       ]);
+    },
+  });
+
+  // Read once per scrape, by the first archive metric; the ones after it reuse the snapshot.
+  let archive: ArchiveCounts | undefined;
+  new Counter({
+    name: 'keyscope_archive_payloads_total',
+    help: 'Acknowledged OTLP payloads written to the archive (archive.path).',
+    registers: [registry],
+    collect() {
+      archive = sources.archive?.();
+      if (archive !== undefined) absolute(this, [[{}, archive.payloads]]);
+    },
+  });
+  new Counter({
+    name: 'keyscope_archive_written_bytes_total',
+    help: 'Bytes written to the archive files (gzipped).',
+    registers: [registry],
+    collect() {
+      if (archive !== undefined) absolute(this, [[{}, archive.writtenBytes]]);
+    },
+  });
+  new Counter({
+    name: 'keyscope_archive_write_failures_total',
+    help: 'Acknowledged OTLP payloads not archived, by reason: write_failed (the file system refused the write), queue_full (past archive.maxQueuedBytes waiting), unencodable.',
+    labelNames: ['reason'],
+    registers: [registry],
+    collect() {
+      if (archive === undefined) return;
+      absolute(
+        this,
+        Object.entries(archive.failures).map(([reason, n]) => [{ reason }, n]),
+      );
+    },
+  });
+  new Counter({
+    name: 'keyscope_archive_deleted_files_total',
+    help: 'Oldest archive files deleted to keep the archive within archive.maxBytes.',
+    registers: [registry],
+    collect() {
+      if (archive !== undefined) absolute(this, [[{}, archive.deletedFiles]]);
+    },
+  });
+  new Gauge({
+    name: 'keyscope_archive_bytes',
+    help: 'Bytes of the archive files on disk, the one being written included: what archive.maxBytes bounds.',
+    registers: [registry],
+    collect() {
+      if (archive !== undefined) this.set(archive.diskBytes);
     },
   });
 

@@ -141,6 +141,7 @@ export async function startServe(
         purgedRows: { ...purgedRows },
       }),
       authFailures: () => authFailures.snapshot(),
+      archive: () => receivers?.archiveCounts(),
     });
 
     const served = await startApiWithAlerts({

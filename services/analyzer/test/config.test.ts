@@ -99,6 +99,19 @@ describe('serve configuration', () => {
     expect(error.message).toContain('api.authFailureBudget.burst');
   });
 
+  it('archives nothing by default, and refuses archive files larger than the archive', () => {
+    expect(defaultServeConfig().archive).toEqual({
+      path: '',
+      maxBytes: 10 * 1024 * 1024 * 1024,
+      fileBytes: 64 * 1024 * 1024,
+      fileMillis: 60_000,
+      maxQueuedBytes: 64 * 1024 * 1024,
+    });
+    const error = configError(() => resolveServeConfig({ archive: { maxBytes: 1000, fileBytes: 1001 } }));
+    expect(error.code).toBe(ANALYZER_CONFIG_INVALID.code);
+    expect(error.message).toContain('archive.fileBytes');
+  });
+
   it('refuses two listeners on one port', () => {
     const error = configError(() => resolveServeConfig({ api: { port: 4318 } }));
     expect(error.message).toContain('otlp.http.port');

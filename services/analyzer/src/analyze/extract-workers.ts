@@ -1,6 +1,7 @@
 import { setImmediate } from 'node:timers/promises';
 import { Worker } from 'node:worker_threads';
 import { AttemptBatchDecoder } from '@keyscope/attempts';
+import { threadBootstrap } from '../thread-bootstrap.ts';
 import type { RecordFailure } from './decode-record.ts';
 import type { ExtractionInputs, RecordExtract } from './record-extract.ts';
 import type { InputRecord } from './record-reader.ts';
@@ -64,20 +65,6 @@ export const SLOT_BYTES = 1024 * 1024;
 const NOTHING: ExtractResult = Object.freeze({ failure: { code: '', message: '' } });
 
 /**
- * The code each thread evaluates to load extract-worker. From the TypeScript sources (`pnpm
- * keyscope`, through tsx) it registers tsx first; in the packed CLI this module is bundled, and
- * scripts/pack-cli.ts puts the thread's own bundle, extract-worker.js, beside it.
- */
-function threadBootstrap(): string {
-  if (!import.meta.url.endsWith('.ts')) {
-    return `import(${JSON.stringify(new URL('./extract-worker.js', import.meta.url).href)});`;
-  }
-  const tsx = import.meta.resolve('tsx/esm/api');
-  const entry = new URL('./extract-worker.ts', import.meta.url).href;
-  return `import(${JSON.stringify(tsx)}).then(({ register }) => { register(); return import(${JSON.stringify(entry)}); });`;
-}
-
-/**
  * Threads that decode requests and extract their attempts for `keyscope analyze`, while the main
  * thread reads the files and runs the one detector. Results come back in any order and are handed
  * to `done` in the order the records were submitted, so the detector sees exactly the sequence one
@@ -96,7 +83,7 @@ export class ExtractWorkers {
   #closing = false;
 
   constructor(threads: number, inputs: ExtractionInputs) {
-    const bootstrap = threadBootstrap();
+    const bootstrap = threadBootstrap(import.meta.url, 'extract-worker');
     this.#threads = Array.from({ length: threads }, () => {
       const slots = new SharedArrayBuffer(IN_FLIGHT_PER_THREAD * SLOT_BYTES);
       const workerData: ExtractThreadData = { inputs, slots };

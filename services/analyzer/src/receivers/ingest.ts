@@ -17,6 +17,7 @@ import type { Logger } from '../logger.ts';
 import type { Admission, AdmissionSlot } from './admission.ts';
 import type { IngestCounters, RejectReason, Transport } from './ingest-counters.ts';
 import { INTERNAL_FAILURE, type IngestFailure, ingestFailureFor } from './ingest-failure.ts';
+import type { PayloadArchive } from './payload-archive.ts';
 import type { PayloadBytes } from './payload-bytes.ts';
 
 export type PayloadEncoding = 'protobuf' | 'json';
@@ -42,6 +43,8 @@ export interface IngestOptions {
   readonly logger: Logger;
   /** What the decoders materialize (e.g. only the attributes the consumer reads); all by default. */
   readonly decodeOptions?: DecodeOptions;
+  /** Given every payload answered 200 / OK that holds a span (log record); none when `archive.path` is ''. */
+  readonly archive?: PayloadArchive;
 }
 
 /**
@@ -118,6 +121,7 @@ export class Ingest {
       // spans the consumer does not read), the consumer has nothing to do.
       if (spans.length === 0) {
         counters.payloadAccepted(transport, count, signal);
+        if (count > 0) this.#options.archive?.append(payload);
         return { accepted: true, result: ACCEPTED_ALL };
       }
       if (!slot.reserveSpans(count)) {
@@ -145,6 +149,8 @@ export class Ingest {
         unexplained -= items;
       }
       counters.itemsRejected(transport, 'consumer_refused', unexplained, signal);
+      // Whole, spans refused one by one included: analyze applies its own rules to them.
+      this.#options.archive?.append(payload);
       return { accepted: true, result };
     } finally {
       slot.release();

@@ -9,6 +9,7 @@ import { IngestCounters, type Transport } from './ingest-counters.ts';
 import { formatHostPort, type ListenAddress, type Receiver } from './listen-address.ts';
 import { startOtlpGrpcReceiver } from './otlp-grpc.ts';
 import { startOtlpHttpReceiver } from './otlp-http.ts';
+import { type ArchiveCounts, PayloadArchive } from './payload-archive.ts';
 
 export interface ReceiverDependencies {
   /** Where decoded spans go; a span-counting consumer when absent. */
@@ -22,13 +23,17 @@ export interface RunningReceivers {
   /** The bound addresses: port 0 in the config is resolved here. */
   readonly addresses: { readonly otlpHttp: ListenAddress; readonly otlpGrpc: ListenAddress };
   readonly counters: IngestCounters;
+  /** What the payload archive wrote and lost; undefined while `archive.path` is ''. */
+  archiveCounts(): ArchiveCounts | undefined;
   /** Requests and spans the receivers have admitted and the consumer has not yet acknowledged. */
   inFlight(): { requests: number; spans: number };
   /** Bytes of bodies and messages still arriving, per transport (buffered-bodies.ts). */
   bufferedBytes(): Record<Transport, number>;
   /**
    * Stops the receivers (no new requests; those in flight are answered, for up to
-   * `shutdown.drainTimeoutMillis`). Idempotent.
+   * `shutdown.drainTimeoutMillis`), then the archive, once it has written what they acknowledged
+   * (for up to `shutdown.drainTimeoutMillis` more).
+   * Idempotent.
    */
   stop(): Promise<void>;
 }
@@ -45,16 +50,21 @@ export async function startReceivers(
   const consumer = dependencies.consumer ?? new CountingConsumer();
   const counters = new IngestCounters();
   const admission = new Admission(config.otlp.admission);
+  const archive = config.archive.path === '' ? undefined : await PayloadArchive.start(config.archive, logger);
   const ingest = new Ingest({
     consumer,
     admission,
     counters,
     logger,
     decodeOptions: dependencies.decodeOptions,
+    archive,
   });
 
   const started: Receiver[] = [];
-  const stopAll = (drainTimeoutMillis: number) => Promise.all(started.map((r) => r.stop(drainTimeoutMillis)));
+  const stopAll = async (drainTimeoutMillis: number) => {
+    await Promise.all(started.map((r) => r.stop(drainTimeoutMillis)));
+    await archive?.stop(drainTimeoutMillis);
+  };
   try {
     const http = await listening(
       'otlp-http',
@@ -76,11 +86,13 @@ export async function startReceivers(
     );
     started.push(grpc);
     logger.info(`otlp-grpc listening on ${formatHostPort(grpc.address)}`);
+    if (archive !== undefined) logger.info(`archiving acknowledged OTLP payloads to ${config.archive.path}`);
 
     let stopping: Promise<void> | undefined;
     return {
       addresses: { otlpHttp: http.address, otlpGrpc: grpc.address },
       counters,
+      archiveCounts: () => archive?.counts(),
       inFlight: () => admission.inFlight(),
       bufferedBytes: () => ({ http: http.bufferedBytes(), grpc: grpc.bufferedBytes() }),
       stop() {
