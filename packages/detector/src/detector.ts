@@ -1,4 +1,10 @@
-import { type Attempt, type ExtractedAttempts, type NodeActivity, partitionKey } from '@keyscope/attempts';
+import {
+  type Attempt,
+  type ExtractedAttempts,
+  mergeExtracted,
+  type NodeActivity,
+  partitionKey,
+} from '@keyscope/attempts';
 import { type AttemptLog, createMemoryAttemptLog } from './attempt-log.ts';
 import { type DetectorConfig, defaultDetectorConfig } from './config.ts';
 import { evaluateKey, type FindingDraft, tierName } from './evaluate-key.ts';
@@ -41,6 +47,11 @@ export interface DetectorChanges {
    */
   routingEvents?: RoutingEvent[];
   retractedRoutingEventIds?: string[];
+  /**
+   * The node activity `ingest` counted: its batches' activity, less that of the batches delivered
+   * again, summed by node and second. What a store keeps for `restore`; only `ingest` reports it.
+   */
+  activity?: NodeActivity[];
 }
 
 export interface DetectorStats {
@@ -90,8 +101,13 @@ export interface Detector {
    * key with more than LARGE_KEY_ATTEMPTS attempts is re-judged here only when its attempts
    * doubled since its last judgement (or reached `maxAttemptsPerKey`), otherwise by the next
    * `tick`: so what a batch costs does not grow with the history of the keys in it.
+   *
+   * Several batches (payloads committed together) are judged as one, and each is checked for
+   * redelivery on its own: a batch whose every attempt the AttemptLog already held, or an earlier
+   * batch of the call held, is a payload delivered again, and its activity is not counted twice
+   * (`DetectorChanges.activity` is what was counted).
    */
-  ingest(batch: ExtractedAttempts): DetectorChanges;
+  ingest(batch: ExtractedAttempts | readonly ExtractedAttempts[]): DetectorChanges;
   /**
    * Closes the node activity the clock says is final (see `allowedLatenessMillis`), re-infers
    * routing events from it, re-groups findings whose routing changed, settles the incidents whose
@@ -572,45 +588,56 @@ export function createDetector(
   }
 
   return {
-    ingest(batch) {
+    ingest(input) {
       const changes = new Changes();
       const dirty = new Set<string>();
-      const duplicatesBefore = duplicateAttempts;
-      for (const attempt of batch.attempts) {
-        attemptsSeen++;
-        if (attempt.endUnixMillis > watermark) watermark = attempt.endUnixMillis;
-        const partitionKey = partitionKeyOf(attempt);
-        const slot = slotOf(partitionKey);
-        if (keys.isCapped(slot)) {
-          cappedAttempts++;
-          continue;
+      const batches: readonly ExtractedAttempts[] = Array.isArray(input)
+        ? input
+        : [input as ExtractedAttempts];
+      const counted: ExtractedAttempts[] = [];
+      for (const batch of batches) {
+        const duplicatesBefore = duplicateAttempts;
+        for (const attempt of batch.attempts) {
+          attemptsSeen++;
+          if (attempt.endUnixMillis > watermark) watermark = attempt.endUnixMillis;
+          const partitionKey = partitionKeyOf(attempt);
+          const slot = slotOf(partitionKey);
+          if (keys.isCapped(slot)) {
+            cappedAttempts++;
+            continue;
+          }
+          if (!log.append(partitionKey, attempt)) {
+            duplicateAttempts++;
+            continue;
+          }
+          if (observe(slot, attempt, true)) dirty.add(partitionKey);
+          if (keys.isCovered(slot)) {
+            kept.push(attempt);
+            keptSlots.push(slot);
+            keptSeen.push(keys.attemptsAt(slot) > 1);
+          }
         }
-        if (!log.append(partitionKey, attempt)) {
-          duplicateAttempts++;
-          continue;
-        }
-        if (observe(slot, attempt, true)) dirty.add(partitionKey);
-        if (keys.isCovered(slot)) {
-          kept.push(attempt);
-          keptSlots.push(slot);
-          keptSeen.push(keys.attemptsAt(slot) > 1);
-        }
+        // Activity is counts, not spans, so the attempt log cannot refuse it span by span; a batch
+        // whose every attempt the log already held is a payload delivered again (an exporter's or a
+        // Collector's retry), and counting its activity twice would move the routing inference.
+        // Judged batch by batch: a retry committed with new payloads is still a retry.
+        const redelivered =
+          batch.attempts.length > 0 && duplicateAttempts - duplicatesBefore === batch.attempts.length;
+        if (!redelivered) counted.push(batch);
       }
       countCoverage();
       coverage.advance(watermark);
-      // Activity is counts, not spans, so the attempt log cannot refuse it span by span; a batch
-      // whose every attempt the log already held is a payload delivered again (an exporter's or a
-      // Collector's retry), and counting its activity twice would move the routing inference.
-      const redelivered =
-        batch.attempts.length > 0 && duplicateAttempts - duplicatesBefore === batch.attempts.length;
-      if (!redelivered) routing.record(batch.activity);
+      const activity = counted.length === 1 ? counted[0]!.activity : mergeExtracted(counted).activity;
+      routing.record(activity);
       for (const partitionKey of dirty) {
         if (judgesNow(partitionKey)) judge(partitionKey, changes);
         else deferred.add(partitionKey);
       }
       book.summarizeChanged();
       compactInterner();
-      return changes.result();
+      const result = changes.result();
+      result.activity = activity;
+      return result;
     },
     tick,
     flush: () => {
