@@ -627,7 +627,7 @@ export function createDetector(
       }
       countCoverage();
       coverage.advance(watermark);
-      const activity = counted.length === 1 ? counted[0]!.activity : mergeExtracted(counted).activity;
+      const { activity } = mergeExtracted(counted);
       routing.record(activity);
       for (const partitionKey of dirty) {
         if (judgesNow(partitionKey)) judge(partitionKey, changes);
