@@ -1,4 +1,10 @@
-import { type Attempt, type ExtractedAttempts, type NodeActivity, partitionKey } from '@keyscope/attempts';
+import {
+  type Attempt,
+  type ExtractedAttempts,
+  mergeExtracted,
+  type NodeActivity,
+  partitionKey,
+} from '@keyscope/attempts';
 import { type AttemptLog, createMemoryAttemptLog } from './attempt-log.ts';
 import { type DetectorConfig, defaultDetectorConfig } from './config.ts';
 import { evaluateKey, type FindingDraft, tierName } from './evaluate-key.ts';
@@ -41,6 +47,11 @@ export interface DetectorChanges {
    */
   routingEvents?: RoutingEvent[];
   retractedRoutingEventIds?: string[];
+  /**
+   * The node activity `ingest` counted: its batches' activity, less that of the batches delivered
+   * again, summed by node and second. What a store keeps for `restore`; only `ingest` reports it.
+   */
+  activity?: NodeActivity[];
 }
 
 export interface DetectorStats {
@@ -90,8 +101,13 @@ export interface Detector {
    * key with more than LARGE_KEY_ATTEMPTS attempts is re-judged here only when its attempts
    * doubled since its last judgement (or reached `maxAttemptsPerKey`), otherwise by the next
    * `tick`: so what a batch costs does not grow with the history of the keys in it.
+   *
+   * Several batches (payloads committed together) are judged as one, and each is checked for
+   * redelivery on its own: a batch whose every attempt the AttemptLog already held, or an earlier
+   * batch of the call held, is a payload delivered again, and its activity is not counted twice
+   * (`DetectorChanges.activity` is what was counted).
    */
-  ingest(batch: ExtractedAttempts): DetectorChanges;
+  ingest(batch: ExtractedAttempts | readonly ExtractedAttempts[]): DetectorChanges;
   /**
    * Closes the node activity the clock says is final (see `allowedLatenessMillis`), re-infers
    * routing events from it, re-groups findings whose routing changed, settles the incidents whose
@@ -207,8 +223,8 @@ export function createDetector(
   /** Per suspect key and tier, the spread already counted in the scope report. */
   const spreads = new Map<string, { lastSeenUnixMillis: number; tiers: Map<string, SpreadLevel> }>();
   let routingSignature = new Map<string, string>();
-  /** Every routing event last reported, by id → its signature: what `tick` reports changes against. */
-  let reportedEvents = new Map<string, string>();
+  /** Every routing event last reported, by id: its signature, what `tick` reports changes against. */
+  let reportedEvents = new Map<string, ReportedEvent>();
   /**
    * Findings placed since their incident could last be settled, by id → the closed activity time
    * at which their routing attribution is final (their repeat plus the detection horizon).
@@ -224,17 +240,19 @@ export function createDetector(
   const judgedAttempts = new Map<string, number>();
   /** Large keys with attempts not yet judged: the next tick judges them. */
   const deferred = new Set<string>();
-  /**
-   * Keys with a mark of an execution whose spans may have been lost (a send without an answer,
-   * unseen-execution.ts), which only a routing event inferred later can make evidence: judged
-   * again when their services' routing events change, until those events are final (their last
-   * attempt plus the detection horizon, in closed activity time).
-   */
   /** The batch's kept attempts, their slots and whether their key held attempts before: see countCoverage. */
   const kept: Attempt[] = [];
   const keptSlots: number[] = [];
   const keptSeen: boolean[] = [];
-  const awaitingRouting = new Map<string, { services: Set<string>; finalAt: number }>();
+  /**
+   * Keys with a mark of an execution whose spans may have been lost (a send without an answer,
+   * unseen-execution.ts), which only a routing event inferred later can make evidence: judged
+   * again whenever a routing event of their services whose window (widened by the routing slack)
+   * meets their attempts appears, moves or disappears, for as long as the key is within the retry
+   * horizon. Activity can arrive late by any amount within the horizon (a shuffled backlog, a
+   * redelivery), and the events it revises revise these keys' findings with them.
+   */
+  const awaitingRouting = new Map<string, AwaitingKey>();
 
   function partitionKeyOf(attempt: Attempt): string {
     return partitionKey(attempt, config);
@@ -340,12 +358,14 @@ export function createDetector(
       return;
     }
     const services = new Set<string>();
-    let lastEnd = Number.NEGATIVE_INFINITY;
+    let firstUnixMillis = Number.POSITIVE_INFINITY;
+    let lastUnixMillis = Number.NEGATIVE_INFINITY;
     for (const attempt of evidence) {
       if (attempt.kind === 'server' || attempt.kind === 'arrival') services.add(attempt.placement.service);
-      if (attempt.endUnixMillis > lastEnd) lastEnd = attempt.endUnixMillis;
+      if (attempt.startUnixMillis < firstUnixMillis) firstUnixMillis = attempt.startUnixMillis;
+      if (attempt.endUnixMillis > lastUnixMillis) lastUnixMillis = attempt.endUnixMillis;
     }
-    awaitingRouting.set(partitionKey, { services, finalAt: lastEnd + routing.detectionHorizonMillis() });
+    awaitingRouting.set(partitionKey, { services, firstUnixMillis, lastUnixMillis });
   }
 
   function updateSpreads(partitionKey: string, evidence: Attempt[]): void {
@@ -435,21 +455,43 @@ export function createDetector(
   }
 
   /**
-   * Re-judges findings whose service's routing events changed since the last look, and reports
-   * the events that appeared, moved or disappeared.
+   * Re-judges findings whose service's routing events changed since the last look, and the keys
+   * awaiting routing whose attempts a changed event's window meets; reports the events that
+   * appeared, moved or disappeared.
    */
   function regroup(changes: Changes): void {
     const signature = new Map<string, string>();
-    const events = new Map<string, string>();
+    const events = new Map<string, ReportedEvent>();
+    /** Per service, the windows (before and after) of the events that appeared, moved or disappeared. */
+    const changedWindows = new Map<string, [number, number][]>();
+    const windowChanged = (event: ReportedEvent) => {
+      const windows = changedWindows.get(event.service);
+      const window: [number, number] = [event.startUnixMillis, event.endUnixMillis];
+      if (windows === undefined) changedWindows.set(event.service, [window]);
+      else windows.push(window);
+    };
     for (const event of routing.all()) {
-      const entry = `${event.id}:${event.endUnixMillis}:${event.ended}`;
-      events.set(event.id, entry);
+      const entry = `${event.id}:${event.startUnixMillis}:${event.endUnixMillis}:${event.ended}`;
+      const reported = {
+        entry,
+        service: event.service,
+        startUnixMillis: event.startUnixMillis,
+        endUnixMillis: event.endUnixMillis,
+      };
+      events.set(event.id, reported);
       signature.set(event.service, (signature.get(event.service) ?? '') + entry + ';');
-      if (reportedEvents.get(event.id) !== entry) changes.routingEvents.push(event);
+      const before = reportedEvents.get(event.id);
+      if (before?.entry === entry) continue;
+      changes.routingEvents.push(event);
+      windowChanged(reported);
+      if (before !== undefined) windowChanged(before);
     }
     const expired = new Set(routing.takeExpired());
-    for (const id of reportedEvents.keys())
-      if (!events.has(id) && !expired.has(id)) changes.retractedRoutingEvents.push(id);
+    for (const [id, before] of reportedEvents) {
+      if (events.has(id) || expired.has(id)) continue;
+      changes.retractedRoutingEvents.push(id);
+      windowChanged(before);
+    }
     reportedEvents = events;
     const changedServices = new Set<string>();
     for (const service of new Set([...signature.keys(), ...routingSignature.keys()])) {
@@ -461,8 +503,16 @@ export function createDetector(
     for (const finding of current.values()) {
       if (changedServices.has(finding.service)) keysToJudge.add(partitionKeyOf(finding.attempts[0]!));
     }
-    for (const [partitionKey, { services }] of awaitingRouting) {
-      for (const service of services) if (changedServices.has(service)) keysToJudge.add(partitionKey);
+    // What unseen-execution.ts reads of an event lies within the routing slack of a mark's time.
+    const slack = config.routingSlackMillis;
+    for (const [partitionKey, { services, firstUnixMillis, lastUnixMillis }] of awaitingRouting) {
+      for (const service of services) {
+        const windows = changedWindows.get(service);
+        if (
+          windows?.some(([start, end]) => start - slack <= lastUnixMillis && end + slack >= firstUnixMillis)
+        )
+          keysToJudge.add(partitionKey);
+      }
     }
     for (const partitionKey of [...keysToJudge].sort()) judge(partitionKey, changes);
   }
@@ -486,8 +536,8 @@ export function createDetector(
     for (const partitionKey of expired) forget(partitionKey);
     for (const [partitionKey, seen] of spreads)
       if (seen.lastSeenUnixMillis < cutoff) spreads.delete(partitionKey);
-    for (const [partitionKey, { finalAt }] of awaitingRouting)
-      if (finalAt < cutoff) awaitingRouting.delete(partitionKey);
+    for (const [partitionKey, { lastUnixMillis }] of awaitingRouting)
+      if (lastUnixMillis < cutoff) awaitingRouting.delete(partitionKey);
     log.expire(cutoff);
     for (const finding of current.values())
       if (finding.lastSeenUnixMillis < cutoff) unreport(partitionKeyOf(finding.attempts[0]!), finding);
@@ -500,8 +550,6 @@ export function createDetector(
    */
   function settle(changes: Changes): void {
     const closed = routing.closedUnixMillisNow();
-    for (const [partitionKey, { finalAt }] of awaitingRouting)
-      if (finalAt <= closed) awaitingRouting.delete(partitionKey);
     for (const [id, finalAt] of unsettled) {
       if (finalAt > closed) continue;
       unsettled.delete(id);
@@ -540,45 +588,56 @@ export function createDetector(
   }
 
   return {
-    ingest(batch) {
+    ingest(input) {
       const changes = new Changes();
       const dirty = new Set<string>();
-      const duplicatesBefore = duplicateAttempts;
-      for (const attempt of batch.attempts) {
-        attemptsSeen++;
-        if (attempt.endUnixMillis > watermark) watermark = attempt.endUnixMillis;
-        const partitionKey = partitionKeyOf(attempt);
-        const slot = slotOf(partitionKey);
-        if (keys.isCapped(slot)) {
-          cappedAttempts++;
-          continue;
+      const batches: readonly ExtractedAttempts[] = Array.isArray(input)
+        ? input
+        : [input as ExtractedAttempts];
+      const counted: ExtractedAttempts[] = [];
+      for (const batch of batches) {
+        const duplicatesBefore = duplicateAttempts;
+        for (const attempt of batch.attempts) {
+          attemptsSeen++;
+          if (attempt.endUnixMillis > watermark) watermark = attempt.endUnixMillis;
+          const partitionKey = partitionKeyOf(attempt);
+          const slot = slotOf(partitionKey);
+          if (keys.isCapped(slot)) {
+            cappedAttempts++;
+            continue;
+          }
+          if (!log.append(partitionKey, attempt)) {
+            duplicateAttempts++;
+            continue;
+          }
+          if (observe(slot, attempt, true)) dirty.add(partitionKey);
+          if (keys.isCovered(slot)) {
+            kept.push(attempt);
+            keptSlots.push(slot);
+            keptSeen.push(keys.attemptsAt(slot) > 1);
+          }
         }
-        if (!log.append(partitionKey, attempt)) {
-          duplicateAttempts++;
-          continue;
-        }
-        if (observe(slot, attempt, true)) dirty.add(partitionKey);
-        if (keys.isCovered(slot)) {
-          kept.push(attempt);
-          keptSlots.push(slot);
-          keptSeen.push(keys.attemptsAt(slot) > 1);
-        }
+        // Activity is counts, not spans, so the attempt log cannot refuse it span by span; a batch
+        // whose every attempt the log already held is a payload delivered again (an exporter's or a
+        // Collector's retry), and counting its activity twice would move the routing inference.
+        // Judged batch by batch: a retry committed with new payloads is still a retry.
+        const redelivered =
+          batch.attempts.length > 0 && duplicateAttempts - duplicatesBefore === batch.attempts.length;
+        if (!redelivered) counted.push(batch);
       }
       countCoverage();
       coverage.advance(watermark);
-      // Activity is counts, not spans, so the attempt log cannot refuse it span by span; a batch
-      // whose every attempt the log already held is a payload delivered again (an exporter's or a
-      // Collector's retry), and counting its activity twice would move the routing inference.
-      const redelivered =
-        batch.attempts.length > 0 && duplicateAttempts - duplicatesBefore === batch.attempts.length;
-      if (!redelivered) routing.record(batch.activity);
+      const { activity } = mergeExtracted(counted);
+      routing.record(activity);
       for (const partitionKey of dirty) {
         if (judgesNow(partitionKey)) judge(partitionKey, changes);
         else deferred.add(partitionKey);
       }
       book.summarizeChanged();
       compactInterner();
-      return changes.result();
+      const result = changes.result();
+      result.activity = activity;
+      return result;
     },
     tick,
     flush: () => {
@@ -639,6 +698,21 @@ export function createDetector(
       }
     },
   };
+}
+
+/** A routing event as `tick` last reported it: its signature, and where its window lay. */
+interface ReportedEvent {
+  readonly entry: string;
+  readonly service: string;
+  readonly startUnixMillis: number;
+  readonly endUnixMillis: number;
+}
+
+/** A key judged again when routing events of its services change near its attempts (see awaitingRouting). */
+interface AwaitingKey {
+  readonly services: Set<string>;
+  readonly firstUnixMillis: number;
+  readonly lastUnixMillis: number;
 }
 
 /** What makes two versions of one finding different enough to report the newer one. */

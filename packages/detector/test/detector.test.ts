@@ -579,6 +579,23 @@ describe('arrival order and redelivery', () => {
   });
 });
 
+describe('payloads delivered again', () => {
+  it('counts the activity of a payload delivered again once, also when it is committed with new ones', () => {
+    const first = server({ key: 'k1', node: 'a', store: 'A', at: 0 });
+    const payload = batch([first], activity({ node: 'a', fromSecond: 0, toSecond: 1 }));
+    const fresh = batch(
+      [server({ key: 'k2', node: 'b', store: 'B', at: 1 })],
+      activity({ node: 'b', fromSecond: 1, toSecond: 2 }),
+    );
+    const detector = createDetector();
+    expect(detector.ingest(payload).activity).toEqual(payload.activity);
+    // The retry of the first payload, committed with a new one and with a copy of that new one.
+    const changes = detector.ingest([fresh, { ...payload }, { ...fresh }]);
+    expect(changes.activity).toEqual(fresh.activity);
+    expect(detector.stats().duplicateAttempts).toBe(2);
+  });
+});
+
 function summary(findings: Finding[]) {
   return findings
     .map((f) => ({

@@ -384,3 +384,37 @@ describe('a suspect that later evidence settles', () => {
     });
   });
 });
+
+describe('activity that arrives after the key it bears on', () => {
+  const before = NODE_A_DIES.filter(
+    (sample) => sample.placement.node === 'a' && sample.bucketStartUnixMillis < at(60),
+  );
+  const rest = NODE_A_DIES.filter((sample) => !before.includes(sample));
+
+  function at(second: number): number {
+    return TEST_EPOCH_UNIX_MILLIS + second * 1000;
+  }
+
+  it('suspects the unseen execution of a key judged long before the activity that shows its node went down', () => {
+    const attempts = () => [send(58.5, 2000, { statusCode: 0, error: 'timeout' }), ...retryOnB()];
+    const reference = only(run(attempts()).findings());
+    expect(reference.routing.event).toMatchObject({ type: 'node_down', node: 'a' });
+
+    const detector = createDetector();
+    // Node a's traffic before its silence comes last: until it does, a has nothing to fall silent from.
+    detector.ingest(batch([], rest));
+    detector.tick(at(200));
+    detector.ingest(batch(attempts()));
+    // Far past the key's repeat: the activity there is closed, the lateness and detection horizon passed.
+    detector.tick(at(260));
+    expect(detector.routingEvents()).toEqual([]);
+    detector.ingest(batch([], before));
+    detector.tick(at(320));
+    expect(only(detector.findings())).toMatchObject({
+      id: reference.id,
+      class: reference.class,
+      incidentId: reference.incidentId,
+      routing: { event: { id: reference.routing.event!.id } },
+    });
+  });
+});

@@ -151,6 +151,21 @@ describe('the detection pipeline', () => {
       own.close();
     }
   });
+
+  it('keeps the node activity of a payload delivered again once, also when it shares a group commit with new payloads', async () => {
+    const payload = [execution('k1', 'a', 1), execution('k1', 'b', 2)];
+    await pipeline.consumeSpans(payload);
+    // Its retry arrives in the same turn as a new payload: both go to one transaction.
+    await Promise.all([
+      pipeline.consumeSpans(payload.map((span) => ({ ...span }))),
+      pipeline.consumeSpans([execution('k2', 'c', 3)]),
+    ]);
+    const spansByNode: Record<string, number> = {};
+    for (const sample of store.recentActivity(60 * 60_000))
+      spansByNode[sample.placement.node] = (spansByNode[sample.placement.node] ?? 0) + sample.spans;
+    expect(spansByNode).toEqual({ a: 1, b: 1, c: 1 });
+    expect(pipeline.counts().duplicateSpans).toBe(2);
+  });
 });
 
 /**

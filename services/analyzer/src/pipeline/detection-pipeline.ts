@@ -3,7 +3,6 @@ import {
   extractAttempts,
   type Mapping,
   mappingDecodeOptions,
-  mergeExtracted,
   SendLinker,
   type SendLinkerCounts,
   type SpanLimits,
@@ -126,9 +125,10 @@ export class DetectionPipeline implements SpanConsumer {
    * arrived in the same turn of the event loop (concurrent senders) is judged and committed in
    * one SQLite transaction, and all of them are acknowledged after it — a commit costs about a
    * millisecond, so sharing it is most of the throughput under load, and nothing is acknowledged
-   * before it is durable. The group goes to the detector as one batch (`mergeExtracted`): a key
-   * whose attempts came in several of its payloads (a trace's services export apart) is judged
-   * once, and a node's activity in one second is one sample, not one per payload.
+   * before it is durable. The group goes to the detector as one batch: a key whose attempts came
+   * in several of its payloads (a trace's services export apart) is judged once, and a node's
+   * activity in one second is one sample, not one per payload; each payload is checked for
+   * redelivery on its own, so a retry committed with new payloads does not count its activity twice.
    *
    * Spans outside the time window or over the size limits (`spans`, see SpansConfig) are refused
    * during extraction and resolved as rejected, by code, once the rest is committed.
@@ -156,10 +156,11 @@ export class DetectionPipeline implements SpanConsumer {
     // Redelivered spans are the attempts the attempt log refuses (see consumeSpans).
     const duplicatesBefore = this.#detector.stats().duplicateAttempts;
     try {
-      const batch = mergeExtracted(group.map(({ extracted }) => extracted));
       this.#commit((detector, apply) => {
-        apply(detector.ingest(batch));
-        store.recordActivity(batch.activity);
+        const changes = detector.ingest(group.map(({ extracted }) => extracted));
+        apply(changes);
+        // Without the activity of payloads delivered again, which the detector did not count.
+        store.recordActivity(changes.activity ?? []);
         // Persisted with the attempts, so a restart forgets neither an ongoing failover nor the
         // scope report.
         saveScopeState(store, detector);
