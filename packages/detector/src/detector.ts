@@ -92,6 +92,13 @@ export interface DetectorStats {
    * report's overflow bucket, judged for duplicates like any other.
    */
   tierOverflowAttempts: number;
+  /** Keys with a mark of a possibly lost execution, judged again when routing events near them change. */
+  routingFollowUpKeys: number;
+  /**
+   * Of those, dropped from the follow-up (least recently judged first) because `maxKeys` were
+   * followed: a routing event inferred later no longer revises their findings.
+   */
+  routingFollowUpDropped: number;
   watermarkUnixMillis: number;
 }
 
@@ -250,9 +257,11 @@ export function createDetector(
    * again whenever a routing event of their services whose window (widened by the routing slack)
    * meets their attempts appears, moves or disappears, for as long as the key is within the retry
    * horizon. Activity can arrive late by any amount within the horizon (a shuffled backlog, a
-   * redelivery), and the events it revises revise these keys' findings with them.
+   * redelivery), and the events it revises revise these keys' findings with them. At most
+   * `maxKeys` are followed, the least recently judged dropped first (`routingFollowUpDropped`).
    */
   const awaitingRouting = new Map<string, AwaitingKey>();
+  let routingFollowUpDropped = 0;
 
   function partitionKeyOf(attempt: Attempt): string {
     return partitionKey(attempt, config);
@@ -365,7 +374,16 @@ export function createDetector(
       if (attempt.startUnixMillis < firstUnixMillis) firstUnixMillis = attempt.startUnixMillis;
       if (attempt.endUnixMillis > lastUnixMillis) lastUnixMillis = attempt.endUnixMillis;
     }
+    // Deleted first so that the map's order stays least recently judged first.
+    awaitingRouting.delete(partitionKey);
     awaitingRouting.set(partitionKey, { services, firstUnixMillis, lastUnixMillis });
+    if (awaitingRouting.size > config.maxKeys) {
+      for (const oldest of awaitingRouting.keys()) {
+        awaitingRouting.delete(oldest);
+        routingFollowUpDropped++;
+        if (awaitingRouting.size <= config.maxKeys) break;
+      }
+    }
   }
 
   function updateSpreads(partitionKey: string, evidence: Attempt[]): void {
@@ -678,6 +696,8 @@ export function createDetector(
       coverageEvictedEntries: coverage.evictedEntries,
       tiers: scopes.size,
       tierOverflowAttempts: scopes.overflowAttempts,
+      routingFollowUpKeys: awaitingRouting.size,
+      routingFollowUpDropped,
       watermarkUnixMillis: watermark,
     }),
     scopeState: () => scopes.exportState(),

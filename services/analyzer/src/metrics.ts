@@ -291,6 +291,24 @@ export function createMetrics(sources: MetricSources): { registry: Registry; ren
     },
   });
   new Gauge({
+    name: 'keyscope_routing_followup_keys',
+    help: 'Keys with a mark of a possibly lost execution that a routing event inferred later can still revise; at most detector.maxKeys.',
+    registers: [registry],
+    collect() {
+      const stats = sources.detector?.();
+      if (stats !== undefined) this.set(stats.routingFollowUpKeys);
+    },
+  });
+  new Counter({
+    name: 'keyscope_routing_followup_dropped_total',
+    help: 'Keys dropped from the routing follow-up because detector.maxKeys were followed: routing events inferred later no longer revise their findings.',
+    registers: [registry],
+    collect() {
+      const stats = sources.detector?.();
+      if (stats !== undefined) absolute(this, [[{}, stats.routingFollowUpDropped]]);
+    },
+  });
+  new Gauge({
     name: 'keyscope_detector_interned_names',
     help: 'Tier, node and tenant names the detector holds for its keys; compacted when it doubles.',
     registers: [registry],

@@ -399,6 +399,8 @@ export function sumDetectorStats(parts: readonly DetectorStats[]): DetectorStats
     coverageEvictedEntries: 0,
     tiers: 0,
     tierOverflowAttempts: 0,
+    routingFollowUpKeys: 0,
+    routingFollowUpDropped: 0,
     watermarkUnixMillis: 0,
   };
   for (const part of parts) {

@@ -1,4 +1,4 @@
-import { serverSpan } from '@keyscope/testkit';
+import { clientSpan, resource, serverSpan } from '@keyscope/testkit';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   type ConfiguredKeyscope,
@@ -61,6 +61,26 @@ describe('detector.*', () => {
     const held = await running.metric('keyscope_detector_keys');
     expect(held).toBeGreaterThan(0);
     expect(held).toBeLessThanOrEqual(5);
+  });
+
+  it('detector.maxKeys: at most that many keys with a send answered 502 are followed for routing events inferred later, the rest dropped and counted', async () => {
+    const running = await start({ env: { KEYSCOPE_DETECTOR_MAX_KEYS: '5' } });
+    const sends = Array.from({ length: 20 }, (_, i) => {
+      const id = nextId++;
+      // A proxy's 502 with no server span under it: the send may have run on a node that went down.
+      return clientSpan({
+        trace: id,
+        id,
+        key: `unanswered-${i}`,
+        statusCode: 502,
+        error: true,
+        resource: resource({ service: 'checkout', instance: 'checkout-1' }),
+        startMillis: clock - 1_000,
+      });
+    });
+    expect((await running.exportSpans(sends)).status).toBe(200);
+    expect(await running.metric('keyscope_routing_followup_keys')).toBe(5);
+    expect(await running.metric('keyscope_routing_followup_dropped_total')).toBe(15);
   });
 
   it('detector.maxAttemptsPerKey: a key past it is hot and its later attempts counted, not kept', async () => {
