@@ -55,6 +55,8 @@ describe('Prometheus metrics', () => {
         coverageEvictedEntries: 7,
         tiers: 4,
         tierOverflowAttempts: 0,
+        routingFollowUpKeys: 2,
+        routingFollowUpDropped: 3,
         watermarkUnixMillis: 0,
       }),
       openIncidents: () => 1,
@@ -89,6 +91,8 @@ describe('Prometheus metrics', () => {
     expect(first).toContain('keyscope_key_attempts_capped_total 190000');
     expect(first).toContain('keyscope_evidence_coverage_pending_attempts 40');
     expect(first).toContain('keyscope_evidence_coverage_evicted_total 7');
+    expect(first).toContain('keyscope_routing_followup_keys 2');
+    expect(first).toContain('keyscope_routing_followup_dropped_total 3');
     expect(first).toContain('keyscope_alert_deliveries_total{sink="pagerduty",outcome="retried"} 2');
     expect(first).toContain('keyscope_store_write_seconds_count 2');
     accepted = 25;
