@@ -123,6 +123,29 @@ describe('replay headers: the scope report', () => {
     expect(paymentsRow(target).replayHeader).toBeNull();
   });
 
+  it('counts the same repeats and replays whatever order and batches the attempts arrive in, within the lateness', () => {
+    // Within the allowed lateness (10 s) of each other, as the join's guarantee asks.
+    const attempts = [
+      answered('r', 0),
+      answered('r', 0.5, { outcome: 'hit' }),
+      ...[1, 2, 3, 4].flatMap((i) => [answered(`k${i}`, i), answered(`k${i}`, i + 0.5)]),
+      answered('k2', 2.8),
+      answered('k3', 3.8, { node: 'payments-b' }),
+    ];
+    const inOrder = detector(3);
+    ingest(inOrder, attempts);
+    later(inOrder, 200);
+    const expected = paymentsRow(inOrder).replayHeader;
+    expect(expected).toMatchObject({ verdict: 'captured', replays: 1, repeats: 6 });
+    for (const seed of [1, 2, 3]) {
+      const shuffled = [...attempts].sort((a, b) => hash(a.spanId, seed) - hash(b.spanId, seed));
+      const target = detector(3);
+      for (let i = 0; i < shuffled.length; i += 3) ingest(target, shuffled.slice(i, i + 3));
+      later(target, 200);
+      expect(paymentsRow(target).replayHeader).toEqual(expected);
+    }
+  });
+
   it('keeps the counts through its persisted state', () => {
     const target = detector(3);
     ingest(target, repeatedKeys(3));
@@ -185,3 +208,10 @@ describe('replay headers: severity', () => {
     expect(twoNodes.findings()).toMatchObject([{ cause: 'store_unknown', severity: 'critical' }]);
   });
 });
+
+/** A deterministic shuffle key. */
+function hash(text: string, seed: number): number {
+  let h = seed * 0x9e3779b1;
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
+  return h >>> 0;
+}
