@@ -68,6 +68,7 @@ const FAILED = 1;
 const RELEASED = 2;
 const EFFECT_SPANS_DECLARED = 4;
 const KEY_FROM_CHILD = 8;
+const OUTCOME_FROM_HTTP = 16;
 /** A code unit above Latin-1 (a lone surrogate is one too). */
 const TWO_BYTE = /[\u0100-\uffff]/;
 
@@ -200,10 +201,18 @@ export class AttemptBatchEncoder {
         out.int(this.#name(a.outcome));
         out.int(this.#name(a.store));
         out.int(this.#name(a.scope));
-        this.#result(a.statusCode, a.failed, a.effect, a.released, a.businessId, a.effectSpansDeclared);
+        this.#result(
+          a.statusCode,
+          a.failed,
+          a.effect,
+          a.released,
+          a.businessId,
+          (a.effectSpansDeclared ? EFFECT_SPANS_DECLARED : 0) |
+            (a.outcomeFrom === 'http' ? OUTCOME_FROM_HTTP : 0),
+        );
         break;
       case 'arrival':
-        this.#result(a.statusCode, a.failed, a.effect, a.released, a.businessId, false);
+        this.#result(a.statusCode, a.failed, a.effect, a.released, a.businessId, 0);
         break;
       case 'client':
         this.#client(a, a.keyFrom === 'child');
@@ -246,15 +255,13 @@ export class AttemptBatchEncoder {
     effect: string,
     released: boolean,
     businessId: string,
-    effectSpansDeclared: boolean,
+    serverFlags: number,
   ): void {
     const out = this.#out;
     out.float(statusCode);
     out.int(this.#name(effect));
     out.int(this.#text(businessId));
-    out.int(
-      (failed ? FAILED : 0) | (released ? RELEASED : 0) | (effectSpansDeclared ? EFFECT_SPANS_DECLARED : 0),
-    );
+    out.int((failed ? FAILED : 0) | (released ? RELEASED : 0) | serverFlags);
   }
 
   #activity(sample: NodeActivity): void {
@@ -394,7 +401,7 @@ export class AttemptBatchDecoder {
       const effect = this.#string() as ServerAttempt['effect'];
       const businessId = this.#string();
       const flags = this.#int();
-      return {
+      const server: ServerAttempt = {
         kind: 'server',
         key,
         tenant,
@@ -415,6 +422,8 @@ export class AttemptBatchDecoder {
         businessId,
         effectSpansDeclared: (flags & EFFECT_SPANS_DECLARED) !== 0,
       };
+      if ((flags & OUTCOME_FROM_HTTP) !== 0) server.outcomeFrom = 'http';
+      return server;
     }
     if (kind === KIND.arrival) {
       const statusCode = this.#float();

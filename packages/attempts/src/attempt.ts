@@ -80,6 +80,13 @@ export interface ServerAttempt extends AttemptBase, RequestResult {
    * the effect did not commit. Carried on the attempt so that the judgement needs only evidence.
    */
   effectSpansDeclared: boolean;
+  /**
+   * 'http' when the span recorded no outcome and extraction read it from the HTTP response
+   * (`inferOutcomeFromHttp`: the status and the captured `Idempotent-Replayed` header). Such a
+   * `miss` may be a replay whose header the HTTP instrumentation did not capture (see
+   * replay-header.ts in the detector). Absent when the span recorded its outcome.
+   */
+  outcomeFrom?: 'http';
 }
 
 /** A server span carrying the key without an outcome: evidence of where a request landed. */

@@ -235,6 +235,13 @@ function outcomeOf(
   return server && compiled.inferOutcomeFromHttp ? inferredOutcome(span, compiled, view) : undefined;
 }
 
+/** Whether `outcomeOf` read the span's outcome from its HTTP response: a SERVER span that recorded none. */
+function outcomeInferred(span: Span, compiled: CompiledMapping, view: ResourceView): boolean {
+  return (
+    compiled.inferOutcomeFromHttp && span.kind === SpanKind.SERVER && !recordsDecision(span, compiled, view)
+  );
+}
+
 /** Whether a span records a store decision (an outcome or the hit boolean, readable or not). */
 function recordsDecision(span: Span, compiled: CompiledMapping, view: ResourceView): boolean {
   return (
@@ -322,7 +329,7 @@ function serverAttempt(
   const store =
     stated ??
     (keyScope === 'tenant' ? derivedStoreId(view.placement, keyScope, tenant) : view.storeByScope[keyScope]);
-  return {
+  const attempt: ServerAttempt = {
     kind: 'server',
     key,
     tenant,
@@ -343,6 +350,8 @@ function serverAttempt(
     businessId: businessIdOf(span, compiled, view),
     effectSpansDeclared: compiled.sideEffectSpans !== null,
   };
+  if (outcomeInferred(span, compiled, view)) attempt.outcomeFrom = 'http';
+  return attempt;
 }
 
 function arrival(

@@ -66,6 +66,21 @@ function attemptsOfEveryShape(): CheckedAttempts {
       effectSpansDeclared: true,
     },
     {
+      kind: 'server',
+      key: 'k-inferred',
+      ...base,
+      outcome: 'miss',
+      store: 'payments/unknown',
+      scope: '',
+      statusCode: 200,
+      failed: false,
+      effect: '',
+      released: false,
+      businessId: '',
+      effectSpansDeclared: false,
+      outcomeFrom: 'http',
+    },
+    {
       kind: 'arrival',
       key: 'lone \ud800 surrogate',
       ...base,
@@ -133,8 +148,9 @@ describe('attempt batches as bytes', () => {
     const [decoded] = roundTrip([batch]);
     expect(decoded).toEqual(batch);
     expect(JSON.stringify(decoded)).toBe(JSON.stringify(batch));
-    expect(decoded!.attempts[1]!.key).toBe('lone \ud800 surrogate');
-    expect('keyFrom' in decoded!.attempts[3]!).toBe(false);
+    expect(decoded!.attempts[2]!.key).toBe('lone \ud800 surrogate');
+    expect('keyFrom' in decoded!.attempts[4]!).toBe(false);
+    expect('outcomeFrom' in decoded!.attempts[0]!).toBe(false);
     expect('latency' in decoded!.activity[0]!).toBe(false);
   });
 

@@ -352,6 +352,26 @@ describe('outcome inference from HTTP', () => {
     ).toBe('hit');
   });
 
+  it('marks an inferred outcome as read from HTTP, and a recorded one not', () => {
+    const replayed = serverSpan({
+      key: 'k1',
+      statusCode: 200,
+      attributes: { 'http.response.header.idempotent-replayed': ['true'] },
+    });
+    expect(only<ServerAttempt>([replayed], inferring).outcomeFrom).toBe('http');
+    expect(only<ServerAttempt>([serverSpan({ key: 'k1', statusCode: 201 })], inferring).outcomeFrom).toBe(
+      'http',
+    );
+    const recorded = only<ServerAttempt>(
+      [serverSpan({ key: 'k1', outcome: 'miss', statusCode: 201 })],
+      inferring,
+    );
+    expect(recorded).not.toHaveProperty('outcomeFrom');
+    expect(only<ServerAttempt>([serverSpan({ key: 'k1', outcome: 'miss' })])).not.toHaveProperty(
+      'outcomeFrom',
+    );
+  });
+
   it('infers only on SERVER spans', () => {
     expect(extractAttempts([internalSpan({ key: 'k1', statusCode: 200 })], inferring).attempts).toEqual([]);
   });

@@ -127,7 +127,10 @@ export class AttemptRecords {
         this.#varint(this.#nameId(attempt.store));
         this.#varint(this.#closedId(attempt.scope, SCOPES));
         this.#result(attempt);
-        flags = resultFlags(attempt) | (attempt.effectSpansDeclared ? EFFECT_SPANS_DECLARED : 0);
+        flags =
+          resultFlags(attempt) |
+          (attempt.effectSpansDeclared ? EFFECT_SPANS_DECLARED : 0) |
+          (attempt.outcomeFrom === 'http' ? OUTCOME_FROM_HTTP : 0);
         break;
       case 'arrival':
         this.#result(attempt);
@@ -275,7 +278,7 @@ export class AttemptRecords {
         const effect = this.#readClosed(STATED_EFFECTS) as ServerAttempt['effect'];
         const businessId = this.#readText();
         const flags = this.#readByte();
-        return {
+        const server: ServerAttempt = {
           kind: 'server',
           key,
           tenant,
@@ -296,6 +299,8 @@ export class AttemptRecords {
           businessId,
           effectSpansDeclared: (flags & EFFECT_SPANS_DECLARED) !== 0,
         };
+        if ((flags & OUTCOME_FROM_HTTP) !== 0) server.outcomeFrom = 'http';
+        return server;
       }
       case KIND.arrival: {
         const statusCode = this.#readNumber();
@@ -559,6 +564,7 @@ const FAILED = 1;
 const RELEASED = 2;
 const EFFECT_SPANS_DECLARED = 4;
 const KEY_FROM_CHILD = 8;
+const OUTCOME_FROM_HTTP = 16;
 /** Identities start with a tag in place of the head byte, which carries more than how ids are written. */
 const ID_TAG_HEX = 'h';
 const ID_TAG_TEXT = 't';

@@ -56,6 +56,15 @@ export interface DetectorConfig {
    * service naming its spans by URL costs.
    */
   readonly maxTiers: number;
+  /**
+   * Repeats of a key in one store on one node, judged from HTTP responses alone and counted over
+   * the evidence coverage's sample of keys, past which a tier that has shown no replay reads
+   * `missing` in the scope report (replay-header.ts): its replay header most likely does not reach
+   * keyscope (set with `res.writeHead`). A tier that captures the header shows a replay on nearly
+   * every such repeat, so a few without one already tell; ten keep a handful of repeats whose key
+   * had really expired from raising it.
+   */
+  readonly replayHeaderMinRepeats: number;
   /** Findings without a routing event are grouped into incidents per bucket of this size. */
   readonly incidentBucketMillis: number;
   /** An open incident with no new finding for this long (event time) is resolved. */
@@ -112,6 +121,7 @@ export function defaultDetectorConfig(): DetectorConfig {
     maxStoresPerFinding: 100,
     maxStoresPerIncident: 1_000,
     maxTiers: 10_000,
+    replayHeaderMinRepeats: 10,
     incidentBucketMillis: 60 * 60 * 1000,
     quietPeriodMillis: 30 * 60 * 1000,
     routingSlackMillis: 1000,

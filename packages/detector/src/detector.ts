@@ -15,6 +15,7 @@ import { findingId } from './ids.ts';
 import { type Incident, IncidentBook } from './incidents.ts';
 import { Interner } from './interner.ts';
 import { KeyTable } from './key-table.ts';
+import { withReplayDoubt } from './replay-header.ts';
 import type { RoutingEvent } from './routing-event.ts';
 import { RoutingInference } from './routing-inference.ts';
 import {
@@ -217,7 +218,12 @@ export function createDetector(
   let internerLimit = MIN_INTERNER_LIMIT;
   const routing = new RoutingInference(config);
   const book = new IncidentBook(config);
-  const scopes = new ScopeReport(config.declaredScopes ?? [], config.coverageKeysOneIn, config.maxTiers);
+  const scopes = new ScopeReport(
+    config.declaredScopes ?? [],
+    config.coverageKeysOneIn,
+    config.maxTiers,
+    config.replayHeaderMinRepeats,
+  );
   const coverage = new EvidenceCoverage(config.allowedLatenessMillis, config.maxCoverageEntries, scopes);
   /** Findings currently reported, by id: the detector's answer to "what is wrong right now". */
   const current = new Map<string, Finding>();
@@ -310,7 +316,7 @@ export function createDetector(
     const name = tierName(service, attempt.operation);
     // Past `maxTiers` the tier's aggregates are the overflow bucket's; the key is judged at its own tier all the same.
     const stats = fresh ? scopes.tierOf(name, service, attempt.operation, true) : undefined;
-    if (stats !== undefined && attempt.kind === 'server') scopes.declared(stats, attempt.scope);
+    if (stats !== undefined && attempt.kind === 'server') scopes.decided(stats, attempt);
     return keys.observe(
       slot,
       attempt.endUnixMillis,
@@ -356,9 +362,30 @@ export function createDetector(
     else judgedAttempts.delete(partitionKey);
     if (evidence.length === 0) return;
     updateSpreads(partitionKey, evidence);
-    const drafts = evaluateKey(evidence[0]!.key, evidence, (service) => routing.eventsOf(service), config);
+    const drafts = evaluateKey(
+      evidence[0]!.key,
+      evidence,
+      (service) => routing.eventsOf(service),
+      config,
+    ).map((draft) => withReplayDoubt(draft, scopes.showsReplays(tierName(draft.service, draft.operation))));
     apply(partitionKey, drafts, changes);
     awaitRouting(partitionKey, evidence);
+  }
+
+  /** Findings doubted for want of a replay at a tier that has now shown one (replay-header.ts). */
+  function judgeDoubtedAgain(changes: Changes): void {
+    const tiers = scopes.takeFirstReplays();
+    if (tiers.length === 0) return;
+    const replayed = new Set(tiers);
+    const keysToJudge = new Set<string>();
+    for (const finding of current.values()) {
+      if (
+        finding.severityReason === 'replay_unseen' &&
+        replayed.has(tierName(finding.service, finding.operation))
+      )
+        keysToJudge.add(partitionKeyOf(finding.attempts[0]!));
+    }
+    for (const partitionKey of [...keysToJudge].sort()) judge(partitionKey, changes);
   }
 
   function awaitRouting(partitionKey: string, evidence: readonly Attempt[]): void {
@@ -651,6 +678,7 @@ export function createDetector(
         if (judgesNow(partitionKey)) judge(partitionKey, changes);
         else deferred.add(partitionKey);
       }
+      judgeDoubtedAgain(changes);
       book.summarizeChanged();
       compactInterner();
       const result = changes.result();
@@ -758,5 +786,6 @@ function signatureOf(finding: FindingDraft): string {
     finding.lastSeenUnixMillis,
     finding.suspicion?.strength ?? '',
     finding.suspicion?.evidence.map((e) => `${e.kind}:${e.spanId}:${e.routingEventId ?? ''}`).join(',') ?? '',
+    finding.severity,
   ].join('|');
 }

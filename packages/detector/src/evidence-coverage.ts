@@ -1,6 +1,7 @@
 import type { Attempt } from '@keyscope/attempts';
 import { tierName } from './evaluate-key.ts';
-import type { ScopeReport, TierStats } from './scope-report.ts';
+import { type InferredDecision, inferredRepeatsOf, isInferredDecision } from './replay-header.ts';
+import { INFERRED_REPEATS, type ScopeReport, type TierStats } from './scope-report.ts';
 import { SlotTable } from './slot-table.ts';
 
 /**
@@ -342,8 +343,26 @@ export class EvidenceCoverage {
   /** Counts the attempts `from`..`to` of the window's sorted entries, and their key once. */
   private countCluster(window: KeyWindow, entries: readonly Entry[], from: number, to: number): void {
     window.startCount();
+    this.countInferredRepeats(entries, from, to);
     for (let i = from; i < to; i++) this.finalize(entries[i]!, window);
     this.countKey(window);
+  }
+
+  /**
+   * The cluster's repeats of the key in one store on one node, judged from HTTP responses alone,
+   * per tier (replay-header.ts): most clusters hold no such decision, or one.
+   */
+  private countInferredRepeats(entries: readonly Entry[], from: number, to: number): void {
+    let inferred: Entry[] | null = null;
+    for (let i = from; i < to; i++) if (entries[i]!.decision !== null) (inferred ??= []).push(entries[i]!);
+    if (inferred === null || inferred.length < 2) return;
+    const tiers = new Set(inferred.map((entry) => entry.tier!));
+    for (const tier of tiers) {
+      const repeats = inferredRepeatsOf(
+        inferred.filter((entry) => entry.tier === tier).map((entry) => entry.decision!),
+      );
+      if (repeats > 0) this.count(tier, INFERRED_REPEATS, repeats);
+    }
   }
 
   /** Counts one attempt's verdicts into its tier, and what its key's count needs into its window. */
@@ -372,6 +391,7 @@ export class EvidenceCoverage {
       }
       if (!complete) window.hide(tier!);
     }
+    entry.decision = null;
     if (this.freeEntries.length < POOLED) this.freeEntries.push(entry);
   }
 
@@ -483,6 +503,8 @@ class Entry {
   service = '';
   target = '';
   resendCount = 0;
+  /** A `miss` or `hit` read from an HTTP response: counted for the tier's replay header. */
+  decision: InferredDecision | null = null;
 
   reset(attempt: Attempt, kind: number, tier: TierCounts | null): this {
     this.traceId = attempt.traceId;
@@ -492,6 +514,7 @@ class Entry {
     this.kind = kind;
     this.flags = 0;
     this.tier = tier;
+    this.decision = isInferredDecision(attempt) ? attempt : null;
     if (attempt.kind === 'client') {
       this.service = attempt.placement.service;
       this.target = attempt.target;

@@ -20,6 +20,14 @@ export const FINDING_CLASSES: readonly FindingClass[] = [
 
 export type Severity = 'critical' | 'high' | 'warning';
 
+/**
+ * Why a finding (and its incident) is less severe than its class: `replay_unseen` — its repeat
+ * rests only on outcomes read from HTTP responses, in one store on one node, at a tier that has
+ * shown no replay, where a replay whose `Idempotent-Replayed` header the HTTP instrumentation did
+ * not capture reads the same (replay-header.ts).
+ */
+export type SeverityReason = 'replay_unseen';
+
 export const SEVERITY: Readonly<Record<FindingClass, Severity>> = {
   cross_store_duplicate: 'critical',
   same_store_duplicate: 'critical',
@@ -130,6 +138,11 @@ export interface Finding {
   class: FindingClass;
   cause: FindingCause;
   severity: Severity;
+  /**
+   * Why `severity` is below its class's (`SEVERITY`); absent when it is not (and on findings stored
+   * before it was recorded).
+   */
+  severityReason?: SeverityReason;
   /** The dedup tier: the service and operation that executed twice (or whose scope was exceeded). */
   service: string;
   operation: string;

@@ -1,6 +1,6 @@
 import { adviceFor, type FindingFacts, factsOf } from './advice.ts';
 import type { DetectorConfig } from './config.ts';
-import { type Finding, type FindingClass, SEVERITY, type Severity } from './finding.ts';
+import type { Finding, FindingClass, Severity, SeverityReason } from './finding.ts';
 import { stableId } from './ids.ts';
 import { IncidentTally } from './incident-tally.ts';
 import type { RoutingEvent } from './routing-event.ts';
@@ -17,6 +17,11 @@ export interface Incident {
   operation: string;
   class: FindingClass;
   severity: Severity;
+  /**
+   * Why `severity` is below its class's: its findings' (findings with a reason are grouped apart
+   * from those without). Absent when it is not.
+   */
+  severityReason?: SeverityReason;
   status: IncidentStatus;
   /** The routing event the findings overlap; null when grouped by time bucket. */
   routingEvent: RoutingEvent | null;
@@ -114,7 +119,13 @@ export class IncidentBook {
       Math.floor(finding.firstSeenUnixMillis / this.config.incidentBucketMillis) *
       this.config.incidentBucketMillis;
     const group = event !== null ? `event:${event.id}` : `bucket:${bucketStart}`;
-    const incidentId = stableId('inc', [finding.service, finding.operation, finding.class, group]);
+    const reason = finding.severityReason;
+    const incidentId = stableId(
+      'inc',
+      reason === undefined
+        ? [finding.service, finding.operation, finding.class, group]
+        : [finding.service, finding.operation, finding.class, group, reason],
+    );
     const placed: Finding = { ...finding, incidentId };
 
     const previous = this.membership.get(finding.id);
@@ -128,7 +139,8 @@ export class IncidentBook {
           service: finding.service,
           operation: finding.operation,
           class: finding.class,
-          severity: SEVERITY[finding.class],
+          severity: finding.severity,
+          ...(reason === undefined ? {} : { severityReason: reason }),
           status: 'open',
           routingEvent: event,
           bucketStartUnixMillis: event === null ? bucketStart : null,
@@ -278,7 +290,7 @@ export class IncidentBook {
       incident.resolvedUnixMillis = null;
     }
     incident.title = titleOf(incident);
-    incident.advice = adviceFor(incident.class, summary.facts);
+    incident.advice = incidentAdvice(incident, summary.facts);
   }
 }
 
@@ -331,7 +343,7 @@ export class IncidentPartView {
       nodesTotal: summary.nodesTotal,
       openedUnixMillis: summary.openedUnixMillis,
       lastFindingUnixMillis: summary.lastFindingUnixMillis,
-      advice: adviceFor(incident.class, summary.facts),
+      advice: incidentAdvice(incident, summary.facts),
     };
     view.title = titleOf(view);
     return view;
@@ -352,6 +364,23 @@ const CLASS_TITLE: Record<FindingClass, string> = {
   scope_violation: 'whose retries reach more than one dedup store',
 };
 
+/** What a severity reason adds to the title, worded to follow the class's. */
+const REASON_TITLE: Record<SeverityReason, string> = {
+  replay_unseen: ' by HTTP status alone, no replay seen at this tier',
+};
+
+/** Why the incident is below its class's severity, before the class's advice. */
+const REASON_ADVICE: Record<SeverityReason, string> = {
+  replay_unseen:
+    "Not paged as critical: each repeat was read as an execution from its HTTP response alone (no idempotency.outcome on the span), in one store on one node, and this tier has never shown a replay (Idempotent-Replayed: true) — a replay whose header the HTTP instrumentation did not capture reads the same. OpenTelemetry's HTTP instrumentation captures response headers set with res.setHeader, not those passed to res.writeHead(status, headers): set the replay header with setHeader, or record idempotency.outcome on the span. If these did execute twice:",
+};
+
+function incidentAdvice(incident: Incident, facts: Parameters<typeof adviceFor>[1]): string {
+  const advice = adviceFor(incident.class, facts);
+  const reason = incident.severityReason;
+  return reason === undefined ? advice : `${REASON_ADVICE[reason]} ${advice}`;
+}
+
 function titleOf(incident: Incident): string {
   const event = incident.routingEvent;
   const where =
@@ -359,5 +388,6 @@ function titleOf(incident: Incident): string {
       ? ''
       : ` during ${event.type.replace('_', ' ')} of ${event.node || event.cluster || event.region}`;
   const keys = incident.keys === 1 ? '1 key' : `${incident.keys} keys`;
-  return `${incident.service} ${incident.operation}: ${keys} ${CLASS_TITLE[incident.class]}${where}`;
+  const reason = incident.severityReason === undefined ? '' : REASON_TITLE[incident.severityReason];
+  return `${incident.service} ${incident.operation}: ${keys} ${CLASS_TITLE[incident.class]}${reason}${where}`;
 }

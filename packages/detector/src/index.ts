@@ -28,6 +28,7 @@ export {
   repeatUnixMillisOf,
   SEVERITY,
   type Severity,
+  type SeverityReason,
   SUSPICION_EVIDENCE_KINDS,
   type Suspicion,
   type SuspicionEvidence,
@@ -44,10 +45,18 @@ export {
   nodesTotalOfIncident,
   storesTotalOfIncident,
 } from './incidents.ts';
+export {
+  REPLAY_HEADER_ADVICE,
+  type ReplayHeaderVerdict,
+  replayHeaderOf,
+  type TierReplayHeader,
+} from './replay-header.ts';
 export { ROUTING_EVENT_TYPES, type RoutingEvent, type RoutingEventType } from './routing-event.ts';
 export {
   COVERAGE_COUNTS,
   covers,
+  INFERRED_REPEATS,
+  INFERRED_REPLAYS,
   type MappedScope,
   OVERFLOW_TIER,
   type ScopeReportOverflow,

@@ -1,5 +1,6 @@
-import type { Attempt, ScopeLevel } from '@keyscope/attempts';
+import type { Attempt, ScopeLevel, ServerAttempt } from '@keyscope/attempts';
 import { DistinctCount } from './distinct-count.ts';
+import { replayHeaderOf, type TierReplayHeader } from './replay-header.ts';
 
 /** How far one key's requests spread at a tier: the smallest placement level holding them all. */
 export type SpreadLevel = 'node' | 'cluster' | 'region' | 'global';
@@ -29,6 +30,11 @@ export interface ScopeReportRow {
   status: 'sound' | 'narrower' | 'unknown';
   /** How complete keyscope's view of the tier is (see `TierCoverage`). */
   coverage: TierCoverage;
+  /**
+   * Whether the tier's replay header reaches keyscope, for a tier whose outcomes are read from HTTP
+   * responses (replay-header.ts); null when none of its outcomes is.
+   */
+  replayHeader: TierReplayHeader | null;
   /**
    * false for a scope the mapping declares (`scopes`) for a service that has sent no keyed span:
    * a service name that does not match its spans' `service.name`, or a service not yet traced.
@@ -97,6 +103,15 @@ export const COVERAGE_COUNTS = [
   'sendsWithServerSpan',
 ] as const;
 
+/**
+ * After the `COVERAGE_COUNTS`, the same array holds the replay header's counts (replay-header.ts),
+ * so that they persist and add up over Kafka partitions alike: inferred replays, of every key,
+ * counted as attempts are kept; inferred repeats, counted by `EvidenceCoverage` over its sample.
+ */
+export const INFERRED_REPLAYS = COVERAGE_COUNTS.length;
+export const INFERRED_REPEATS = COVERAGE_COUNTS.length + 1;
+const TIER_COUNTS = COVERAGE_COUNTS.length + 2;
+
 function ratio(part: number, whole: number): number | null {
   return whole === 0 ? null : part / whole;
 }
@@ -135,7 +150,10 @@ export interface ScopeTierState {
   declared: Partial<Record<ScopeLevel, number>>;
   keys: number;
   spread: number[];
-  /** The `COVERAGE_COUNTS`; absent in state persisted before coverage was counted. */
+  /**
+   * The `COVERAGE_COUNTS`, then the replay header's (`INFERRED_REPLAYS`, `INFERRED_REPEATS`);
+   * absent in state persisted before coverage was counted, shorter before replays were.
+   */
   coverage?: number[];
   distinct?: string;
 }
@@ -201,11 +219,14 @@ export class ScopeReport {
   private changedList: TierStats[] = [];
   /** `service\0operation` and `service\0` of the scopes the mapping declares. */
   private readonly mapped: ReadonlySet<string>;
+  /** Tiers whose first replay was counted since the last `takeFirstReplays`. */
+  private firstReplays: string[] = [];
 
   constructor(
     private readonly declaredScopes: readonly MappedScope[] = [],
     private readonly coverageKeysOneIn = 1,
     private readonly maxTiers = Number.POSITIVE_INFINITY,
+    private readonly replayHeaderMinRepeats = 1,
   ) {
     this.mapped = new Set(declaredScopes.map((entry) => `${entry.service}\u0000${entry.operation ?? ''}`));
     this.overflowStats = newStats(OVERFLOW_TIER, '', '');
@@ -258,6 +279,32 @@ export class ScopeReport {
     this.touched(stats);
   }
 
+  /** A server attempt kept at the tier: its declared scope, and a replay read from HTTP. */
+  decided(stats: TierStats, attempt: ServerAttempt): void {
+    this.declared(stats, attempt.scope);
+    if (attempt.outcomeFrom !== 'http' || attempt.outcome !== 'hit') return;
+    const replays = stats.coverage[INFERRED_REPLAYS]!;
+    if (replays === 0 && stats !== this.overflowStats) this.firstReplays.push(stats.tier);
+    stats.coverage[INFERRED_REPLAYS] = replays + 1;
+    this.touched(stats);
+  }
+
+  /**
+   * Whether the tier has shown a replay read from HTTP (replay-header.ts); a tier past `maxTiers`
+   * reads the overflow bucket's.
+   */
+  showsReplays(tier: string): boolean {
+    const stats = this.tiers.get(tier) ?? (this.tiers.size >= this.maxTiers ? this.overflowStats : undefined);
+    return stats !== undefined && stats.coverage[INFERRED_REPLAYS]! > 0;
+  }
+
+  /** The tiers that showed their first replay since the last call (their doubted findings are judged again). */
+  takeFirstReplays(): string[] {
+    const tiers = this.firstReplays;
+    this.firstReplays = [];
+    return tiers;
+  }
+
   /** A key's first landing at a tier. */
   keySeen(stats: TierStats): void {
     stats.keys++;
@@ -304,6 +351,7 @@ export class ScopeReport {
     this.tiers.clear();
     this.sorted = null;
     this.changedList = [];
+    this.firstReplays = [];
     resetStats(this.overflowStats);
     this.overflowTiers.importState('');
     for (const row of state) {
@@ -361,6 +409,7 @@ export class ScopeReport {
         keysAtRisk: 0,
         status: 'unknown',
         coverage: coverageOfCounts([], this.coverageKeysOneIn),
+        replayHeader: null,
         spansSeen: false,
       }));
   }
@@ -431,6 +480,11 @@ export class ScopeReport {
       keysAtRisk,
       status: declaredScope === 'unknown' ? 'unknown' : keysAtRisk > 0 ? 'narrower' : 'sound',
       coverage: coverageOfCounts(stats.coverage, this.coverageKeysOneIn),
+      replayHeader: replayHeaderOf(
+        stats.coverage[INFERRED_REPLAYS]!,
+        stats.coverage[INFERRED_REPEATS]!,
+        this.replayHeaderMinRepeats,
+      ),
       spansSeen: true,
     };
   }
@@ -444,7 +498,7 @@ function newStats(tier: string, service: string, operation: string): TierStats {
     declared: new Map(),
     keys: 0,
     spread: [0, 0, 0, 0],
-    coverage: new Array<number>(COVERAGE_COUNTS.length).fill(0),
+    coverage: new Array<number>(TIER_COUNTS).fill(0),
     changed: false,
   };
 }
@@ -463,8 +517,7 @@ function loadStats(stats: TierStats, row: ScopeTierState): void {
     stats.declared.set(scope, count);
   stats.keys = row.keys;
   for (let level = 0; level < 4; level++) stats.spread[level] = row.spread[level] ?? 0;
-  for (let index = 0; index < COVERAGE_COUNTS.length; index++)
-    stats.coverage[index] = row.coverage?.[index] ?? 0;
+  for (let index = 0; index < TIER_COUNTS; index++) stats.coverage[index] = row.coverage?.[index] ?? 0;
 }
 
 /** The smallest level that would have held every observed retry of every key. */

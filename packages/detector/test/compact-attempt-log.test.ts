@@ -78,6 +78,7 @@ function oddAttempts(): Attempt[] {
       parentSpanId: '00f067aa0ba902b7',
     }),
     server({ key: 'k', businessId: LONG, operation: LONG_TWO_BYTE, store: LONG }),
+    server({ key: 'k', outcome: 'hit', statusCode: 200, scope: '', outcomeFrom: 'http' }),
     // Ids that are not lowercase hex of their length are kept as text.
     server({ key: 'k', traceId: '0AF7651916CD43DD8448EB211C80319C', spanId: 'B7AD6B7169203331' }),
     server({ key: 'k', traceId: '', spanId: '', parentSpanId: 'not-an-id' }),

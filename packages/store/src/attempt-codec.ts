@@ -1,4 +1,12 @@
-import type { Attempt, ClientAttempt, Effect, Outcome, Placement, ScopeLevel } from '@keyscope/attempts';
+import type {
+  Attempt,
+  ClientAttempt,
+  Effect,
+  Outcome,
+  Placement,
+  ScopeLevel,
+  ServerAttempt,
+} from '@keyscope/attempts';
 import { CLOSE_BRACKET, COMMA, type JsonBytes, OPEN_BRACKET } from './json-bytes.ts';
 
 /**
@@ -8,13 +16,15 @@ import { CLOSE_BRACKET, COMMA, type JsonBytes, OPEN_BRACKET } from './json-bytes
  *   segment: [key, baseStartUnixMillis, ...entries]              (SEGMENT)
  *   entry:   [traceId or 0, spanId, kind, tenant, parentSpanId,
  *             start, end, placementId, operation, ...kind's own]  (ENTRY)
- *   kind:    0 server [outcome, store, scope, result?, effect?, businessId?]  (SERVER)
+ *   kind:    0 server [outcome, store, scope, result?, effect?, businessId?, outcomeFrom?]  (SERVER)
  *            1 client [resendCount, target, statusCode, error, keyFrom?]      (CLIENT)
  *            2 arrival [result?, effect?, businessId?]                        (ARRIVAL)
  *            3 effect [failed: 0 or 1]                                        (EFFECT)
  *   result:  how the request ended as one number, statusCode·8 + failed·4 + released·2 +
  *            effectSpansDeclared·1. Trailing fields at their defaults (0, '', '') are left out:
  *            most requests succeed silently, and most mappings name no business id.
+ *   outcomeFrom: 1 for an outcome inferred from the HTTP response (`outcomeFrom: 'http'`); left
+ *            out when the span recorded it (the fields before it are then written, defaults too).
  *   keyFrom: 1 for a send linked to its key by its server span (`keyFrom: 'child'`); left out
  *            when the send carried its key.
  *
@@ -44,7 +54,15 @@ export const ENTRY = {
 } as const;
 
 /** Where a server attempt's own fields are, after ENTRY's. */
-export const SERVER = { outcome: 9, store: 10, scope: 11, result: 12, effect: 13, businessId: 14 } as const;
+export const SERVER = {
+  outcome: 9,
+  store: 10,
+  scope: 11,
+  result: 12,
+  effect: 13,
+  businessId: 14,
+  outcomeFrom: 15,
+} as const;
 /** Where a client attempt's own fields are, after ENTRY's. */
 export const CLIENT = { resendCount: 9, target: 10, statusCode: 11, error: 12, keyFrom: 13 } as const;
 /** Where an arrival's own fields are, after ENTRY's. */
@@ -94,7 +112,13 @@ export function writeAttempts(out: JsonBytes, attempts: readonly Attempt[], plac
       out.nextString(a.outcome);
       out.nextString(a.store);
       out.nextString(a.scope);
-      writeResult(out, resultCode(a, a.effectSpansDeclared), a.effect, a.businessId);
+      const result = resultCode(a, a.effectSpansDeclared);
+      if (a.outcomeFrom === 'http') {
+        out.nextNumber(result);
+        out.nextString(a.effect);
+        out.nextString(a.businessId);
+        out.nextNumber(1);
+      } else writeResult(out, result, a.effect, a.businessId);
     } else if (a.kind === 'client') {
       out.nextNumber(a.resendCount);
       out.nextString(a.target);
@@ -139,7 +163,7 @@ export function readAttempts(json: string, placements: PlacementIds, into: Attem
     const kind = KINDS[f[ENTRY.kind] as number];
     if (kind === 'server') {
       const result = readResult(f, SERVER.result, SERVER.effect, SERVER.businessId);
-      into.push({
+      const server: ServerAttempt = {
         kind,
         ...common,
         outcome: f[SERVER.outcome] as Outcome,
@@ -151,7 +175,9 @@ export function readAttempts(json: string, placements: PlacementIds, into: Attem
         released: result.released,
         businessId: result.businessId,
         effectSpansDeclared: result.declared,
-      });
+      };
+      if (f[SERVER.outcomeFrom] === 1) server.outcomeFrom = 'http';
+      into.push(server);
     } else if (kind === 'arrival') {
       const result = readResult(f, ARRIVAL.result, ARRIVAL.effect, ARRIVAL.businessId);
       into.push({

@@ -128,6 +128,20 @@ describe('the attempt codec', () => {
     expect(read.map((a) => Object.keys(a))).toEqual(sends.map((a) => Object.keys(a)));
   });
 
+  it('marks an outcome inferred from the HTTP response, and reads the mark back', () => {
+    const placements = placementIds();
+    const decisions = [
+      server({ key: 'k4', spanId: '00000000000000d1', scope: '', statusCode: 200, outcomeFrom: 'http' }),
+      server({ key: 'k4', spanId: '00000000000000d2', outcome: 'hit' }),
+    ];
+    const text = encoded(decisions, placements);
+    const entries = (JSON.parse(text) as unknown[]).slice(SEGMENT.firstEntry) as unknown[][];
+    expect(entries.map((entry) => entry[SERVER.outcomeFrom])).toEqual([1, undefined]);
+    const read = readAttempts(text, placements);
+    expect(read).toStrictEqual(decisions);
+    expect(read.map((a) => Object.keys(a))).toEqual(decisions.map((a) => Object.keys(a)));
+  });
+
   it('appends to the attempts it is given, and writes a request that succeeded silently without its result', () => {
     const placements = placementIds();
     const silent = [server({ key: 'k2', node: 'a' }), arrival({ key: 'k2', node: 'a' })];

@@ -96,10 +96,12 @@ export function server(
       store?: string;
       scope?: ScopeLevel | '';
       effectSpansDeclared?: boolean;
+      /** 'http': the outcome was inferred from the response; absent by default (recorded). */
+      outcomeFrom?: 'http';
     } = {},
 ): ServerAttempt {
   const base = common(input);
-  return {
+  const attempt: ServerAttempt = {
     kind: 'server',
     ...base,
     outcome: input.outcome ?? 'miss',
@@ -108,6 +110,8 @@ export function server(
     ...request(input),
     effectSpansDeclared: input.effectSpansDeclared ?? false,
   };
+  if (input.outcomeFrom !== undefined) attempt.outcomeFrom = input.outcomeFrom;
+  return attempt;
 }
 
 export function arrival(input: CommonInput & RequestInput = {}): Arrival {

@@ -141,6 +141,12 @@ const SERVE = configSchema(
       maxStoresPerIncident: positiveInteger(1_000),
       /** Tiers (service × operation) the scope report keeps one by one; past it, one overflow bucket. */
       maxTiers: positiveInteger(10_000),
+      /**
+       * Repeats of a key on one node, judged from HTTP responses alone (counted over the
+       * coverage's sample of keys), past which a tier that never showed a replay is reported with
+       * its replay header missing (`keyscope_replay_header_missing`).
+       */
+      replayHeaderMinRepeats: positiveInteger(10),
       incidentBucketMillis: positiveInteger(60 * 60 * 1000),
       quietPeriodMillis: positiveInteger(30 * 60 * 1000),
     }),

@@ -255,6 +255,19 @@ export function createMetrics(sources: MetricSources): { registry: Registry; ren
     },
   });
   new Gauge({
+    name: 'keyscope_replay_header_missing',
+    help: '1 per tier whose outcomes are read from HTTP responses and whose repeats of a key on one node (detector.replayHeaderMinRepeats or more) never showed a replay: its Idempotent-Replayed header most likely does not reach keyscope (set with res.writeHead, which the HTTP instrumentation does not capture), so its replays read as executions. Absent for every other tier.',
+    labelNames: ['service', 'operation'],
+    registers: [registry],
+    collect() {
+      const rows = sources.scopes?.();
+      if (rows === undefined) return;
+      this.reset();
+      for (const { service, operation, replayHeader } of rows)
+        if (replayHeader?.verdict === 'missing') this.set({ service, operation }, 1);
+    },
+  });
+  new Gauge({
     name: 'keyscope_evidence_coverage_pending_attempts',
     help: "Keyed attempts the evidence coverage join holds until they are final (twice detector.allowedLatenessMillis past their key's newest attempt).",
     registers: [registry],

@@ -130,6 +130,37 @@ describe('Prometheus metrics', () => {
           keysAtRisk: 0,
           status: 'sound',
           coverage,
+          replayHeader: null,
+        },
+        {
+          service: 'refunds',
+          operation: 'POST /refunds',
+          declaredScope: 'unknown',
+          scopeFrom: 'unknown',
+          spansSeen: true,
+          declaredCounts: {},
+          keys: 40,
+          keysSpanning: { nodes: 0, clusters: 0, regions: 0 },
+          smallestCoveringScope: 'node',
+          keysAtRisk: 0,
+          status: 'unknown',
+          coverage,
+          replayHeader: { verdict: 'missing', replays: 0, repeats: 12, advice: 'set it with setHeader' },
+        },
+        {
+          service: 'orders',
+          operation: 'POST /orders',
+          declaredScope: 'unknown',
+          scopeFrom: 'unknown',
+          spansSeen: true,
+          declaredCounts: {},
+          keys: 40,
+          keysSpanning: { nodes: 0, clusters: 0, regions: 0 },
+          smallestCoveringScope: 'node',
+          keysAtRisk: 0,
+          status: 'unknown',
+          coverage,
+          replayHeader: { verdict: 'captured', replays: 3, repeats: 12, advice: null },
         },
       ],
     });
@@ -144,5 +175,7 @@ describe('Prometheus metrics', () => {
       'keyscope_evidence_coverage_ratio{service="payments",operation="/payments",figure="sends_with_server_span"} 1',
     );
     expect(text).not.toContain('figure="requests_with_send"');
+    expect(text).toContain('keyscope_replay_header_missing{service="refunds",operation="POST /refunds"} 1');
+    expect(text).not.toMatch(/keyscope_replay_header_missing\{service="(payments|orders)"/);
   });
 });

@@ -47,6 +47,7 @@ export function presentFinding(finding: Finding) {
     class: finding.class,
     cause: finding.cause,
     severity: finding.severity,
+    severityReason: finding.severityReason ?? null,
     service: finding.service,
     operation: finding.operation,
     tenant: finding.tenant,
@@ -102,6 +103,7 @@ export function presentIncident(incident: StoredIncident) {
     operation: incident.operation,
     class: incident.class,
     severity: incident.severity,
+    severityReason: incident.severityReason ?? null,
     status: incident.status,
     acknowledged: incident.acknowledged,
     acknowledgedAt:

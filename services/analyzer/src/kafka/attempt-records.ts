@@ -84,6 +84,10 @@ function checkAttempt(value: unknown): Attempt {
       if (value.effectSpansDeclared === undefined) value.effectSpansDeclared = false;
       else if (typeof value.effectSpansDeclared !== 'boolean')
         throw invalid('attempt.effectSpansDeclared must be true or false');
+      if (value.outcomeFrom !== undefined && value.outcomeFrom !== 'http')
+        throw invalid(
+          `attempt.outcomeFrom must be absent or 'http', received ${describeValue(value.outcomeFrom)}`,
+        );
       break;
     case 'client':
       if (!Number.isFinite(value.resendCount) || !Number.isFinite(value.statusCode))

@@ -11,6 +11,7 @@ import {
 } from '@keyscope/detector';
 import type { KeyscopeStore } from '@keyscope/store';
 import type { IncidentListener } from '../pipeline/detection-pipeline.ts';
+import type { ReplayHeaderLog } from '../pipeline/replay-header-log.ts';
 import { mergeIncidentParts } from './incident-merge.ts';
 import type { IncidentRecord } from './incident-records.ts';
 
@@ -44,17 +45,21 @@ export class IncidentsMaterializer {
   readonly #scopeView: Detector;
   #offsets: Map<string, number>;
   #scopeParts: Map<number, ScopeReportState>;
+  readonly #replayHeaderLog: ReplayHeaderLog | undefined;
 
   constructor(options: {
     store: KeyscopeStore;
     detectorConfig: DetectorConfig;
     /** Read at each batch: the alerter starts after the materializer. */
     alerts: () => IncidentListener | undefined;
+    /** Told the summed tiers as they change; none: nothing is logged. */
+    replayHeaderLog?: ReplayHeaderLog;
   }) {
     this.#store = options.store;
     this.#keyNamespace = options.detectorConfig.keyNamespace;
     this.#maxStoresPerIncident = options.detectorConfig.maxStoresPerIncident;
     this.#alerts = options.alerts;
+    this.#replayHeaderLog = options.replayHeaderLog;
     this.#offsets = new Map(Object.entries(this.#store.state.load<Record<string, number>>(OFFSETS) ?? {}));
     this.#scopeParts = new Map(
       Object.entries(this.#store.state.load<Record<string, ScopeReportState>>(SCOPE_PARTS) ?? {}).map(
@@ -149,7 +154,9 @@ export class IncidentsMaterializer {
     this.#offsets = offsets;
     this.#scopeParts = scopeParts;
     if (scopeChanged) {
-      this.#scopeView.restore({ findings: [], scopeState: sumScopeStates([...this.#scopeParts.values()]) });
+      const summed = sumScopeStates([...this.#scopeParts.values()]);
+      this.#scopeView.restore({ findings: [], scopeState: summed });
+      this.#replayHeaderLog?.note(summed);
     }
   }
 }

@@ -8,6 +8,7 @@ import { startApiWithAlerts } from '../api-with-alerts.ts';
 import type { ServeConfig } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import { createMetrics, type MetricSources } from '../metrics.ts';
+import { ReplayHeaderLog } from '../pipeline/replay-header-log.ts';
 import type { ListenAddress } from '../receivers/listen-address.ts';
 import { ShutdownStack } from '../shutdown-stack.ts';
 import { DeadLetters, unreadableRecord } from './dead-letters.ts';
@@ -66,6 +67,7 @@ export async function startServeRole(
     const materializer = new IncidentsMaterializer({
       store,
       detectorConfig,
+      replayHeaderLog: new ReplayHeaderLog(logger, detectorConfig.replayHeaderMinRepeats),
       alerts: () =>
         alerter === undefined
           ? undefined

@@ -14,12 +14,14 @@ import {
   FINDING_CLASSES,
   type FindingClass,
   type Incident,
+  type ScopeReportState,
 } from '@keyscope/detector';
 import type { ConsumeResult, DecodeOptions, Span, SpanConsumer } from '@keyscope/otlp';
 import type { KeyscopeStore } from '@keyscope/store';
 import { trace } from '@opentelemetry/api';
 import type { SpansConfig } from '../config.ts';
 import type { Logger } from '../logger.ts';
+import { ReplayHeaderLog } from './replay-header-log.ts';
 import { consumeResultOf, spanLimitsAt } from './span-window.ts';
 import { restoreDetector, saveScopeState } from './stored-detector.ts';
 
@@ -105,10 +107,15 @@ export class DetectionPipeline implements SpanConsumer {
    * payload sent again links again (see SendLinker).
    */
   readonly #sendLinker = new SendLinker();
+  readonly #replayHeaderLog: ReplayHeaderLog;
 
   constructor(options: DetectionPipelineOptions) {
     this.#options = options;
     this.#spans = options.spans;
+    this.#replayHeaderLog = new ReplayHeaderLog(
+      options.logger,
+      options.detectorConfig.replayHeaderMinRepeats,
+    );
     // The decoder materializes only what the mapping reads: most spans carry no key and must
     // cost almost nothing, and those that are neither SERVER spans nor failed sends are not
     // even returned.
@@ -155,6 +162,7 @@ export class DetectionPipeline implements SpanConsumer {
     const { store } = this.#options;
     // Redelivered spans are the attempts the attempt log refuses (see consumeSpans).
     const duplicatesBefore = this.#detector.stats().duplicateAttempts;
+    let saved: ScopeReportState = [];
     try {
       this.#commit((detector, apply) => {
         const changes = detector.ingest(group.map(({ extracted }) => extracted));
@@ -163,12 +171,13 @@ export class DetectionPipeline implements SpanConsumer {
         store.recordActivity(changes.activity ?? []);
         // Persisted with the attempts, so a restart forgets neither an ongoing failover nor the
         // scope report.
-        saveScopeState(store, detector);
+        saved = saveScopeState(store, detector);
       });
     } catch (error) {
       for (const { reject } of group) reject(error);
       return;
     }
+    this.#replayHeaderLog.note(saved);
     this.#counts.duplicateSpans += this.#detector.stats().duplicateAttempts - duplicatesBefore;
     for (const { extracted, resolve } of group) resolve(consumeResultOf(extracted.refusals));
   }

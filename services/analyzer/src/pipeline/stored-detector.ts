@@ -1,4 +1,9 @@
-import { createDetector, type Detector, type DetectorConfig } from '@keyscope/detector';
+import {
+  createDetector,
+  type Detector,
+  type DetectorConfig,
+  type ScopeReportState,
+} from '@keyscope/detector';
 import type { KeyscopeStore } from '@keyscope/store';
 /** Activity a restarted detector reloads: enough to re-infer any failover still being correlated. */
 export const ACTIVITY_RESTORE_MILLIS = 2 * 60 * 60 * 1000;
@@ -22,9 +27,11 @@ export function restoreDetector(store: KeyscopeStore, config: DetectorConfig): D
 
 /**
  * Persists the tiers of the detector's scope report that changed since it was last saved (or
- * restored), inside the caller's transaction. A transaction that fails rebuilds the detector from
+ * restored), inside the caller's transaction, and returns them. A transaction that fails rebuilds the detector from
  * the store, so what it had taken as saved is read back as it was.
  */
-export function saveScopeState(store: KeyscopeStore, detector: Detector): void {
-  store.scopeTiers.save(detector.scopeChanges());
+export function saveScopeState(store: KeyscopeStore, detector: Detector): ScopeReportState {
+  const changes = detector.scopeChanges();
+  store.scopeTiers.save(changes);
+  return changes;
 }

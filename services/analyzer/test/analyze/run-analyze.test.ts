@@ -407,6 +407,7 @@ describe('keyscope analyze reports', () => {
         'class',
         'cause',
         'severity',
+        'severityReason',
         'service',
         'operation',
         'tenant',

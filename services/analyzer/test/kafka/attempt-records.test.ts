@@ -19,6 +19,7 @@ describe('attempts topic records', () => {
   it('carries server, arrival and client attempts unchanged', () => {
     for (const attempt of [
       server({ key: 'k1', outcome: 'hit', scope: 'cluster' }),
+      server({ key: 'k1', outcome: 'hit', scope: '', outcomeFrom: 'http' }),
       arrival({ key: 'k2' }),
       client({ key: 'k3' }),
       client({ key: 'k4', statusCode: 0, error: 'timeout', keyFrom: 'child' }),
@@ -99,6 +100,7 @@ describe('attempts topic records', () => {
       Buffer.from(JSON.stringify({ v: 1, attempt: { ...server(), placement: null } })),
       Buffer.from(JSON.stringify({ v: 1, attempt: { ...client(), statusCode: 'x' } })),
       Buffer.from(JSON.stringify({ v: 1, attempt: { ...client(), keyFrom: 'parent' } })),
+      Buffer.from(JSON.stringify({ v: 1, attempt: { ...server(), outcomeFrom: 'span' } })),
       Buffer.from(JSON.stringify({ v: 1, attempt: { ...server(), effect: 'charged' } })),
       Buffer.from(JSON.stringify({ v: 1, attempt: { ...arrival(), released: 'yes' } })),
       Buffer.from(JSON.stringify({ v: 1, attempt: { ...effect(), failed: 1 } })),

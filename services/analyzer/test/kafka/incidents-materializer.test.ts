@@ -7,12 +7,14 @@ import {
   defaultDetectorConfig,
   type Incident,
   type RoutingEvent,
+  tierName,
 } from '@keyscope/detector';
 import { KeyscopeStore } from '@keyscope/store';
 import { activity, server } from '@keyscope/testkit';
 import { afterAll, describe, expect, it } from 'vitest';
 import { type IncidentRecord, recordsOfChanges } from '../../src/kafka/incident-records.ts';
 import { IncidentsMaterializer, sumScopeStates } from '../../src/kafka/incidents-materializer.ts';
+import { ReplayHeaderLog } from '../../src/pipeline/replay-header-log.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'keyscope-materializer-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -260,6 +262,40 @@ describe("the serve role's copy of the incidents topic", () => {
       requestsWithSendRatio: null,
       keysFullyVisibleRatio: 0.1,
     });
+    store.close();
+  });
+
+  it('adds up the replay header counts of every partition, and logs a tier missing it once', () => {
+    const store = new KeyscopeStore({ path: join(dir, 'replay-header.db') });
+    const lines: string[] = [];
+    const detectorConfig = { ...defaultDetectorConfig(), replayHeaderMinRepeats: 10 };
+    const view = new IncidentsMaterializer({
+      store,
+      detectorConfig,
+      alerts: () => undefined,
+      replayHeaderLog: new ReplayHeaderLog({ info: (line) => lines.push(line), error: () => {} }, 10),
+    });
+    // Six and then four repeats on one node, none replayed: missing only once they add up to ten.
+    const state = (repeats: number) => [
+      {
+        tier: tierName('charges', 'POST'),
+        service: 'charges',
+        operation: 'POST',
+        declared: {},
+        keys: repeats,
+        spread: [repeats, 0, 0, 0],
+        coverage: [0, 0, 0, 0, repeats, repeats, 0, 0, 0, repeats],
+      },
+    ];
+    view.apply('incidents', 0, [{ type: 'scope', partition: 0, scope: state(6) }], 0);
+    expect(view.scopeView.scopeReport()[0]!.replayHeader).toMatchObject({
+      verdict: 'unconfirmed',
+      repeats: 6,
+    });
+    view.apply('incidents', 0, [{ type: 'scope', partition: 1, scope: state(4) }], 1);
+    expect(view.scopeView.scopeReport()[0]!.replayHeader).toMatchObject({ verdict: 'missing', repeats: 10 });
+    view.apply('incidents', 0, [{ type: 'scope', partition: 1, scope: state(5) }], 2);
+    expect(lines.filter((line) => line.includes('charges POST: replay header missing'))).toHaveLength(1);
     store.close();
   });
 });

@@ -1,9 +1,13 @@
-import type { ScopeReportRow } from '@keyscope/detector';
+import { REPLAY_HEADER_ADVICE, replayHeaderOf, type ScopeReportRow } from '@keyscope/detector';
 import { describe, expect, it } from 'vitest';
 import { coverageWarningsOf } from '../../src/web/page/coverage-warnings.ts';
 
-function row(coverage: Partial<ScopeReportRow['coverage']>): ScopeReportRow {
+function row(
+  coverage: Partial<ScopeReportRow['coverage']>,
+  replayHeader: ScopeReportRow['replayHeader'] = null,
+): ScopeReportRow {
   return {
+    replayHeader,
     service: 'payments',
     operation: '/payments',
     declaredScope: 'node',
@@ -46,6 +50,16 @@ describe('the scopes page’s evidence coverage warnings', () => {
     expect(coverageWarningsOf(row({ sendsWithServerSpanRatio: 0.5 }))).toEqual([
       'keyscope sees 50% of the sends to this tier with the server span they reached: sampling?',
     ]);
+  });
+
+  it('says a tier’s replay header does not reach keyscope, with the repeats behind it and the fix', () => {
+    const missing = replayHeaderOf(0, 12, 10);
+    expect(coverageWarningsOf(row({}, missing))).toEqual([
+      `12 repeats of a key on one node, no replay seen. ${REPLAY_HEADER_ADVICE}`,
+    ]);
+    expect(REPLAY_HEADER_ADVICE).toMatch(/writeHead.*setHeader.*idempotency\.outcome/);
+    expect(coverageWarningsOf(row({}, replayHeaderOf(0, 9, 10)))).toEqual([]);
+    expect(coverageWarningsOf(row({}, replayHeaderOf(1, 12, 10)))).toEqual([]);
   });
 
   it('stays quiet at 90% and above, and for figures with nothing to count', () => {

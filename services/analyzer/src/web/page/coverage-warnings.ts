@@ -5,7 +5,8 @@ export const COVERAGE_WARNING_BELOW = 0.9;
 
 /**
  * What keyscope cannot see of a tier, in words, one sentence per figure below
- * COVERAGE_WARNING_BELOW: its findings there rest on a sample, and duplicates may go unseen.
+ * COVERAGE_WARNING_BELOW: its findings there rest on a sample, and duplicates may go unseen. And,
+ * for a tier whose replay header does not reach keyscope, how many repeats say so and what to do.
  */
 export function coverageWarningsOf(row: ScopeRowJson): string[] {
   const { coverage } = row;
@@ -20,5 +21,8 @@ export function coverageWarningsOf(row: ScopeRowJson): string[] {
     if (ratio === null || ratio >= COVERAGE_WARNING_BELOW) continue;
     warnings.push(`keyscope sees ${Math.floor(ratio * 100 + 1e-9)}% ${what}: sampling?`);
   }
+  const replay = row.replayHeader;
+  if (replay?.verdict === 'missing' && replay.advice !== null)
+    warnings.push(`${replay.repeats} repeats of a key on one node, no replay seen. ${replay.advice}`);
   return warnings;
 }
