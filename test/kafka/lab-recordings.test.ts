@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKafkaClient } from '../../services/analyzer/src/kafka/kafka-client.ts';
 import { silentLogger } from '../../services/analyzer/src/logger.ts';
 import { analyzeRecording } from '../lab/analyze-recording.ts';
+import { SCENARIOS } from '../lab/scenarios.ts';
 import type { MessageProducer } from './support/collector-exporter.ts';
 import { kafkaEnvironment, type RoleProcess, startRole, stopRole } from './support/keyscope-roles.ts';
 
@@ -26,6 +27,8 @@ import { kafkaEnvironment, type RoleProcess, startRole, stopRole } from './suppo
  */
 const RECORDINGS = fileURLToPath(new URL('../lab/recordings/', import.meta.url));
 const LIBFAKETIME = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
+/** Every committed lab recording. */
+const RECORDED = SCENARIOS.map((scenario) => scenario.name);
 
 interface ApiRoutingEvent {
   id: string;
@@ -164,7 +167,7 @@ beforeAll(async () => {
   // Each recording is about 3.5 MiB of OTLP/JSON, on one traces partition (read in the order
   // recorded, as analyze reads the file) under the mock broker's 5 MiB.
   const topics: Record<string, number> = {};
-  for (const scenario of ['brownout-round-robin', 'node-killed-behind-proxy']) {
+  for (const scenario of RECORDED) {
     topics[`traces-${scenario}`] = 1;
     topics[`attempts-${scenario}`] = 4;
     topics[`incidents-${scenario}`] = 2;
@@ -184,7 +187,7 @@ afterAll(async () => {
 }, 60_000);
 
 describe('lab recordings through the Kafka roles', () => {
-  it.each(['brownout-round-robin', 'node-killed-behind-proxy'])(
+  it.each(RECORDED)(
     'report on %s the findings, incidents and routing events keyscope analyze reports',
     async (scenario) => {
       const analyzed = (await analyzeRecording(join(RECORDINGS, `${scenario}.jsonl.gz`))) as unknown as {
