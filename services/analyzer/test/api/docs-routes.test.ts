@@ -3,8 +3,8 @@ import { KeyscopeStore } from '@keyscope/store';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import type { FastifyInstance, RouteOptions } from 'fastify';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { createApiServer } from '../../src/api/api-server.ts';
-import type { ApiToken } from '../../src/api/auth.ts';
+import { createApiWithPage } from '../../src/api-with-alerts.ts';
+import type { ApiToken } from '../../src/auth/auth.ts';
 import { PAGE_ROUTES } from '../../src/web/web-routes.ts';
 
 /** Every route fastify registers on any instance this file creates, seen from outside the API's code. */
@@ -33,7 +33,8 @@ afterEach(() => store.close());
 
 function api(tokens: ApiToken[] = []): FastifyInstance {
   const detector = createDetector(undefined, { attemptLog: store.attemptLog });
-  return createApiServer({
+  return createApiWithPage({
+    traceLinkTemplate: '',
     store,
     detector: () => detector,
     tokens,
@@ -63,7 +64,7 @@ describe('the OpenAPI document', () => {
     expect(docsJson.json().openapi).toBe('3.1.0');
   });
 
-  it('lists every route the API server registers, with its method; only the web page and stylesheets are left out', async () => {
+  it('lists every route the API and the page beside it register, with its method; only the web page and stylesheets are left out', async () => {
     const app = api();
     await app.ready();
     const document: Document = (await app.inject('/docs/json')).json();
