@@ -14,7 +14,12 @@ import {
 import { CURSOR, DEFAULT_LIMIT, LIMIT, type ListQuery, millis, SINCE, UNTIL } from './list-parameters.ts';
 import type { RouteSchema } from './openapi.ts';
 import { presentFinding } from './present.ts';
-import { REFUSAL_RESPONSES, type ResourceRouteOptions, tenantOf } from './route-context.ts';
+import {
+  attemptsSerializer,
+  REFUSAL_RESPONSES,
+  type ResourceRouteOptions,
+  tenantOf,
+} from './route-context.ts';
 
 export const FINDING_CLASS = {
   type: 'string',
@@ -89,7 +94,7 @@ export async function findingRoutes(app: FastifyInstance, options: ResourceRoute
 
   app.get<{ Querystring: FindingsQuery }>(
     '/api/v1/findings',
-    { schema: FINDINGS },
+    { schema: FINDINGS, serializerCompiler: attemptsSerializer },
     async (request, reply) => {
       const q = request.query;
       const filter = {

@@ -11,7 +11,12 @@ import { exportable, FINDING_CLASS, FORMAT } from './finding-routes.ts';
 import { CURSOR, DEFAULT_LIMIT, LIMIT, type ListQuery, millis, SINCE, UNTIL } from './list-parameters.ts';
 import type { ParametersSchema, RouteSchema } from './openapi.ts';
 import { presentFindingExcerpt, presentIncident } from './present.ts';
-import { REFUSAL_RESPONSES, type ResourceRouteOptions, tenantOf } from './route-context.ts';
+import {
+  attemptsSerializer,
+  REFUSAL_RESPONSES,
+  type ResourceRouteOptions,
+  tenantOf,
+} from './route-context.ts';
 import { incidentDetail, incidentForList, tenantOwnsIncident } from './tenant-view.ts';
 
 export interface IncidentRouteOptions extends ResourceRouteOptions {
@@ -103,7 +108,7 @@ export async function incidentRoutes(app: FastifyInstance, options: IncidentRout
 
   app.get<{ Params: IncidentParams; Querystring: { format?: ResponseFormat } }>(
     '/api/v1/incidents/:id',
-    { schema: INCIDENT },
+    { schema: INCIDENT, serializerCompiler: attemptsSerializer },
     async (request, reply) => {
       const { id } = request.params;
       const tenant = tenantOf(request);
