@@ -104,7 +104,7 @@ beforeAll(async () => {
     return payload;
   });
 
-  document = await (await fetch(`${api}/openapi.json`)).json();
+  document = (await (await fetch(`${api}/openapi.json`)).json()) as Document;
   ajv = new AjvClass({ allErrors: true, allowUnionTypes: true, strict: true });
   addFormats(ajv);
   // The document's `#/components/schemas/X` as one schema of definitions ajv resolves them in.

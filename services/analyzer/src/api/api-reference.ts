@@ -40,12 +40,8 @@ export function renderApiReference(document: OpenApiDocument): string {
   const sections = operations.map(({ path, method, operation }) =>
     renderOperation(method, path, operation, document.security === undefined),
   );
-  const schemas = Object.entries(document.components.schemas).map(
-    ([name, schema]) =>
-      `<section class="schema" id="schema-${escapeHtml(name)}" data-schema="${escapeHtml(name)}">
-<h3>${escapeHtml(name)}</h3>
-<pre><code>${escapeHtml(JSON.stringify(schema, null, 2))}</code></pre>
-</section>`,
+  const schemas = Object.entries(document.components.schemas).map(([name, schema]) =>
+    renderSchema(name, schema),
   );
   const { info } = document;
   return `<!doctype html>
@@ -137,6 +133,44 @@ ${responses}
 </section>`;
 }
 
+/** A component: its description, then one row per field, nested objects' fields as `a.b` and `a[].b`. */
+function renderSchema(name: string, schema: JsonSchema): string {
+  const rows = fieldRows('', schema);
+  const fields =
+    rows.length === 0
+      ? ''
+      : `
+<table>
+<thead><tr><th scope="col">Field</th><th scope="col">Schema</th><th scope="col">Required</th><th scope="col">Meaning</th></tr></thead>
+<tbody>
+${rows.join('\n')}
+</tbody>
+</table>`;
+  // Closed until opened: the fields of every schema at once would be most of the page.
+  return `<section class="schema" id="schema-${escapeHtml(name)}" data-schema="${escapeHtml(name)}">
+<details>
+<summary><h3>${escapeHtml(name)}</h3> ${inlineMarkdown(schema.description ?? '')}</summary>${fields}
+</details>
+</section>`;
+}
+
+function fieldRows(prefix: string, schema: JsonSchema): string[] {
+  const rows: string[] = [];
+  for (const [name, field] of Object.entries(schema.properties ?? {})) {
+    const path = `${prefix}${name}`;
+    const required = schema.required?.includes(name) ?? false;
+    rows.push(
+      `<tr data-field="${escapeHtml(path)}"><td><code>${escapeHtml(path)}</code></td><td>${describeSchema(field)}</td><td>${required ? 'yes' : 'no'}</td><td>${inlineMarkdown(field.description ?? '')}</td></tr>`,
+    );
+    // An object declared in place has its fields listed here; a named one has its own section.
+    const nested = field.items ?? field;
+    if (nested.$ref === undefined && nested.properties !== undefined) {
+      rows.push(...fieldRows(`${path}${field.items === undefined ? '.' : '[].'}`, nested));
+    }
+  }
+  return rows;
+}
+
 function renderParameter(parameter: OpenApiParameter): string {
   return `<tr data-parameter="${escapeHtml(parameter.name)}"><td><code>${escapeHtml(parameter.name)}</code></td><td>${parameter.in}</td><td>${parameter.required ? 'yes' : 'no'}</td><td>${describeSchema(parameter.schema)}</td><td>${inlineMarkdown(parameter.description ?? '')}</td></tr>`;
 }
@@ -147,6 +181,7 @@ function describeSchema(schema: JsonSchema): string {
     const name = schema.$ref.replace('#/components/schemas/', '');
     return `<a href="#schema-${escapeHtml(name)}">${escapeHtml(name)}</a>`;
   }
+  if (schema.items !== undefined) return `array of ${describeSchema(schema.items)}`;
   const parts: string[] = [];
   if (schema.enum !== undefined)
     parts.push(
