@@ -58,11 +58,7 @@ export function renderApiReference(document: OpenApiDocument): string {
 <header class="reference-header">
 <h1>${escapeHtml(info.title)} <span class="version">${escapeHtml(info.version)}</span></h1>
 <p>${inlineMarkdown(info.description)}</p>
-<p>${
-    document.security === undefined
-      ? 'No tokens are configured: no operation needs one, and the API answers loopback only.'
-      : 'Send <code>Authorization: Bearer &lt;token&gt;</code> to every operation not marked public.'
-  } The same description as OpenAPI ${escapeHtml(document.openapi)}: <a href="/openapi.json">/openapi.json</a> (also at <a href="/docs/json">/docs/json</a>).</p>
+<p>The same description as OpenAPI ${escapeHtml(document.openapi)}: <a href="/openapi.json">/openapi.json</a> (also at <a href="/docs/json">/docs/json</a>).</p>
 </header>
 <div class="reference">
 <nav aria-label="Operations">

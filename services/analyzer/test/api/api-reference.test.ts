@@ -73,9 +73,12 @@ describe('renderApiReference', () => {
 
   it('says that no operation needs a token when none are configured', () => {
     const page = renderApiReference(buildOpenApi([thing('A thing.')], { tokens: false }));
-    expect(page).toContain('No tokens are configured: no operation needs one');
+    expect(page).toContain('No tokens are configured (<code>api.tokens</code>): no operation needs one');
     expect(page).toContain('No token needed: none are configured.');
     expect(page).not.toContain('Needs a bearer token');
     expect(page).not.toContain('Authorization: Bearer');
+    expect(renderApiReference(buildOpenApi([thing('A thing.')], { tokens: true }))).toContain(
+      'needs <code>Authorization: Bearer &lt;token&gt;</code>',
+    );
   });
 });

@@ -43,6 +43,11 @@ function api(tokens: ApiToken[] = []): FastifyInstance {
   });
 }
 
+interface Operation {
+  parameters: { name: string; description?: string }[];
+  responses: Record<string, { content?: Record<string, { schema?: Record<string, unknown> }> }>;
+}
+
 interface Document {
   openapi: string;
   paths: Record<string, Record<string, { security?: unknown[] }>>;
@@ -87,6 +92,61 @@ describe('the OpenAPI document', () => {
     );
   });
 
+  it('describes every parameter and every field of every answer', async () => {
+    const document = (await api().inject('/openapi.json')).json();
+    const undescribed: string[] = [];
+    const visit = (schema: Record<string, unknown>, where: string) => {
+      for (const [name, field] of Object.entries((schema.properties ?? {}) as Record<string, object>)) {
+        const property = field as Record<string, unknown>;
+        if (property.$ref === undefined && !property.description) undescribed.push(`${where}.${name}`);
+        visit(property, `${where}.${name}`);
+      }
+      if (schema.items !== undefined) visit(schema.items as Record<string, unknown>, `${where}[]`);
+    };
+    for (const [name, schema] of Object.entries(document.components.schemas)) {
+      visit(schema as Record<string, unknown>, name);
+    }
+    for (const [path, item] of Object.entries(document.paths as Record<string, Record<string, Operation>>)) {
+      for (const [method, operation] of Object.entries(item)) {
+        for (const parameter of operation.parameters) {
+          if (!parameter.description) undescribed.push(`${method} ${path} ${parameter.name}`);
+        }
+        for (const [status, response] of Object.entries(operation.responses)) {
+          for (const [type, media] of Object.entries(response.content ?? {})) {
+            visit(media.schema ?? {}, `${method} ${path} ${status} ${type}`);
+          }
+        }
+      }
+    }
+    expect(undescribed).toEqual([]);
+    expect(document.components.schemas.Attempt.properties.keyFrom.description).toMatch(/server span/);
+  });
+
+  it('needs no token on any operation when none are configured, and says so', async () => {
+    const app = api();
+    const document = (await app.inject('/openapi.json')).json();
+    expect(document.security).toBeUndefined();
+    for (const item of Object.values(document.paths as Record<string, Record<string, Operation>>)) {
+      for (const operation of Object.values(item))
+        expect(Object.keys(operation.responses)).not.toContain('401');
+    }
+    const page = (await app.inject('/docs')).body;
+    expect(page).not.toContain('Needs a bearer token');
+    expect(page.match(/No token needed: none are configured\./g)).toHaveLength(
+      Object.values(document.paths as Record<string, object>).flatMap((item) => Object.keys(item)).length,
+    );
+
+    const guarded = api([{ token: 'admin-secret-token', role: 'admin', name: 'alice' }]);
+    const withTokens = (await guarded.inject('/openapi.json')).json();
+    expect(withTokens.security).toEqual([{ bearer: [] }]);
+    expect(Object.keys(withTokens.paths['/api/v1/findings'].get.responses)).toContain('401');
+    expect(withTokens.paths['/healthz'].get.security).toEqual([]);
+    const reference = (await guarded.inject('/docs')).body;
+    expect(reference).toMatch(
+      /id="get-api-v1-findings"[\s\S]*Needs a bearer token[\s\S]*id="get-healthz"[\s\S]*Public/,
+    );
+  });
+
   it('points every $ref at a schema the document holds', async () => {
     const text = (await api().inject('/openapi.json')).body;
     const document = JSON.parse(text);
@@ -107,6 +167,9 @@ describe('the API reference at /docs', () => {
     expect(policy).toContain("style-src 'self'");
     expect(policy).not.toContain('unsafe');
     expect(policy).not.toContain('script-src');
+    // Every schema as a table of its fields, nested ones by their path.
+    expect(page.body).toContain('data-field="keyFrom"');
+    expect(page.body).toContain('data-field="routing.affinityBroken"');
     expect(page.body).not.toMatch(/<script|<style|\sstyle=|\son\w+=/i);
     const document: Document = (await app.inject('/docs/json')).json();
     for (const [path, item] of Object.entries(document.paths)) {
