@@ -2,12 +2,13 @@ import { EFFECTS, OUTCOMES, SCOPE_LEVELS } from '@keyscope/attempts';
 import { FINDING_CLASSES, ROUTING_EVENT_TYPES, SUSPICION_EVIDENCE_KINDS } from '@keyscope/detector';
 
 /*
- * The JSON schemas of the API's answers: fastify serializes each route's answer with them, and the
- * OpenAPI document (openapi.ts) is built from the same objects, each named one becoming a
- * component. Every object is closed (`additionalProperties: false`): the serializer writes only
- * what a schema declares, so a field a presenter (present.ts) adds must be declared here too, or
- * it never reaches a client — test/e2e/api-answers.test.ts checks every answer of a real scenario
- * against the document.
+ * The JSON schemas of the API's answers: fastify serializes each route's answer with them (but
+ * those holding attempts: route-context.ts, `attemptsSerializer`), and the OpenAPI document
+ * (openapi.ts) is built from the same objects, each named one becoming a component. Every object
+ * is closed (`additionalProperties: false`): the schema serializer writes only what a schema
+ * declares, so a field a presenter (present.ts) adds must be declared here too, or it never reaches
+ * a client — test/e2e/api-answers.test.ts checks every answer of a real scenario, and what its
+ * handlers returned, against the document.
  */
 
 /** A JSON schema as the routes declare them; the reference page reads the keywords it shows. */

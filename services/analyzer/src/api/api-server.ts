@@ -84,7 +84,7 @@ export function connectionOptions(timeouts: Readonly<ApiConnectionTimeouts>) {
  * The HTTP API of docs/design.md's "Contracts": one plugin per resource — findings, incidents
  * (ack/resolve), keys, scopes, routing events — then health and metrics, and the OpenAPI document
  * built from every route's schemas (docs-routes.ts). Every input is validated by its JSON schema and
- * every answer serialized by one (api-schemas.ts); every refusal, fastify's own included, is
+ * every answer declared by one (api-schemas.ts), which serializes it but for answers holding attempts; every refusal, fastify's own included, is
  * `{ error: { code, message } }` with the code's status (error-handler.ts). Without tokens it refuses
  * cross-site use (cross-site.ts); a tenant-scoped token sees and acts on its own tenant's part only
  * (tenant-view.ts). The web page is not the API's: serve registers it on this server
