@@ -1,12 +1,15 @@
 import { type Alerter, createAlerter } from '@keyscope/alerts';
 import type { Detector } from '@keyscope/detector';
 import type { KeyscopeStore } from '@keyscope/store';
-import { createApiServer } from './api/api-server.ts';
-import type { AuthFailures } from './api/auth-failures.ts';
+import type { FastifyInstance } from 'fastify';
+import { type ApiDependencies, createApiServer } from './api/api-server.ts';
+import { createAuthenticator, requireReader } from './auth/auth.ts';
+import { AuthFailures } from './auth/auth-failures.ts';
 import type { ServeConfig } from './config.ts';
 import type { Logger } from './logger.ts';
 import { formatHostPort, type ListenAddress } from './receivers/listen-address.ts';
 import { listenFailure } from './startup-errors.ts';
+import { webRoutes } from './web/web-routes.ts';
 
 export interface ApiWithAlertsOptions {
   config: ServeConfig;
@@ -30,6 +33,27 @@ export interface ApiWithAlerts {
 }
 
 /**
+ * The API with the web page on its port, as every process that serves incidents answers: the
+ * page's /api/v1/ui-config refuses exactly what the API refuses (the same tokens and failure
+ * budgets), and the API's error replies and cross-site guard cover the page too.
+ */
+export function createApiWithPage(
+  options: ApiDependencies & {
+    /** `api.traceLinkTemplate`: where the page links trace ids. */ traceLinkTemplate: string;
+  },
+): FastifyInstance {
+  const { traceLinkTemplate, ...deps } = options;
+  const authFailures = deps.authFailures ?? new AuthFailures();
+  const api = createApiServer({ ...deps, authFailures });
+  const authenticate = createAuthenticator(deps.tokens, authFailures);
+  api.register(webRoutes, {
+    authenticate: (authorization, remoteAddress) => requireReader(authenticate(authorization, remoteAddress)),
+    traceLinkTemplate,
+  });
+  return api;
+}
+
+/**
  * The HTTP API and web page, then the alerter that links to them: what every process that serves
  * incidents starts (the embedded service and the Kafka serve role). The alerter is created once
  * the API's port is known, because its messages link to `<publicUrl>/incidents/<id>`.
@@ -37,9 +61,9 @@ export interface ApiWithAlerts {
 export async function startApiWithAlerts(options: ApiWithAlertsOptions): Promise<ApiWithAlerts> {
   const { config, store, logger, now } = options;
   let alerter: Alerter | undefined;
-  const api = createApiServer({
+  const api = createApiWithPage({
     store,
-    detector: options.detector as () => Detector,
+    detector: options.detector,
     tokens: config.api.tokens,
     authFailures: options.authFailures,
     traceLinkTemplate: config.api.traceLinkTemplate,

@@ -18,8 +18,8 @@ import {
 } from '@keyscope/errors';
 import { INTEGRITY_CHECKS } from '@keyscope/store';
 import { parse as parseYaml } from 'yaml';
-import { ROLES } from './api/auth.ts';
-import { AUTH_FAILURE_BUDGET } from './api/auth-failures.ts';
+import { ROLES } from './auth/auth.ts';
+import { AUTH_FAILURE_BUDGET } from './auth/auth-failures.ts';
 import { ANALYZER_CONFIG_INVALID } from './errors.ts';
 
 const MIB = 1024 * 1024;

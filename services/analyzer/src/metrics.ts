@@ -1,7 +1,7 @@
 import type { DeliveryCountersSnapshot } from '@keyscope/alerts';
 import type { DetectorStats, ScopeReportRow } from '@keyscope/detector';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { AuthFailureReason } from './api/auth-failures.ts';
+import type { AuthFailureReason } from './auth/auth-failures.ts';
 import type { PipelineCounts } from './pipeline/detection-pipeline.ts';
 import type { IngestCountersSnapshot, TransportCounts } from './receivers/ingest-counters.ts';
 import type { ArchiveCounts } from './receivers/payload-archive.ts';

@@ -1,8 +1,8 @@
 import type { Alerter } from '@keyscope/alerts';
 import { type DetectorConfig, defaultDetectorConfig } from '@keyscope/detector';
 import { KeyscopeStore } from '@keyscope/store';
-import { AuthFailures } from './api/auth-failures.ts';
 import { startApiWithAlerts } from './api-with-alerts.ts';
+import { AuthFailures } from './auth/auth-failures.ts';
 import { BackToBack } from './back-to-back.ts';
 import type { ServeConfig } from './config.ts';
 import { consoleLogger, type Logger, REPEAT_WINDOW_MILLIS, rateLimitedLogger } from './logger.ts';

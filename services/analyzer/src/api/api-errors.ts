@@ -1,4 +1,8 @@
 import { defineError } from '@keyscope/errors';
+import { API_AUTH_THROTTLED, API_FORBIDDEN, API_UNAUTHENTICATED } from '../auth/auth-errors.ts';
+
+// Refusals of a token or of a client address: declared with the authentication the web page shares.
+export { API_AUTH_THROTTLED, API_FORBIDDEN, API_UNAUTHENTICATED };
 
 /** What the HTTP API refuses. Listed in docs/errors.md under "analyzer". */
 export const API_BAD_PARAMETER = defineError(
@@ -13,18 +17,6 @@ export const API_BAD_REQUEST = defineError(
   false,
   'The request itself cannot be read: a URL that is not valid percent-encoding, a body that is not the JSON its content type says, a Content-Length that does not match, or a malformed HTTP request.',
 );
-export const API_UNAUTHENTICATED = defineError(
-  'KS_API_UNAUTHENTICATED',
-  401,
-  false,
-  'The API requires a bearer token (tokens are configured) and the request had none or an unknown one.',
-);
-export const API_FORBIDDEN = defineError(
-  'KS_API_FORBIDDEN',
-  403,
-  false,
-  "The token's role does not allow this (ack/resolve need `admin`; a `metrics` token reads /metrics only), a tenant's token asked for /metrics (it names every tenant's services), a tenant-scoped admin token tried to act on an incident that also holds other tenants' keys, or the API has no tokens and the request did not come from loopback.",
-);
 export const API_FOREIGN_HOST = defineError(
   'KS_API_FOREIGN_HOST',
   403,
@@ -36,12 +28,6 @@ export const API_CROSS_SITE = defineError(
   403,
   false,
   "No tokens are configured and the request came from another web origin (its Origin header is neither the API's own nor `api.publicUrl`'s), or it changes something without `content-type: application/json` or an `x-keyscope-client` header — what a page on another site can make a browser send.",
-);
-export const API_AUTH_THROTTLED = defineError(
-  'KS_API_AUTH_THROTTLED',
-  429,
-  true,
-  'The client address (an IPv6 client: its /64) presented more unknown bearer tokens than `api.authFailureBudget` allows (20 at once, then one a second by default): its request was refused without its token counting as a guess. `Retry-After` says when it may try again; a token that already authenticated from that address is still accepted.',
 );
 export const API_NOT_FOUND = defineError(
   'KS_API_NOT_FOUND',

@@ -20,7 +20,8 @@ const METHODS = ['get', 'post'] as const;
 
 /**
  * The OpenAPI document as one HTML page, rendered on the server: each operation with its
- * parameters, responses and whether it needs the bearer token, then the shared schemas. Every
+ * parameters, responses and whether it needs the bearer token (none does when the document has no
+ * `security`: no tokens are configured), then the shared schemas. Every
  * text from the document is escaped.
  */
 export function renderApiReference(document: OpenApiDocument): string {
@@ -36,13 +37,11 @@ export function renderApiReference(document: OpenApiDocument): string {
         `<li><a href="#${operationId(method, path)}"><span class="method method-${method}">${method.toUpperCase()}</span> <code>${escapeHtml(path)}</code></a></li>`,
     )
     .join('\n');
-  const sections = operations.map(({ path, method, operation }) => renderOperation(method, path, operation));
-  const schemas = Object.entries(document.components.schemas).map(
-    ([name, schema]) =>
-      `<section class="schema" id="schema-${escapeHtml(name)}" data-schema="${escapeHtml(name)}">
-<h3>${escapeHtml(name)}</h3>
-<pre><code>${escapeHtml(JSON.stringify(schema, null, 2))}</code></pre>
-</section>`,
+  const sections = operations.map(({ path, method, operation }) =>
+    renderOperation(method, path, operation, document.security === undefined),
+  );
+  const schemas = Object.entries(document.components.schemas).map(([name, schema]) =>
+    renderSchema(name, schema),
   );
   const { info } = document;
   return `<!doctype html>
@@ -59,7 +58,7 @@ export function renderApiReference(document: OpenApiDocument): string {
 <header class="reference-header">
 <h1>${escapeHtml(info.title)} <span class="version">${escapeHtml(info.version)}</span></h1>
 <p>${inlineMarkdown(info.description)}</p>
-<p>Send <code>Authorization: Bearer &lt;token&gt;</code> to every operation not marked public. The same description as OpenAPI ${escapeHtml(document.openapi)}: <a href="/openapi.json">/openapi.json</a> (also at <a href="/docs/json">/docs/json</a>).</p>
+<p>The same description as OpenAPI ${escapeHtml(document.openapi)}: <a href="/openapi.json">/openapi.json</a> (also at <a href="/docs/json">/docs/json</a>).</p>
 </header>
 <div class="reference">
 <nav aria-label="Operations">
@@ -81,13 +80,24 @@ ${schemas.join('\n')}
 `;
 }
 
-function renderOperation(method: string, path: string, operation: OpenApiOperation): string {
+/** `tokenless`: no tokens are configured, so no operation needs one. */
+function renderOperation(
+  method: string,
+  path: string,
+  operation: OpenApiOperation,
+  tokenless: boolean,
+): string {
   const isPublic = operation.security !== undefined && operation.security.length === 0;
+  const auth = tokenless
+    ? 'No token needed: none are configured.'
+    : isPublic
+      ? 'Public: no token needed.'
+      : 'Needs a bearer token.';
   const parameters =
     operation.parameters.length === 0
       ? '<p class="none">No parameters.</p>'
       : `<table>
-<thead><tr><th scope="col">Name</th><th scope="col">In</th><th scope="col">Required</th><th scope="col">Schema</th></tr></thead>
+<thead><tr><th scope="col">Name</th><th scope="col">In</th><th scope="col">Required</th><th scope="col">Schema</th><th scope="col">Meaning</th></tr></thead>
 <tbody>
 ${operation.parameters.map(renderParameter).join('\n')}
 </tbody>
@@ -106,7 +116,7 @@ ${operation.parameters.map(renderParameter).join('\n')}
   return `<section class="operation" id="${operationId(method, path)}" data-operation="${method.toUpperCase()} ${escapeHtml(path)}">
 <h2><span class="method method-${method}">${method.toUpperCase()}</span> <code>${escapeHtml(path)}</code></h2>
 <p>${inlineMarkdown(operation.summary)}</p>
-<p class="auth">${isPublic ? 'Public: no token needed.' : 'Needs a bearer token.'}</p>
+<p class="auth">${auth}</p>
 <h3>Parameters</h3>
 ${parameters}
 <h3>Responses</h3>
@@ -119,8 +129,46 @@ ${responses}
 </section>`;
 }
 
+/** A component: its description, then one row per field, nested objects' fields as `a.b` and `a[].b`. */
+function renderSchema(name: string, schema: JsonSchema): string {
+  const rows = fieldRows('', schema);
+  const fields =
+    rows.length === 0
+      ? ''
+      : `
+<table>
+<thead><tr><th scope="col">Field</th><th scope="col">Schema</th><th scope="col">Required</th><th scope="col">Meaning</th></tr></thead>
+<tbody>
+${rows.join('\n')}
+</tbody>
+</table>`;
+  // Closed until opened: the fields of every schema at once would be most of the page.
+  return `<section class="schema" id="schema-${escapeHtml(name)}" data-schema="${escapeHtml(name)}">
+<details>
+<summary><h3>${escapeHtml(name)}</h3> ${inlineMarkdown(schema.description ?? '')}</summary>${fields}
+</details>
+</section>`;
+}
+
+function fieldRows(prefix: string, schema: JsonSchema): string[] {
+  const rows: string[] = [];
+  for (const [name, field] of Object.entries(schema.properties ?? {})) {
+    const path = `${prefix}${name}`;
+    const required = schema.required?.includes(name) ?? false;
+    rows.push(
+      `<tr data-field="${escapeHtml(path)}"><td><code>${escapeHtml(path)}</code></td><td>${describeSchema(field)}</td><td>${required ? 'yes' : 'no'}</td><td>${inlineMarkdown(field.description ?? '')}</td></tr>`,
+    );
+    // An object declared in place has its fields listed here; a named one has its own section.
+    const nested = field.items ?? field;
+    if (nested.$ref === undefined && nested.properties !== undefined) {
+      rows.push(...fieldRows(`${path}${field.items === undefined ? '.' : '[].'}`, nested));
+    }
+  }
+  return rows;
+}
+
 function renderParameter(parameter: OpenApiParameter): string {
-  return `<tr data-parameter="${escapeHtml(parameter.name)}"><td><code>${escapeHtml(parameter.name)}</code></td><td>${parameter.in}</td><td>${parameter.required ? 'yes' : 'no'}</td><td>${describeSchema(parameter.schema)}</td></tr>`;
+  return `<tr data-parameter="${escapeHtml(parameter.name)}"><td><code>${escapeHtml(parameter.name)}</code></td><td>${parameter.in}</td><td>${parameter.required ? 'yes' : 'no'}</td><td>${describeSchema(parameter.schema)}</td><td>${inlineMarkdown(parameter.description ?? '')}</td></tr>`;
 }
 
 /** A schema in a few words: `integer, 1 to 500, default 50`; a `$ref` links to its section. */
@@ -129,12 +177,13 @@ function describeSchema(schema: JsonSchema): string {
     const name = schema.$ref.replace('#/components/schemas/', '');
     return `<a href="#schema-${escapeHtml(name)}">${escapeHtml(name)}</a>`;
   }
+  if (schema.items !== undefined) return `array of ${describeSchema(schema.items)}`;
   const parts: string[] = [];
   if (schema.enum !== undefined)
     parts.push(
       `one of ${schema.enum.map((value) => `<code>${escapeHtml(String(value))}</code>`).join(', ')}`,
     );
-  else if (schema.type !== undefined) parts.push(escapeHtml(schema.type));
+  else if (schema.type !== undefined) parts.push(escapeHtml([schema.type].flat().join(' or ')));
   if (schema.format !== undefined) parts.push(escapeHtml(schema.format));
   if (schema.minimum !== undefined && schema.maximum !== undefined)
     parts.push(`${schema.minimum} to ${schema.maximum}`);

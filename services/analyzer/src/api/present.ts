@@ -9,7 +9,7 @@ import {
   storesTotalOf,
   storesTotalOfIncident,
 } from '@keyscope/detector';
-import type { FindingExcerpt, StoredIncident } from '@keyscope/store';
+import type { FindingExcerpt, StoredIncident, StoredRoutingEvent } from '@keyscope/store';
 
 /**
  * Internal records → the API's JSON, as docs/design.md's "Contracts" fixes it: times as RFC 3339
@@ -38,6 +38,12 @@ export function presentRoutingEvent(event: RoutingEvent | null) {
   if (event === null) return null;
   const { startUnixMillis, endUnixMillis, ...rest } = event;
   return { ...rest, start: isoTime(startUnixMillis), end: isoTime(endUnixMillis) };
+}
+
+/** An item of `/api/v1/routing-events`: the event and the incidents grouped under it. */
+export function presentStoredRoutingEvent(stored: StoredRoutingEvent) {
+  const { incidentIds, ...event } = stored;
+  return { ...presentRoutingEvent(event)!, incidentIds };
 }
 
 export function presentFinding(finding: Finding) {

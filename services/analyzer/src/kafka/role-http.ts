@@ -1,8 +1,8 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import { API_CONNECTION_TIMEOUTS, connectionOptions } from '../api/api-server.ts';
-import { createAuthenticator, requireMetricsReader } from '../api/auth.ts';
-import type { AuthFailures } from '../api/auth-failures.ts';
 import { installErrorReplies } from '../api/error-handler.ts';
+import { createAuthenticator, requireMetricsReader } from '../auth/auth.ts';
+import type { AuthFailures } from '../auth/auth-failures.ts';
 import type { ServeConfig } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import { formatHostPort, type ListenAddress } from '../receivers/listen-address.ts';

@@ -1,5 +1,5 @@
 import { KeyscopeError } from '@keyscope/errors';
-import { AuthFailures } from '../api/auth-failures.ts';
+import { AuthFailures } from '../auth/auth-failures.ts';
 import type { ServeConfig } from '../config.ts';
 import { ANALYZER_CONFIG_INVALID } from '../errors.ts';
 import { consoleLogger, type Logger, REPEAT_WINDOW_MILLIS, rateLimitedLogger } from '../logger.ts';

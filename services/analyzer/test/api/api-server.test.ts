@@ -4,8 +4,8 @@ import { KeyscopeStore } from '@keyscope/store';
 import { server } from '@keyscope/testkit';
 import type { FastifyInstance } from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createApiServer } from '../../src/api/api-server.ts';
-import type { ApiToken } from '../../src/api/auth.ts';
+import { createApiWithPage } from '../../src/api-with-alerts.ts';
+import type { ApiToken } from '../../src/auth/auth.ts';
 
 let store: KeyscopeStore;
 let detector: Detector;
@@ -31,7 +31,8 @@ function duplicate(key: string, at: number, tenant = ''): Attempt[] {
 }
 
 function api(tokens: ApiToken[] = []): FastifyInstance {
-  return createApiServer({
+  return createApiWithPage({
+    traceLinkTemplate: '',
     store,
     detector: () => detector,
     tokens,

@@ -1,7 +1,7 @@
 import { server } from '@keyscope/testkit';
 import type { FastifyInstance } from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { ApiToken } from '../../src/api/auth.ts';
+import type { ApiToken } from '../../src/auth/auth.ts';
 import { createServedStore, type ServedStore } from './served-store.ts';
 
 let served: ServedStore;

@@ -3,8 +3,8 @@ import { KeyscopeStore } from '@keyscope/store';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import type { FastifyInstance, RouteOptions } from 'fastify';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { createApiServer } from '../../src/api/api-server.ts';
-import type { ApiToken } from '../../src/api/auth.ts';
+import { createApiWithPage } from '../../src/api-with-alerts.ts';
+import type { ApiToken } from '../../src/auth/auth.ts';
 import { PAGE_ROUTES } from '../../src/web/web-routes.ts';
 
 /** Every route fastify registers on any instance this file creates, seen from outside the API's code. */
@@ -33,13 +33,19 @@ afterEach(() => store.close());
 
 function api(tokens: ApiToken[] = []): FastifyInstance {
   const detector = createDetector(undefined, { attemptLog: store.attemptLog });
-  return createApiServer({
+  return createApiWithPage({
+    traceLinkTemplate: '',
     store,
     detector: () => detector,
     tokens,
     metrics: async () => 'keyscope_up 1\n',
     ready: () => true,
   });
+}
+
+interface Operation {
+  parameters: { name: string; description?: string }[];
+  responses: Record<string, { content?: Record<string, { schema?: Record<string, unknown> }> }>;
 }
 
 interface Document {
@@ -63,7 +69,7 @@ describe('the OpenAPI document', () => {
     expect(docsJson.json().openapi).toBe('3.1.0');
   });
 
-  it('lists every route the API server registers, with its method; only the web page and stylesheets are left out', async () => {
+  it('lists every route the API and the page beside it register, with its method; only the web page and stylesheets are left out', async () => {
     const app = api();
     await app.ready();
     const document: Document = (await app.inject('/docs/json')).json();
@@ -83,6 +89,61 @@ describe('the OpenAPI document', () => {
     expect([...documented].sort()).toEqual([...routes].sort());
     expect(routes).toEqual(
       expect.arrayContaining(['GET /api/v1/ui-config', 'GET /docs', 'GET /docs/json', 'GET /openapi.json']),
+    );
+  });
+
+  it('describes every parameter and every field of every answer', async () => {
+    const document = (await api().inject('/openapi.json')).json();
+    const undescribed: string[] = [];
+    const visit = (schema: Record<string, unknown>, where: string) => {
+      for (const [name, field] of Object.entries((schema.properties ?? {}) as Record<string, object>)) {
+        const property = field as Record<string, unknown>;
+        if (property.$ref === undefined && !property.description) undescribed.push(`${where}.${name}`);
+        visit(property, `${where}.${name}`);
+      }
+      if (schema.items !== undefined) visit(schema.items as Record<string, unknown>, `${where}[]`);
+    };
+    for (const [name, schema] of Object.entries(document.components.schemas)) {
+      visit(schema as Record<string, unknown>, name);
+    }
+    for (const [path, item] of Object.entries(document.paths as Record<string, Record<string, Operation>>)) {
+      for (const [method, operation] of Object.entries(item)) {
+        for (const parameter of operation.parameters) {
+          if (!parameter.description) undescribed.push(`${method} ${path} ${parameter.name}`);
+        }
+        for (const [status, response] of Object.entries(operation.responses)) {
+          for (const [type, media] of Object.entries(response.content ?? {})) {
+            visit(media.schema ?? {}, `${method} ${path} ${status} ${type}`);
+          }
+        }
+      }
+    }
+    expect(undescribed).toEqual([]);
+    expect(document.components.schemas.Attempt.properties.keyFrom.description).toMatch(/server span/);
+  });
+
+  it('needs no token on any operation when none are configured, and says so', async () => {
+    const app = api();
+    const document = (await app.inject('/openapi.json')).json();
+    expect(document.security).toBeUndefined();
+    for (const item of Object.values(document.paths as Record<string, Record<string, Operation>>)) {
+      for (const operation of Object.values(item))
+        expect(Object.keys(operation.responses)).not.toContain('401');
+    }
+    const page = (await app.inject('/docs')).body;
+    expect(page).not.toContain('Needs a bearer token');
+    expect(page.match(/No token needed: none are configured\./g)).toHaveLength(
+      Object.values(document.paths as Record<string, object>).flatMap((item) => Object.keys(item)).length,
+    );
+
+    const guarded = api([{ token: 'admin-secret-token', role: 'admin', name: 'alice' }]);
+    const withTokens = (await guarded.inject('/openapi.json')).json();
+    expect(withTokens.security).toEqual([{ bearer: [] }]);
+    expect(Object.keys(withTokens.paths['/api/v1/findings'].get.responses)).toContain('401');
+    expect(withTokens.paths['/healthz'].get.security).toEqual([]);
+    const reference = (await guarded.inject('/docs')).body;
+    expect(reference).toMatch(
+      /id="get-api-v1-findings"[\s\S]*Needs a bearer token[\s\S]*id="get-healthz"[\s\S]*Public/,
     );
   });
 
@@ -106,6 +167,9 @@ describe('the API reference at /docs', () => {
     expect(policy).toContain("style-src 'self'");
     expect(policy).not.toContain('unsafe');
     expect(policy).not.toContain('script-src');
+    // Every schema as a table of its fields, nested ones by their path.
+    expect(page.body).toContain('data-field="keyFrom"');
+    expect(page.body).toContain('data-field="routing.affinityBroken"');
     expect(page.body).not.toMatch(/<script|<style|\sstyle=|\son\w+=/i);
     const document: Document = (await app.inject('/docs/json')).json();
     for (const [path, item] of Object.entries(document.paths)) {

@@ -2,8 +2,9 @@ import type { Attempt, NodeActivity } from '@keyscope/attempts';
 import { createDetector, type Detector } from '@keyscope/detector';
 import { KeyscopeStore } from '@keyscope/store';
 import type { FastifyInstance } from 'fastify';
-import { type ApiDependencies, createApiServer } from '../../src/api/api-server.ts';
-import type { ApiToken } from '../../src/api/auth.ts';
+import type { ApiDependencies } from '../../src/api/api-server.ts';
+import { createApiWithPage } from '../../src/api-with-alerts.ts';
+import type { ApiToken } from '../../src/auth/auth.ts';
 
 /** A real in-memory store and detector behind a real API server, fed attempts directly. */
 export interface ServedStore {
@@ -29,7 +30,8 @@ export function createServedStore(): ServedStore {
       });
     },
     api(tokens = [], options = {}) {
-      return createApiServer({
+      return createApiWithPage({
+        traceLinkTemplate: '',
         store,
         detector: () => detector,
         tokens,

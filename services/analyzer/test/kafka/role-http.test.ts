@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { AuthFailures } from '../../src/api/auth-failures.ts';
+import { AuthFailures } from '../../src/auth/auth-failures.ts';
 import { resolveServeConfig } from '../../src/config.ts';
 import { startRoleHttp } from '../../src/kafka/role-http.ts';
 

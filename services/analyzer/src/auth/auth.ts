@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { KeyscopeError } from '@keyscope/errors';
-import { API_AUTH_THROTTLED, API_FORBIDDEN, API_UNAUTHENTICATED } from './api-errors.ts';
+import { API_AUTH_THROTTLED, API_FORBIDDEN, API_UNAUTHENTICATED } from './auth-errors.ts';
 import { AuthFailures } from './auth-failures.ts';
 
 /**

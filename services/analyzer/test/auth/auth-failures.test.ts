@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { AuthFailures, clientOf } from '../../src/api/auth-failures.ts';
+import { AuthFailures, clientOf } from '../../src/auth/auth-failures.ts';
 import { resolveServeConfig } from '../../src/config.ts';
 import { type RunningService, startServe } from '../../src/serve.ts';
 
