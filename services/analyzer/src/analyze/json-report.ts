@@ -1,7 +1,11 @@
 import type { Incident, RoutingEvent } from '@keyscope/detector';
 import type { StoredIncident } from '@keyscope/store';
-import { presentFinding, presentIncident, presentScopeRow } from '../api/present.ts';
-import { presentStoredRoutingEvent } from '../api/routing-event-routes.ts';
+import {
+  presentFinding,
+  presentIncident,
+  presentScopeRow,
+  presentStoredRoutingEvent,
+} from '../api/present.ts';
 import type { AnalysisResult } from './analysis.ts';
 
 /**

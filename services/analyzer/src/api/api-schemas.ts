@@ -94,6 +94,12 @@ export const ROUTING_EVENT_SCHEMA = closed(
   },
 );
 
+/** Why a finding's or an incident's severity is below its class's. */
+const SEVERITY_REASON = nullable(
+  choice(['replay_unseen'], ''),
+  '`replay_unseen`: executions read from HTTP status alone, one after the other on one node, at a tier where no replay was ever seen (the replay header is probably not captured: docs/instrumenting.md); null when the severity is the class’s.',
+);
+
 const SERVER_ONLY = 'Server attempts only.';
 const REQUEST_ONLY = 'Server attempts and arrivals only.';
 
@@ -242,7 +248,11 @@ const FINDING_PROPERTIES: Record<string, JsonSchema> = {
     ),
     'Why, within the class: `ttl_expired`, `race` or `store_unknown` for same-store duplicates; `cross_tenant_replay` or `shared_key` for key collisions; `effect_unknown` or `execution_unseen` for suspected duplicates; null where the class says it all.',
   ),
-  severity: choice(['critical', 'high', 'warning'], 'Severity of the class.'),
+  severity: choice(
+    ['critical', 'high', 'warning'],
+    'Severity of the class, or below it for the reason in `severityReason`.',
+  ),
+  severityReason: SEVERITY_REASON,
   service: text('The dedup tier: the service that executed twice (or whose scope was exceeded).'),
   operation: text('The dedup tier’s operation (`http.route`, else the span name).'),
   tenant: text('First tenant seen for the key; empty when unknown.'),
@@ -328,7 +338,11 @@ const INCIDENT_PROPERTIES: Record<string, JsonSchema> = {
   service: text('The dedup tier’s service.'),
   operation: text('The dedup tier’s operation.'),
   class: choice(FINDING_CLASSES, 'The class of every finding in it.'),
-  severity: choice(['critical', 'high', 'warning'], 'Severity of the class.'),
+  severity: choice(
+    ['critical', 'high', 'warning'],
+    'Severity of the class, or below it for the reason in `severityReason`.',
+  ),
+  severityReason: SEVERITY_REASON,
   status: choice(['open', 'resolved'], '`resolved` once it gains no key for a while, or by hand.'),
   acknowledged: flag('Someone acknowledged it.'),
   acknowledgedAt: nullable(time(''), 'When it was acknowledged; null when it is not.'),
@@ -479,6 +493,20 @@ export const SCOPE_ROW_SCHEMA = closed('A dedup tier: declared key scope vs obse
     '`narrower`: the declared scope is narrower than where retries land; `unknown`: nothing declares it.',
   ),
   coverage: COVERAGE_SCHEMA,
+  replayHeader: nullable(
+    closed('Whether the tier’s replays show in the spans, where its outcomes are read from HTTP responses.', {
+      verdict: choice(
+        ['captured', 'missing', 'unconfirmed'],
+        '`captured`: a replay was seen; `missing`: `detector.replayHeaderMinRepeats` repeats of a key on one node showed none (the header is most likely not captured); `unconfirmed`: fewer repeats so far.',
+      ),
+      replays: count('Replays read from the response header.'),
+      repeats: count(
+        'Repeats of a key on one node after an earlier execution there ended, in the evidence coverage sample.',
+      ),
+      advice: nullable(text(''), 'The likely cause and its fix, for `missing`; null otherwise.'),
+    }),
+    'The tier’s replay header; null for a tier with no outcome read from HTTP.',
+  ),
   spansSeen: flag(
     'False for a scope the mapping declares for a service that has sent no keyed span (a name that does not match, or not yet traced).',
   ),
