@@ -159,10 +159,10 @@ function constructorOf<A extends { kind: string }>(
  * attempt of a kind built here (or by a codec) has one shape.
  */
 export const createServerAttempt: (fields: AttemptFields<ServerAttempt>) => ServerAttempt =
-  constructor('server');
+  constructorOf('server');
 export const createArrival: (fields: AttemptFields<Arrival>) => Arrival = constructorOf('arrival');
 export const createClientAttempt: (fields: AttemptFields<ClientAttempt>) => ClientAttempt =
-  constructor('client');
+  constructorOf('client');
 export const createSideEffect: (fields: AttemptFields<SideEffect>) => SideEffect = constructorOf('effect');
 export const createKeylessSend: (fields: AttemptFields<KeylessSend>) => KeylessSend = constructorOf('send');
 

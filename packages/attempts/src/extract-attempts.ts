@@ -17,6 +17,13 @@ import {
   type SideEffect,
 } from './attempt.ts';
 import {
+  createArrival,
+  createClientAttempt,
+  createKeylessSend,
+  createServerAttempt,
+  createSideEffect,
+} from './attempt-schema.ts';
+import {
   type CompiledMapping,
   compileMapping,
   type ResourceView,
@@ -322,8 +329,7 @@ function serverAttempt(
   const store =
     stated ??
     (keyScope === 'tenant' ? derivedStoreId(view.placement, keyScope, tenant) : view.storeByScope[keyScope]);
-  return {
-    kind: 'server',
+  return createServerAttempt({
     key,
     tenant,
     traceId: span.traceId,
@@ -342,7 +348,7 @@ function serverAttempt(
     released: releasedOf(span, compiled, view),
     businessId: businessIdOf(span, compiled, view),
     effectSpansDeclared: compiled.sideEffectSpans !== null,
-  };
+  });
 }
 
 function arrival(
@@ -353,8 +359,7 @@ function arrival(
   compiled: CompiledMapping,
   view: ResourceView,
 ): Arrival {
-  return {
-    kind: 'arrival',
+  return createArrival({
     key,
     tenant: tenantOf(span, compiled, view),
     traceId: span.traceId,
@@ -369,12 +374,11 @@ function arrival(
     effect: effectOf(span, compiled, view),
     released: releasedOf(span, compiled, view),
     businessId: businessIdOf(span, compiled, view),
-  };
+  });
 }
 
 function sideEffect(span: Span, key: string, compiled: CompiledMapping, view: ResourceView): SideEffect {
-  return {
-    kind: 'effect',
+  return createSideEffect({
     key,
     tenant: tenantOf(span, compiled, view),
     traceId: span.traceId,
@@ -385,7 +389,7 @@ function sideEffect(span: Span, key: string, compiled: CompiledMapping, view: Re
     placement: view.placement,
     operation: span.name,
     failed: span.status.code === StatusCode.ERROR,
-  };
+  });
 }
 
 function clientAttempt(
@@ -396,8 +400,7 @@ function clientAttempt(
 ): ClientAttempt {
   const names = compiled.names;
   const attributes = span.attributes;
-  return {
-    kind: 'client',
+  return createClientAttempt({
     key,
     tenant: tenantOf(span, compiled, view),
     traceId: span.traceId,
@@ -411,7 +414,7 @@ function clientAttempt(
     target: targetOf(span, compiled, view),
     statusCode: readNumber(attributes, names.statusCode, view.fields.statusCode) ?? 0,
     error: sendErrorOf(span, compiled, view),
-  };
+  });
 }
 
 /** A client attempt but for the key and tenant, when the send failed: see KeylessSend. */
@@ -419,8 +422,7 @@ function keylessSend(span: Span, compiled: CompiledMapping, view: ResourceView):
   const names = compiled.names;
   const attributes = span.attributes;
   if (span.status.code !== StatusCode.ERROR) return null;
-  return {
-    kind: 'client',
+  return createKeylessSend({
     traceId: span.traceId,
     spanId: span.spanId,
     parentSpanId: span.parentSpanId,
@@ -432,7 +434,7 @@ function keylessSend(span: Span, compiled: CompiledMapping, view: ResourceView):
     target: targetOf(span, compiled, view),
     statusCode: readNumber(attributes, names.statusCode, view.fields.statusCode) ?? 0,
     error: sendErrorOf(span, compiled, view),
-  };
+  });
 }
 
 /** `server.address[:server.port]`, else `network.peer.address`, else ''. */
