@@ -22,7 +22,7 @@ import { hexOf8, hexOf16 } from '@keyscope/otlp';
  * lists; ids as their bytes when they are lowercase hex of their usual length, else as text; times
  * as float64; flags as bits of one byte. Every string reads back unchanged (lone surrogates, '' and long ones alike)
  * and every number too (-0 and NaN included), and decoded attempts have their properties in the
- * order extraction creates them, so that they equal the appended ones whether compared deeply or
+ * table's order (attempt-schema.ts), so that they equal the appended ones whether compared deeply or
  * as JSON. A placement decodes to the first placement object appended that equals it (held, not
  * copied: extraction never changes one), so that decoded attempts have extraction's shapes.
  *

@@ -166,7 +166,7 @@ export function writeAttempts(out: JsonBytes, attempts: readonly Attempt[], plac
 
 /**
  * Appends the attempts of a segment (its JSON text, see SEGMENT) to `into`, and returns it;
- * properties in the order the extractor creates them, so a read attempt equals the appended one.
+ * properties in the attempt table's order, so a read attempt equals the appended one.
  */
 export function readAttempts(json: string, placements: PlacementIds, into: Attempt[] = []): Attempt[] {
   const segment = JSON.parse(json) as unknown[];
