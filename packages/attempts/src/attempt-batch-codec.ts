@@ -1,12 +1,14 @@
-import type {
-  Arrival,
-  Attempt,
-  ClientAttempt,
-  KeylessSend,
-  NodeActivity,
-  Placement,
-  ServerAttempt,
-} from './attempt.ts';
+import type { Attempt, KeylessSend, NodeActivity, Placement } from './attempt.ts';
+import {
+  ATTEMPT_FIELDS,
+  ATTEMPT_KINDS,
+  type AttemptField,
+  type AttemptKind,
+  attemptLiteral,
+  compileFunction,
+  KEYLESS_SEND_FIELDS,
+  literal,
+} from './attempt-schema.ts';
 import type { CheckedAttempts, SpanRefusals } from './span-limits.ts';
 
 /**
@@ -41,7 +43,7 @@ export function defaultAttemptBatchCodecLimits(): AttemptBatchCodecLimits {
   return { maxNames: 65_536, maxPlacements: 16_384 };
 }
 
-const VERSION = 1;
+const VERSION = 2;
 /** Where the header's fields are. */
 const HEADER = {
   version: 0,
@@ -62,15 +64,26 @@ const HEADER = {
 } as const;
 const HEADER_INTS = 12;
 
-const KIND = { server: 0, arrival: 1, client: 2, effect: 3 } as const;
-/** Flags of an attempt's own int. */
-const FAILED = 1;
-const RELEASED = 2;
-const EFFECT_SPANS_DECLARED = 4;
-const KEY_FROM_CHILD = 8;
-const OUTCOME_FROM_HTTP = 16;
 /** A code unit above Latin-1 (a lone surrogate is one too). */
 const TWO_BYTE = /[\u0100-\uffff]/;
+
+/**
+ * An attempt is its kind's index in ATTEMPT_KINDS, then its fields in the table's order
+ * (attempt-schema.ts): keys, ids and texts as text references, names and closed values as name
+ * references, times and numbers as float64s, its placement (see `placement`), and its flags and
+ * optional fields as bits of one int after the rest, in the table's order from bit 0. A keyless
+ * send is a client's kind and its fields (KEYLESS_SEND_FIELDS).
+ */
+const KIND: Readonly<Record<AttemptKind, number>> = { server: 0, arrival: 1, client: 2, effect: 3 };
+
+/** The most names an attempt or a send refers to: its named fields and its placement's five. */
+const MAX_NAMES_PER_ITEM =
+  5 +
+  Math.max(
+    ...ATTEMPT_KINDS.map(
+      (kind) => ATTEMPT_FIELDS[kind].filter((f) => f.carried === 'name' || f.carried === 'closed').length,
+    ),
+  );
 
 /** Int32 and float64 values in the order they are written; reused from batch to batch. */
 class Values {
@@ -99,17 +112,164 @@ class Values {
 }
 
 /**
+ * What the generated field writers call: the values of one batch, its names and texts.
  * Strings are references in the int section: a name (kept across batches) is its id ≥ 0, a text
  * (this batch's own) is −1 − its index. A placement is its id ≥ 0, or, where it is first used,
  * −1 − its id followed by the names of its five fields.
  */
+class BatchWriter extends Values {
+  names = new Map<string, number>();
+  placements = new Map<Placement, number>();
+  newNames: string[] = [];
+  texts: string[] = [];
+
+  name(name: string): number {
+    const known = this.names.get(name);
+    if (known !== undefined) return known;
+    const id = this.names.size;
+    this.names.set(name, id);
+    this.newNames.push(name);
+    return id;
+  }
+
+  /** Not looked up: a repeated id costs its characters again, less than hashing every id would. */
+  text(text: string): number {
+    return -1 - (this.texts.push(text) - 1);
+  }
+
+  placement(placement: Placement): void {
+    const known = this.placements.get(placement);
+    if (known !== undefined) {
+      this.int(known);
+      return;
+    }
+    const id = this.placements.size;
+    this.placements.set(placement, id);
+    this.int(-1 - id);
+    this.int(this.name(placement.service));
+    this.int(this.name(placement.node));
+    this.int(this.name(placement.cluster));
+    this.int(this.name(placement.region));
+    this.int(this.name(placement.zone));
+  }
+}
+
+/** What the generated field readers call: the batch's values and the names and placements so far. */
+class BatchReader {
+  names: string[] = [];
+  placements: Placement[] = [];
+  texts: string[] = [];
+  ints: Int32Array<ArrayBufferLike> = new Int32Array(0);
+  intAt = 0;
+  floats: Float64Array<ArrayBufferLike> = new Float64Array(0);
+  floatAt = 0;
+
+  placement(): Placement {
+    const ref = this.int();
+    if (ref >= 0) return this.placements[ref]!;
+    const placement = Object.freeze({
+      service: this.string(),
+      node: this.string(),
+      cluster: this.string(),
+      region: this.string(),
+      zone: this.string(),
+    });
+    this.placements[-1 - ref] = placement;
+    return placement;
+  }
+
+  string(): string {
+    const ref = this.int();
+    return ref >= 0 ? this.names[ref]! : this.texts[-1 - ref]!;
+  }
+
+  int(): number {
+    return this.ints[this.intAt++]!;
+  }
+
+  float(): number {
+    return this.floats[this.floatAt++]!;
+  }
+}
+
+type Shape = AttemptKind | 'send';
+const fieldsOf = (shape: Shape): readonly AttemptField[] =>
+  shape === 'send' ? KEYLESS_SEND_FIELDS : ATTEMPT_FIELDS[shape];
+const isBit = (field: AttemptField): boolean => field.carried === 'flag' || field.carried === 'optional';
+
+/** The writer of one shape's fields, generated from the table (see KIND). */
+function writerOf(shape: Shape): (item: Attempt | KeylessSend, out: BatchWriter) => void {
+  const lines = [`w.int(${KIND[shape === 'send' ? 'client' : shape]});`];
+  const bits: string[] = [];
+  for (const field of fieldsOf(shape)) {
+    const value = `a.${field.name}`;
+    switch (field.carried) {
+      case 'key':
+      case 'text':
+      case 'id':
+        lines.push(`w.int(w.text(${value}));`);
+        break;
+      case 'name':
+      case 'closed':
+        lines.push(`w.int(w.name(${value}));`);
+        break;
+      case 'time':
+      case 'number':
+        lines.push(`w.float(${value});`);
+        break;
+      case 'placement':
+        lines.push(`w.placement(${value});`);
+        break;
+      case 'flag':
+        bits.push(`(${value} ? ${1 << bits.length} : 0)`);
+        break;
+      case 'optional':
+        bits.push(`(${value} === ${literal(field.value)} ? ${1 << bits.length} : 0)`);
+        break;
+    }
+  }
+  if (bits.length > 0) lines.push(`w.int(${bits.join(' | ')});`);
+  return compileFunction(['a', 'w'], lines.join('\n'));
+}
+
+/** The reader of one shape's fields after its kind, generated from the table (see KIND). */
+function readerOf(shape: Shape): (input: BatchReader) => Attempt {
+  const fields = fieldsOf(shape);
+  const lines: string[] = [];
+  fields.forEach((field, i) => {
+    if (field.carried === 'placement') lines.push(`const v${i} = r.placement();`);
+    else if (field.carried === 'time' || field.carried === 'number') lines.push(`const v${i} = r.float();`);
+    else if (!isBit(field)) lines.push(`const v${i} = r.string();`);
+  });
+  if (fields.some(isBit)) lines.push('const bits = r.int();');
+  let bit = 0;
+  const values = fields.map((field, i) => {
+    if (field.carried === 'flag') return `(bits & ${1 << bit++}) !== 0`;
+    if (field.carried === 'optional')
+      return `(bits & ${1 << bit++}) !== 0 ? ${literal(field.value)} : undefined`;
+    return `v${i}`;
+  });
+  lines.push(
+    'let a;',
+    attemptLiteral(shape, 'a', (_, i) => values[i]!),
+    'return a;',
+  );
+  return compileFunction(['r'], lines.join('\n'));
+}
+
+const WRITE: Readonly<Record<Shape, (item: Attempt | KeylessSend, out: BatchWriter) => void>> = {
+  server: writerOf('server'),
+  arrival: writerOf('arrival'),
+  client: writerOf('client'),
+  effect: writerOf('effect'),
+  send: writerOf('send'),
+};
+const READ: readonly ((input: BatchReader) => Attempt)[] = ATTEMPT_KINDS.map(readerOf);
+const READ_SEND = readerOf('send') as unknown as (input: BatchReader) => KeylessSend;
+
 export class AttemptBatchEncoder {
   readonly #limits: AttemptBatchCodecLimits;
-  #names = new Map<string, number>();
-  #placements = new Map<Placement, number>();
-  readonly #out = new Values();
-  #newNames: string[] = [];
-  #textList: string[] = [];
+  readonly #out = new BatchWriter();
 
   constructor(limits: AttemptBatchCodecLimits = defaultAttemptBatchCodecLimits()) {
     this.#limits = limits;
@@ -126,38 +286,42 @@ export class AttemptBatchEncoder {
     const out = this.#out;
     out.intCount = 0;
     out.floatCount = 0;
-    this.#newNames = [];
-    this.#textList = [];
+    out.newNames = [];
+    out.texts = [];
     const sends = batch.keylessSends ?? [];
     const codes = Object.entries(batch.refusals.byCode);
     // Forgotten between batches, never within one, so that every reference in a batch resolves.
-    // An attempt names at most 7 names, a send 6, a placement 5.
     const items = batch.attempts.length + sends.length + batch.activity.length;
     const reset =
-      this.#names.size + 12 * items + codes.length > this.#limits.maxNames ||
-      this.#placements.size + items > this.#limits.maxPlacements;
+      out.names.size + MAX_NAMES_PER_ITEM * items + codes.length > this.#limits.maxNames ||
+      out.placements.size + items > this.#limits.maxPlacements;
     if (reset) {
-      this.#names = new Map();
-      this.#placements = new Map();
+      out.names = new Map();
+      out.placements = new Map();
     }
 
-    for (const attempt of batch.attempts) this.#attempt(attempt);
-    for (const send of sends) this.#send(send);
+    const attempts = batch.attempts;
+    for (let i = 0; i < attempts.length; i++) {
+      const attempt = attempts[i]!;
+      WRITE[attempt.kind](attempt, out);
+    }
+    const writeSend = WRITE.send;
+    for (let i = 0; i < sends.length; i++) writeSend(sends[i]!, out);
     for (const sample of batch.activity) this.#activity(sample);
     for (const [code, count] of codes) {
-      out.int(this.#name(code));
+      out.int(out.name(code));
       out.float(count);
     }
     const { refusals, invalid } = batch;
     out.float(refusals.total);
-    out.int(this.#text(refusals.firstMessage));
+    out.int(out.text(refusals.firstMessage));
     out.float(refusals.truncatedValues);
     out.float(invalid.outcome);
     out.float(invalid.hit);
     out.float(invalid.scope);
 
     // New names first: the decoder adds them before it reads a reference to one.
-    const strings = this.#newNames.concat(this.#textList);
+    const strings = out.newNames.concat(out.texts);
     const joined = strings.join('');
     const twoByte = TWO_BYTE.test(joined);
     const lengthsStart = HEADER_INTS * 4;
@@ -174,7 +338,7 @@ export class AttemptBatchEncoder {
     header[HEADER.ints] = out.intCount;
     header[HEADER.floats] = out.floatCount;
     header[HEADER.strings] = strings.length;
-    header[HEADER.newNames] = this.#newNames.length;
+    header[HEADER.newNames] = out.newNames.length;
     header[HEADER.chars] = joined.length;
     header[HEADER.twoByte] = twoByte ? 1 : 0;
     header[HEADER.attempts] = batch.attempts.length;
@@ -191,82 +355,9 @@ export class AttemptBatchEncoder {
     return new Uint8Array(buffer, at, size);
   }
 
-  #attempt(a: Attempt): void {
-    const out = this.#out;
-    this.#common(a, KIND[a.kind]);
-    out.int(this.#text(a.key));
-    out.int(this.#name(a.tenant));
-    switch (a.kind) {
-      case 'server':
-        out.int(this.#name(a.outcome));
-        out.int(this.#name(a.store));
-        out.int(this.#name(a.scope));
-        this.#result(
-          a.statusCode,
-          a.failed,
-          a.effect,
-          a.released,
-          a.businessId,
-          (a.effectSpansDeclared ? EFFECT_SPANS_DECLARED : 0) |
-            (a.outcomeFrom === 'http' ? OUTCOME_FROM_HTTP : 0),
-        );
-        break;
-      case 'arrival':
-        this.#result(a.statusCode, a.failed, a.effect, a.released, a.businessId, 0);
-        break;
-      case 'client':
-        this.#client(a, a.keyFrom === 'child');
-        break;
-      case 'effect':
-        out.int(a.failed ? FAILED : 0);
-        break;
-    }
-  }
-
-  #send(send: KeylessSend): void {
-    this.#common(send, KIND.client);
-    this.#client(send, false);
-  }
-
-  #common(a: Attempt | KeylessSend, kind: number): void {
-    const out = this.#out;
-    out.int(kind);
-    out.int(this.#text(a.traceId));
-    out.int(this.#text(a.spanId));
-    out.int(this.#text(a.parentSpanId));
-    out.float(a.startUnixMillis);
-    out.float(a.endUnixMillis);
-    this.#placement(a.placement);
-    out.int(this.#name(a.operation));
-  }
-
-  #client(a: ClientAttempt | KeylessSend, keyFromChild: boolean): void {
-    const out = this.#out;
-    out.float(a.resendCount);
-    out.int(this.#name(a.target));
-    out.float(a.statusCode);
-    out.int(this.#name(a.error));
-    out.int(keyFromChild ? KEY_FROM_CHILD : 0);
-  }
-
-  #result(
-    statusCode: number,
-    failed: boolean,
-    effect: string,
-    released: boolean,
-    businessId: string,
-    serverFlags: number,
-  ): void {
-    const out = this.#out;
-    out.float(statusCode);
-    out.int(this.#name(effect));
-    out.int(this.#text(businessId));
-    out.int((failed ? FAILED : 0) | (released ? RELEASED : 0) | serverFlags);
-  }
-
   #activity(sample: NodeActivity): void {
     const out = this.#out;
-    this.#placement(sample.placement);
+    out.placement(sample.placement);
     out.float(sample.bucketStartUnixMillis);
     out.float(sample.bucketMillis);
     out.float(sample.spans);
@@ -275,47 +366,10 @@ export class AttemptBatchEncoder {
     out.int(latency === undefined ? -1 : latency.length);
     if (latency !== undefined) for (let i = 0; i < latency.length; i++) out.float(latency[i]!);
   }
-
-  #placement(placement: Placement): void {
-    const out = this.#out;
-    const known = this.#placements.get(placement);
-    if (known !== undefined) {
-      out.int(known);
-      return;
-    }
-    const id = this.#placements.size;
-    this.#placements.set(placement, id);
-    out.int(-1 - id);
-    out.int(this.#name(placement.service));
-    out.int(this.#name(placement.node));
-    out.int(this.#name(placement.cluster));
-    out.int(this.#name(placement.region));
-    out.int(this.#name(placement.zone));
-  }
-
-  #name(name: string): number {
-    const known = this.#names.get(name);
-    if (known !== undefined) return known;
-    const id = this.#names.size;
-    this.#names.set(name, id);
-    this.#newNames.push(name);
-    return id;
-  }
-
-  /** Not looked up: a repeated id costs its characters again, less than hashing every id would. */
-  #text(text: string): number {
-    return -1 - (this.#textList.push(text) - 1);
-  }
 }
 
 export class AttemptBatchDecoder {
-  #names: string[] = [];
-  #placements: Placement[] = [];
-  #texts: string[] = [];
-  #ints: Int32Array<ArrayBufferLike> = new Int32Array(0);
-  #intAt = 0;
-  #floats: Float64Array<ArrayBufferLike> = new Float64Array(0);
-  #floatAt = 0;
+  readonly #in = new BatchReader();
 
   /**
    * A batch `AttemptBatchEncoder.encode` made, in its turn after the batches encoded before it.
@@ -325,9 +379,10 @@ export class AttemptBatchDecoder {
     const header = new Int32Array(bytes.buffer, bytes.byteOffset, HEADER_INTS);
     if (header[HEADER.version] !== VERSION)
       throw new RangeError(`attempt batch version must be ${VERSION}, received ${header[HEADER.version]}`);
+    const input = this.#in;
     if (header[HEADER.reset] === 1) {
-      this.#names = [];
-      this.#placements = [];
+      input.names = [];
+      input.placements = [];
     }
     const stringCount = header[HEADER.strings]!;
     const intCount = header[HEADER.ints]!;
@@ -343,7 +398,7 @@ export class AttemptBatchDecoder {
     const text = Buffer.from(bytes.buffer, at + charsStart, twoByte ? chars * 2 : chars);
     const joined = text.toString(twoByte ? 'utf16le' : 'latin1');
     const newNames = header[HEADER.newNames]!;
-    const names = this.#names;
+    const names = input.names;
     const texts: string[] = new Array(stringCount - newNames);
     let offset = 0;
     for (let i = 0; i < stringCount; i++) {
@@ -353,213 +408,53 @@ export class AttemptBatchDecoder {
       else texts[i - newNames] = s;
       offset = end;
     }
-    this.#texts = texts;
-    this.#ints = new Int32Array(bytes.buffer, at + intsStart, intCount);
-    this.#floats = new Float64Array(bytes.buffer, at + floatsStart, floatCount);
-    this.#intAt = 0;
-    this.#floatAt = 0;
+    input.texts = texts;
+    input.ints = new Int32Array(bytes.buffer, at + intsStart, intCount);
+    input.floats = new Float64Array(bytes.buffer, at + floatsStart, floatCount);
+    input.intAt = 0;
+    input.floatAt = 0;
 
     const attempts: Attempt[] = new Array(header[HEADER.attempts]!);
-    for (let i = 0; i < attempts.length; i++) attempts[i] = this.#attempt();
+    for (let i = 0; i < attempts.length; i++) attempts[i] = READ[input.int()]!(input);
     const keylessSends: KeylessSend[] = new Array(header[HEADER.sends]!);
-    for (let i = 0; i < keylessSends.length; i++) keylessSends[i] = this.#send();
+    for (let i = 0; i < keylessSends.length; i++) {
+      input.int();
+      keylessSends[i] = READ_SEND(input);
+    }
     const activity: NodeActivity[] = new Array(header[HEADER.activity]!);
     for (let i = 0; i < activity.length; i++) activity[i] = this.#activity();
     const byCode: Record<string, number> = {};
     for (let i = header[HEADER.refusalCodes]!; i > 0; i--) {
-      const code = this.#string();
-      byCode[code] = this.#float();
+      const code = input.string();
+      byCode[code] = input.float();
     }
-    const total = this.#float();
+    const total = input.float();
     const refusals: SpanRefusals = {
       byCode,
       total,
-      firstMessage: this.#string(),
-      truncatedValues: this.#float(),
+      firstMessage: input.string(),
+      truncatedValues: input.float(),
     };
-    const invalid = { outcome: this.#float(), hit: this.#float(), scope: this.#float() };
+    const invalid = { outcome: input.float(), hit: input.float(), scope: input.float() };
     return { attempts, activity, invalid, keylessSends, refusals };
   }
 
-  // Objects are built with their properties in the order extraction creates them.
-  #attempt(): Attempt {
-    const kind = this.#int();
-    const traceId = this.#string();
-    const spanId = this.#string();
-    const parentSpanId = this.#string();
-    const startUnixMillis = this.#float();
-    const endUnixMillis = this.#float();
-    const placement = this.#placement();
-    const operation = this.#string();
-    const key = this.#string();
-    const tenant = this.#string();
-    if (kind === KIND.server) {
-      const outcome = this.#string() as ServerAttempt['outcome'];
-      const store = this.#string();
-      const scope = this.#string() as ServerAttempt['scope'];
-      const statusCode = this.#float();
-      const effect = this.#string() as ServerAttempt['effect'];
-      const businessId = this.#string();
-      const flags = this.#int();
-      const server: ServerAttempt = {
-        kind: 'server',
-        key,
-        tenant,
-        traceId,
-        spanId,
-        parentSpanId,
-        startUnixMillis,
-        endUnixMillis,
-        placement,
-        operation,
-        outcome,
-        store,
-        scope,
-        statusCode,
-        failed: (flags & FAILED) !== 0,
-        effect,
-        released: (flags & RELEASED) !== 0,
-        businessId,
-        effectSpansDeclared: (flags & EFFECT_SPANS_DECLARED) !== 0,
-      };
-      if ((flags & OUTCOME_FROM_HTTP) !== 0) server.outcomeFrom = 'http';
-      return server;
-    }
-    if (kind === KIND.arrival) {
-      const statusCode = this.#float();
-      const effect = this.#string() as Arrival['effect'];
-      const businessId = this.#string();
-      const flags = this.#int();
-      return {
-        kind: 'arrival',
-        key,
-        tenant,
-        traceId,
-        spanId,
-        parentSpanId,
-        startUnixMillis,
-        endUnixMillis,
-        placement,
-        operation,
-        statusCode,
-        failed: (flags & FAILED) !== 0,
-        effect,
-        released: (flags & RELEASED) !== 0,
-        businessId,
-      };
-    }
-    if (kind === KIND.client) {
-      const resendCount = this.#float();
-      const target = this.#string();
-      const statusCode = this.#float();
-      const error = this.#string();
-      const flags = this.#int();
-      const attempt: ClientAttempt = {
-        kind: 'client',
-        key,
-        tenant,
-        traceId,
-        spanId,
-        parentSpanId,
-        startUnixMillis,
-        endUnixMillis,
-        placement,
-        operation,
-        resendCount,
-        target,
-        statusCode,
-        error,
-      };
-      if ((flags & KEY_FROM_CHILD) !== 0) attempt.keyFrom = 'child';
-      return attempt;
-    }
-    return {
-      kind: 'effect',
-      key,
-      tenant,
-      traceId,
-      spanId,
-      parentSpanId,
-      startUnixMillis,
-      endUnixMillis,
-      placement,
-      operation,
-      failed: (this.#int() & FAILED) !== 0,
-    };
-  }
-
-  #send(): KeylessSend {
-    this.#int();
-    const traceId = this.#string();
-    const spanId = this.#string();
-    const parentSpanId = this.#string();
-    const startUnixMillis = this.#float();
-    const endUnixMillis = this.#float();
-    const placement = this.#placement();
-    const operation = this.#string();
-    const resendCount = this.#float();
-    const target = this.#string();
-    const statusCode = this.#float();
-    const error = this.#string();
-    this.#int();
-    return {
-      kind: 'client',
-      traceId,
-      spanId,
-      parentSpanId,
-      startUnixMillis,
-      endUnixMillis,
-      placement,
-      operation,
-      resendCount,
-      target,
-      statusCode,
-      error,
-    };
-  }
-
   #activity(): NodeActivity {
-    const placement = this.#placement();
+    const input = this.#in;
+    const placement = input.placement();
     const sample: NodeActivity = {
       placement,
-      bucketStartUnixMillis: this.#float(),
-      bucketMillis: this.#float(),
-      spans: this.#float(),
-      errors: this.#float(),
+      bucketStartUnixMillis: input.float(),
+      bucketMillis: input.float(),
+      spans: input.float(),
+      errors: input.float(),
     };
-    const buckets = this.#int();
+    const buckets = input.int();
     if (buckets >= 0) {
       const latency: number[] = new Array(buckets);
-      for (let i = 0; i < buckets; i++) latency[i] = this.#float();
+      for (let i = 0; i < buckets; i++) latency[i] = input.float();
       sample.latency = latency;
     }
     return sample;
-  }
-
-  #placement(): Placement {
-    const ref = this.#int();
-    if (ref >= 0) return this.#placements[ref]!;
-    const placement = Object.freeze({
-      service: this.#string(),
-      node: this.#string(),
-      cluster: this.#string(),
-      region: this.#string(),
-      zone: this.#string(),
-    });
-    this.#placements[-1 - ref] = placement;
-    return placement;
-  }
-
-  #string(): string {
-    const ref = this.#int();
-    return ref >= 0 ? this.#names[ref]! : this.#texts[-1 - ref]!;
-  }
-
-  #int(): number {
-    return this.#ints[this.#intAt++]!;
-  }
-
-  #float(): number {
-    return this.#floats[this.#floatAt++]!;
   }
 }

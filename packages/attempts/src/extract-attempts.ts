@@ -17,6 +17,13 @@ import {
   type SideEffect,
 } from './attempt.ts';
 import {
+  createArrival,
+  createClientAttempt,
+  createKeylessSend,
+  createServerAttempt,
+  createSideEffect,
+} from './attempt-schema.ts';
+import {
   type CompiledMapping,
   compileMapping,
   type ResourceView,
@@ -329,8 +336,7 @@ function serverAttempt(
   const store =
     stated ??
     (keyScope === 'tenant' ? derivedStoreId(view.placement, keyScope, tenant) : view.storeByScope[keyScope]);
-  const attempt: ServerAttempt = {
-    kind: 'server',
+  return createServerAttempt({
     key,
     tenant,
     traceId: span.traceId,
@@ -349,9 +355,8 @@ function serverAttempt(
     released: releasedOf(span, compiled, view),
     businessId: businessIdOf(span, compiled, view),
     effectSpansDeclared: compiled.sideEffectSpans !== null,
-  };
-  if (outcomeInferred(span, compiled, view)) attempt.outcomeFrom = 'http';
-  return attempt;
+    outcomeFrom: outcomeInferred(span, compiled, view) ? 'http' : undefined,
+  });
 }
 
 function arrival(
@@ -362,8 +367,7 @@ function arrival(
   compiled: CompiledMapping,
   view: ResourceView,
 ): Arrival {
-  return {
-    kind: 'arrival',
+  return createArrival({
     key,
     tenant: tenantOf(span, compiled, view),
     traceId: span.traceId,
@@ -378,12 +382,11 @@ function arrival(
     effect: effectOf(span, compiled, view),
     released: releasedOf(span, compiled, view),
     businessId: businessIdOf(span, compiled, view),
-  };
+  });
 }
 
 function sideEffect(span: Span, key: string, compiled: CompiledMapping, view: ResourceView): SideEffect {
-  return {
-    kind: 'effect',
+  return createSideEffect({
     key,
     tenant: tenantOf(span, compiled, view),
     traceId: span.traceId,
@@ -394,7 +397,7 @@ function sideEffect(span: Span, key: string, compiled: CompiledMapping, view: Re
     placement: view.placement,
     operation: span.name,
     failed: span.status.code === StatusCode.ERROR,
-  };
+  });
 }
 
 function clientAttempt(
@@ -405,8 +408,7 @@ function clientAttempt(
 ): ClientAttempt {
   const names = compiled.names;
   const attributes = span.attributes;
-  return {
-    kind: 'client',
+  return createClientAttempt({
     key,
     tenant: tenantOf(span, compiled, view),
     traceId: span.traceId,
@@ -420,7 +422,7 @@ function clientAttempt(
     target: targetOf(span, compiled, view),
     statusCode: readNumber(attributes, names.statusCode, view.fields.statusCode) ?? 0,
     error: sendErrorOf(span, compiled, view),
-  };
+  });
 }
 
 /** A client attempt but for the key and tenant, when the send failed: see KeylessSend. */
@@ -428,8 +430,7 @@ function keylessSend(span: Span, compiled: CompiledMapping, view: ResourceView):
   const names = compiled.names;
   const attributes = span.attributes;
   if (span.status.code !== StatusCode.ERROR) return null;
-  return {
-    kind: 'client',
+  return createKeylessSend({
     traceId: span.traceId,
     spanId: span.spanId,
     parentSpanId: span.parentSpanId,
@@ -441,7 +442,7 @@ function keylessSend(span: Span, compiled: CompiledMapping, view: ResourceView):
     target: targetOf(span, compiled, view),
     statusCode: readNumber(attributes, names.statusCode, view.fields.statusCode) ?? 0,
     error: sendErrorOf(span, compiled, view),
-  };
+  });
 }
 
 /** `server.address[:server.port]`, else `network.peer.address`, else ''. */

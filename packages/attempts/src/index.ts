@@ -25,6 +25,24 @@ export {
   defaultAttemptBatchCodecLimits,
 } from './attempt-batch-codec.ts';
 export {
+  ATTEMPT_FIELDS,
+  ATTEMPT_KINDS,
+  type AttemptField,
+  type AttemptFields,
+  type AttemptKind,
+  attemptFromValues,
+  attemptLiteral,
+  compileFunction,
+  createArrival,
+  createClientAttempt,
+  createKeylessSend,
+  createServerAttempt,
+  createSideEffect,
+  type FieldCarriage,
+  KEYLESS_SEND_FIELDS,
+  literal,
+} from './attempt-schema.ts';
+export {
   ATTEMPTS_ERRORS,
   MAPPING_EMPTY_LIST,
   MAPPING_EMPTY_NAME,

@@ -1,4 +1,5 @@
 import type { Attempt, ClientAttempt, ExtractedAttempts, KeylessSend } from './attempt.ts';
+import { createClientAttempt } from './attempt-schema.ts';
 
 /** How much a `SendLinker` holds: in event time and in entries. */
 export interface SendLinkerLimits {
@@ -236,23 +237,7 @@ export class SendLinker {
 const sendEnd = (send: KeylessSend) => send.endUnixMillis;
 const keyEnd = (entry: KeyEntry) => entry.at;
 
-/** `send` as a client attempt of `key`, fields in the order extraction gives a client attempt's. */
+/** `send` as a client attempt of `key`: its fields, the key and tenant, and the mark. */
 function linkedAttempt(send: KeylessSend, key: string, tenant: string): ClientAttempt {
-  return {
-    kind: 'client',
-    key,
-    tenant,
-    traceId: send.traceId,
-    spanId: send.spanId,
-    parentSpanId: send.parentSpanId,
-    startUnixMillis: send.startUnixMillis,
-    endUnixMillis: send.endUnixMillis,
-    placement: send.placement,
-    operation: send.operation,
-    resendCount: send.resendCount,
-    target: send.target,
-    statusCode: send.statusCode,
-    error: send.error,
-    keyFrom: 'child',
-  };
+  return createClientAttempt({ ...send, key, tenant, keyFrom: 'child' });
 }

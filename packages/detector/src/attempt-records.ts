@@ -1,11 +1,12 @@
 import {
+  ATTEMPT_FIELDS,
+  ATTEMPT_KINDS,
   type Attempt,
-  type ClientAttempt,
-  EFFECTS,
-  OUTCOMES,
+  type AttemptKind,
+  attemptLiteral,
+  compileFunction,
+  literal,
   type Placement,
-  SCOPE_LEVELS,
-  type ServerAttempt,
 } from '@keyscope/attempts';
 import { hexOf8, hexOf16 } from '@keyscope/otlp';
 
@@ -15,19 +16,20 @@ import { hexOf8, hexOf16 } from '@keyscope/otlp';
  * new record only, and a list costs its position and count. An object per attempt with its
  * strings and an entry of a Set of span ids costs several hundred bytes; a record about sixty.
  *
- * Names (tenants, operations, stores, targets) and placements are interned once and written as
- * numbers, outcomes, scopes and effects as their place in their closed lists; trace, span and
- * parent span ids as their bytes when they are lowercase hex of their usual length, else as text;
- * times as float64. Every string reads back unchanged (lone surrogates, '' and long ones alike)
+ * Fields are written as the attempt table carries them (`ATTEMPT_FIELDS`, attempt-schema.ts), by
+ * code generated from it: names (tenants, operations, stores, targets) and placements are interned
+ * once and written as numbers, closed values (outcomes, scopes, effects) as their place in their
+ * lists; ids as their bytes when they are lowercase hex of their usual length, else as text; times
+ * as float64; flags as bits of one byte. Every string reads back unchanged (lone surrogates, '' and long ones alike)
  * and every number too (-0 and NaN included), and decoded attempts have their properties in the
- * order extraction creates them, so that they equal the appended ones whether compared deeply or
+ * table's order (attempt-schema.ts), so that they equal the appended ones whether compared deeply or
  * as JSON. A placement decodes to the first placement object appended that equals it (held, not
  * copied: extraction never changes one), so that decoded attempts have extraction's shapes.
  *
  * A record is `varint(distance back to the list's previous record, 0 for none)`, a head byte (kind
- * and how the ids and key are written), the trace and span ids, the parent span id, start and end,
- * the placement, operation, key (only when it is not the key given for the list), tenant, the
- * kind's own fields, then a flags byte. Positions are `chunk × CHUNK_BYTES + offset`. Not a format
+ * and how the ids and key are written, see HEAD), the trace and span ids (the attempt's identity),
+ * then the kind's other fields in the table's order, the key only when it is not the key given for
+ * the list, then a flags byte. Positions are `chunk × CHUNK_BYTES + offset`. Not a format
  * to store or send elsewhere: it lives as long as these tables.
  */
 export class AttemptRecords {
@@ -92,63 +94,19 @@ export class AttemptRecords {
     const ownKey = attempt.key !== listKey;
     this.#room(attempt, ownKey);
     const position = this.#outIndex * CHUNK_BYTES + this.#at;
-    this.#varint(previous === NO_RECORD ? 0 : position - previous);
+    this.varint(previous === NO_RECORD ? 0 : position - previous);
     const head = this.#at++;
     this.#head = head;
     let textIds = false;
     if (!(this.#hex(attempt.traceId, 16) && this.#hex(attempt.spanId, 8))) {
       textIds = true;
       this.#at = head + 1;
-      this.#text(attempt.traceId);
-      this.#text(attempt.spanId);
+      this.text(attempt.traceId);
+      this.text(attempt.spanId);
     }
     this.#idsEnd = this.#at;
-    const parent = attempt.parentSpanId;
-    let parentForm = PARENT_NONE;
-    if (parent !== '') {
-      parentForm = PARENT_HEX;
-      if (!this.#hex(parent, 8)) {
-        parentForm = PARENT_TEXT;
-        this.#text(parent);
-      }
-    }
-    this.#out[head] =
-      KIND[attempt.kind] | (textIds ? TEXT_IDS : 0) | (parentForm << 3) | (ownKey ? OWN_KEY : 0);
-    this.#float(attempt.startUnixMillis);
-    this.#float(attempt.endUnixMillis);
-    this.#varint(this.#placementId(attempt.placement));
-    this.#varint(this.#nameId(attempt.operation));
-    if (ownKey) this.#text(attempt.key);
-    this.#varint(this.#nameId(attempt.tenant));
-    let flags = 0;
-    switch (attempt.kind) {
-      case 'server':
-        this.#varint(this.#closedId(attempt.outcome, OUTCOMES));
-        this.#varint(this.#nameId(attempt.store));
-        this.#varint(this.#closedId(attempt.scope, SCOPES));
-        this.#result(attempt);
-        flags =
-          resultFlags(attempt) |
-          (attempt.effectSpansDeclared ? EFFECT_SPANS_DECLARED : 0) |
-          (attempt.outcomeFrom === 'http' ? OUTCOME_FROM_HTTP : 0);
-        break;
-      case 'arrival':
-        this.#result(attempt);
-        flags = resultFlags(attempt);
-        break;
-      case 'client':
-        this.#number(attempt.resendCount);
-        this.#varint(this.#nameId(attempt.target));
-        this.#number(attempt.statusCode);
-        // Errors are texts: a status message may name the request it failed.
-        this.#text(attempt.error);
-        flags = attempt.keyFrom === 'child' ? KEY_FROM_CHILD : 0;
-        break;
-      case 'effect':
-        flags = attempt.failed ? FAILED : 0;
-        break;
-    }
-    this.#byte(flags);
+    this.#out[head] = KIND[attempt.kind] | (textIds ? TEXT_IDS : 0) | (ownKey ? OWN_KEY : 0);
+    WRITE[attempt.kind](attempt, this, ownKey);
     return position;
   }
 
@@ -208,8 +166,8 @@ export class AttemptRecords {
     if ((head & TEXT_IDS) === 0) return ID_TAG_HEX + chunk.toString('latin1', at, at + 24);
     this.#in = chunk;
     this.#inAt = at;
-    this.#readText();
-    this.#readText();
+    this.readText();
+    this.readText();
     return ID_TAG_TEXT + chunk.toString('latin1', at, this.#inAt);
   }
 
@@ -219,20 +177,16 @@ export class AttemptRecords {
     this.#in = this.#chunks[index]!;
     this.#inView = this.#views[index]!;
     this.#inAt = position % CHUNK_BYTES;
-    this.#readVarint();
+    this.readVarint();
     return this.#attempt(listKey);
   }
 
   /**
    * Makes room in the current chunk for the attempt's record, at most what its texts can take
-   * (two bytes a character, a varint each) and FIXED_BYTES besides.
+   * (two bytes a character) and FIXED_BYTES besides.
    */
   #room(attempt: Attempt, ownKey: boolean): void {
-    let texts = attempt.traceId.length + attempt.spanId.length + attempt.parentSpanId.length;
-    if (ownKey) texts += attempt.key.length;
-    if (attempt.kind === 'server' || attempt.kind === 'arrival') texts += attempt.businessId.length;
-    else if (attempt.kind === 'client') texts += attempt.error.length;
-    const bound = FIXED_BYTES + 2 * texts;
+    const bound = FIXED_BYTES[attempt.kind] + 2 * TEXT_LENGTH[attempt.kind](attempt, ownKey);
     // Positions address CHUNK_BYTES a chunk: only a record that starts a chunk may go past it.
     if (this.#at + bound <= Math.min(this.#out.length, CHUNK_BYTES)) return;
     // A new chunk after the last, or after every index the last one spans.
@@ -246,7 +200,7 @@ export class AttemptRecords {
   }
 
   #attempt(listKey: string): Attempt {
-    const head = this.#readByte();
+    const head = this.readByte();
     let traceId: string;
     let spanId: string;
     if ((head & TEXT_IDS) === 0) {
@@ -254,116 +208,10 @@ export class AttemptRecords {
       spanId = hexOf8(this.#in, this.#inAt + 16);
       this.#inAt += 24;
     } else {
-      traceId = this.#readText();
-      spanId = this.#readText();
+      traceId = this.readText();
+      spanId = this.readText();
     }
-    const parentForm = (head >> 3) & 3;
-    let parentSpanId = '';
-    if (parentForm === PARENT_HEX) {
-      parentSpanId = hexOf8(this.#in, this.#inAt);
-      this.#inAt += 8;
-    } else if (parentForm === PARENT_TEXT) parentSpanId = this.#readText();
-    const startUnixMillis = this.#readFloat();
-    const endUnixMillis = this.#readFloat();
-    const placement = this.#placements[this.#readVarint()]!;
-    const operation = this.#readName();
-    const key = (head & OWN_KEY) !== 0 ? this.#readText() : listKey;
-    const tenant = this.#readName();
-    switch (head & KIND_MASK) {
-      case KIND.server: {
-        const outcome = this.#readClosed(OUTCOMES) as ServerAttempt['outcome'];
-        const store = this.#readName();
-        const scope = this.#readClosed(SCOPES) as ServerAttempt['scope'];
-        const statusCode = this.#readNumber();
-        const effect = this.#readClosed(STATED_EFFECTS) as ServerAttempt['effect'];
-        const businessId = this.#readText();
-        const flags = this.#readByte();
-        const server: ServerAttempt = {
-          kind: 'server',
-          key,
-          tenant,
-          traceId,
-          spanId,
-          parentSpanId,
-          startUnixMillis,
-          endUnixMillis,
-          placement,
-          operation,
-          outcome,
-          store,
-          scope,
-          statusCode,
-          failed: (flags & FAILED) !== 0,
-          effect,
-          released: (flags & RELEASED) !== 0,
-          businessId,
-          effectSpansDeclared: (flags & EFFECT_SPANS_DECLARED) !== 0,
-        };
-        if ((flags & OUTCOME_FROM_HTTP) !== 0) server.outcomeFrom = 'http';
-        return server;
-      }
-      case KIND.arrival: {
-        const statusCode = this.#readNumber();
-        const effect = this.#readClosed(STATED_EFFECTS) as ServerAttempt['effect'];
-        const businessId = this.#readText();
-        const flags = this.#readByte();
-        return {
-          kind: 'arrival',
-          key,
-          tenant,
-          traceId,
-          spanId,
-          parentSpanId,
-          startUnixMillis,
-          endUnixMillis,
-          placement,
-          operation,
-          statusCode,
-          failed: (flags & FAILED) !== 0,
-          effect,
-          released: (flags & RELEASED) !== 0,
-          businessId,
-        };
-      }
-      case KIND.client: {
-        const resendCount = this.#readNumber();
-        const target = this.#readName();
-        const statusCode = this.#readNumber();
-        const error = this.#readText();
-        const attempt: ClientAttempt = {
-          kind: 'client',
-          key,
-          tenant,
-          traceId,
-          spanId,
-          parentSpanId,
-          startUnixMillis,
-          endUnixMillis,
-          placement,
-          operation,
-          resendCount,
-          target,
-          statusCode,
-          error,
-        };
-        if ((this.#readByte() & KEY_FROM_CHILD) !== 0) attempt.keyFrom = 'child';
-        return attempt;
-      }
-      default:
-        return {
-          kind: 'effect',
-          key,
-          tenant,
-          traceId,
-          spanId,
-          parentSpanId,
-          startUnixMillis,
-          endUnixMillis,
-          placement,
-          operation,
-          failed: (this.#readByte() & FAILED) !== 0,
-        };
-    }
+    return READ[head & KIND_MASK]!(this, head, listKey, traceId, spanId);
   }
 
   /**
@@ -386,13 +234,32 @@ export class AttemptRecords {
     return true;
   }
 
-  #result(attempt: Pick<ServerAttempt, 'statusCode' | 'effect' | 'businessId'>): void {
-    this.#number(attempt.statusCode);
-    this.#varint(this.#closedId(attempt.effect, STATED_EFFECTS));
-    this.#text(attempt.businessId);
+  // What the code generated from the table (WRITE, READ) calls: nothing checks for room, `#room`
+  // made it for the whole record.
+
+  /** An id other than the identity: as bytes, text or nothing, its form in the head byte at `shift`. */
+  id(id: string, bytes: number, shift: number): void {
+    let form = ID_NONE;
+    if (id !== '') {
+      form = ID_HEX;
+      if (!this.#hex(id, bytes)) {
+        form = ID_TEXT;
+        this.text(id);
+      }
+    }
+    this.#out[this.#head]! |= form << shift;
   }
 
-  #nameId(name: string): number {
+  readId(head: number, bytes: number, shift: number): string {
+    const form = (head >> shift) & 3;
+    if (form === ID_NONE) return '';
+    if (form === ID_TEXT) return this.readText();
+    const id = bytes === 8 ? hexOf8(this.#in, this.#inAt) : hexOf16(this.#in, this.#inAt);
+    this.#inAt += bytes;
+    return id;
+  }
+
+  nameId(name: string): number {
     let id = this.#nameIds.get(name);
     if (id === undefined) {
       id = this.#names.length;
@@ -403,12 +270,12 @@ export class AttemptRecords {
   }
 
   /** A value of a closed list as its index; anything else (the types allow none) as a name after them. */
-  #closedId(value: string, list: readonly string[]): number {
+  closedId(value: string, list: readonly string[]): number {
     for (let i = 0; i < list.length; i++) if (list[i] === value) return i;
-    return list.length + this.#nameId(value);
+    return list.length + this.nameId(value);
   }
 
-  #placementId(placement: Placement): number {
+  placementId(placement: Placement): number {
     if (placement === this.#lastPlacement) return this.#lastPlacementId;
     const id = this.#internPlacement(placement);
     this.#lastPlacement = placement;
@@ -442,12 +309,11 @@ export class AttemptRecords {
     return id;
   }
 
-  // Nothing checks for room: `#room` made it for the whole record.
-  #byte(value: number): void {
+  byte(value: number): void {
     this.#out[this.#at++] = value;
   }
 
-  #varint(value: number): void {
+  varint(value: number): void {
     const out = this.#out;
     let at = this.#at;
     let rest = value;
@@ -459,23 +325,23 @@ export class AttemptRecords {
     this.#at = at;
   }
 
-  #float(value: number): void {
+  float(value: number): void {
     this.#outView.setFloat64(this.#at, value, true);
     this.#at += 8;
   }
 
   /** Small non-negative integers (status codes, resend counts) as a varint of value + 1; others as 0 then a float64. */
-  #number(value: number): void {
+  number(value: number): void {
     if (Number.isInteger(value) && value >= 0 && value < 2 ** 31 && !Object.is(value, -0))
-      this.#varint(value + 1);
+      this.varint(value + 1);
     else {
-      this.#byte(0);
-      this.#float(value);
+      this.byte(0);
+      this.float(value);
     }
   }
 
   /** `varint(length × 2 + (two bytes a character ? 1 : 0))`, then the code units as they are. */
-  #text(text: string): void {
+  text(text: string): void {
     const length = text.length;
     let twoByte = false;
     for (let i = 0; i < length; i++) {
@@ -484,17 +350,17 @@ export class AttemptRecords {
         break;
       }
     }
-    this.#varint(length * 2 + (twoByte ? 1 : 0));
+    this.varint(length * 2 + (twoByte ? 1 : 0));
     if (length === 0) return;
     // Both write code units as they are: a lone surrogate stays one (UTF-8 would replace it).
     this.#at += this.#out.write(text, this.#at, twoByte ? 'utf16le' : 'latin1');
   }
 
-  #readByte(): number {
+  readByte(): number {
     return this.#in[this.#inAt++]!;
   }
 
-  #readVarint(): number {
+  readVarint(): number {
     const input = this.#in;
     let byte = input[this.#inAt++]!;
     let value = byte & 0x7f;
@@ -505,28 +371,32 @@ export class AttemptRecords {
     return value;
   }
 
-  #readFloat(): number {
+  readFloat(): number {
     const value = this.#inView.getFloat64(this.#inAt, true);
     this.#inAt += 8;
     return value;
   }
 
-  #readNumber(): number {
-    const value = this.#readVarint();
-    return value === 0 ? this.#readFloat() : value - 1;
+  readNumber(): number {
+    const value = this.readVarint();
+    return value === 0 ? this.readFloat() : value - 1;
   }
 
-  #readName(): string {
-    return this.#names[this.#readVarint()]!;
+  placementAt(id: number): Placement {
+    return this.#placements[id]!;
   }
 
-  #readClosed(list: readonly string[]): string {
-    const id = this.#readVarint();
+  readName(): string {
+    return this.#names[this.readVarint()]!;
+  }
+
+  readClosed(list: readonly string[]): string {
+    const id = this.readVarint();
     return id < list.length ? list[id]! : this.#names[id - list.length]!;
   }
 
-  #readText(): string {
-    const header = this.#readVarint();
+  readText(): string {
+    const header = this.readVarint();
     const length = Math.floor(header / 2);
     if (length === 0) return '';
     const start = this.#inAt;
@@ -543,35 +413,157 @@ export class AttemptRecords {
 export const NO_RECORD = -1;
 const CHUNK_BYTES = 1 << 20;
 const EMPTY = Buffer.alloc(0);
-const KIND = { server: 0, arrival: 1, client: 2, effect: 3 } as const;
-/** The closed lists written as their index (OUTCOMES is @keyscope/attempts' own), '' (not stated) included. */
-const SCOPES: readonly string[] = ['', ...SCOPE_LEVELS];
-const STATED_EFFECTS: readonly string[] = ['', ...EFFECTS];
-/**
- * More than the fields of a fixed size a record has: its back pointer, head, ids and parent as
- * bytes, two float64s, seven varints, two numbers as float64, the flags byte, six texts' lengths.
- */
-const FIXED_BYTES = 160;
+const KIND: Readonly<Record<AttemptKind, number>> = { server: 0, arrival: 1, client: 2, effect: 3 };
 const KIND_MASK = 3;
-/** Head bits besides the kind. */
+/**
+ * The head byte: the kind (bits 0–1), whether the identity is written as texts (TEXT_IDS), whether
+ * the key is (OWN_KEY), then how each further id field is written (2 bits each from ID_SHIFT:
+ * ID_NONE, ID_HEX or ID_TEXT).
+ */
 const TEXT_IDS = 4;
-const PARENT_NONE = 0;
-const PARENT_HEX = 1;
-const PARENT_TEXT = 2;
-const OWN_KEY = 32;
-/** Flags byte. */
-const FAILED = 1;
-const RELEASED = 2;
-const EFFECT_SPANS_DECLARED = 4;
-const KEY_FROM_CHILD = 8;
-const OUTCOME_FROM_HTTP = 16;
+const OWN_KEY = 8;
+const ID_SHIFT = 4;
+const ID_NONE = 0;
+const ID_HEX = 1;
+const ID_TEXT = 2;
+/** The fields written in the head, before the others: the attempt's identity. */
+const IDENTITY: ReadonlySet<string> = new Set(['traceId', 'spanId']);
 /** Identities start with a tag in place of the head byte, which carries more than how ids are written. */
 const ID_TAG_HEX = 'h';
 const ID_TAG_TEXT = 't';
 
-function resultFlags(attempt: Pick<ServerAttempt, 'failed' | 'released'>): number {
-  return (attempt.failed ? FAILED : 0) | (attempt.released ? RELEASED : 0);
+type WriteFields = (attempt: Attempt, records: AttemptRecords, ownKey: boolean) => void;
+type ReadFields = (
+  records: AttemptRecords,
+  head: number,
+  listKey: string,
+  traceId: string,
+  spanId: string,
+) => Attempt;
+
+/**
+ * A kind's record, generated from its fields in the table: each field's write and read, and what
+ * its record may take at most besides two bytes a character of its texts (TEXT_LENGTH).
+ */
+function recordOf(kind: AttemptKind): {
+  write: WriteFields;
+  read: ReadFields;
+  fixedBytes: number;
+  textLength: (attempt: Attempt, ownKey: boolean) => number;
+} {
+  const fields = ATTEMPT_FIELDS[kind];
+  const lists: (readonly string[])[] = [];
+  const writes: string[] = [];
+  const reads: string[] = [];
+  const texts: string[] = [];
+  const values: string[] = [];
+  // Back pointer, head, identity as bytes, flags.
+  let fixedBytes = 10 + 1 + 24 + 1;
+  let idShift = ID_SHIFT;
+  let bit = 0;
+  const bits: string[] = [];
+  fields.forEach((field, i) => {
+    const value = `a.${field.name}`;
+    const v = `v${i}`;
+    if (IDENTITY.has(field.name)) {
+      values.push(field.name);
+      texts.push(`${value}.length`);
+      return;
+    }
+    switch (field.carried) {
+      case 'key':
+        writes.push(`if (ownKey) r.text(${value});`);
+        reads.push(`const ${v} = (head & ${OWN_KEY}) !== 0 ? r.readText() : listKey;`);
+        texts.push(`(ownKey ? ${value}.length : 0)`);
+        fixedBytes += 5;
+        break;
+      case 'name':
+        writes.push(`r.varint(r.nameId(${value}));`);
+        reads.push(`const ${v} = r.readName();`);
+        fixedBytes += 5;
+        break;
+      case 'closed':
+        lists.push(field.values);
+        writes.push(`r.varint(r.closedId(${value}, lists[${lists.length - 1}]));`);
+        reads.push(`const ${v} = r.readClosed(lists[${lists.length - 1}]);`);
+        fixedBytes += 5;
+        break;
+      case 'text':
+        writes.push(`r.text(${value});`);
+        reads.push(`const ${v} = r.readText();`);
+        texts.push(`${value}.length`);
+        fixedBytes += 5;
+        break;
+      case 'id':
+        if (idShift > 6) throw new RangeError(`attempt records: no room in the head byte for ${field.name}`);
+        writes.push(`r.id(${value}, ${field.bytes}, ${idShift});`);
+        reads.push(`const ${v} = r.readId(head, ${field.bytes}, ${idShift});`);
+        texts.push(`${value}.length`);
+        fixedBytes += Math.max(field.bytes, 5);
+        idShift += 2;
+        break;
+      case 'time':
+        writes.push(`r.float(${value});`);
+        reads.push(`const ${v} = r.readFloat();`);
+        fixedBytes += 8;
+        break;
+      case 'number':
+        writes.push(`r.number(${value});`);
+        reads.push(`const ${v} = r.readNumber();`);
+        fixedBytes += 9;
+        break;
+      case 'placement':
+        writes.push(`r.varint(r.placementId(${value}));`);
+        reads.push(`const ${v} = r.placementAt(r.readVarint());`);
+        fixedBytes += 5;
+        break;
+      case 'flag':
+        bits.push(`(${value} ? ${1 << bit} : 0)`);
+        values.push(`(flags & ${1 << bit++}) !== 0`);
+        return;
+      case 'optional':
+        bits.push(`(${value} === ${literal(field.value)} ? ${1 << bit} : 0)`);
+        values.push(`(flags & ${1 << bit++}) !== 0 ? ${literal(field.value)} : undefined`);
+        return;
+    }
+    values.push(v);
+  });
+  if (bit > 8) throw new RangeError(`attempt records: more than 8 flags in a ${kind} attempt`);
+  writes.push(`r.byte(${bits.length > 0 ? bits.join(' | ') : '0'});`);
+  reads.push(
+    'const flags = r.readByte();',
+    'let a;',
+    attemptLiteral(kind, 'a', (_, i) => values[i]!),
+    'return a;',
+  );
+  const factory = (params: string, body: string[]) =>
+    compileFunction<(lists: (readonly string[])[]) => never>(
+      ['lists'],
+      `return function (${params}) {\n${body.join('\n')}\n};`,
+    )(lists);
+  return {
+    write: factory('a, r, ownKey', writes),
+    read: factory('r, head, listKey, traceId, spanId', reads),
+    fixedBytes,
+    textLength: compileFunction(['a', 'ownKey'], `return ${texts.join(' + ')};`),
+  };
 }
+
+const RECORDS = ATTEMPT_KINDS.map(recordOf);
+const WRITE = Object.fromEntries(ATTEMPT_KINDS.map((kind, i) => [kind, RECORDS[i]!.write])) as Record<
+  AttemptKind,
+  WriteFields
+>;
+/** By KIND. */
+const READ: readonly ReadFields[] = [...ATTEMPT_KINDS]
+  .sort((a, b) => KIND[a] - KIND[b])
+  .map((kind) => RECORDS[ATTEMPT_KINDS.indexOf(kind)]!.read);
+const FIXED_BYTES = Object.fromEntries(
+  ATTEMPT_KINDS.map((kind, i) => [kind, RECORDS[i]!.fixedBytes]),
+) as Record<AttemptKind, number>;
+const TEXT_LENGTH = Object.fromEntries(
+  ATTEMPT_KINDS.map((kind, i) => [kind, RECORDS[i]!.textLength]),
+) as Record<AttemptKind, (attempt: Attempt, ownKey: boolean) => number>;
 
 /** Bytes of two lowercase hex digits by their character codes (high << 8 | low), -1 for anything else. */
 const HEX_PAIRS = (() => {

@@ -1,11 +1,12 @@
-import type {
-  Attempt,
-  ClientAttempt,
-  Effect,
-  Outcome,
-  Placement,
-  ScopeLevel,
-  ServerAttempt,
+import {
+  ATTEMPT_FIELDS,
+  type Attempt,
+  type AttemptField,
+  type AttemptKind,
+  attemptLiteral,
+  compileFunction,
+  literal,
+  type Placement,
 } from '@keyscope/attempts';
 import { CLOSE_BRACKET, COMMA, type JsonBytes, OPEN_BRACKET } from './json-bytes.ts';
 
@@ -16,17 +17,20 @@ import { CLOSE_BRACKET, COMMA, type JsonBytes, OPEN_BRACKET } from './json-bytes
  *   segment: [key, baseStartUnixMillis, ...entries]              (SEGMENT)
  *   entry:   [traceId or 0, spanId, kind, tenant, parentSpanId,
  *             start, end, placementId, operation, ...kind's own]  (ENTRY)
- *   kind:    0 server [outcome, store, scope, result?, effect?, businessId?, outcomeFrom?]  (SERVER)
+ *   kind:    0 server [outcome, store, scope, result?, effect?, businessId?]  (SERVER)
  *            1 client [resendCount, target, statusCode, error, keyFrom?]      (CLIENT)
  *            2 arrival [result?, effect?, businessId?]                        (ARRIVAL)
  *            3 effect [failed: 0 or 1]                                        (EFFECT)
  *   result:  how the request ended as one number, statusCode·8 + failed·4 + released·2 +
  *            effectSpansDeclared·1. Trailing fields at their defaults (0, '', '') are left out:
  *            most requests succeed silently, and most mappings name no business id.
- *   outcomeFrom: 1 for an outcome inferred from the HTTP response (`outcomeFrom: 'http'`); left
- *            out when the span recorded it (the fields before it are then written, defaults too).
  *   keyFrom: 1 for a send linked to its key by its server span (`keyFrom: 'child'`); left out
  *            when the send carried its key.
+ *   then:    the kind's fields in the attempt table (`ATTEMPT_FIELDS`) that this layout does not
+ *            name, in the table's order: texts as strings, numbers and times as numbers, flags
+ *            and optional fields as 1 or 0, placements as ids. Trailing ones at what they read as
+ *            when absent (the field's `absentReadsAs`, so that segments written before the field
+ *            existed read alike) are left out.
  *
  * A key's attempts mostly share their trace and start within a second of each other, and a batch's
  * bytes are what its commit writes (twice, counting the checkpoint): the trace id is 0 when it is
@@ -53,22 +57,67 @@ export const ENTRY = {
   operation: 8,
 } as const;
 
-/** Where a server attempt's own fields are, after ENTRY's. */
-export const SERVER = {
-  outcome: 9,
-  store: 10,
-  scope: 11,
-  result: 12,
-  effect: 13,
-  businessId: 14,
-  outcomeFrom: 15,
-} as const;
-/** Where a client attempt's own fields are, after ENTRY's. */
-export const CLIENT = { resendCount: 9, target: 10, statusCode: 11, error: 12, keyFrom: 13 } as const;
-/** Where an arrival's own fields are, after ENTRY's. */
-export const ARRIVAL = { result: 9, effect: 10, businessId: 11 } as const;
-/** Where a side effect's own field is, after ENTRY's. */
-export const EFFECT = { failed: 9 } as const;
+/**
+ * Each kind's own slots after ENTRY's, in this layout: a field of the table, or a request's end
+ * packed into one number (`result`, see SEGMENT). `dropped` slots are left out when they and every
+ * slot after them are at their defaults.
+ */
+type Slot =
+  | { readonly field: string; readonly dropped?: true }
+  | { readonly result: Readonly<Record<string, number>>; readonly dropped: true };
+const SERVER_RESULT = { failed: 4, released: 2, effectSpansDeclared: 1 } as const;
+const ARRIVAL_RESULT = { failed: 4, released: 2 } as const;
+const LAYOUT: Readonly<Record<AttemptKind, readonly Slot[]>> = {
+  server: [
+    { field: 'outcome' },
+    { field: 'store' },
+    { field: 'scope' },
+    { result: SERVER_RESULT, dropped: true },
+    { field: 'effect', dropped: true },
+    { field: 'businessId', dropped: true },
+  ],
+  client: [
+    { field: 'resendCount' },
+    { field: 'target' },
+    { field: 'statusCode' },
+    { field: 'error' },
+    { field: 'keyFrom', dropped: true },
+  ],
+  arrival: [
+    { result: ARRIVAL_RESULT, dropped: true },
+    { field: 'effect', dropped: true },
+    { field: 'businessId', dropped: true },
+  ],
+  effect: [{ field: 'failed' }],
+};
+/** The fields every kind has at ENTRY's positions (the key is the segment's). */
+const ENTRY_FIELDS: ReadonlySet<string> = new Set([
+  'key',
+  'tenant',
+  'traceId',
+  'spanId',
+  'parentSpanId',
+  'startUnixMillis',
+  'endUnixMillis',
+  'placement',
+  'operation',
+]);
+const FIRST_SLOT = ENTRY.operation + 1;
+
+/** Where a kind's own fields are, after ENTRY's. */
+function positions<K extends AttemptKind>(kind: K): Record<string, number> {
+  return Object.fromEntries(
+    LAYOUT[kind].map((slot, i) => ['field' in slot ? slot.field : 'result', FIRST_SLOT + i]),
+  );
+}
+export const SERVER = positions('server') as {
+  readonly [F in 'outcome' | 'store' | 'scope' | 'result' | 'effect' | 'businessId']: number;
+};
+export const CLIENT = positions('client') as {
+  readonly [F in 'resendCount' | 'target' | 'statusCode' | 'error' | 'keyFrom']: number;
+};
+export const ARRIVAL = positions('arrival') as { readonly [F in 'result' | 'effect' | 'businessId']: number };
+export const EFFECT = positions('effect') as { readonly failed: number };
 
 /** The kinds by code (`ENTRY.kind`). */
 export const KINDS = ['server', 'client', 'arrival', 'effect'] as const;
@@ -108,28 +157,7 @@ export function writeAttempts(out: JsonBytes, attempts: readonly Attempt[], plac
     writeOffset(out, start, a.endUnixMillis);
     out.nextNumber(placements.idOf(a.placement));
     out.nextString(a.operation);
-    if (a.kind === 'server') {
-      out.nextString(a.outcome);
-      out.nextString(a.store);
-      out.nextString(a.scope);
-      const result = resultCode(a, a.effectSpansDeclared);
-      if (a.outcomeFrom === 'http') {
-        out.nextNumber(result);
-        out.nextString(a.effect);
-        out.nextString(a.businessId);
-        out.nextNumber(1);
-      } else writeResult(out, result, a.effect, a.businessId);
-    } else if (a.kind === 'client') {
-      out.nextNumber(a.resendCount);
-      out.nextString(a.target);
-      out.nextNumber(a.statusCode);
-      out.nextString(a.error);
-      if (a.keyFrom === 'child') out.nextNumber(1);
-    } else if (a.kind === 'arrival') {
-      writeResult(out, resultCode(a, false), a.effect, a.businessId);
-    } else {
-      out.nextNumber(a.failed ? 1 : 0);
-    }
+    WRITE_SLOTS[a.kind](out, a, placements);
     out.punctuation(CLOSE_BRACKET);
     previousTrace = a.traceId;
   }
@@ -138,7 +166,7 @@ export function writeAttempts(out: JsonBytes, attempts: readonly Attempt[], plac
 
 /**
  * Appends the attempts of a segment (its JSON text, see SEGMENT) to `into`, and returns it;
- * properties in the order the extractor creates them, so a read attempt equals the appended one.
+ * properties in the attempt table's order, so a read attempt equals the appended one.
  */
 export function readAttempts(json: string, placements: PlacementIds, into: Attempt[] = []): Attempt[] {
   const segment = JSON.parse(json) as unknown[];
@@ -149,93 +177,176 @@ export function readAttempts(json: string, placements: PlacementIds, into: Attem
     const f = segment[i] as unknown[];
     if (f[ENTRY.traceId] !== 0) traceId = f[ENTRY.traceId] as string;
     const startUnixMillis = at(base, f[ENTRY.start]);
-    const common = {
-      key,
-      tenant: f[ENTRY.tenant] as string,
-      traceId,
-      spanId: f[ENTRY.spanId] as string,
-      parentSpanId: f[ENTRY.parentSpanId] as string,
-      startUnixMillis,
-      endUnixMillis: at(startUnixMillis, f[ENTRY.end]),
-      placement: placements.placement(f[ENTRY.placementId] as number),
-      operation: f[ENTRY.operation] as string,
-    };
-    const kind = KINDS[f[ENTRY.kind] as number];
-    if (kind === 'server') {
-      const result = readResult(f, SERVER.result, SERVER.effect, SERVER.businessId);
-      const server: ServerAttempt = {
-        kind,
-        ...common,
-        outcome: f[SERVER.outcome] as Outcome,
-        store: f[SERVER.store] as string,
-        scope: f[SERVER.scope] as ScopeLevel | '',
-        statusCode: result.statusCode,
-        failed: result.failed,
-        effect: result.effect,
-        released: result.released,
-        businessId: result.businessId,
-        effectSpansDeclared: result.declared,
-      };
-      if (f[SERVER.outcomeFrom] === 1) server.outcomeFrom = 'http';
-      into.push(server);
-    } else if (kind === 'arrival') {
-      const result = readResult(f, ARRIVAL.result, ARRIVAL.effect, ARRIVAL.businessId);
-      into.push({
-        kind,
-        ...common,
-        statusCode: result.statusCode,
-        failed: result.failed,
-        effect: result.effect,
-        released: result.released,
-        businessId: result.businessId,
-      });
-    } else if (kind === 'effect') {
-      into.push({ kind, ...common, failed: f[EFFECT.failed] === 1 });
-    } else if (kind === 'client') {
-      const client: ClientAttempt = {
-        kind,
-        ...common,
-        resendCount: f[CLIENT.resendCount] as number,
-        target: f[CLIENT.target] as string,
-        statusCode: f[CLIENT.statusCode] as number,
-        error: f[CLIENT.error] as string,
-      };
-      if (f[CLIENT.keyFrom] === 1) client.keyFrom = 'child';
-      into.push(client);
-    }
+    into.push(
+      READ[f[ENTRY.kind] as number]!(
+        f,
+        placements,
+        key,
+        f[ENTRY.tenant],
+        traceId,
+        f[ENTRY.spanId],
+        f[ENTRY.parentSpanId],
+        startUnixMillis,
+        at(startUnixMillis, f[ENTRY.end]),
+        placements.placement(f[ENTRY.placementId] as number),
+        f[ENTRY.operation],
+      ),
+    );
   }
   return into;
 }
 
-/** A request's end as one number (see SEGMENT); 0 for "no status, succeeded, kept, none declared". */
-function resultCode(
-  a: { statusCode: number; failed: boolean; released: boolean },
-  declared: boolean,
-): number {
-  return a.statusCode * 8 + (a.failed ? 4 : 0) + (a.released ? 2 : 0) + (declared ? 1 : 0);
+type WriteSlots = (out: JsonBytes, attempt: Attempt, placements: PlacementIds) => void;
+type ReadEntry = (
+  f: unknown[],
+  placements: PlacementIds,
+  key: string,
+  tenant: unknown,
+  traceId: string,
+  spanId: unknown,
+  parentSpanId: unknown,
+  startUnixMillis: number,
+  endUnixMillis: number,
+  placement: Placement,
+  operation: unknown,
+) => Attempt;
+
+/**
+ * A kind's slots (LAYOUT's, then the table's fields it does not name), each with its value's
+ * expression in JSON, its default, and the expression reading it back from the entry `f`.
+ */
+function slotsOf(
+  kind: AttemptKind,
+): { write: string; read: (at: string) => string; fields: string[]; dropped: boolean; fallback: string }[] {
+  const fields: readonly AttemptField[] = ATTEMPT_FIELDS[kind];
+  const named = new Set(
+    LAYOUT[kind].flatMap((slot) =>
+      'field' in slot ? [slot.field] : ['statusCode', ...Object.keys(slot.result)],
+    ),
+  );
+  const byName = new Map(fields.map((field) => [field.name, field]));
+  const appended = fields.filter((field) => !ENTRY_FIELDS.has(field.name) && !named.has(field.name));
+  const slots = [
+    ...LAYOUT[kind],
+    ...appended.map((field) => {
+      if (field.carried !== 'optional' && field.absentReadsAs === undefined)
+        throw new RangeError(`attempt codec: ${kind} field ${field.name} needs absentReadsAs`);
+      return { field: field.name, dropped: true as const };
+    }),
+  ];
+  return slots.map((slot) => {
+    if ('result' in slot) {
+      // statusCode·8 + the flags' bits (see SEGMENT).
+      const flags = Object.entries(slot.result);
+      return {
+        write: `a.statusCode * 8 ${flags.map(([name, bit]) => `+ (a.${name} ? ${bit} : 0)`).join(' ')}`,
+        read: (at: string) => `(${at} ?? 0)`,
+        fields: ['statusCode', ...flags.map(([name]) => name)],
+        dropped: true,
+        fallback: '0',
+      };
+    }
+    const field = byName.get(slot.field);
+    if (field === undefined)
+      throw new RangeError(`attempt codec: ${kind} attempts have no field ${slot.field}`);
+    const value = `a.${field.name}`;
+    const absent = field.absentReadsAs;
+    const dropped = slot.dropped === true;
+    switch (field.carried) {
+      case 'flag':
+        return {
+          write: `(${value} ? 1 : 0)`,
+          read: (at) => `((${at} ?? ${absent ? 1 : 0}) === 1)`,
+          fields: [field.name],
+          dropped,
+          fallback: absent ? '1' : '0',
+        };
+      case 'optional':
+        return {
+          write: `(${value} === ${literal(field.value)} ? 1 : 0)`,
+          read: (at) => `(${at} === 1 ? ${literal(field.value)} : undefined)`,
+          fields: [field.name],
+          dropped,
+          fallback: '0',
+        };
+      case 'placement':
+        return {
+          write: `placements.idOf(${value})`,
+          read: (at) => `placements.placement(${at})`,
+          fields: [field.name],
+          dropped: false,
+          fallback: '0',
+        };
+      default: {
+        const fallback = literal(absent ?? (field.carried === 'number' || field.carried === 'time' ? 0 : ''));
+        return {
+          write: value,
+          read: (at) => `(${at} ?? ${fallback})`,
+          fields: [field.name],
+          dropped,
+          fallback,
+        };
+      }
+    }
+  });
 }
 
-/** Writes the result, the effect and the business id, leaving out those at their defaults at the end. */
-function writeResult(out: JsonBytes, result: number, effect: string, businessId: string): void {
-  if (result === 0 && effect === '' && businessId === '') return;
-  out.nextNumber(result);
-  if (effect === '' && businessId === '') return;
-  out.nextString(effect);
-  if (businessId !== '') out.nextString(businessId);
+/** Writes a kind's slots after ENTRY's, leaving out the trailing ones at their defaults. */
+function slotWriterOf(kind: AttemptKind): WriteSlots {
+  const slots = slotsOf(kind);
+  const lines = slots.map((slot, i) => `const s${i} = ${slot.write};`);
+  let end = 0;
+  slots.forEach((slot, i) => {
+    if (!slot.dropped) end = i + 1;
+  });
+  lines.push(`let end = ${end};`);
+  slots.forEach((slot, i) => {
+    if (slot.dropped && i >= end) lines.push(`if (s${i} !== ${slot.fallback}) end = ${i + 1};`);
+  });
+  slots.forEach((slot, i) => {
+    const write = `out.${isString(kind, slot.fields) ? 'nextString' : 'nextNumber'}(s${i});`;
+    lines.push(i < end ? write : `if (end > ${i}) ${write}`);
+  });
+  return compileFunction(['out', 'a', 'placements'], lines.join('\n'));
 }
 
-/** The inverse of `resultCode` and `writeResult`, from the entry's fields at the positions given. */
-function readResult(f: unknown[], resultAt: number, effectAt: number, businessIdAt: number) {
-  const result = (f[resultAt] as number | undefined) ?? 0;
-  return {
-    statusCode: Math.floor(result / 8),
-    failed: (result & 4) !== 0,
-    effect: ((f[effectAt] as string | undefined) ?? '') as Effect | '',
-    released: (result & 2) !== 0,
-    declared: (result & 1) !== 0,
-    businessId: (f[businessIdAt] as string | undefined) ?? '',
-  };
+function isString(kind: AttemptKind, fields: string[]): boolean {
+  if (fields.length !== 1) return false;
+  const field = (ATTEMPT_FIELDS[kind] as readonly AttemptField[]).find((f) => f.name === fields[0])!;
+  return ['key', 'name', 'text', 'id', 'closed'].includes(field.carried);
 }
+
+/** Reads an entry of a kind into an attempt with the table's order. */
+function entryReaderOf(kind: AttemptKind): ReadEntry {
+  const slots = slotsOf(kind);
+  const lines: string[] = [];
+  const values = new Map<string, string>();
+  slots.forEach((slot, i) => {
+    lines.push(`const s${i} = ${slot.read(`f[${FIRST_SLOT + i}]`)};`);
+    if (slot.fields.length === 1) values.set(slot.fields[0]!, `s${i}`);
+    else {
+      values.set('statusCode', `Math.floor(s${i} / 8)`);
+      const flags =
+        'result' in LAYOUT[kind][i]! ? (LAYOUT[kind][i] as { result: Record<string, number> }).result : {};
+      for (const [name, bit] of Object.entries(flags)) values.set(name, `(s${i} & ${bit}) !== 0`);
+    }
+  });
+  lines.push(
+    'let a;',
+    attemptLiteral(kind, 'a', (field) => values.get(field.name) ?? field.name),
+    'return a;',
+  );
+  return compileFunction(['f', 'placements', ...ENTRY_FIELDS], lines.join('\n'));
+}
+
+const WRITE_SLOTS: Readonly<Record<AttemptKind, WriteSlots>> = {
+  server: slotWriterOf('server'),
+  client: slotWriterOf('client'),
+  arrival: slotWriterOf('arrival'),
+  effect: slotWriterOf('effect'),
+};
+/** By code (`ENTRY.kind`). */
+const READ: readonly ReadEntry[] = KINDS.map(entryReaderOf);
 
 /**
  * Decimal places tried for an offset, fewest first. Timestamps arrive as nanoseconds and are kept

@@ -136,7 +136,9 @@ describe('the attempt codec', () => {
     ];
     const text = encoded(decisions, placements);
     const entries = (JSON.parse(text) as unknown[]).slice(SEGMENT.firstEntry) as unknown[][];
-    expect(entries.map((entry) => entry[SERVER.outcomeFrom])).toEqual([1, undefined]);
+    // outcomeFrom is a field of the attempt table past the stored layout: appended after its last slot.
+    const outcomeFrom = SERVER.businessId + 1;
+    expect(entries.map((entry) => entry[outcomeFrom])).toEqual([1, undefined]);
     const read = readAttempts(text, placements);
     expect(read).toStrictEqual(decisions);
     expect(read.map((a) => Object.keys(a))).toEqual(decisions.map((a) => Object.keys(a)));

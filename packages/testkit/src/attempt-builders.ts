@@ -1,13 +1,17 @@
-import type {
-  Arrival,
-  ClientAttempt,
-  Effect,
-  NodeActivity,
-  Outcome,
-  Placement,
-  ScopeLevel,
-  ServerAttempt,
-  SideEffect,
+import {
+  type Arrival,
+  type ClientAttempt,
+  createArrival,
+  createClientAttempt,
+  createServerAttempt,
+  createSideEffect,
+  type Effect,
+  type NodeActivity,
+  type Outcome,
+  type Placement,
+  type ScopeLevel,
+  type ServerAttempt,
+  type SideEffect,
 } from '@keyscope/attempts';
 import { TEST_EPOCH_UNIX_MILLIS } from '@keyscope/attempts/testing';
 
@@ -101,30 +105,27 @@ export function server(
     } = {},
 ): ServerAttempt {
   const base = common(input);
-  const attempt: ServerAttempt = {
-    kind: 'server',
+  return createServerAttempt({
     ...base,
     outcome: input.outcome ?? 'miss',
     store: input.store ?? `${base.placement.service}/node:${base.placement.node}`,
     scope: input.scope ?? 'node',
     ...request(input),
     effectSpansDeclared: input.effectSpansDeclared ?? false,
-  };
-  if (input.outcomeFrom !== undefined) attempt.outcomeFrom = input.outcomeFrom;
-  return attempt;
+    outcomeFrom: input.outcomeFrom,
+  });
 }
 
 export function arrival(input: CommonInput & RequestInput = {}): Arrival {
-  return { kind: 'arrival', ...common(input), ...request(input) };
+  return createArrival({ ...common(input), ...request(input) });
 }
 
 /** A side-effect span (`ledger.charge` by default) under the attempt named by `parentSpanId`. */
 export function effect(input: CommonInput & { failed?: boolean } = {}): SideEffect {
-  return {
-    kind: 'effect',
+  return createSideEffect({
     ...common({ operation: 'ledger.charge', ...input }),
     failed: input.failed ?? false,
-  };
+  });
 }
 
 export function client(
@@ -136,16 +137,14 @@ export function client(
     keyFrom?: 'child';
   } = {},
 ): ClientAttempt {
-  const attempt: ClientAttempt = {
-    kind: 'client',
+  return createClientAttempt({
     ...common({ service: 'checkout', node: 'checkout-1', ...input }),
     resendCount: input.resendCount ?? 0,
     target: input.target ?? 'payments.internal:443',
     statusCode: input.statusCode ?? 200,
     error: input.error ?? '',
-  };
-  if (input.keyFrom !== undefined) attempt.keyFrom = input.keyFrom;
-  return attempt;
+    keyFrom: input.keyFrom,
+  });
 }
 
 /**

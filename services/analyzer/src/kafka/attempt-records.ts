@@ -1,11 +1,12 @@
 import {
+  ATTEMPT_FIELDS,
+  ATTEMPT_KINDS,
   type Attempt,
-  EFFECTS,
-  type Effect,
+  type AttemptField,
+  type AttemptKind,
+  attemptFromValues,
   LATENCY_BUCKETS,
   type NodeActivity,
-  OUTCOMES,
-  type Outcome,
 } from '@keyscope/attempts';
 import { describeValue, isPlainObject, KeyscopeError } from '@keyscope/errors';
 import { KAFKA_RECORD_INVALID } from './kafka-errors.ts';
@@ -65,71 +66,58 @@ export function decodeAttemptsRecord(value: Buffer | null): AttemptsRecord {
   throw invalid('expected an attempt or an activity list');
 }
 
+/**
+ * The attempt of a record, checked field by field as the attempt table carries it, and built with
+ * the table's order whatever the record's (properties it does not declare are left out). A field
+ * the record lacks reads as its `absentReadsAs`: records written before the field existed.
+ */
 function checkAttempt(value: unknown): Attempt {
   if (!isPlainObject(value)) throw invalid('attempt must be an object');
-  for (const field of ['key', 'tenant', 'traceId', 'spanId', 'parentSpanId', 'operation'] as const) {
-    if (typeof value[field] !== 'string') throw invalid(`attempt.${field} must be a string`);
+  const kind = value.kind as AttemptKind;
+  if (!ATTEMPT_KINDS.includes(kind)) {
+    throw invalid(
+      `attempt.kind must be server, arrival, client or effect, received ${describeValue(value.kind)}`,
+    );
   }
-  if (value.key === '') throw invalid('attempt.key must not be empty');
-  for (const field of ['startUnixMillis', 'endUnixMillis'] as const) {
-    if (!Number.isFinite(value[field])) throw invalid(`attempt.${field} must be a number`);
-  }
-  checkPlacement(value.placement, 'attempt.placement');
-  switch (value.kind) {
-    case 'server':
-      if (!OUTCOMES.includes(value.outcome as Outcome)) throw invalid('attempt.outcome is not an outcome');
-      if (typeof value.store !== 'string' || typeof value.scope !== 'string')
-        throw invalid('attempt.store and attempt.scope must be strings');
-      checkRequestResult(value);
-      if (value.effectSpansDeclared === undefined) value.effectSpansDeclared = false;
-      else if (typeof value.effectSpansDeclared !== 'boolean')
-        throw invalid('attempt.effectSpansDeclared must be true or false');
-      if (value.outcomeFrom !== undefined && value.outcomeFrom !== 'http')
-        throw invalid(
-          `attempt.outcomeFrom must be absent or 'http', received ${describeValue(value.outcomeFrom)}`,
-        );
-      break;
-    case 'client':
-      if (!Number.isFinite(value.resendCount) || !Number.isFinite(value.statusCode))
-        throw invalid('attempt.resendCount and attempt.statusCode must be numbers');
-      if (typeof value.target !== 'string' || typeof value.error !== 'string')
-        throw invalid('attempt.target and attempt.error must be strings');
-      if (value.keyFrom !== undefined && value.keyFrom !== 'child')
-        throw invalid(`attempt.keyFrom must be absent or 'child', received ${describeValue(value.keyFrom)}`);
-      break;
-    case 'arrival':
-      checkRequestResult(value);
-      break;
-    case 'effect':
-      if (typeof value.failed !== 'boolean') throw invalid('attempt.failed must be true or false');
-      break;
-    default:
-      throw invalid(
-        `attempt.kind must be server, arrival, client or effect, received ${describeValue(value.kind)}`,
-      );
-  }
-  return value as unknown as Attempt;
+  const fields: readonly AttemptField[] = ATTEMPT_FIELDS[kind];
+  const values: unknown[] = new Array(fields.length);
+  for (let i = 0; i < fields.length; i++) values[i] = checkField(fields[i]!, value[fields[i]!.name]);
+  return attemptFromValues[kind](values);
 }
 
-/**
- * How a server attempt's or arrival's request ended. Records written before attempts carried it
- * have none of the fields: they read as a request that succeeded and stated nothing (and named
- * no business id).
- */
-function checkRequestResult(value: Record<string, unknown>): void {
-  value.statusCode ??= 0;
-  value.failed ??= false;
-  value.effect ??= '';
-  value.released ??= false;
-  value.businessId ??= '';
-  if (!Number.isFinite(value.statusCode)) throw invalid('attempt.statusCode must be a number');
-  if (typeof value.businessId !== 'string') throw invalid('attempt.businessId must be a string');
-  if (typeof value.failed !== 'boolean' || typeof value.released !== 'boolean')
-    throw invalid('attempt.failed and attempt.released must be true or false');
-  if (value.effect !== '' && !EFFECTS.includes(value.effect as Effect))
-    throw invalid(
-      `attempt.effect must be '', ${EFFECTS.join(', ')}, received ${describeValue(value.effect)}`,
-    );
+function checkField(field: AttemptField, value: unknown): unknown {
+  const at = `attempt.${field.name}`;
+  if (value === undefined && field.absentReadsAs !== undefined) return field.absentReadsAs;
+  switch (field.carried) {
+    case 'key':
+      if (typeof value !== 'string' || value === '') throw invalid(`${at} must be a string, not empty`);
+      return value;
+    case 'name':
+    case 'text':
+    case 'id':
+      if (typeof value !== 'string') throw invalid(`${at} must be a string`);
+      return value;
+    case 'time':
+    case 'number':
+      if (!Number.isFinite(value)) throw invalid(`${at} must be a number`);
+      return value;
+    case 'flag':
+      if (typeof value !== 'boolean') throw invalid(`${at} must be true or false`);
+      return value;
+    case 'closed':
+      if (typeof value !== 'string' || !field.values.includes(value))
+        throw invalid(
+          `${at} must be one of ${field.values.map((v) => `'${v}'`).join(', ')}, received ${describeValue(value)}`,
+        );
+      return value;
+    case 'optional':
+      if (value !== undefined && value !== field.value)
+        throw invalid(`${at} must be absent or '${field.value}', received ${describeValue(value)}`);
+      return value;
+    case 'placement':
+      checkPlacement(value, at);
+      return value;
+  }
 }
 
 function checkEntry(value: unknown, index: number): ActivityEntry {
