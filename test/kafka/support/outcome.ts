@@ -1,3 +1,5 @@
+import { whenEqual } from './when-equal.ts';
+
 /**
  * What a keyscope API says about a run, in a form two runs can be compared by: one line per
  * finding (id, class, incident, executions, attempts of its key), per incident (id, keys, status,
@@ -43,21 +45,7 @@ export async function outcomeOf(api: string): Promise<Outcome> {
   };
 }
 
-/**
- * Polls until the API's outcome equals `expected` or the deadline passes, and returns the last
- * one seen: the scaled mode converges (Kafka, detectors' ticks, materialization), it does not
- * answer at once.
- */
-export async function outcomeWhenEqual(
-  api: string,
-  expected: Outcome,
-  timeoutMillis: number,
-): Promise<Outcome> {
-  const deadline = Date.now() + timeoutMillis;
-  let last = await outcomeOf(api);
-  while (Date.now() < deadline && JSON.stringify(last) !== JSON.stringify(expected)) {
-    await new Promise((resolve) => setTimeout(resolve, 500));
-    last = await outcomeOf(api);
-  }
-  return last;
+/** Polls until the API's outcome equals `expected` or the deadline passes; returns the last one seen. */
+export function outcomeWhenEqual(api: string, expected: Outcome, timeoutMillis: number): Promise<Outcome> {
+  return whenEqual(() => outcomeOf(api), expected, timeoutMillis, 500);
 }
