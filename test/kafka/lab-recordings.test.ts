@@ -17,6 +17,7 @@ import {
   stopDeployment,
   stopRole,
 } from './support/keyscope-roles.ts';
+import type { RoutingEventJson } from './support/outcome.ts';
 import { whenEqual } from './support/when-equal.ts';
 
 /**
@@ -37,15 +38,7 @@ const LIBFAKETIME = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
 /** Every committed lab recording. */
 const RECORDED = SCENARIOS.map((scenario) => scenario.name);
 
-interface ApiRoutingEvent {
-  id: string;
-  type: string;
-  node: string;
-  start: string;
-  end: string;
-  ended: boolean;
-  incidentIds?: string[];
-}
+type ApiRoutingEvent = Omit<RoutingEventJson, 'incidentIds'> & { incidentIds?: string[] };
 
 interface ApiFinding {
   id: string;

@@ -13,6 +13,17 @@ export interface Outcome {
   routingEvents: string[];
 }
 
+/** A routing event as `GET /api/v1/routing-events` lists it; findings and incidents embed it without `incidentIds`. */
+export interface RoutingEventJson {
+  id: string;
+  type: string;
+  node: string;
+  start: string;
+  end: string;
+  ended: boolean;
+  incidentIds: string[];
+}
+
 export async function outcomeOf(api: string): Promise<Outcome> {
   const findings = (await (await fetch(`${api}/api/v1/findings?limit=500`)).json()) as {
     items: { id: string; class: string; incidentId: string; executions: number; attempts: unknown[] }[];
@@ -21,15 +32,7 @@ export async function outcomeOf(api: string): Promise<Outcome> {
     items: { id: string; keys: number; status: string; title: string }[];
   };
   const routingEvents = (await (await fetch(`${api}/api/v1/routing-events?limit=500`)).json()) as {
-    items: {
-      id: string;
-      type: string;
-      node: string;
-      start: string;
-      end: string;
-      ended: boolean;
-      incidentIds: string[];
-    }[];
+    items: RoutingEventJson[];
   };
   return {
     findings: findings.items
