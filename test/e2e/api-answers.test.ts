@@ -1,14 +1,11 @@
-import { mkdtempSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { type RunningService, resolveServeConfig, silentLogger, startServe } from '@keyscope/analyzer';
+import type { RunningService } from '@keyscope/analyzer';
 import { scenarios, simulate } from '@keyscope/simulator';
-import { toReadableSpans } from '@keyscope/testkit/sdk';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiWithPage } from '../../services/analyzer/src/api-with-alerts.ts';
+import { type EmbeddedKeyscope, startEmbeddedKeyscope } from '../support/embedded-keyscope.ts';
+import { exportOverOtlpHttp } from '../support/otlp-http-export.ts';
 
 /**
  * Every answer of the API to a real scenario, held to the OpenAPI document it serves: the embedded
@@ -55,7 +52,7 @@ const TOKENS = [
 const START = Date.now() - 5 * 60_000;
 const { spans, truth } = simulate(scenarios.nodeFailover({ startUnixMillis: START }), { seed: 3 });
 
-let dir: string;
+let keyscope: EmbeddedKeyscope;
 let service: RunningService;
 let api: string;
 let twin: FastifyInstance;
@@ -70,25 +67,11 @@ let sample: any;
 const answered = new Set<string>();
 
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'keyscope-api-answers-'));
-  const config = resolveServeConfig({
-    api: { port: 0, tokens: TOKENS },
-    db: { path: join(dir, 'keyscope.db') },
-    otlp: { http: { port: 0 }, grpc: { port: 0 } },
-  });
-  service = await startServe(config, { logger: silentLogger });
-  api = `http://127.0.0.1:${service.addresses.api.port}`;
-  const exporter = new OTLPTraceExporter({
-    url: `http://127.0.0.1:${service.addresses.otlpHttp.port}/v1/traces`,
-  });
-  const readable = toReadableSpans(spans);
-  for (let i = 0; i < readable.length; i += 512) {
-    const result = await new Promise<{ code: number; error?: Error }>((resolve) =>
-      exporter.export(readable.slice(i, i + 512), resolve),
-    );
+  keyscope = await startEmbeddedKeyscope('api-answers', { api: { tokens: TOKENS } });
+  ({ service, api } = keyscope);
+  for (const result of await exportOverOtlpHttp(service.addresses.otlpHttp.port, spans)) {
     expect(result.error).toBeUndefined();
   }
-  await exporter.shutdown();
   service.pipeline.tick(Date.now());
 
   twin = createApiWithPage({
@@ -113,8 +96,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await twin?.close();
-  await service?.stop();
-  rmSync(dir, { recursive: true, force: true });
+  await keyscope?.stop();
 });
 
 function retargeted<T>(schema: T): T {

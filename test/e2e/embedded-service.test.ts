@@ -1,11 +1,8 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { type RunningService, resolveServeConfig, silentLogger, startServe } from '@keyscope/analyzer';
+import type { RunningService } from '@keyscope/analyzer';
 import { scenarios, simulate } from '@keyscope/simulator';
-import { toReadableSpans } from '@keyscope/testkit/sdk';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type EmbeddedKeyscope, startEmbeddedKeyscope } from '../support/embedded-keyscope.ts';
+import { exportOverOtlpHttp } from '../support/otlp-http-export.ts';
 
 /**
  * The README's promise, end to end: the embedded service with SQLite, fed a simulated node
@@ -15,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 const START = Date.now() - 5 * 60_000;
 const { spans, truth } = simulate(scenarios.nodeFailover({ startUnixMillis: START }), { seed: 3 });
 
-let dir: string;
+let keyscope: EmbeddedKeyscope;
 let service: RunningService;
 let api: string;
 
@@ -27,34 +24,19 @@ async function get(path: string): Promise<any> {
 }
 
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'keyscope-e2e-'));
-  const config = resolveServeConfig({
-    api: { port: 0 },
-    db: { path: join(dir, 'keyscope.db') },
-    otlp: { http: { port: 0 }, grpc: { port: 0 } },
-  });
-  service = await startServe(config, { logger: silentLogger });
-  api = `http://127.0.0.1:${service.addresses.api.port}`;
-  const exporter = new OTLPTraceExporter({
-    url: `http://127.0.0.1:${service.addresses.otlpHttp.port}/v1/traces`,
-    compression: 'gzip' as never,
-  });
-  const readable = toReadableSpans(spans);
-  for (let i = 0; i < readable.length; i += 512) {
-    const result = await new Promise<{ code: number; error?: Error }>((resolve) =>
-      exporter.export(readable.slice(i, i + 512), resolve),
-    );
+  keyscope = await startEmbeddedKeyscope('e2e');
+  ({ service, api } = keyscope);
+  const results = await exportOverOtlpHttp(service.addresses.otlpHttp.port, spans, { compression: 'gzip' });
+  for (const result of results) {
     expect(result.error).toBeUndefined();
     expect(result.code).toBe(0);
   }
-  await exporter.shutdown();
   // The receiver answered each export after its commit; one tick regroups by routing event.
   service.pipeline.tick(Date.now());
 }, 120_000);
 
 afterAll(async () => {
-  await service?.stop();
-  rmSync(dir, { recursive: true, force: true });
+  await keyscope?.stop();
 });
 
 describe('the embedded service fed a node failover by the real OTLP exporter', () => {

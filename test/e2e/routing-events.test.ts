@@ -1,11 +1,8 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { type RunningService, resolveServeConfig, silentLogger, startServe } from '@keyscope/analyzer';
+import type { RunningService } from '@keyscope/analyzer';
 import { scenarios, simulate } from '@keyscope/simulator';
-import { toReadableSpans } from '@keyscope/testkit/sdk';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type EmbeddedKeyscope, startEmbeddedKeyscope } from '../support/embedded-keyscope.ts';
+import { exportOverOtlpHttp } from '../support/otlp-http-export.ts';
 
 /**
  * "Did keyscope see the failover?": the embedded service, fed a simulated node failover by the
@@ -21,7 +18,7 @@ const TOKENS = {
   nobody: { token: 'nobody-read-secret-0001', role: 'read', tenant: 'no-such-tenant', name: 'nobody' },
 } as const;
 
-let dir: string;
+let keyscope: EmbeddedKeyscope;
 let service: RunningService;
 let api: string;
 
@@ -63,32 +60,17 @@ async function all(path: string, as: keyof typeof TOKENS = 'operator'): Promise<
 }
 
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'keyscope-routing-events-'));
-  const config = resolveServeConfig({
-    api: { port: 0, tokens: Object.values(TOKENS) },
-    db: { path: join(dir, 'keyscope.db') },
-    otlp: { http: { port: 0 }, grpc: { port: 0 } },
-  });
-  service = await startServe(config, { logger: silentLogger });
-  api = `http://127.0.0.1:${service.addresses.api.port}`;
-  const exporter = new OTLPTraceExporter({
-    url: `http://127.0.0.1:${service.addresses.otlpHttp.port}/v1/traces`,
-  });
-  const readable = toReadableSpans(spans);
-  for (let i = 0; i < readable.length; i += 512) {
-    const result = await new Promise<{ code: number; error?: Error }>((resolve) =>
-      exporter.export(readable.slice(i, i + 512), resolve),
-    );
+  keyscope = await startEmbeddedKeyscope('routing-events', { api: { tokens: Object.values(TOKENS) } });
+  ({ service, api } = keyscope);
+  for (const result of await exportOverOtlpHttp(service.addresses.otlpHttp.port, spans)) {
     expect(result.code).toBe(0);
   }
-  await exporter.shutdown();
   // Each export was answered after its commit; a tick infers the routing events and regroups.
   service.pipeline.tick(Date.now());
 }, 120_000);
 
 afterAll(async () => {
-  await service?.stop();
-  rmSync(dir, { recursive: true, force: true });
+  await keyscope?.stop();
 });
 
 describe('GET /api/v1/routing-events on the embedded service fed a node failover', () => {

@@ -9,6 +9,7 @@ import {
   startServe,
 } from '@keyscope/analyzer';
 import { scenarios, simulate } from '@keyscope/simulator';
+import { createTextSink } from '@keyscope/testkit';
 import { toReadableSpans } from '@keyscope/testkit/sdk';
 import { OTLPTraceExporter as GrpcExporter } from '@opentelemetry/exporter-trace-otlp-grpc';
 import { OTLPTraceExporter as JsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
@@ -109,25 +110,18 @@ function archived(text: string): number {
 }
 
 async function analyze(paths: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  const output = (append: (text: string) => void) => ({
-    write(text: string, callback?: (error?: Error | null) => void) {
-      append(text);
-      callback?.();
-      return true;
-    },
-  });
+  const stdout = createTextSink();
+  const stderr = createTextSink();
   const code = await runAnalyze(
     { paths, format: 'json', mappingFile: undefined, keepGoing: false, maxRecordBytes: 64 * 1024 * 1024 },
     {
-      stdout: output((text) => (stdout += text)),
-      stderr: output((text) => (stderr += text)),
+      stdout,
+      stderr,
       stdin: process.stdin,
       env: {},
     },
   );
-  return { code, stdout, stderr };
+  return { code, stdout: stdout.text(), stderr: stderr.text() };
 }
 
 describe("keyscope analyze over serve's archive of a node failover sent by the real OTLP exporters", () => {

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -10,7 +10,15 @@ import { silentLogger } from '../../services/analyzer/src/logger.ts';
 import { analyzeRecording } from '../lab/analyze-recording.ts';
 import { SCENARIOS } from '../lab/scenarios.ts';
 import type { MessageProducer } from './support/collector-exporter.ts';
-import { kafkaEnvironment, type RoleProcess, startRole, stopRole } from './support/keyscope-roles.ts';
+import {
+  kafkaEnvironment,
+  type RoleProcess,
+  startRole,
+  stopDeployment,
+  stopRole,
+} from './support/keyscope-roles.ts';
+import type { RoutingEventJson } from './support/outcome.ts';
+import { whenEqual } from './support/when-equal.ts';
 
 /**
  * The lab's recordings of real components (test/lab/README.md) through the scaled mode: the
@@ -30,15 +38,7 @@ const LIBFAKETIME = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
 /** Every committed lab recording. */
 const RECORDED = SCENARIOS.map((scenario) => scenario.name);
 
-interface ApiRoutingEvent {
-  id: string;
-  type: string;
-  node: string;
-  start: string;
-  end: string;
-  ended: boolean;
-  incidentIds?: string[];
-}
+type ApiRoutingEvent = Omit<RoutingEventJson, 'incidentIds'> & { incidentIds?: string[] };
 
 interface ApiFinding {
   id: string;
@@ -116,14 +116,8 @@ async function apiReport(api: string): Promise<Report> {
 }
 
 /** Polls the API until it reports `expected` or the deadline passes; returns what it last reported. */
-async function apiReportWhenEqual(api: string, expected: Report, timeoutMillis: number): Promise<Report> {
-  const deadline = Date.now() + timeoutMillis;
-  let last = await apiReport(api);
-  while (Date.now() < deadline && JSON.stringify(last) !== JSON.stringify(expected)) {
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
-    last = await apiReport(api);
-  }
-  return last;
+function apiReportWhenEqual(api: string, expected: Report, timeoutMillis: number): Promise<Report> {
+  return whenEqual(() => apiReport(api), expected, timeoutMillis, 1_000);
 }
 
 /** The recorded exports, one OTLP/JSON `TracesData` a line, as the capture receiver kept them. */
@@ -179,12 +173,7 @@ beforeAll(async () => {
   producer = kafkaProducer;
 }, 60_000);
 
-afterAll(async () => {
-  await Promise.all(roles.map((role) => stopRole(role)));
-  await producer?.disconnect();
-  await cluster?.stop();
-  rmSync(dir, { recursive: true, force: true });
-}, 60_000);
+afterAll(() => stopDeployment({ roles, producer, cluster, dir }), 60_000);
 
 describe('lab recordings through the Kafka roles', () => {
   it.each(RECORDED)(

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { encodeTraces } from '@keyscope/otlp';
@@ -13,7 +13,7 @@ import {
   kafkaEnvironment,
   type RoleProcess,
   startRole,
-  stopRole,
+  stopDeployment,
   type Topics,
 } from './support/keyscope-roles.ts';
 import { outcomeWhenEqual } from './support/outcome.ts';
@@ -62,12 +62,7 @@ beforeAll(async () => {
   );
 }, 60_000);
 
-afterAll(async () => {
-  await Promise.all(roles.map((role) => stopRole(role)));
-  await producer?.disconnect();
-  await cluster?.stop();
-  rmSync(dir, { recursive: true, force: true });
-}, 60_000);
+afterAll(() => stopDeployment({ roles, producer, cluster, dir }), 60_000);
 
 const serve = () => roles.find((role) => role.role === 'serve')!;
 const detects = () => roles.filter((role) => role.role === 'detect');

@@ -1,5 +1,6 @@
 import { Readable } from 'node:stream';
 import { runAnalyze } from '@keyscope/analyzer';
+import { createTextSink } from '@keyscope/testkit';
 
 /** What the scoring reads of `keyscope analyze --format json`: the API's finding shape. */
 export interface ReportFinding {
@@ -15,16 +16,8 @@ export interface AnalyzeReport {
 
 /** Runs `keyscope analyze --format json` on a recording, in this process, and parses its report. */
 export async function analyzeRecording(path: string): Promise<AnalyzeReport> {
-  let stdout = '';
-  let stderr = '';
-  const output = (append: (text: string) => void) => ({
-    isTTY: false,
-    write(text: string, callback?: (error?: Error | null) => void) {
-      append(text);
-      callback?.();
-      return true;
-    },
-  });
+  const stdout = createTextSink();
+  const stderr = createTextSink();
   const code = await runAnalyze(
     {
       paths: [path],
@@ -34,12 +27,12 @@ export async function analyzeRecording(path: string): Promise<AnalyzeReport> {
       maxRecordBytes: 64 * 1024 * 1024,
     },
     {
-      stdout: output((text) => (stdout += text)),
-      stderr: output((text) => (stderr += text)),
+      stdout,
+      stderr,
       stdin: Readable.from([]),
       env: {},
     },
   );
-  if (code !== 0) throw new Error(`keyscope analyze exited with ${code}: ${stderr}`);
-  return JSON.parse(stdout) as AnalyzeReport;
+  if (code !== 0) throw new Error(`keyscope analyze exited with ${code}: ${stderr.text()}`);
+  return JSON.parse(stdout.text()) as AnalyzeReport;
 }

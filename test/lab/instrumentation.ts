@@ -1,10 +1,8 @@
 import { createKeyedSpanSampler, keyAttributesOf } from '@keyscope/gate';
 import type { Attributes } from '@opentelemetry/api';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
-import { HttpInstrumentation } from '@opentelemetry/instrumentation-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
-import { NodeSDK } from '@opentelemetry/sdk-node';
-import { AlwaysOffSampler, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { AlwaysOffSampler } from '@opentelemetry/sdk-trace-base';
+import { requiredEnv, startHttpTracing } from '../support/http-tracing.ts';
 
 /**
  * The OpenTelemetry Node SDK of every lab process (payments nodes, checkout), loaded with
@@ -29,36 +27,19 @@ function startAttributes(request: Parameters<typeof keyAttributesOf>[0], counted
   return { ...attributes, 'http.request.resend_count': sends };
 }
 
-const sdk = new NodeSDK({
+const { sdk } = startHttpTracing({
+  otlpUrl: requiredEnv('LAB_OTLP_URL'),
   resource,
-  autoDetectResources: false,
+  scheduledDelayMillis: Number(process.env.LAB_EXPORT_DELAY_MILLIS ?? 1000),
   // Every keyed span is kept; the lab has no use for the rest.
   sampler: createKeyedSpanSampler({ otherwise: new AlwaysOffSampler() }),
-  spanProcessors: [
-    new BatchSpanProcessor(new OTLPTraceExporter({ url: requiredEnv('LAB_OTLP_URL') }), {
-      scheduledDelayMillis: Number(process.env.LAB_EXPORT_DELAY_MILLIS ?? 1000),
-    }),
-  ],
-  instrumentations: [
-    new HttpInstrumentation({
-      startIncomingSpanHook: (request) => startAttributes(request, false),
-      startOutgoingSpanHook: (request) => startAttributes(request, true),
-      // The OTLP exporter's own sends are not the lab's traffic.
-      ignoreOutgoingRequestHook: (request) => request.path === '/v1/traces',
-    }),
-  ],
-  metricReaders: [],
-  logRecordProcessors: [],
+  http: {
+    startIncomingSpanHook: (request) => startAttributes(request, false),
+    startOutgoingSpanHook: (request) => startAttributes(request, true),
+  },
 });
-sdk.start();
 
 /** Flushes the batch: the program calls it before a clean exit. */
 export function shutdownTelemetry(): Promise<void> {
   return sdk.shutdown();
-}
-
-function requiredEnv(name: string): string {
-  const value = process.env[name];
-  if (value === undefined || value === '') throw new Error(`${name} must be set for a lab process`);
-  return value;
 }

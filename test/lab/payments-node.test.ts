@@ -3,8 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SpanKind } from '@keyscope/otlp';
 import { afterEach, describe, expect, it } from 'vitest';
+import { exited, freePort, whenReady } from '../support/sdk-process.ts';
 import { startCaptureReceiver } from './capture-receiver.ts';
-import { children, exited, freePort, labProcess, paymentsNodeEnv, whenReady } from './lab-processes.ts';
+import { children, labProcess, paymentsNodeEnv } from './lab-processes.ts';
 import { readLedger } from './ledger.ts';
 import { readRecording } from './truth.ts';
 

@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -7,6 +7,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type RunningService, resolveServeConfig, startServe } from '@keyscope/analyzer';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort, spawnUnderSdk, whenReady } from '../support/sdk-process.ts';
 
 /**
  * The replay-header trap, with the real OpenTelemetry HTTP instrumentation: two payments services
@@ -17,7 +18,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
  * go to an embedded keyscope over OTLP/HTTP, which pages to a webhook.
  */
 const HERE = dirname(fileURLToPath(import.meta.url));
-const REPO = join(HERE, '..', '..');
 const KEYS = 3;
 
 let dir: string;
@@ -32,35 +32,17 @@ let refunds: string;
 /** A service under the SDK of instrumentation.ts, ready once it says so. */
 async function startService(name: string, via: 'writeHead' | 'setHeader', otlpUrl: string): Promise<string> {
   const port = await freePort();
-  const child = spawn(
-    process.execPath,
-    [
-      '--conditions=@keyscope/source',
-      '--import',
-      'tsx',
-      '--import',
-      join(HERE, 'instrumentation.ts'),
-      join(HERE, 'replay-service.ts'),
-    ],
-    {
-      cwd: REPO,
-      // The stable HTTP conventions (`http.response.status_code`): what keyscope reads.
-      env: {
-        ...process.env,
-        OTEL_SEMCONV_STABILITY_OPT_IN: 'http',
-        REPLAY_PORT: String(port),
-        REPLAY_HEADER_VIA: via,
-        REPLAY_OTLP_URL: otlpUrl,
-        REPLAY_RESOURCE: JSON.stringify({ 'service.name': name, 'service.instance.id': `${name}-1` }),
-      },
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  const child = spawnUnderSdk(join(HERE, 'instrumentation.ts'), join(HERE, 'replay-service.ts'), {
+    env: {
+      REPLAY_PORT: String(port),
+      REPLAY_HEADER_VIA: via,
+      REPLAY_OTLP_URL: otlpUrl,
+      REPLAY_RESOURCE: JSON.stringify({ 'service.name': name, 'service.instance.id': `${name}-1` }),
     },
-  );
-  services.push(child);
-  await new Promise<void>((resolve, reject) => {
-    child.on('message', (message: { ready?: boolean }) => message.ready === true && resolve());
-    child.once('exit', (code) => reject(new Error(`${name} exited with ${code} before it was ready`)));
+    stdout: 'inherit',
   });
+  services.push(child);
+  await whenReady(child, name);
   return `http://127.0.0.1:${port}/payments`;
 }
 
@@ -213,11 +195,3 @@ describe('a replay header set with writeHead, under the real HTTP instrumentatio
     expect(lines.filter((line) => line.includes('refunds') && line.includes('replay header'))).toEqual([]);
   });
 });
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}

@@ -28,4 +28,5 @@ export {
 } from './attempt-builders.ts';
 export { BlockingConsumer } from './blocking-consumer.ts';
 export { RecordingConsumer } from './recording-consumer.ts';
+export { createTextSink, type TextSink } from './text-sink.ts';
 export { tracesJson } from './traces-json.ts';

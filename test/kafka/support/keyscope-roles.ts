@@ -1,4 +1,5 @@
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import { rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { KafkaCluster } from '@keyscope/testkit/kafka';
 
@@ -90,6 +91,22 @@ export async function stopRole(role: RoleProcess): Promise<void> {
   const timer = setTimeout(() => role.child.kill('SIGKILL'), 15_000);
   await role.exited;
   clearTimeout(timer);
+}
+
+/**
+ * Tears down what a test file started, in reverse: every role, then the test's producer, then the
+ * cluster; then removes `dir`. Safe after a `beforeAll` that failed part way.
+ */
+export async function stopDeployment(deployment: {
+  roles: readonly RoleProcess[];
+  producer: { disconnect(): Promise<void> } | undefined;
+  cluster: KafkaCluster | undefined;
+  dir: string;
+}): Promise<void> {
+  await Promise.all(deployment.roles.map((role) => stopRole(role)));
+  await deployment.producer?.disconnect();
+  await deployment.cluster?.stop();
+  rmSync(deployment.dir, { recursive: true, force: true });
 }
 
 /** A developer's own KEYSCOPE_* settings must not leak into the roles under test. */

@@ -1,3 +1,5 @@
+import { whenEqual } from './when-equal.ts';
+
 /**
  * What a keyscope API says about a run, in a form two runs can be compared by: one line per
  * finding (id, class, incident, executions, attempts of its key), per incident (id, keys, status,
@@ -11,6 +13,17 @@ export interface Outcome {
   routingEvents: string[];
 }
 
+/** A routing event as `GET /api/v1/routing-events` lists it; findings and incidents embed it without `incidentIds`. */
+export interface RoutingEventJson {
+  id: string;
+  type: string;
+  node: string;
+  start: string;
+  end: string;
+  ended: boolean;
+  incidentIds: string[];
+}
+
 export async function outcomeOf(api: string): Promise<Outcome> {
   const findings = (await (await fetch(`${api}/api/v1/findings?limit=500`)).json()) as {
     items: { id: string; class: string; incidentId: string; executions: number; attempts: unknown[] }[];
@@ -19,15 +32,7 @@ export async function outcomeOf(api: string): Promise<Outcome> {
     items: { id: string; keys: number; status: string; title: string }[];
   };
   const routingEvents = (await (await fetch(`${api}/api/v1/routing-events?limit=500`)).json()) as {
-    items: {
-      id: string;
-      type: string;
-      node: string;
-      start: string;
-      end: string;
-      ended: boolean;
-      incidentIds: string[];
-    }[];
+    items: RoutingEventJson[];
   };
   return {
     findings: findings.items
@@ -43,21 +48,7 @@ export async function outcomeOf(api: string): Promise<Outcome> {
   };
 }
 
-/**
- * Polls until the API's outcome equals `expected` or the deadline passes, and returns the last
- * one seen: the scaled mode converges (Kafka, detectors' ticks, materialization), it does not
- * answer at once.
- */
-export async function outcomeWhenEqual(
-  api: string,
-  expected: Outcome,
-  timeoutMillis: number,
-): Promise<Outcome> {
-  const deadline = Date.now() + timeoutMillis;
-  let last = await outcomeOf(api);
-  while (Date.now() < deadline && JSON.stringify(last) !== JSON.stringify(expected)) {
-    await new Promise((resolve) => setTimeout(resolve, 500));
-    last = await outcomeOf(api);
-  }
-  return last;
+/** Polls until the API's outcome equals `expected` or the deadline passes; returns the last one seen. */
+export function outcomeWhenEqual(api: string, expected: Outcome, timeoutMillis: number): Promise<Outcome> {
+  return whenEqual(() => outcomeOf(api), expected, timeoutMillis, 500);
 }

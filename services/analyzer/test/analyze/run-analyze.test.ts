@@ -2,6 +2,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { gzipSync } from 'node:zlib';
+import { createTextSink } from '@keyscope/testkit';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { displayWidth } from '../../src/analyze/display-width.ts';
 import { type AnalyzeOptions, runAnalyze } from '../../src/analyze/run-analyze.ts';
@@ -33,17 +34,8 @@ async function analyze(
     stdoutColumns?: number;
   } = {},
 ): Promise<Run> {
-  let stdout = '';
-  let stderr = '';
-  const output = (append: (text: string) => void, isTTY: boolean, columns?: number) => ({
-    isTTY,
-    columns,
-    write(text: string, callback?: (error?: Error | null) => void) {
-      append(text);
-      callback?.();
-      return true;
-    },
-  });
+  const stdout = createTextSink({ isTTY: options.stdoutTTY ?? false, columns: options.stdoutColumns });
+  const stderr = createTextSink();
   const code = await runAnalyze(
     {
       paths,
@@ -56,13 +48,13 @@ async function analyze(
       ...(options.threads === undefined ? {} : { threads: options.threads }),
     },
     {
-      stdout: output((text) => (stdout += text), options.stdoutTTY ?? false, options.stdoutColumns),
-      stderr: output((text) => (stderr += text), false),
+      stdout,
+      stderr,
       stdin: Readable.from(options.stdin === undefined ? [] : [Buffer.from(options.stdin)]),
       env: {},
     },
   );
-  return { code, stdout, stderr };
+  return { code, stdout: stdout.text(), stderr: stderr.text() };
 }
 
 function findingKeys(run: Run): string[] {

@@ -1,26 +1,14 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { AuthFailures, clientOf } from '../../src/auth/auth-failures.ts';
 import { resolveServeConfig } from '../../src/config.ts';
-import { type RunningService, startServe } from '../../src/serve.ts';
+import { startServe } from '../../src/serve.ts';
+import { serviceScratch } from '../settings/service-scratch.ts';
 
 const ADMIN = 'admin-token-0123456789';
 const SCRAPER = 'metrics-token-0123456789';
 
-let dir: string;
-let service: RunningService | undefined;
-
-beforeEach(() => {
-  dir = mkdtempSync(join(tmpdir(), 'keyscope-auth-'));
-});
-
-afterEach(async () => {
-  await service?.stop();
-  service = undefined;
-  rmSync(dir, { recursive: true, force: true });
-});
+const scratch = serviceScratch('auth');
 
 /** A budget no test outlasts: nothing refills while a test runs. */
 const BUDGET = { burst: 5, refillMillis: 600_000 };
@@ -35,11 +23,11 @@ async function startWithTokens(authFailureBudget: Record<string, number> = BUDGE
         { token: SCRAPER, role: 'metrics' },
       ],
     },
-    db: { path: join(dir, 'keyscope.db') },
+    db: { path: join(scratch.dir, 'keyscope.db') },
     otlp: { http: { port: 0 }, grpc: { port: 0 } },
   });
-  service = await startServe(config, { logger: { info: () => {}, error: () => {} } });
-  return `http://127.0.0.1:${service.addresses.api.port}`;
+  scratch.service = await startServe(config, { logger: { info: () => {}, error: () => {} } });
+  return `http://127.0.0.1:${scratch.service.addresses.api.port}`;
 }
 
 function get(url: string, token?: string): Promise<Response> {

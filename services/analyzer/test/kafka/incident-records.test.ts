@@ -1,11 +1,5 @@
-import {
-  createDetector,
-  defaultDetectorConfig,
-  type Finding,
-  type Incident,
-  type RoutingEvent,
-} from '@keyscope/detector';
-import { activity, server } from '@keyscope/testkit';
+import type { Finding, Incident, RoutingEvent } from '@keyscope/detector';
+import { server } from '@keyscope/testkit';
 import { describe, expect, it } from 'vitest';
 import {
   decodeIncidentRecord,
@@ -15,34 +9,17 @@ import {
   recordsOfChanges,
   recordsOfTakeover,
 } from '../../src/kafka/incident-records.ts';
+import { duplicateOf, nodeDownUntil } from './detected-changes.ts';
 
 /** A real finding and incident: a key executed in two node stores. */
 function duplicate(): { finding: Finding; incident: Incident } {
-  const detector = createDetector(defaultDetectorConfig());
-  const changes = detector.ingest({
-    attempts: [
-      server({ key: 'k1', node: 'a', store: 'payments/node:a', at: 0 }),
-      server({ key: 'k1', node: 'b', store: 'payments/node:b', at: 3 }),
-    ],
-    activity: [],
-    invalid: { outcome: 0, hit: 0, scope: 0 },
-  });
+  const changes = duplicateOf('k1');
   return { finding: changes.findings[0]!, incident: changes.incidents[0]! };
 }
 
 /** A real routing event: node b silent from second 10 to 20 while a serves. */
 function nodeDown(): RoutingEvent {
-  const detector = createDetector(defaultDetectorConfig());
-  detector.ingest({
-    attempts: [],
-    activity: [
-      ...activity({ node: 'a', fromSecond: 0, toSecond: 40 }),
-      ...activity({ node: 'b', fromSecond: 0, toSecond: 10 }),
-      ...activity({ node: 'b', fromSecond: 20, toSecond: 40 }),
-    ],
-    invalid: { outcome: 0, hit: 0, scope: 0 },
-  });
-  return detector.flush().routingEvents![0]!;
+  return nodeDownUntil(20)[0]!;
 }
 
 function roundTrip(record: IncidentRecord): IncidentRecord {

@@ -3,49 +3,21 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   createDetector,
-  type DetectorChanges,
   defaultDetectorConfig,
   type Incident,
   type RoutingEvent,
   tierName,
 } from '@keyscope/detector';
 import { KeyscopeStore } from '@keyscope/store';
-import { activity, server } from '@keyscope/testkit';
+import { server } from '@keyscope/testkit';
 import { afterAll, describe, expect, it } from 'vitest';
 import { type IncidentRecord, recordsOfChanges } from '../../src/kafka/incident-records.ts';
 import { IncidentsMaterializer, sumScopeStates } from '../../src/kafka/incidents-materializer.ts';
 import { ReplayHeaderLog } from '../../src/pipeline/replay-header-log.ts';
+import { duplicateOf, nodeDownUntil } from './detected-changes.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'keyscope-materializer-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-
-/** What the detector of one attempts partition reports for one key executed in two node stores. */
-function duplicateOf(key: string): DetectorChanges {
-  const detector = createDetector(defaultDetectorConfig());
-  return detector.ingest({
-    attempts: [
-      server({ key, node: 'a', store: 'payments/node:a', at: 0 }),
-      server({ key, node: 'b', store: 'payments/node:b', at: 3 }),
-    ],
-    activity: [],
-    invalid: { outcome: 0, hit: 0, scope: 0 },
-  });
-}
-
-/** The routing events a detector infers when node b is silent from second 10 until `until`. */
-function nodeDownUntil(until: number): RoutingEvent[] {
-  const detector = createDetector(defaultDetectorConfig());
-  detector.ingest({
-    attempts: [],
-    activity: [
-      ...activity({ node: 'a', fromSecond: 0, toSecond: 40 }),
-      ...activity({ node: 'b', fromSecond: 0, toSecond: 10 }),
-      ...activity({ node: 'b', fromSecond: until, toSecond: 40 }),
-    ],
-    invalid: { outcome: 0, hit: 0, scope: 0 },
-  });
-  return detector.flush().routingEvents ?? [];
-}
 
 function materializer(path: string, alerts: { changed: Incident[]; retracted: string[] }) {
   const store = new KeyscopeStore({ path });

@@ -2,6 +2,7 @@ import { mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs
 import { join } from 'node:path';
 import { isKeyscopeError } from '@keyscope/errors';
 import { createAttributes, encodeLogs, type LogRecord } from '@keyscope/otlp';
+import { createTextSink } from '@keyscope/testkit';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runAnalyze } from '../../src/analyze/run-analyze.ts';
 import { ANALYZER_ARCHIVE_UNWRITABLE } from '../../src/errors.ts';
@@ -23,20 +24,15 @@ const diskBytes = (folder: string) =>
 
 /** The keys `keyscope analyze --format json <folder>` reports as findings, sorted. */
 async function analyzedKeys(folder: string): Promise<string[]> {
-  let stdout = '';
-  const sink = (append: (text: string) => void) => ({
-    write(text: string, callback?: (error?: Error | null) => void) {
-      append(text);
-      callback?.();
-      return true;
-    },
-  });
+  const stdout = createTextSink();
   const code = await runAnalyze(
     { paths: [folder], format: 'json', mappingFile: undefined, keepGoing: false, maxRecordBytes: 1 << 26 },
-    { stdout: sink((text) => (stdout += text)), stderr: sink(() => {}), stdin: process.stdin, env: {} },
+    { stdout, stderr: createTextSink(), stdin: process.stdin, env: {} },
   );
   expect(code).toBe(0);
-  return (JSON.parse(stdout) as { findings: Array<{ key: string }> }).findings.map((f) => f.key).sort();
+  return (JSON.parse(stdout.text()) as { findings: Array<{ key: string }> }).findings
+    .map((f) => f.key)
+    .sort();
 }
 
 async function exportKey(key: string): Promise<void> {

@@ -1,41 +1,30 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { encodeTraces, type Span } from '@keyscope/otlp';
 import { resource, span } from '@keyscope/testkit';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { loadServeConfig } from '../../src/cli.ts';
 import type { Logger } from '../../src/logger.ts';
 import { type RunningService, startServe } from '../../src/serve.ts';
+import { serviceScratch } from './service-scratch.ts';
 
 const logger: Logger = { info: () => {}, error: () => {} };
-let dir: string;
-let service: RunningService | undefined;
-
-beforeEach(() => {
-  dir = mkdtempSync(join(tmpdir(), 'keyscope-incident-lists-'));
-});
-
-afterEach(async () => {
-  await service?.stop();
-  service = undefined;
-  rmSync(dir, { recursive: true, force: true });
-});
+const scratch = serviceScratch('incident-lists');
 
 /** Starts serve as the CLI does: the config file, then KEYSCOPE_* variables over it. */
 async function startFrom(detectorYaml: string, env: NodeJS.ProcessEnv = {}): Promise<RunningService> {
-  const file = join(dir, 'keyscope.yaml');
+  const file = join(scratch.dir, 'keyscope.yaml');
   writeFileSync(
     file,
     [
       'api: { port: 0 }',
-      `db: { path: ${JSON.stringify(join(dir, 'keyscope.db'))} }`,
+      `db: { path: ${JSON.stringify(join(scratch.dir, 'keyscope.db'))} }`,
       'otlp: { http: { port: 0 }, grpc: { port: 0 } }',
       detectorYaml,
     ].join('\n'),
   );
-  service = await startServe(await loadServeConfig(['--config', file], env), { logger });
-  return service;
+  scratch.service = await startServe(await loadServeConfig(['--config', file], env), { logger });
+  return scratch.service;
 }
 
 /** `keys` keys, each executed once in each of `stores` node-local stores on its own node. */

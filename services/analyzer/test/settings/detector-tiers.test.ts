@@ -1,25 +1,14 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { resource, serverSpan } from '@keyscope/attempts/testing';
 import { encodeTraces, type Span } from '@keyscope/otlp';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { loadServeConfig } from '../../src/cli.ts';
 import { silentLogger } from '../../src/logger.ts';
 import { type RunningService, startServe } from '../../src/serve.ts';
+import { serviceScratch } from './service-scratch.ts';
 
-let dir: string;
-let service: RunningService | undefined;
-
-beforeEach(() => {
-  dir = mkdtempSync(join(tmpdir(), 'keyscope-settings-tiers-'));
-});
-
-afterEach(async () => {
-  await service?.stop();
-  service = undefined;
-  rmSync(dir, { recursive: true, force: true });
-});
+const scratch = serviceScratch('settings-tiers');
 
 /**
  * Starts serve as its CLI does: defaults, then the config file (`yaml`), then `KEYSCOPE_*`
@@ -30,18 +19,20 @@ async function serveWith(
   env: NodeJS.ProcessEnv = {},
   db = 'keyscope.db',
 ): Promise<RunningService> {
-  const file = join(dir, 'keyscope.yaml');
+  const file = join(scratch.dir, 'keyscope.yaml');
   writeFileSync(
     file,
-    `api: { port: 0 }\notlp: { http: { port: 0 }, grpc: { port: 0 } }\ndb: { path: ${JSON.stringify(join(dir, db))} }\n${yaml}`,
+    `api: { port: 0 }\notlp: { http: { port: 0 }, grpc: { port: 0 } }\ndb: { path: ${JSON.stringify(join(scratch.dir, db))} }\n${yaml}`,
   );
-  service = await startServe(await loadServeConfig(['--config', file], env), { logger: silentLogger });
-  return service;
+  scratch.service = await startServe(await loadServeConfig(['--config', file], env), {
+    logger: silentLogger,
+  });
+  return scratch.service;
 }
 
 /** A mapping file in the test's folder, for `mapping.file`. */
 function mappingFile(yaml: string): string {
-  const file = join(dir, 'mapping.yaml');
+  const file = join(scratch.dir, 'mapping.yaml');
   writeFileSync(file, yaml);
   return file;
 }
@@ -139,7 +130,7 @@ describe('tier settings', () => {
       expect.objectContaining({ operation: 'POST /payments/{id}', keys: 20 }),
     ]);
     await collapsing.stop();
-    service = undefined;
+    scratch.service = undefined;
 
     const file = mappingFile('collapseOperationIds: false\n');
     const keeping = await serveWith(`mapping: { file: ${JSON.stringify(file)} }\n`, {}, 'keeping.db');
