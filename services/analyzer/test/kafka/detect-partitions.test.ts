@@ -40,6 +40,8 @@ describe("a detect instance's detector stats", () => {
         'coverageEvictedEntries',
         'tiers',
         'tierOverflowAttempts',
+        'routingFollowUpKeys',
+        'routingFollowUpDropped',
         'watermarkUnixMillis',
       ].sort(),
     );
