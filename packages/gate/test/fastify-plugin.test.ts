@@ -346,22 +346,9 @@ describe('idempotencyPlugin under the OpenTelemetry HTTP instrumentation', () =>
   });
 
   it("names the server span by fastify's route pattern and sets http.route on it", async () => {
-    const [, makeStore] = STORES[0]!;
     const app = Fastify();
     apps.push(app);
-    await app.register(idempotencyPlugin, {
-      gate: createIdempotencyGate({ store: makeStore(), scope: nodeScope() }),
-    });
-    app.post('/payments/:id/capture', { config: { idempotency: 'required' } }, async () => ({ ok: true }));
-    const url = await app.listen({ host: '127.0.0.1', port: 0 });
-
-    const response = await fetch(`${url}/payments/pay_42/capture`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'idempotency-key': 'k1' },
-      body: '{}',
-    });
-    expect(response.status).toBe(200);
-    await app.close();
+    await captureOnce(app, 'k1');
 
     const servers = exporter.getFinishedSpans().filter((span) => span.kind === SpanKind.SERVER);
     expect(servers).toHaveLength(1);
@@ -373,25 +360,12 @@ describe('idempotencyPlugin under the OpenTelemetry HTTP instrumentation', () =>
 
   it("records on fastify's own request span, which carries the route, under @fastify/otel's hook spans", async () => {
     exporter.reset();
-    const [, makeStore] = STORES[0]!;
     const app = Fastify();
     apps.push(app);
     // Before the gate, as its registerOnInitialization does: it wraps every hook added after it
     // in a span of its own, the active span inside the gate's hooks.
     await app.register(fastifyInstrumentation.plugin());
-    await app.register(idempotencyPlugin, {
-      gate: createIdempotencyGate({ store: makeStore(), scope: nodeScope() }),
-    });
-    app.post('/payments/:id/capture', { config: { idempotency: 'required' } }, async () => ({ ok: true }));
-    const url = await app.listen({ host: '127.0.0.1', port: 0 });
-
-    const response = await fetch(`${url}/payments/pay_42/capture`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'idempotency-key': 'k2' },
-      body: '{}',
-    });
-    expect(response.status).toBe(200);
-    await app.close();
+    await captureOnce(app, 'k2');
 
     const spans = exporter.getFinishedSpans();
     const server = spans.find((span) => span.kind === SpanKind.SERVER)!;
@@ -411,3 +385,23 @@ describe('idempotencyPlugin under the OpenTelemetry HTTP instrumentation', () =>
     for (const hook of hooks) expect(hook.attributes['idempotency.outcome']).toBeUndefined();
   });
 });
+
+/**
+ * Registers the gate (node store) and a required-key route `/payments/:id/capture` on `app`, sends
+ * one POST with `key`, expects 200 and closes the app: its spans are then in the exporter.
+ */
+async function captureOnce(app: ReturnType<typeof Fastify>, key: string): Promise<void> {
+  const [, makeStore] = STORES[0]!;
+  await app.register(idempotencyPlugin, {
+    gate: createIdempotencyGate({ store: makeStore(), scope: nodeScope() }),
+  });
+  app.post('/payments/:id/capture', { config: { idempotency: 'required' } }, async () => ({ ok: true }));
+  const url = await app.listen({ host: '127.0.0.1', port: 0 });
+  const response = await fetch(`${url}/payments/pay_42/capture`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'idempotency-key': key },
+    body: '{}',
+  });
+  expect(response.status).toBe(200);
+  await app.close();
+}
