@@ -11,7 +11,7 @@ import {
   type KeylessSend,
   type Placement,
 } from '../packages/attempts/src/index.ts';
-import { AttemptRecords, NO_RECORD } from '../packages/detector/src/attempt-records.ts';
+import { AttemptRecords, NO_RECORD } from '../packages/detector/src/memory/attempt-records.ts';
 import { type PlacementIds, readAttempts, writeAttempts } from '../packages/store/src/attempt-codec.ts';
 import { JsonBytes } from '../packages/store/src/json-bytes.ts';
 import { decodeAttemptsRecord, encodeAttemptRecord } from '../services/analyzer/src/kafka/attempt-records.ts';

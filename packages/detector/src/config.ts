@@ -1,4 +1,4 @@
-import type { MappedScope } from './scope-report.ts';
+import type { MappedScope } from './coverage/scope-report.ts';
 
 /** The detector's settings, all in one place with units in their names. */
 export interface DetectorConfig {

@@ -5,19 +5,9 @@ import {
   type NodeActivity,
   partitionKey,
 } from '@keyscope/attempts';
-import { type AttemptLog, createMemoryAttemptLog } from './attempt-log.ts';
 import { type DetectorConfig, defaultDetectorConfig } from './config.ts';
-import { evaluateKey, type FindingDraft, tierName } from './evaluate-key.ts';
-import { coversKey, EvidenceCoverage } from './evidence-coverage.ts';
-import type { Finding } from './finding.ts';
-import { FINDING_CLASSES, nodesTotalOf, repeatUnixMillisOf, storesTotalOf } from './finding.ts';
-import { findingId } from './ids.ts';
-import { type Incident, IncidentBook } from './incidents.ts';
-import { Interner } from './interner.ts';
-import { KeyTable } from './key-table.ts';
-import { withReplayDoubt } from './replay-header.ts';
-import type { RoutingEvent } from './routing-event.ts';
-import { RoutingInference } from './routing-inference.ts';
+import { coversKey, EvidenceCoverage } from './coverage/evidence-coverage.ts';
+import { withReplayDoubt } from './coverage/replay-header.ts';
 import {
   ScopeReport,
   type ScopeReportOverflow,
@@ -26,8 +16,18 @@ import {
   type ScopeReportState,
   type SpreadLevel,
   spreadOf,
-} from './scope-report.ts';
-import { mayHideExecution } from './unseen-execution.ts';
+} from './coverage/scope-report.ts';
+import { findingId } from './ids.ts';
+import { type Incident, IncidentBook } from './incidents/incidents.ts';
+import { type AttemptLog, createMemoryAttemptLog } from './memory/attempt-log.ts';
+import { Interner } from './memory/interner.ts';
+import { KeyTable } from './memory/key-table.ts';
+import type { RoutingEvent } from './routing/routing-event.ts';
+import { RoutingInference } from './routing/routing-inference.ts';
+import { evaluateKey, type FindingDraft, tierName } from './rules/evaluate-key.ts';
+import type { Finding } from './rules/finding.ts';
+import { FINDING_CLASSES, nodesTotalOf, repeatUnixMillisOf, storesTotalOf } from './rules/finding.ts';
+import { mayHideExecution } from './rules/unseen-execution.ts';
 
 /**
  * What one call changed. Findings, incidents and routing events are upserts keyed by their

@@ -1,10 +1,27 @@
-export { type AttemptLog, createMemoryAttemptLog } from './attempt-log.ts';
-export {
-  type CompactAttemptLog,
-  type CompactAttemptLogStats,
-  createCompactAttemptLog,
-} from './compact-attempt-log.ts';
 export { type DetectorConfig, defaultDetectorConfig } from './config.ts';
+export { DistinctCount } from './coverage/distinct-count.ts';
+export {
+  REPLAY_HEADER_ADVICE,
+  type ReplayHeaderVerdict,
+  replayHeaderOf,
+  type TierReplayHeader,
+} from './coverage/replay-header.ts';
+export {
+  COVERAGE_COUNTS,
+  covers,
+  INFERRED_REPEATS,
+  INFERRED_REPLAYS,
+  type MappedScope,
+  OVERFLOW_TIER,
+  type ScopeReportOverflow,
+  type ScopeReportPage,
+  type ScopeReportRow,
+  type ScopeReportState,
+  type ScopeTierState,
+  type SpreadLevel,
+  spreadOf,
+  type TierCoverage,
+} from './coverage/scope-report.ts';
 export {
   createDetector,
   type Detector,
@@ -13,10 +30,29 @@ export {
   type DetectorSnapshot,
   type DetectorStats,
 } from './detector.ts';
-export { DistinctCount } from './distinct-count.ts';
-export { evaluateKey, type FindingDraft, tierName } from './evaluate-key.ts';
-export { type EvidenceAttempt, type EvidenceGap, evidenceGapsOf } from './evidence-gaps.ts';
-export { type ExecutionOutcome, type ExecutionOutcomes, executionOutcomes } from './execution-outcome.ts';
+export {
+  type Incident,
+  IncidentPartView,
+  type IncidentStatus,
+  incidentOfMembers,
+  type ListOverflow,
+  nodesTotalOfIncident,
+  storesTotalOfIncident,
+} from './incidents/incidents.ts';
+export { type AttemptLog, createMemoryAttemptLog } from './memory/attempt-log.ts';
+export {
+  type CompactAttemptLog,
+  type CompactAttemptLogStats,
+  createCompactAttemptLog,
+} from './memory/compact-attempt-log.ts';
+export { ROUTING_EVENT_TYPES, type RoutingEvent, type RoutingEventType } from './routing/routing-event.ts';
+export { evaluateKey, type FindingDraft, tierName } from './rules/evaluate-key.ts';
+export { type EvidenceAttempt, type EvidenceGap, evidenceGapsOf } from './rules/evidence-gaps.ts';
+export {
+  type ExecutionOutcome,
+  type ExecutionOutcomes,
+  executionOutcomes,
+} from './rules/execution-outcome.ts';
 export {
   FINDING_CLASSES,
   type Finding,
@@ -35,37 +71,5 @@ export {
   type SuspicionEvidenceKind,
   type SuspicionStrength,
   storesTotalOf,
-} from './finding.ts';
-export {
-  type Incident,
-  IncidentPartView,
-  type IncidentStatus,
-  incidentOfMembers,
-  type ListOverflow,
-  nodesTotalOfIncident,
-  storesTotalOfIncident,
-} from './incidents.ts';
-export {
-  REPLAY_HEADER_ADVICE,
-  type ReplayHeaderVerdict,
-  replayHeaderOf,
-  type TierReplayHeader,
-} from './replay-header.ts';
-export { ROUTING_EVENT_TYPES, type RoutingEvent, type RoutingEventType } from './routing-event.ts';
-export {
-  COVERAGE_COUNTS,
-  covers,
-  INFERRED_REPEATS,
-  INFERRED_REPLAYS,
-  type MappedScope,
-  OVERFLOW_TIER,
-  type ScopeReportOverflow,
-  type ScopeReportPage,
-  type ScopeReportRow,
-  type ScopeReportState,
-  type ScopeTierState,
-  type SpreadLevel,
-  spreadOf,
-  type TierCoverage,
-} from './scope-report.ts';
-export { mayHideExecution, readSend, type SendReading } from './unseen-execution.ts';
+} from './rules/finding.ts';
+export { mayHideExecution, readSend, type SendReading } from './rules/unseen-execution.ts';

@@ -2,7 +2,7 @@ import { type Attempt, defaultMapping, extractAttempts, partitionKey } from '@ke
 import type { Span } from '@keyscope/otlp';
 import { duplicateSome, type Scenario, scenarios, simulate, splitIntoPayloads } from '@keyscope/simulator';
 import { describe, expect, it } from 'vitest';
-import { coversKey } from '../src/evidence-coverage.ts';
+import { coversKey } from '../src/coverage/evidence-coverage.ts';
 import { COVERAGE_COUNTS, createDetector, defaultDetectorConfig, type TierCoverage } from '../src/index.ts';
 import { type CoverageCounts, coverageTruth } from './support/coverage-truth.ts';
 

@@ -1,6 +1,7 @@
 import type { Attempt } from '@keyscope/attempts';
 import { server } from '@keyscope/testkit';
 import { describe, expect, it } from 'vitest';
+import { inferredRepeatsOf } from '../src/coverage/replay-header.ts';
 import {
   createDetector,
   type Detector,
@@ -9,7 +10,6 @@ import {
   replayHeaderOf,
   type ScopeReportRow,
 } from '../src/index.ts';
-import { inferredRepeatsOf } from '../src/replay-header.ts';
 
 const NO_INVALID = { outcome: 0, hit: 0, scope: 0 };
 

@@ -7,7 +7,7 @@ import { prng } from '@keyscope/otlp/testing';
 import { activity } from '@keyscope/testkit';
 import { describe, expect, it } from 'vitest';
 import { type DetectorConfig, defaultDetectorConfig, type RoutingEvent } from '../src/index.ts';
-import { RoutingInference } from '../src/routing-inference.ts';
+import { RoutingInference } from '../src/routing/routing-inference.ts';
 import { WholeWindowRoutingInference } from './support/whole-window-routing-inference.ts';
 
 const SCRIPT = fileURLToPath(new URL('./support/far-apart-activity.ts', import.meta.url));

@@ -1,7 +1,7 @@
 import type { Attempt } from '@keyscope/attempts';
 import { server } from '@keyscope/testkit';
 import { describe, expect, it } from 'vitest';
-import { DistinctCount } from '../src/distinct-count.ts';
+import { DistinctCount } from '../src/coverage/distinct-count.ts';
 import {
   createDetector,
   type Detector,

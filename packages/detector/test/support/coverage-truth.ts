@@ -1,5 +1,5 @@
 import type { Attempt, ClientAttempt } from '@keyscope/attempts';
-import type { COVERAGE_COUNTS } from '../../src/scope-report.ts';
+import type { COVERAGE_COUNTS } from '../../src/coverage/scope-report.ts';
 
 /** The counts of `TierCoverage` (`COVERAGE_COUNTS`), without the ratios. */
 export type CoverageCounts = Record<(typeof COVERAGE_COUNTS)[number], number>;

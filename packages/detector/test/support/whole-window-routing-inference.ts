@@ -9,7 +9,7 @@
 import { addLatency, emptyLatency, type NodeActivity, type Placement } from '@keyscope/attempts';
 import type { DetectorConfig } from '../../src/config.ts';
 import { stableId } from '../../src/ids.ts';
-import type { RoutingEvent } from '../../src/routing-event.ts';
+import type { RoutingEvent } from '../../src/routing/routing-event.ts';
 import {
   ACTIVITY_WINDOW_MILLIS,
   BASELINE_BUCKETS,
@@ -19,8 +19,14 @@ import {
   SLOW_RUN_MAX_STEP,
   SLOW_RUN_SIGMAS,
   SLOW_SECOND_RATIO,
-} from '../../src/routing-inference.ts';
-import { shareFrom, slowdownDescription, slowerThan, slowShareOf, spansPast } from '../../src/slow-share.ts';
+} from '../../src/routing/routing-inference.ts';
+import {
+  shareFrom,
+  slowdownDescription,
+  slowerThan,
+  slowShareOf,
+  spansPast,
+} from '../../src/routing/slow-share.ts';
 
 interface NodeSeries {
   placement: Placement;

@@ -1,5 +1,5 @@
 import type { Attempt, ServerAttempt } from '@keyscope/attempts';
-import type { FindingDraft } from './evaluate-key.ts';
+import type { FindingDraft } from '../rules/evaluate-key.ts';
 
 /**
  * Whether a tier's replay header reaches keyscope. A service that records no `idempotency.outcome`

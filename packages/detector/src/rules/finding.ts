@@ -1,5 +1,5 @@
 import type { Attempt } from '@keyscope/attempts';
-import type { RoutingEvent } from './routing-event.ts';
+import type { RoutingEvent } from '../routing/routing-event.ts';
 
 export type FindingClass =
   | 'cross_store_duplicate'

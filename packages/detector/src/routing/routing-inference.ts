@@ -1,7 +1,7 @@
 import { addLatency, emptyLatency, type NodeActivity, type Placement } from '@keyscope/attempts';
+import type { DetectorConfig } from '../config.ts';
+import { stableId } from '../ids.ts';
 import { ActiveBuckets, type InferenceWork } from './active-buckets.ts';
-import type { DetectorConfig } from './config.ts';
-import { stableId } from './ids.ts';
 import type { RoutingEvent } from './routing-event.ts';
 import { shareFrom, slowdownDescription, slowerThan, slowShareOf, spansPast } from './slow-share.ts';
 

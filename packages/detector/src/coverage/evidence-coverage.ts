@@ -1,8 +1,8 @@
 import type { Attempt } from '@keyscope/attempts';
-import { tierName } from './evaluate-key.ts';
+import { SlotTable } from '../memory/slot-table.ts';
+import { tierName } from '../rules/evaluate-key.ts';
 import { type InferredDecision, inferredRepeatsOf, isInferredDecision } from './replay-header.ts';
 import { INFERRED_REPEATS, type ScopeReport, type TierStats } from './scope-report.ts';
-import { SlotTable } from './slot-table.ts';
 
 /**
  * Whether the evidence coverage counts `partitionKey`: one key in `oneIn`, by a hash of the key

@@ -1,6 +1,6 @@
 import type { ScopeLevel } from '@keyscope/attempts';
+import { covers, type SpreadLevel, spreadOf } from '../coverage/scope-report.ts';
 import type { Finding, FindingClass } from './finding.ts';
-import { covers, type SpreadLevel, spreadOf } from './scope-report.ts';
 
 const NEXT_LEVEL_NAME: Record<SpreadLevel, string> = {
   node: 'one node',

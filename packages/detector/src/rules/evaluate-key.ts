@@ -6,7 +6,9 @@ import {
   type ServerAttempt,
   withoutRepeatedLogDecisions,
 } from '@keyscope/attempts';
-import type { DetectorConfig } from './config.ts';
+import type { DetectorConfig } from '../config.ts';
+import { findingId } from '../ids.ts';
+import { eventCovers, type RoutingEvent } from '../routing/routing-event.ts';
 import {
   type ExecutionOutcomes,
   type ExecutionSpan,
@@ -21,8 +23,6 @@ import {
   SEVERITY,
   type Suspicion,
 } from './finding.ts';
-import { findingId } from './ids.ts';
-import { eventCovers, type RoutingEvent } from './routing-event.ts';
 import { type SpanIndex, spanIndexOf } from './span-index.ts';
 import { hasUnseenExecutionMarks, suspectUnseenExecution } from './unseen-execution.ts';
 

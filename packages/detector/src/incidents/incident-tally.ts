@@ -1,6 +1,11 @@
 import { SCOPE_LEVELS, type ScopeLevel } from '@keyscope/attempts';
-import { type AdviceFacts, type FindingFacts, type RetryTimingSummary, SPREAD_ORDER } from './advice.ts';
-import { type Finding, repeatUnixMillisOf } from './finding.ts';
+import {
+  type AdviceFacts,
+  type FindingFacts,
+  type RetryTimingSummary,
+  SPREAD_ORDER,
+} from '../rules/advice.ts';
+import { type Finding, repeatUnixMillisOf } from '../rules/finding.ts';
 
 /**
  * Running totals over an incident's findings: what its summary (stores, nodes, times) and its

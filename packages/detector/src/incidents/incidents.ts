@@ -1,9 +1,9 @@
-import { adviceFor, type FindingFacts, factsOf } from './advice.ts';
-import type { DetectorConfig } from './config.ts';
-import type { Finding, FindingClass, Severity, SeverityReason } from './finding.ts';
-import { stableId } from './ids.ts';
+import type { DetectorConfig } from '../config.ts';
+import { stableId } from '../ids.ts';
+import type { RoutingEvent } from '../routing/routing-event.ts';
+import { adviceFor, type FindingFacts, factsOf } from '../rules/advice.ts';
+import type { Finding, FindingClass, Severity, SeverityReason } from '../rules/finding.ts';
 import { IncidentTally } from './incident-tally.ts';
-import type { RoutingEvent } from './routing-event.ts';
 
 export type IncidentStatus = 'open' | 'resolved';
 

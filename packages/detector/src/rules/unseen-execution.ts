@@ -1,7 +1,7 @@
 import type { Arrival, Attempt, ClientAttempt, ServerAttempt } from '@keyscope/attempts';
-import type { DetectorConfig } from './config.ts';
+import type { DetectorConfig } from '../config.ts';
+import { eventCovers, type RoutingEvent, type RoutingEventType } from '../routing/routing-event.ts';
 import type { Suspicion, SuspicionEvidence } from './finding.ts';
-import { eventCovers, type RoutingEvent, type RoutingEventType } from './routing-event.ts';
 import { type SpanIndex, spanIndexOf } from './span-index.ts';
 
 /**
