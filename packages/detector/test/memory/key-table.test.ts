@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { KeyTable, RETOUCH_MILLIS } from '../src/memory/key-table.ts';
+import { KeyTable, RETOUCH_MILLIS } from '../../src/memory/key-table.ts';
 
 const noop = () => {};
 

@@ -1,7 +1,7 @@
 import type { Attempt } from '@keyscope/attempts';
 import { server } from '@keyscope/testkit';
 import { describe, expect, it } from 'vitest';
-import { inferredRepeatsOf } from '../src/coverage/replay-header.ts';
+import { inferredRepeatsOf } from '../../src/coverage/replay-header.ts';
 import {
   createDetector,
   type Detector,
@@ -9,7 +9,7 @@ import {
   REPLAY_HEADER_ADVICE,
   replayHeaderOf,
   type ScopeReportRow,
-} from '../src/index.ts';
+} from '../../src/index.ts';
 
 const NO_INVALID = { outcome: 0, hit: 0, scope: 0 };
 

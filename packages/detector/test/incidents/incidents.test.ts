@@ -7,7 +7,7 @@ import {
   FINDING_CLASSES,
   type FindingClass,
   incidentOfMembers,
-} from '../src/index.ts';
+} from '../../src/index.ts';
 
 // payments nodes a, b, c serve steadily; node a goes silent from second 60 to 120.
 const traffic = [

@@ -1,8 +1,8 @@
 import { SCOPE_LEVELS, type ScopeLevel } from '@keyscope/attempts';
 import { describe, expect, it } from 'vitest';
-import { type IncidentSummary, IncidentTally } from '../src/incidents/incident-tally.ts';
-import { type AdviceFacts, type FindingFacts, SPREAD_ORDER } from '../src/rules/advice.ts';
-import type { Finding } from '../src/rules/finding.ts';
+import { type IncidentSummary, IncidentTally } from '../../src/incidents/incident-tally.ts';
+import { type AdviceFacts, type FindingFacts, SPREAD_ORDER } from '../../src/rules/advice.ts';
+import type { Finding } from '../../src/rules/finding.ts';
 
 /** A seeded generator, so a failure names the sequence that caused it. */
 function random(seed: number): () => number {

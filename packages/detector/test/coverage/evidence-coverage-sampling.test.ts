@@ -2,9 +2,14 @@ import { type Attempt, defaultMapping, extractAttempts, partitionKey } from '@ke
 import type { Span } from '@keyscope/otlp';
 import { duplicateSome, type Scenario, scenarios, simulate, splitIntoPayloads } from '@keyscope/simulator';
 import { describe, expect, it } from 'vitest';
-import { coversKey } from '../src/coverage/evidence-coverage.ts';
-import { COVERAGE_COUNTS, createDetector, defaultDetectorConfig, type TierCoverage } from '../src/index.ts';
-import { type CoverageCounts, coverageTruth } from './support/coverage-truth.ts';
+import { coversKey } from '../../src/coverage/evidence-coverage.ts';
+import {
+  COVERAGE_COUNTS,
+  createDetector,
+  defaultDetectorConfig,
+  type TierCoverage,
+} from '../../src/index.ts';
+import { type CoverageCounts, coverageTruth } from '../support/coverage-truth.ts';
 
 /**
  * Evidence coverage against what the simulator's services really recorded: head sampling as the

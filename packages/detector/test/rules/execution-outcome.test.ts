@@ -1,8 +1,8 @@
 import type { Attempt, ExtractedAttempts, ServerAttempt } from '@keyscope/attempts';
 import { arrival, effect, server } from '@keyscope/testkit';
 import { describe, expect, it } from 'vitest';
-import { createDetector, type Detector } from '../src/index.ts';
-import { executionOutcomes } from '../src/rules/execution-outcome.ts';
+import { createDetector, type Detector } from '../../src/index.ts';
+import { executionOutcomes } from '../../src/rules/execution-outcome.ts';
 
 function batch(attempts: Attempt[]): ExtractedAttempts {
   return { attempts, activity: [], invalid: { outcome: 0, hit: 0, scope: 0 } };

@@ -1,7 +1,7 @@
 import type { Attempt } from '@keyscope/attempts';
 import { arrival, client, server } from '@keyscope/testkit';
 import { describe, expect, it } from 'vitest';
-import { type AttemptLog, createCompactAttemptLog, createMemoryAttemptLog } from '../src/index.ts';
+import { type AttemptLog, createCompactAttemptLog, createMemoryAttemptLog } from '../../src/index.ts';
 
 /** What the detector relies on of any AttemptLog, checked on each log keyscope has in memory. */
 describe.each([

@@ -1,7 +1,7 @@
 import { extractAttempts, type Mapping, parseMapping } from '@keyscope/attempts';
 import { resource, serverSpan, TEST_EPOCH_UNIX_MILLIS } from '@keyscope/attempts/testing';
 import { describe, expect, it } from 'vitest';
-import { createDetector, type Detector, defaultDetectorConfig, type Finding } from '../src/index.ts';
+import { createDetector, type Detector, defaultDetectorConfig, type Finding } from '../../src/index.ts';
 
 /**
  * A service whose spans carry only what HTTP instrumentation captures: the key as a request

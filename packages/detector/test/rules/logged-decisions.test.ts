@@ -10,7 +10,7 @@ import {
   TEST_EPOCH_UNIX_MILLIS,
 } from '@keyscope/testkit';
 import { describe, expect, it } from 'vitest';
-import { createDetector, defaultDetectorConfig } from '../src/index.ts';
+import { createDetector, defaultDetectorConfig } from '../../src/index.ts';
 
 const nodeA = resource({ service: 'payments', instance: 'payments-a-1' });
 const nodeB = resource({ service: 'payments', instance: 'payments-b-1' });

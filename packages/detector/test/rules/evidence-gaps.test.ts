@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { type EvidenceAttempt, evidenceGapsOf } from '../src/rules/evidence-gaps.ts';
+import { type EvidenceAttempt, evidenceGapsOf } from '../../src/rules/evidence-gaps.ts';
 
 const send = (spanId: string, resendCount: number, target = 'payments.internal'): EvidenceAttempt => ({
   kind: 'client',

@@ -1,6 +1,6 @@
 import type { Attempt, ExtractedAttempts } from '@keyscope/attempts';
 import { describe, expect, it } from 'vitest';
-import { createDetector, type Detector, defaultDetectorConfig, type TierCoverage } from '../src/index.ts';
+import { createDetector, type Detector, defaultDetectorConfig, type TierCoverage } from '../../src/index.ts';
 
 const T0 = Date.UTC(2025, 5, 2, 9, 0, 0);
 const LATENESS = defaultDetectorConfig().allowedLatenessMillis;

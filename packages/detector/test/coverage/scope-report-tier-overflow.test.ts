@@ -1,7 +1,7 @@
 import type { Attempt } from '@keyscope/attempts';
 import { server } from '@keyscope/testkit';
 import { describe, expect, it } from 'vitest';
-import { DistinctCount } from '../src/coverage/distinct-count.ts';
+import { DistinctCount } from '../../src/coverage/distinct-count.ts';
 import {
   createDetector,
   type Detector,
@@ -9,7 +9,7 @@ import {
   OVERFLOW_TIER,
   type ScopeReportState,
   tierName,
-} from '../src/index.ts';
+} from '../../src/index.ts';
 
 const NO_INVALID = { outcome: 0, hit: 0, scope: 0 };
 

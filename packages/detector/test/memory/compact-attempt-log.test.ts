@@ -22,7 +22,7 @@ import {
 } from '@keyscope/simulator';
 import { arrival, client, effect, server } from '@keyscope/testkit';
 import { describe, expect, it } from 'vitest';
-import { createCompactAttemptLog } from '../src/index.ts';
+import { createCompactAttemptLog } from '../../src/index.ts';
 
 const limits: SpanLimits = {
   notBeforeUnixMillis: EARLIEST_SPAN_UNIX_MILLIS,

@@ -1,7 +1,7 @@
 import type { Attempt, ClientAttempt, ExtractedAttempts, NodeActivity } from '@keyscope/attempts';
 import { activity, arrival, client, server, TEST_EPOCH_UNIX_MILLIS } from '@keyscope/testkit';
 import { describe, expect, it } from 'vitest';
-import { createDetector, type Detector, type Finding, readSend } from '../src/index.ts';
+import { createDetector, type Detector, type Finding, readSend } from '../../src/index.ts';
 
 /**
  * Executions whose spans were lost with a killed node: the marks they leave in the key's other

@@ -2,9 +2,9 @@ import { emptyLatency, latencyBucketOf, type NodeActivity } from '@keyscope/atte
 import { prng } from '@keyscope/otlp/testing';
 import { activity, TEST_EPOCH_UNIX_MILLIS } from '@keyscope/testkit';
 import { describe, expect, it } from 'vitest';
-import { defaultDetectorConfig } from '../src/index.ts';
-import { RoutingInference } from '../src/routing/routing-inference.ts';
-import { slowerThan, slowShareOf } from '../src/routing/slow-share.ts';
+import { defaultDetectorConfig } from '../../src/index.ts';
+import { RoutingInference } from '../../src/routing/routing-inference.ts';
+import { slowerThan, slowShareOf } from '../../src/routing/slow-share.ts';
 
 /** A histogram of the given span durations. */
 function histogramOf(durations: readonly number[]): number[] {

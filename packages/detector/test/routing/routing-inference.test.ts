@@ -6,12 +6,12 @@ import { TEST_EPOCH_UNIX_MILLIS } from '@keyscope/attempts/testing';
 import { prng } from '@keyscope/otlp/testing';
 import { activity } from '@keyscope/testkit';
 import { describe, expect, it } from 'vitest';
-import { type DetectorConfig, defaultDetectorConfig, type RoutingEvent } from '../src/index.ts';
-import { RoutingInference } from '../src/routing/routing-inference.ts';
-import { WholeWindowRoutingInference } from './support/whole-window-routing-inference.ts';
+import { type DetectorConfig, defaultDetectorConfig, type RoutingEvent } from '../../src/index.ts';
+import { RoutingInference } from '../../src/routing/routing-inference.ts';
+import { WholeWindowRoutingInference } from '../support/whole-window-routing-inference.ts';
 
-const SCRIPT = fileURLToPath(new URL('./support/far-apart-activity.ts', import.meta.url));
-const REPOSITORY = fileURLToPath(new URL('../../..', import.meta.url));
+const SCRIPT = fileURLToPath(new URL('../support/far-apart-activity.ts', import.meta.url));
+const REPOSITORY = fileURLToPath(new URL('../../../..', import.meta.url));
 
 describe('routing inference over far-apart timestamps', () => {
   // A hang guard, not a timing: inference that walked every bucket of a 2^40-bucket gap would run

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { SlotTable } from '../src/memory/slot-table.ts';
+import { SlotTable } from '../../src/memory/slot-table.ts';
 
 /** A small deterministic generator, so a failure replays. */
 function random(seed: number): () => number {
