@@ -6,8 +6,8 @@ import { type ApiDependencies, createApiServer } from './api/api-server.ts';
 import { createAuthenticator, requireReader } from './auth/auth.ts';
 import { AuthFailures } from './auth/auth-failures.ts';
 import type { ServeConfig } from './config.ts';
+import { formatHostPort, type ListenAddress } from './listen-address.ts';
 import type { Logger } from './logger.ts';
-import { formatHostPort, type ListenAddress } from './receivers/listen-address.ts';
 import { listenFailure } from './startup-errors.ts';
 import { webRoutes } from './web/web-routes.ts';
 

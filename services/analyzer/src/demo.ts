@@ -3,8 +3,8 @@ import { rm } from 'node:fs/promises';
 import { encodeTraces } from '@keyscope/otlp';
 import { scenarios, simulate } from '@keyscope/simulator';
 import type { ServeConfig } from './config.ts';
+import { formatHostPort } from './listen-address.ts';
 import type { Logger } from './logger.ts';
-import { formatHostPort } from './receivers/listen-address.ts';
 import { type RunningService, startServe } from './serve.ts';
 
 const SPANS_PER_REQUEST = 512;

@@ -12,6 +12,7 @@ export { startIngestRole } from './kafka/ingest-role.ts';
 export { createKafkaClient } from './kafka/kafka-client.ts';
 export { KafkaCounters } from './kafka/kafka-counters.ts';
 export type { RunningRole } from './kafka/running-role.ts';
+export type { ListenAddress } from './listen-address.ts';
 export { consoleLogger, type Logger, silentLogger } from './logger.ts';
 export { KEYSCOPE_NODE_FLAGS } from './node-flags.ts';
 export { CountingConsumer } from './pipeline/counting-consumer.ts';
@@ -22,7 +23,6 @@ export {
   type Transport,
   type TransportCounts,
 } from './receivers/ingest-counters.ts';
-export type { ListenAddress } from './receivers/listen-address.ts';
 export { TRACE_SERVICE_EXPORT_PATH } from './receivers/otlp-grpc.ts';
 export { OTLP_HTTP_TRACES_PATH } from './receivers/otlp-http.ts';
 export {

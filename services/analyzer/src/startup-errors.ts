@@ -4,7 +4,7 @@ import { dirname, resolve } from 'node:path';
 import { defaultMapping, loadMapping, type Mapping } from '@keyscope/attempts';
 import { KeyscopeError } from '@keyscope/errors';
 import { ANALYZER_DB_FOLDER_MISSING, ANALYZER_MAPPING_UNREADABLE, ANALYZER_PORT_IN_USE } from './errors.ts';
-import { formatHostPort, type ListenAddress } from './receivers/listen-address.ts';
+import { formatHostPort, type ListenAddress } from './listen-address.ts';
 
 /**
  * What stops `keyscope serve` from starting, said so that one line names the thing (a path, a

@@ -5,7 +5,7 @@ import {
   presentIncident,
   presentScopeRow,
   presentStoredRoutingEvent,
-} from '../api/present.ts';
+} from '../presentation/present.ts';
 import type { AnalysisResult } from './analysis.ts';
 
 /**

@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { defaultMapping, loadMapping, type Mapping } from '@keyscope/attempts';
 import { type DetectorConfig, defaultDetectorConfig } from '@keyscope/detector';
-import { exportChunks } from '../api/finding-export.ts';
+import { exportChunks } from '../presentation/finding-export.ts';
 import { Analysis } from './analysis.ts';
 import { ANALYZE_INPUT_UNREADABLE, ANALYZE_NO_INPUT } from './analyze-errors.ts';
 import { analyzeInputs, type BadRecord, describeBadRecord } from './analyze-inputs.ts';

@@ -2,7 +2,7 @@ import { Readable } from 'node:stream';
 import type { Finding } from '@keyscope/detector';
 import type { PageResult } from '@keyscope/store';
 import type { FastifyReply } from 'fastify';
-import { EXPORT_CONTENT_TYPES, type ExportFormat, exportChunks } from './finding-export.ts';
+import { EXPORT_CONTENT_TYPES, type ExportFormat, exportChunks } from '../presentation/finding-export.ts';
 
 /** Findings read from the store per page of an export: the JSON list's largest page. */
 export const EXPORT_PAGE_FINDINGS = 500;

@@ -1,19 +1,19 @@
 import { FINDING_CLASSES, type FindingClass } from '@keyscope/detector';
 import { KeyscopeError } from '@keyscope/errors';
 import type { FastifyInstance } from 'fastify';
-import { API_BAD_PARAMETER } from './api-errors.ts';
-import { FINDINGS_PAGE_SCHEMA, type JsonSchema } from './api-schemas.ts';
-import { EXPORT_PAGE_FINDINGS, sendExport } from './export-reply.ts';
 import {
   EXPORT_CONTENT_TYPES,
   type ExportFormat,
   RESPONSE_FORMATS,
   type ResponseFormat,
   requestedFormat,
-} from './finding-export.ts';
+} from '../presentation/finding-export.ts';
+import { presentFinding } from '../presentation/present.ts';
+import { API_BAD_PARAMETER } from './api-errors.ts';
+import { FINDINGS_PAGE_SCHEMA, type JsonSchema } from './api-schemas.ts';
+import { EXPORT_PAGE_FINDINGS, sendExport } from './export-reply.ts';
 import { CURSOR, DEFAULT_LIMIT, LIMIT, type ListQuery, millis, SINCE, UNTIL } from './list-parameters.ts';
 import type { RouteSchema } from './openapi.ts';
-import { presentFinding } from './present.ts';
 import {
   attemptsSerializer,
   REFUSAL_RESPONSES,

@@ -2,15 +2,15 @@ import type { FindingClass } from '@keyscope/detector';
 import { KeyscopeError } from '@keyscope/errors';
 import type { FastifyInstance } from 'fastify';
 import { requireAdmin } from '../auth/auth.ts';
+import { type ResponseFormat, requestedFormat } from '../presentation/finding-export.ts';
+import { presentFindingExcerpt, presentIncident } from '../presentation/present.ts';
 import { API_FORBIDDEN, API_NOT_FOUND } from './api-errors.ts';
 import { INCIDENT_DETAIL_SCHEMA, INCIDENT_SCHEMA, INCIDENTS_PAGE_SCHEMA } from './api-schemas.ts';
 import { excerpt } from './error-handler.ts';
 import { EXPORT_PAGE_FINDINGS, sendExport } from './export-reply.ts';
-import { type ResponseFormat, requestedFormat } from './finding-export.ts';
 import { exportable, FINDING_CLASS, FORMAT } from './finding-routes.ts';
 import { CURSOR, DEFAULT_LIMIT, LIMIT, type ListQuery, millis, SINCE, UNTIL } from './list-parameters.ts';
 import type { ParametersSchema, RouteSchema } from './openapi.ts';
-import { presentFindingExcerpt, presentIncident } from './present.ts';
 import {
   attemptsSerializer,
   REFUSAL_RESPONSES,

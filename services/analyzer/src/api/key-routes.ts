@@ -1,10 +1,10 @@
 import { withoutRepeatedLogDecisions } from '@keyscope/attempts';
 import { executionOutcomes } from '@keyscope/detector';
 import type { FastifyInstance } from 'fastify';
+import { presentAttempt, presentFinding } from '../presentation/present.ts';
 import { KEY_LOOKUP_SCHEMA } from './api-schemas.ts';
 import { PATH_PARAMETER_MAX_CHARS } from './error-handler.ts';
 import type { RouteSchema } from './openapi.ts';
-import { presentAttempt, presentFinding } from './present.ts';
 import {
   attemptsSerializer,
   REFUSAL_RESPONSES,

@@ -1,9 +1,9 @@
 import { ROUTING_EVENT_TYPES, type RoutingEventType } from '@keyscope/detector';
 import type { FastifyInstance } from 'fastify';
+import { presentStoredRoutingEvent } from '../presentation/present.ts';
 import { ROUTING_EVENTS_PAGE_SCHEMA } from './api-schemas.ts';
 import { CURSOR, DEFAULT_LIMIT, LIMIT, type ListQuery, millis, SINCE, UNTIL } from './list-parameters.ts';
 import type { RouteSchema } from './openapi.ts';
-import { presentStoredRoutingEvent } from './present.ts';
 import { REFUSAL_RESPONSES, type ResourceRouteOptions, tenantOf } from './route-context.ts';
 
 interface RoutingEventsQuery extends ListQuery {

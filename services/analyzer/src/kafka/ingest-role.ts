@@ -1,9 +1,9 @@
 import { type Attempt, extractAttempts, mappingDecodeOptions } from '@keyscope/attempts';
 import type { Consumer, EachBatchPayload, Producer } from 'kafkajs';
 import type { ServeConfig } from '../config.ts';
+import type { ListenAddress } from '../listen-address.ts';
 import type { Logger } from '../logger.ts';
 import { spanLimitsAt } from '../pipeline/span-window.ts';
-import type { ListenAddress } from '../receivers/listen-address.ts';
 import { type RunningReceivers, startReceivers } from '../receivers/start-receivers.ts';
 import { ShutdownStack } from '../shutdown-stack.ts';
 import type { ActivityEntry } from './attempt-records.ts';

@@ -4,8 +4,8 @@ import { installErrorReplies } from '../api/error-handler.ts';
 import { createAuthenticator, requireMetricsReader } from '../auth/auth.ts';
 import type { AuthFailures } from '../auth/auth-failures.ts';
 import type { ServeConfig } from '../config.ts';
+import { formatHostPort, type ListenAddress } from '../listen-address.ts';
 import type { Logger } from '../logger.ts';
-import { formatHostPort, type ListenAddress } from '../receivers/listen-address.ts';
 
 /**
  * What a process without the API (the ingest and detect roles) still answers on `api.port`:

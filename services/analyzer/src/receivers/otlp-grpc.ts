@@ -7,13 +7,13 @@ import {
   ANALYZER_SHUTTING_DOWN,
   ANALYZER_UNSUPPORTED_MESSAGE_ENCODING,
 } from '../errors.ts';
+import type { Receiver } from '../listen-address.ts';
 import type { Logger } from '../logger.ts';
 import { BufferedBodies } from './buffered-bodies.ts';
 import { MESSAGE_ENCODINGS, type MessageEncoding, readGrpcMessage } from './grpc-message.ts';
 import { RequestAbortedError, type RequestBody } from './http-body.ts';
 import { type Ingest, isIngestFailure } from './ingest.ts';
 import type { IngestFailure } from './ingest-failure.ts';
-import type { Receiver } from './listen-address.ts';
 import { chunkedPayload, ScratchBuffer } from './payload-bytes.ts';
 
 export const TRACE_SERVICE_EXPORT_PATH = '/opentelemetry.proto.collector.trace.v1.TraceService/Export';

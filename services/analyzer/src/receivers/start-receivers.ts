@@ -1,12 +1,12 @@
 import type { DecodeOptions, SpanConsumer } from '@keyscope/otlp';
 import type { ServeConfig } from '../config.ts';
+import { formatHostPort, type ListenAddress, type Receiver } from '../listen-address.ts';
 import { consoleLogger, type Logger } from '../logger.ts';
 import { CountingConsumer } from '../pipeline/counting-consumer.ts';
 import { type ListenerName, listenFailure } from '../startup-errors.ts';
 import { Admission } from './admission.ts';
 import { Ingest } from './ingest.ts';
 import { IngestCounters, type Transport } from './ingest-counters.ts';
-import { formatHostPort, type ListenAddress, type Receiver } from './listen-address.ts';
 import { startOtlpGrpcReceiver } from './otlp-grpc.ts';
 import { startOtlpHttpReceiver } from './otlp-http.ts';
 import { type ArchiveCounts, PayloadArchive } from './payload-archive.ts';

@@ -6,7 +6,7 @@ import { createTextSink } from '@keyscope/testkit';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { displayWidth } from '../../src/analyze/display-width.ts';
 import { type AnalyzeOptions, runAnalyze } from '../../src/analyze/run-analyze.ts';
-import { EXECUTION_COLUMNS } from '../../src/api/finding-export.ts';
+import { EXECUTION_COLUMNS } from '../../src/presentation/finding-export.ts';
 import { csvObjects, parseCsv } from '../api/export-csv.ts';
 import {
   collectorJsonLines,

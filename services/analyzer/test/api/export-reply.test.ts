@@ -5,7 +5,7 @@ import { createDetector, type Finding } from '@keyscope/detector';
 import type { KeyscopeStore, PageResult } from '@keyscope/store';
 import { server } from '@keyscope/testkit';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { EXECUTION_COLUMNS } from '../../src/api/finding-export.ts';
+import { EXECUTION_COLUMNS } from '../../src/presentation/finding-export.ts';
 import { csvObjects, parseCsv } from './export-csv.ts';
 import { createServedStore, type ServedStore } from './served-store.ts';
 

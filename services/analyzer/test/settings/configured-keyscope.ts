@@ -8,8 +8,8 @@ import { stringify } from 'yaml';
 import { loadServeConfig } from '../../src/cli.ts';
 import type { ServeConfig } from '../../src/config.ts';
 import { type RunningRoles, startRoles } from '../../src/kafka/start-roles.ts';
+import { formatHostPort } from '../../src/listen-address.ts';
 import type { Logger } from '../../src/logger.ts';
-import { formatHostPort } from '../../src/receivers/listen-address.ts';
 
 /** How a settings test sets its field: the ways a user does (docs/configuration.md). */
 export interface Settings {

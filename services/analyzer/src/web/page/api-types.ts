@@ -1,7 +1,11 @@
 import type { Arrival, ClientAttempt, ServerAttempt, SideEffect } from '@keyscope/attempts';
 import type { FindingClass, ScopeReportOverflow, ScopeReportRow } from '@keyscope/detector';
 import type { OutboxDelivery } from '@keyscope/store';
-import type { presentFinding, presentIncident, presentStoredRoutingEvent } from '../../api/present.ts';
+import type {
+  presentFinding,
+  presentIncident,
+  presentStoredRoutingEvent,
+} from '../../presentation/present.ts';
 import type { UiConfig } from '../web-routes.ts';
 
 /*

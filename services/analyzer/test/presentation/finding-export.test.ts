@@ -12,8 +12,8 @@ import {
   exportChunks,
   ndjsonLine,
   requestedFormat,
-} from '../../src/api/finding-export.ts';
-import { csvObjects, parseCsv } from './export-csv.ts';
+} from '../../src/presentation/finding-export.ts';
+import { csvObjects, parseCsv } from '../api/export-csv.ts';
 
 /** The findings the detector reports for `attempts`, after its flush. */
 function findingsOf(attempts: Attempt[]): Finding[] {
