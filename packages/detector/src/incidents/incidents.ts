@@ -95,7 +95,7 @@ export class IncidentBook {
    * findings in one incident within one call, and rebuilding per finding was quadratic.
    */
   readonly #dirty = new Set<IncidentEntry>();
-  /** Names incidents' lists left out; the detector adds its findings' (`countFindingOverflow`). */
+  /** Names incidents' lists left out; the FindingsLedger adds its findings' (findings-ledger.ts). */
   readonly overflow: ListOverflow = {
     findingStores: 0,
     findingNodes: 0,

@@ -1,7 +1,7 @@
 /**
  * Strings ↔ small integers, so per-key state holds numbers instead of repeated strings. Names are
- * never forgotten one by one: the detector replaces the whole interner with one holding only the
- * names its keys still use (`compactInterner` in detector.ts) when it has grown enough.
+ * never forgotten one by one: KeyMemory replaces the whole interner with one holding only the
+ * names its keys still use (`compactInterner` in key-memory.ts) when it has grown enough.
  */
 export class Interner {
   private readonly ids = new Map<string, number>();

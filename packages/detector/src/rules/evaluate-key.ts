@@ -100,17 +100,17 @@ export function evaluateKey(
       findingClass = 'same_store_duplicate';
       cause = storeUnknownAcrossNodes(executions) ? 'store_unknown' : causeOfRepeat(executions, evidence);
     }
-    const found = draft(
+    const found = draft({
       key,
       findingClass,
       cause,
       tier,
       executions,
-      executions[1]!,
+      repeat: executions[1]!,
       evidence,
       routing,
       config,
-    );
+    });
     if (cause === 'effect_unknown')
       found.suspicion = failedAfterAdmission(executions, outcomes, found.routing.event);
     drafts.push(found);
@@ -129,17 +129,17 @@ export function evaluateKey(
     const executions = tier.server.filter((a) => a.outcome === 'miss');
     // Two tenants chose one key: no routing change made that happen, so none is attributed.
     drafts.push(
-      draft(
+      draft({
         key,
-        'key_collision',
-        collision.cause,
+        findingClass: 'key_collision',
+        cause: collision.cause,
         tier,
         executions,
-        collision.second,
+        repeat: collision.second,
         evidence,
-        NO_ROUTING,
+        routing: NO_ROUTING,
         config,
-      ),
+      }),
     );
   }
   return drafts;
@@ -160,7 +160,17 @@ function scopeViolation(
       const executions = requests.filter((a) => a.outcome === 'miss' && outcomes(a) !== 'not_executed');
       // The retry that crossed the key scope: the first attempt in a store other than the first's.
       const crossing = requests.find((a) => a.store !== requests[0]!.store)!;
-      return draft(key, 'scope_violation', null, tier, executions, crossing, evidence, routing, config);
+      return draft({
+        key,
+        findingClass: 'scope_violation',
+        cause: null,
+        tier,
+        executions,
+        repeat: crossing,
+        evidence,
+        routing,
+        config,
+      });
     }
   }
   return null;
@@ -187,17 +197,17 @@ function unseenExecution(
       const visible = executions[0]!;
       const unseen = suspectUnseenExecution(tier, visible.tenant, evidence, routing(tier.service), config);
       if (unseen === null) continue;
-      const found = draft(
+      const found = draft({
         key,
-        'suspected_duplicate',
-        'execution_unseen',
+        findingClass: 'suspected_duplicate',
+        cause: 'execution_unseen',
         tier,
         executions,
-        visible,
+        repeat: visible,
         evidence,
         routing,
         config,
-      );
+      });
       found.suspicion = unseen.suspicion;
       if (unseen.event !== null) found.routing = { ...found.routing, event: unseen.event };
       return found;
@@ -394,22 +404,28 @@ function keyCollision(
   return { cause: 'shared_key', service: first.placement.service, operation: first.operation, second };
 }
 
-/**
- * A finding of `key` at `tier`. `repeat` is the attempt that should not have run (or reached
- * where it did): the second execution of a duplicate, the first attempt in a second store of a
- * scope violation, the second tenant's first attempt of a key collision.
- */
-function draft(
-  key: string,
-  findingClass: FindingClass,
-  cause: FindingCause,
-  tier: Tier,
-  executions: ServerAttempt[],
-  repeat: ServerAttempt,
-  evidence: Attempt[],
-  routing: RoutingLookup,
-  config: DetectorConfig,
-): FindingDraft {
+/** What `draft` builds one finding from. */
+interface DraftInput {
+  key: string;
+  findingClass: FindingClass;
+  cause: FindingCause;
+  tier: Tier;
+  executions: ServerAttempt[];
+  /**
+   * The attempt that should not have run (or reached where it did): the second execution of a
+   * duplicate, the first attempt in a second store of a scope violation, the second tenant's
+   * first attempt of a key collision.
+   */
+  repeat: ServerAttempt;
+  /** Every attempt of the key, in start order. */
+  evidence: Attempt[];
+  routing: RoutingLookup;
+  config: DetectorConfig;
+}
+
+/** A finding of `input.key` at `input.tier`. */
+function draft(input: DraftInput): FindingDraft {
+  const { key, findingClass, cause, tier, executions, repeat, evidence, routing, config } = input;
   const nodes = distinct(tier.landed.map((a) => a.placement.node).filter((n) => n !== ''));
   const stores = distinct(tier.server.map((a) => a.store));
   const tenants = distinct(evidence.map((a) => a.tenant).filter((t) => t !== ''));
