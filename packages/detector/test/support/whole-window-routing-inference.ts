@@ -9,17 +9,9 @@
 import { addLatency, emptyLatency, type NodeActivity, type Placement } from '@keyscope/attempts';
 import type { DetectorConfig } from '../../src/config.ts';
 import { stableId } from '../../src/ids.ts';
+import { BASELINE_BUCKETS } from '../../src/routing/activity-series.ts';
 import type { RoutingEvent } from '../../src/routing/routing-event.ts';
-import {
-  ACTIVITY_WINDOW_MILLIS,
-  BASELINE_BUCKETS,
-  SLOW_OWN_BUCKETS,
-  SLOW_PAST_RATIO,
-  SLOW_PEER_BUCKETS,
-  SLOW_RUN_MAX_STEP,
-  SLOW_RUN_SIGMAS,
-  SLOW_SECOND_RATIO,
-} from '../../src/routing/routing-inference.ts';
+import { ACTIVITY_WINDOW_MILLIS } from '../../src/routing/routing-inference.ts';
 import {
   shareFrom,
   slowdownDescription,
@@ -27,6 +19,14 @@ import {
   slowShareOf,
   spansPast,
 } from '../../src/routing/slow-share.ts';
+import {
+  SLOW_OWN_BUCKETS,
+  SLOW_PAST_RATIO,
+  SLOW_PEER_BUCKETS,
+  SLOW_RUN_MAX_STEP,
+  SLOW_RUN_SIGMAS,
+  SLOW_SECOND_RATIO,
+} from '../../src/routing/slowdowns.ts';
 
 interface NodeSeries {
   placement: Placement;
