@@ -70,16 +70,18 @@ interface ServiceSeries extends ServiceActivity {
  * does not grow with the two-hour window (`bucketReads`). Its events are exactly those of reading
  * the whole window again, for any activity in any order (routing-inference.test.ts holds it to
  * that). Pruning re-infers the same way from the other end: what the dropped buckets bore on.
+ *
+ * This class owns the activity, the clock and which buckets each inference reads again; each node's
+ * finders (node-down.ts, error-spikes.ts, slowdowns.ts) own what they found in its buckets, and
+ * failover.ts composes the silences of whole clusters and regions.
  */
 export class RoutingInference {
   private readonly services = new Map<string, ServiceSeries>();
   private readonly frozen = new Map<string, RoutingEvent>();
   /** Ids of frozen events `prune` forgot past the retry horizon since `takeExpired` last took them. */
   private expired: string[] = [];
-  /** What the finders read besides activity (the bucket size changes with it), and their counts. */
-  private readonly scope: { readonly config: DetectorConfig } & Omit<FinderScope, 'config'> & {
-      bucketMillis: number;
-    };
+  /** What the finders read besides activity (the bucket size follows the samples), and their counts. */
+  private readonly scope: FinderScope & { bucketMillis: number };
   /** End of the newest bucket seen. */
   private newestUnixMillis = Number.NEGATIVE_INFINITY;
   /** Activity before this is final (monotone); see the class comment. */
