@@ -65,3 +65,8 @@ export function eventCovers(event: RoutingEvent, placement: Placement): boolean 
       return placement.region === event.region;
   }
 }
+
+/** Orders events by start, then id: the order inference reports them in. */
+export function compareEvents(a: RoutingEvent, b: RoutingEvent): number {
+  return a.startUnixMillis - b.startUnixMillis || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+}

@@ -80,23 +80,24 @@ export function shareFrom(counts: readonly number[], boundMillis: number): numbe
   return total === 0 ? 0 : spansFrom(counts, LATENCY_BOUNDS_MILLIS.indexOf(boundMillis) + 1) / total;
 }
 
+/** What a `latency_spike` is described by: its window, and how slow its node was then. */
+export interface SlowdownFigures {
+  readonly startUnixMillis: number;
+  readonly endUnixMillis: number;
+  /** How far back the node's own past was read. */
+  readonly baselineMillis: number;
+  /** The node against its other nodes over the window. */
+  readonly peers: SlowShare;
+  /** The node's share past the same bound over the `baselineMillis` before. */
+  readonly pastShare: number;
+}
+
 /**
  * A `latency_spike` in figures a dashboard shows: the share of the node's server spans that lasted
  * the bound or longer over the event's seconds (UTC), against its other nodes over the same
  * seconds and its own `baselineMillis` before, at the bound its other nodes rarely reached.
  */
-export function slowdownDescription(
-  service: string,
-  node: string,
-  event: {
-    startUnixMillis: number;
-    endUnixMillis: number;
-    baselineMillis: number;
-    peers: SlowShare;
-    /** The node's share past the same bound over the `baselineMillis` before. */
-    pastShare: number;
-  },
-): string {
+export function slowdownDescription(service: string, node: string, event: SlowdownFigures): string {
   const { startUnixMillis, endUnixMillis, peers, pastShare } = event;
   return `${percent(peers.share)} of ${service} server spans on node ${node} took ${seconds(
     peers.boundMillis,

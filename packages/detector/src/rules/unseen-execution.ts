@@ -357,7 +357,7 @@ function nearest(
     if (
       best === null ||
       distance < bestDistance ||
-      (distance === bestDistance && compareEvents(event, best) < 0)
+      (distance === bestDistance && latestFirst(event, best) < 0)
     ) {
       best = event;
       bestDistance = distance;
@@ -369,11 +369,11 @@ function nearest(
 /** The latest to start, then the smallest id. */
 function latestStart(events: readonly RoutingEvent[]): RoutingEvent | null {
   let best: RoutingEvent | null = null;
-  for (const event of events) if (best === null || compareEvents(event, best) < 0) best = event;
+  for (const event of events) if (best === null || latestFirst(event, best) < 0) best = event;
   return best;
 }
 
-function compareEvents(a: RoutingEvent, b: RoutingEvent): number {
+function latestFirst(a: RoutingEvent, b: RoutingEvent): number {
   return b.startUnixMillis - a.startUnixMillis || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 }
 

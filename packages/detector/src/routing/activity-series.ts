@@ -1,0 +1,41 @@
+import type { Placement } from '@keyscope/attempts';
+import type { DetectorConfig } from '../config.ts';
+import type { ActiveBuckets, InferenceWork } from './active-buckets.ts';
+
+/** Buckets before a silence that give the node's baseline rate (or before a slowdown, its latency). */
+export const BASELINE_BUCKETS = 30;
+
+/** A service's activity, all its nodes together, as the finders read it. */
+export interface ServiceActivity {
+  /** Spans of all nodes per bucket. */
+  readonly totals: ActiveBuckets;
+  /** Bucket index → duration histogram of all nodes. */
+  readonly latencyTotals: ReadonlyMap<number, readonly number[]>;
+  /**
+   * Bucket index → how many latency samples of any node it took: a bucket's version, which a
+   * node's cached latency verdicts are checked against (see slowdowns.ts).
+   */
+  readonly latencyVersions: ReadonlyMap<number, number>;
+}
+
+/** One node's activity, as the finders read it. */
+export interface NodeActivitySeries {
+  readonly placement: Placement;
+  readonly buckets: ActiveBuckets;
+  /** Bucket index → duration histogram (`NodeActivity.latency`), for buckets whose samples had one. */
+  readonly latency: ReadonlyMap<number, readonly number[]>;
+}
+
+/** What every finder reads besides activity, and where it counts what inference costs. */
+export interface FinderScope extends InferenceWork {
+  readonly config: DetectorConfig;
+  /** What a bucket index counts: every finder's thresholds in milliseconds are read in buckets of it. */
+  readonly bucketMillis: number;
+  /** Buckets whose latency was judged against the node's peers, ever. */
+  latencyJudgements: number;
+}
+
+/** A threshold in milliseconds as whole buckets, at least one. */
+export function bucketsOf(scope: FinderScope, millis: number): number {
+  return Math.max(1, Math.ceil(millis / scope.bucketMillis));
+}
