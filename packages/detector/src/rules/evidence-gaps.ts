@@ -1,8 +1,20 @@
+import {
+  ARRIVAL,
+  answersSend,
+  CLIENT,
+  coverageKindOf,
+  decidesArrival,
+  resendBit,
+  resendGap,
+} from '../coverage/coverage-rule.ts';
+
 /**
  * What is missing from one key's evidence, read from its attempts alone: the key page's warning
- * that keyscope may not see every attempt of the key (sampling, lost spans). The same rules as the
- * scope report's coverage (`TierCoverage`), over all the attempts of the key that keyscope holds.
- * No imports: the web page bundles this file on its own (`@keyscope/detector/evidence-gaps`).
+ * that keyscope may not see every attempt of the key (sampling, lost spans). The rule of the scope
+ * report's coverage (`TierCoverage`, coverage/coverage-rule.ts), over all the attempts of the key
+ * that keyscope holds, however far apart they end: what an arrival and a send wait for, and the
+ * resend counts, here per target. The web page bundles this file on its own
+ * (`@keyscope/detector/evidence-gaps`): it imports only the rule, which imports nothing.
  */
 
 /** The fields of an attempt this reads; an `Attempt` or the API's presented attempt both have them. */
@@ -24,26 +36,25 @@ export type EvidenceGap =
   /** Sends to `target` with resend counts up to the highest seen, of which `missing` never arrived. */
   | { kind: 'resend_gap'; target: string; missing: number[]; seen: number[] };
 
-/** Resend counts past this are not checked (as in the scope report's coverage). */
-const MAX_CHECKED_RESEND = 30;
-
 export function evidenceGapsOf(attempts: readonly EvidenceAttempt[]): EvidenceGap[] {
   const id = (traceId: string, spanId: string) => `${traceId}/${spanId}`;
-  /** Span ids that a server-side attempt names as its parent; and that a decision does. */
+  /** Span ids that a server-side span names as its parent; and that a decision does. */
   const answered = new Set<string>();
   const decided = new Set<string>();
   for (const attempt of attempts) {
-    if (attempt.kind !== 'server' && attempt.kind !== 'arrival') continue;
-    answered.add(id(attempt.traceId, attempt.parentSpanId));
-    if (attempt.kind === 'server') decided.add(id(attempt.traceId, attempt.parentSpanId));
+    const kind = coverageKindOf(attempt.kind);
+    if (answersSend(kind)) answered.add(id(attempt.traceId, attempt.parentSpanId));
+    if (decidesArrival(kind)) decided.add(id(attempt.traceId, attempt.parentSpanId));
   }
   const gaps: EvidenceGap[] = [];
-  const resends = new Map<string, Set<number>>();
+  /** The resend counts seen, per target (`resendBit`). */
+  const resends = new Map<string, number>();
   for (const attempt of attempts) {
+    const kind = coverageKindOf(attempt.kind);
     const self = id(attempt.traceId, attempt.spanId);
-    if (attempt.kind === 'arrival' && !decided.has(self))
+    if (kind === ARRIVAL && !decided.has(self))
       gaps.push({ kind: 'arrival_without_decision', traceId: attempt.traceId, spanId: attempt.spanId });
-    if (attempt.kind !== 'client') continue;
+    if (kind !== CLIENT) continue;
     const target = attempt.target ?? '';
     const resendCount = attempt.resendCount ?? 0;
     if (!answered.has(self))
@@ -54,18 +65,16 @@ export function evidenceGapsOf(attempts: readonly EvidenceAttempt[]): EvidenceGa
         resendCount,
         target,
       });
-    let seen = resends.get(target);
-    if (seen === undefined) resends.set(target, (seen = new Set()));
-    seen.add(resendCount);
+    resends.set(target, (resends.get(target) ?? 0) | resendBit(resendCount));
   }
-  for (const [target, seen] of resends) {
-    const counts = [...seen]
-      .filter((count) => count >= 0 && count <= MAX_CHECKED_RESEND)
-      .sort((a, b) => a - b);
-    const highest = counts.at(-1) ?? 0;
+  for (const [target, mask] of resends) {
+    // Every attempt of the key is here: its resend counts start at 0.
+    if (!resendGap(mask, false)) continue;
+    const seen: number[] = [];
     const missing: number[] = [];
-    for (let count = 0; count < highest; count++) if (!seen.has(count)) missing.push(count);
-    if (missing.length > 0) gaps.push({ kind: 'resend_gap', target, missing, seen: counts });
+    for (let count = 0; count <= 31 - Math.clz32(mask); count++)
+      ((mask & (1 << count)) !== 0 ? seen : missing).push(count);
+    gaps.push({ kind: 'resend_gap', target, missing, seen });
   }
   return gaps;
 }
