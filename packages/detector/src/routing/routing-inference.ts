@@ -2,6 +2,7 @@ import { addLatency, emptyLatency, type NodeActivity, type Placement } from '@ke
 import type { DetectorConfig } from '../config.ts';
 import { ActiveBuckets } from './active-buckets.ts';
 import type { FinderScope, NodeActivitySeries, ServiceActivity } from './activity-series.ts';
+import { ClosedEdge, detectionHorizonMillis } from './closed-edge.ts';
 import { ErrorSpikeFinder } from './error-spikes.ts';
 import { composeFailovers } from './failover.ts';
 import { NodeDownFinder } from './node-down.ts';
@@ -82,14 +83,11 @@ export class RoutingInference {
   private expired: string[] = [];
   /** What the finders read besides activity (the bucket size follows the samples), and their counts. */
   private readonly scope: FinderScope & { bucketMillis: number };
-  /** End of the newest bucket seen. */
-  private newestUnixMillis = Number.NEGATIVE_INFINITY;
-  /** Activity before this is final (monotone); see the class comment. */
-  private closedUnixMillis = Number.NEGATIVE_INFINITY;
-  /** The newest activity's end as `advanceClock` last saw it, and the clock when it first did. */
-  private newestAsOf = { newestUnixMillis: Number.NEGATIVE_INFINITY, clockUnixMillis: 0 };
+  /** The newest activity and the closed edge (closed-edge.ts). */
+  private readonly edge: ClosedEdge;
 
   constructor(private readonly config: DetectorConfig) {
+    this.edge = new ClosedEdge(config.allowedLatenessMillis);
     this.scope = { config, bucketMillis: 1000, bucketReads: 0, latencyJudgements: 0 };
   }
 
@@ -148,38 +146,19 @@ export class RoutingInference {
         service.dirty = true;
         if (index < service.changedFrom) service.changedFrom = index;
       }
-      const end = sample.bucketStartUnixMillis + sample.bucketMillis;
-      if (end > this.newestUnixMillis) this.newestUnixMillis = end;
+      this.edge.saw(sample.bucketStartUnixMillis + sample.bucketMillis);
     }
-    this.close(this.newestUnixMillis - this.config.allowedLatenessMillis);
+    this.edge.closeBehindNewest();
   }
 
-  /**
-   * Closes what the clock says is final: every second `allowedLatenessMillis` before `nowUnixMillis`
-   * that activity has arrived up to, or that has passed since the newest activity arrived (the
-   * clock of the first call that saw it; less the lateness if it arrived later than that). In a
-   * live service `now` is the wall clock: while traffic flows the closed edge follows it, lateness
-   * behind; when traffic stops it goes on with it, so an incident of the last duplicate before the
-   * silence settles; and while spans older than the lateness are read (a backlog after a restart)
-   * it stays at the newest activity read, through pauses shorter than the lateness, so what
-   * settles was judged on activity that arrived, not on seconds still to be read.
-   */
+  /** Closes what the clock says is final (`ClosedEdge.advanceClock`). */
   advanceClock(nowUnixMillis: number): void {
-    if (this.newestUnixMillis === Number.NEGATIVE_INFINITY) return;
-    if (this.newestAsOf.newestUnixMillis !== this.newestUnixMillis)
-      this.newestAsOf = { newestUnixMillis: this.newestUnixMillis, clockUnixMillis: nowUnixMillis };
-    const lateness = this.config.allowedLatenessMillis;
-    const quietMillis = Math.max(0, nowUnixMillis - this.newestAsOf.clockUnixMillis);
-    // Activity that arrived later than the lateness is a backlog being read, which may pause
-    // between batches: the clock moves past it only once it has been quiet for the lateness too.
-    const late = this.newestAsOf.clockUnixMillis - this.newestUnixMillis > lateness;
-    const pastNewest = late ? Math.max(0, quietMillis - lateness) : quietMillis;
-    this.close(Math.min(this.newestUnixMillis + pastNewest, nowUnixMillis - lateness));
+    this.edge.advanceClock(nowUnixMillis);
   }
 
   /** Closes everything seen: the input is complete. */
   closeAll(): void {
-    this.close(this.newestUnixMillis);
+    this.edge.closeAll();
   }
 
   /** Whether any activity of `service` has been seen. */
@@ -189,22 +168,12 @@ export class RoutingInference {
 
   /** Activity before this time is final; past the newest activity, when the input was quiet. */
   closedUnixMillisNow(): number {
-    return this.closedUnixMillis;
+    return this.edge.closedUnixMillis;
   }
 
-  /**
-   * How much closed activity after an event's start its inference needs: a finding whose repeat is
-   * this far behind the closed edge has seen every event that could have broken its retry path.
-   * A new event type adds the time it needs here.
-   */
+  /** How much closed activity after an event's start its inference needs (closed-edge.ts). */
   detectionHorizonMillis(): number {
-    return (
-      Math.max(
-        this.config.silenceMinMillis,
-        this.config.errorSpikeMinMillis,
-        this.config.latencySpikeMinMillis,
-      ) + this.bucketMillis
-    );
+    return detectionHorizonMillis(this.config, this.bucketMillis);
   }
 
   /**
@@ -231,7 +200,7 @@ export class RoutingInference {
 
   /** Drops activity older than the window, freezing the events that ended before it. */
   prune(): void {
-    const cutoffIndex = Math.floor((this.newestUnixMillis - ACTIVITY_WINDOW_MILLIS) / this.bucketMillis);
+    const cutoffIndex = Math.floor((this.edge.newestUnixMillis - ACTIVITY_WINDOW_MILLIS) / this.bucketMillis);
     const cutoffMillis = cutoffIndex * this.bucketMillis;
     for (const [name, series] of this.services) {
       for (const event of this.refresh(name, series)) {
@@ -264,7 +233,7 @@ export class RoutingInference {
       }
       series.dirty = true;
     }
-    const horizon = this.newestUnixMillis - this.config.retryHorizonMillis;
+    const horizon = this.edge.newestUnixMillis - this.config.retryHorizonMillis;
     for (const [id, event] of this.frozen) {
       if (event.endUnixMillis >= horizon) continue;
       this.frozen.delete(id);
@@ -282,13 +251,9 @@ export class RoutingInference {
     return expired;
   }
 
-  private close(untilUnixMillis: number): void {
-    if (untilUnixMillis > this.closedUnixMillis) this.closedUnixMillis = untilUnixMillis;
-  }
-
   /** Buckets below this index are closed and inferred from: none past the newest activity. */
   private closedIndex(): number {
-    return Math.floor(Math.min(this.closedUnixMillis, this.newestUnixMillis) / this.bucketMillis);
+    return this.edge.closedIndex(this.bucketMillis);
   }
 
   private refresh(name: string, series: ServiceSeries): RoutingEvent[] {

@@ -1,5 +1,5 @@
 /*
- * Routing inference in its plain form. It runs the same finders (node-down.ts, error-spikes.ts,
+ * Routing inference in its plain form. It runs the same clock (closed-edge.ts), finders (node-down.ts, error-spikes.ts,
  * slowdowns.ts over runs.ts), event builders and failover composition as `RoutingInference`, and
  * differs from it only in reading the whole window again on every refresh: it keeps activity in
  * plain maps, and each inference rebuilds a service's and its nodes' active buckets from every
@@ -17,6 +17,7 @@ import { addLatency, emptyLatency, type NodeActivity, type Placement } from '@ke
 import type { DetectorConfig } from '../../src/config.ts';
 import { ActiveBuckets } from '../../src/routing/active-buckets.ts';
 import type { FinderScope, NodeActivitySeries, ServiceActivity } from '../../src/routing/activity-series.ts';
+import { ClosedEdge, detectionHorizonMillis } from '../../src/routing/closed-edge.ts';
 import { ErrorSpikeFinder } from '../../src/routing/error-spikes.ts';
 import { composeFailovers } from '../../src/routing/failover.ts';
 import { NodeDownFinder } from '../../src/routing/node-down.ts';
@@ -65,14 +66,12 @@ export class WholeWindowRoutingInference {
   private readonly services = new Map<string, ServiceSeries>();
   private readonly frozen = new Map<string, RoutingEvent>();
   private bucketMillis = 1000;
-  /** End of the newest bucket seen. */
-  private newestUnixMillis = Number.NEGATIVE_INFINITY;
-  /** Activity before this is final (monotone); see the class comment. */
-  private closedUnixMillis = Number.NEGATIVE_INFINITY;
-  /** The newest activity's end as `advanceClock` last saw it, and the clock when it first did. */
-  private newestAsOf = { newestUnixMillis: Number.NEGATIVE_INFINITY, clockUnixMillis: 0 };
+  /** The newest activity and the closed edge (closed-edge.ts). */
+  private readonly edge: ClosedEdge;
 
-  constructor(private readonly config: DetectorConfig) {}
+  constructor(private readonly config: DetectorConfig) {
+    this.edge = new ClosedEdge(config.allowedLatenessMillis);
+  }
 
   record(activity: readonly NodeActivity[]): void {
     for (const sample of activity) {
@@ -107,33 +106,19 @@ export class WholeWindowRoutingInference {
       }
       // A bucket beyond what was inferred changes nothing until the watermark passes it.
       if (index < service.inferredClosedIndex) service.dirty = true;
-      const end = sample.bucketStartUnixMillis + sample.bucketMillis;
-      if (end > this.newestUnixMillis) this.newestUnixMillis = end;
+      this.edge.saw(sample.bucketStartUnixMillis + sample.bucketMillis);
     }
-    this.close(this.newestUnixMillis - this.config.allowedLatenessMillis);
+    this.edge.closeBehindNewest();
   }
 
-  /**
-   * Closes what the clock says is final: every second `allowedLatenessMillis` before `nowUnixMillis`
-   * that activity has arrived up to, or that has passed since the newest activity arrived (the
-   * clock of the first call that saw it; less the lateness if it arrived later than that).
-   */
+  /** Closes what the clock says is final (`ClosedEdge.advanceClock`). */
   advanceClock(nowUnixMillis: number): void {
-    if (this.newestUnixMillis === Number.NEGATIVE_INFINITY) return;
-    if (this.newestAsOf.newestUnixMillis !== this.newestUnixMillis)
-      this.newestAsOf = { newestUnixMillis: this.newestUnixMillis, clockUnixMillis: nowUnixMillis };
-    const lateness = this.config.allowedLatenessMillis;
-    const quietMillis = Math.max(0, nowUnixMillis - this.newestAsOf.clockUnixMillis);
-    // Activity that arrived later than the lateness is a backlog being read, which may pause
-    // between batches: the clock moves past it only once it has been quiet for the lateness too.
-    const late = this.newestAsOf.clockUnixMillis - this.newestUnixMillis > lateness;
-    const pastNewest = late ? Math.max(0, quietMillis - lateness) : quietMillis;
-    this.close(Math.min(this.newestUnixMillis + pastNewest, nowUnixMillis - lateness));
+    this.edge.advanceClock(nowUnixMillis);
   }
 
   /** Closes everything seen: the input is complete. */
   closeAll(): void {
-    this.close(this.newestUnixMillis);
+    this.edge.closeAll();
   }
 
   /** Whether any activity of `service` has been seen. */
@@ -143,22 +128,12 @@ export class WholeWindowRoutingInference {
 
   /** Activity before this time is final. */
   closedUnixMillisNow(): number {
-    return this.closedUnixMillis;
+    return this.edge.closedUnixMillis;
   }
 
-  /**
-   * How much closed activity after an event's start its inference needs: a finding whose repeat is
-   * this far behind the closed edge has seen every event that could have broken its retry path.
-   * A new event type adds the time it needs here.
-   */
+  /** How much closed activity after an event's start its inference needs (closed-edge.ts). */
   detectionHorizonMillis(): number {
-    return (
-      Math.max(
-        this.config.silenceMinMillis,
-        this.config.errorSpikeMinMillis,
-        this.config.latencySpikeMinMillis,
-      ) + this.bucketMillis
-    );
+    return detectionHorizonMillis(this.config, this.bucketMillis);
   }
 
   /**
@@ -186,7 +161,7 @@ export class WholeWindowRoutingInference {
 
   /** Drops activity older than the window, freezing the events that ended before it. */
   prune(): void {
-    const cutoffIndex = Math.floor((this.newestUnixMillis - ACTIVITY_WINDOW_MILLIS) / this.bucketMillis);
+    const cutoffIndex = Math.floor((this.edge.newestUnixMillis - ACTIVITY_WINDOW_MILLIS) / this.bucketMillis);
     const cutoffMillis = cutoffIndex * this.bucketMillis;
     for (const [name, series] of this.services) {
       for (const event of this.refresh(name, series)) {
@@ -210,17 +185,13 @@ export class WholeWindowRoutingInference {
       for (const [key, node] of series.nodes) if (node.buckets.size === 0) series.nodes.delete(key);
       if (removed) series.dirty = true;
     }
-    const horizon = this.newestUnixMillis - this.config.retryHorizonMillis;
+    const horizon = this.edge.newestUnixMillis - this.config.retryHorizonMillis;
     for (const [id, event] of this.frozen) if (event.endUnixMillis < horizon) this.frozen.delete(id);
-  }
-
-  private close(untilUnixMillis: number): void {
-    if (untilUnixMillis > this.closedUnixMillis) this.closedUnixMillis = untilUnixMillis;
   }
 
   /** Buckets below this index are closed and inferred from: none past the newest activity. */
   private closedIndex(): number {
-    return Math.floor(Math.min(this.closedUnixMillis, this.newestUnixMillis) / this.bucketMillis);
+    return this.edge.closedIndex(this.bucketMillis);
   }
 
   private refresh(name: string, series: ServiceSeries): RoutingEvent[] {
