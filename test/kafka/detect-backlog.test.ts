@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { partitionKey, type ServerAttempt } from '@keyscope/attempts';
+import { server } from '@keyscope/testkit';
 import { type KafkaCluster, startKafkaCluster } from '@keyscope/testkit/kafka';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveServeConfig } from '../../services/analyzer/src/config.ts';
@@ -21,27 +22,23 @@ const PARTITIONS = 2;
 
 /** The one execution of a key, in node a's store: no finding, only state to apply. */
 function cleanAttempt(n: number, startUnixMillis: number): ServerAttempt {
-  return {
-    kind: 'server',
+  return server({
     key: `key-${n}`,
-    tenant: '',
     traceId: (n + 1).toString(16).padStart(32, '0'),
     spanId: (n + 1).toString(16).padStart(16, '0'),
-    parentSpanId: '',
     startUnixMillis,
-    endUnixMillis: startUnixMillis + 5,
-    placement: { service: 'payments', node: 'a', cluster: 'c1', region: 'r1', zone: 'z1' },
+    durationMillis: 5,
+    service: 'payments',
+    node: 'a',
+    cluster: 'c1',
+    region: 'r1',
+    zone: 'z1',
     operation: 'POST /payments',
     outcome: 'miss',
     store: 'A',
     scope: '',
     statusCode: 201,
-    failed: false,
-    effect: '',
-    released: false,
-    businessId: '',
-    effectSpansDeclared: false,
-  };
+  });
 }
 
 let cluster: KafkaCluster;

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ServerAttempt } from '@keyscope/attempts';
 import { createDetector, defaultDetectorConfig, type Incident } from '@keyscope/detector';
+import { server } from '@keyscope/testkit';
 import { type KafkaCluster, startKafkaCluster } from '@keyscope/testkit/kafka';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveServeConfig } from '../../services/analyzer/src/config.ts';
@@ -19,27 +20,23 @@ import { silentLogger } from '../../services/analyzer/src/logger.ts';
  * role drops the rest of that partition's parts.
  */
 function execution(node: string, startUnixMillis: number): ServerAttempt {
-  return {
-    kind: 'server',
+  return server({
     key: 'order-7',
-    tenant: '',
     traceId: `${node === 'a' ? '1' : '2'}`.padStart(32, '0'),
     spanId: `${node === 'a' ? '1' : '2'}`.padStart(16, '0'),
-    parentSpanId: '',
     startUnixMillis,
-    endUnixMillis: startUnixMillis + 5,
-    placement: { service: 'payments', node, cluster: 'c1', region: 'r1', zone: 'z1' },
+    durationMillis: 5,
+    service: 'payments',
+    node,
+    cluster: 'c1',
+    region: 'r1',
+    zone: 'z1',
     operation: 'POST /payments',
     outcome: 'miss',
     store: `payments/node:${node}`,
     scope: 'node',
     statusCode: 201,
-    failed: false,
-    effect: '',
-    released: false,
-    effectSpansDeclared: false,
-    businessId: '',
-  };
+  });
 }
 
 let cluster: KafkaCluster;

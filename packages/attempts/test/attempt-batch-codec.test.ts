@@ -1,5 +1,7 @@
 import { scenarios, simulate, splitIntoPayloads } from '@keyscope/simulator';
 import { describe, expect, it } from 'vitest';
+// By path: testkit depends on this package, so it is not one of this package's dependencies.
+import { server } from '../../testkit/src/attempt-builders.ts';
 import type { Attempt, KeylessSend, NodeActivity, Placement } from '../src/attempt.ts';
 import { AttemptBatchDecoder, AttemptBatchEncoder } from '../src/attempt-batch-codec.ts';
 import { extractAttempts } from '../src/extract-attempts.ts';
@@ -52,33 +54,31 @@ function attemptsOfEveryShape(): CheckedAttempts {
   };
   const attempts: Attempt[] = [
     {
-      kind: 'server',
-      key: 'k-\ud83d\udcb3',
+      ...server({
+        key: 'k-\ud83d\udcb3',
+        outcome: 'miss',
+        store: 'redis-eu',
+        scope: '',
+        statusCode: 201,
+        failed: false,
+        effect: 'committed',
+        released: true,
+        businessId: 'pay_1',
+        effectSpansDeclared: true,
+      }),
       ...base,
-      outcome: 'miss',
-      store: 'redis-eu',
-      scope: '',
-      statusCode: 201,
-      failed: false,
-      effect: 'committed',
-      released: true,
-      businessId: 'pay_1',
-      effectSpansDeclared: true,
     },
     {
-      kind: 'server',
-      key: 'k-inferred',
+      ...server({
+        key: 'k-inferred',
+        outcome: 'miss',
+        store: 'payments/unknown',
+        scope: '',
+        statusCode: 200,
+        failed: false,
+        outcomeFrom: 'http',
+      }),
       ...base,
-      outcome: 'miss',
-      store: 'payments/unknown',
-      scope: '',
-      statusCode: 200,
-      failed: false,
-      effect: '',
-      released: false,
-      businessId: '',
-      effectSpansDeclared: false,
-      outcomeFrom: 'http',
     },
     {
       kind: 'arrival',

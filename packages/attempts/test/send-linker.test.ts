@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest';
+// By path: testkit depends on this package, so it is not one of this package's dependencies.
+import { server } from '../../testkit/src/attempt-builders.ts';
 import type { Arrival, Attempt, ClientAttempt, KeylessSend, ServerAttempt } from '../src/attempt.ts';
 import { extractAttempts } from '../src/extract-attempts.ts';
 import { defaultMapping } from '../src/mapping.ts';
@@ -56,14 +58,11 @@ function landing(
 /** A keyed decision on the server span's INTERNAL child: its parent is a server span, not a send. */
 function decision(of: Arrival): ServerAttempt {
   return {
+    ...server({ outcome: 'miss', store: 'payments-a', scope: 'node' }),
     ...of,
     kind: 'server',
     spanId: hexId(Number.parseInt(of.spanId, 16) + 0x10000, 16),
     parentSpanId: of.spanId,
-    outcome: 'miss',
-    store: 'payments-a',
-    scope: 'node',
-    effectSpansDeclared: false,
   };
 }
 

@@ -52,13 +52,15 @@ interface CommonInput extends PlacementInput {
   parentSpanId?: string;
   /** Start, in seconds from the test's epoch (2026-01-01T00:00:00Z). */
   at?: number;
+  /** Start as a Unix epoch millisecond, for a test that needs an absolute time; wins over `at`. */
+  startUnixMillis?: number;
   /** Duration in milliseconds. */
   durationMillis?: number;
   operation?: string;
 }
 
 function common(input: CommonInput) {
-  const start = TEST_EPOCH_UNIX_MILLIS + (input.at ?? 0) * 1000;
+  const start = input.startUnixMillis ?? TEST_EPOCH_UNIX_MILLIS + (input.at ?? 0) * 1000;
   return {
     key: input.key ?? 'k1',
     tenant: input.tenant ?? '',

@@ -1,4 +1,5 @@
 import type { Attempt, ExtractedAttempts } from '@keyscope/attempts';
+import { server } from '@keyscope/testkit';
 import { describe, expect, it } from 'vitest';
 import { createDetector, type Detector, defaultDetectorConfig, type TierCoverage } from '../../src/index.ts';
 
@@ -51,15 +52,7 @@ function attempt(
       error: '',
     };
   if (kind === 'arrival') return { ...base, ...result, kind };
-  return {
-    ...base,
-    ...result,
-    kind,
-    outcome: 'miss',
-    store: 'payments/s',
-    scope: '',
-    effectSpansDeclared: false,
-  };
+  return { ...server({ outcome: 'miss', store: 'payments/s', scope: '' }), ...base, ...result };
 }
 
 function batch(attempts: Attempt[]): ExtractedAttempts {
