@@ -1,5 +1,6 @@
 # keyscope as docker-compose.yml builds it: the tarball `pnpm pack:cli` makes, installed with npm
-# as the README's "Install" says, run by node with keyscope's flags. The role comes from
+# as the README's "Install" says, run by node with the flags of keyscope's service
+# (services/analyzer/src/node-flags.ts, SERVICE_NODE_FLAGS): the container runs serve, its role from
 # KEYSCOPE_ROLE or `serve --role`.
 FROM node:20-bookworm-slim AS pack
 # better-sqlite3 builds from source when no prebuilt binary matches.
@@ -16,5 +17,5 @@ RUN npx --yes pnpm@10.34.9 install --frozen-lockfile \
 FROM node:20-bookworm-slim
 COPY --from=pack /opt/keyscope /opt/keyscope
 WORKDIR /var/lib/keyscope
-ENTRYPOINT ["node", "--max-semi-space-size=64", "--min-semi-space-size=64", "/opt/keyscope/lib/node_modules/keyscope/bin/keyscope.js"]
+ENTRYPOINT ["node", "--max-semi-space-size=64", "--min-semi-space-size=64", "--no-concurrent-marking", "/opt/keyscope/lib/node_modules/keyscope/bin/keyscope.js"]
 CMD ["serve"]

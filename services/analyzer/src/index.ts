@@ -13,7 +13,7 @@ export { createKafkaClient } from './kafka/kafka-client.ts';
 export { KafkaCounters } from './kafka/kafka-counters.ts';
 export type { RunningRole } from './kafka/running-role.ts';
 export { consoleLogger, type Logger, silentLogger } from './logger.ts';
-export { KEYSCOPE_NODE_FLAGS } from './node-flags.ts';
+export { ANALYZE_NODE_FLAGS, nodeFlagsFor, SERVICE_NODE_FLAGS } from './node-flags.ts';
 export { CountingConsumer } from './pipeline/counting-consumer.ts';
 export {
   type IngestCountersSnapshot,

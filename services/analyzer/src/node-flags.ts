@@ -1,9 +1,14 @@
 /**
- * Node.js flags `keyscope` runs with: the `keyscope` script in package.json, the container's
- * entrypoint (deploy/keyscope.Dockerfile) and the benchmark's service process pass them, and a
- * test keeps the three in step with this list. The installed `keyscope` command (bin/keyscope.js)
- * cannot pass flags to the node that runs it, and node refuses `--min-semi-space-size` in
- * NODE_OPTIONS: started without them, it starts node again with them.
+ * Node.js flags each `keyscope` subcommand runs with. The installed `keyscope` command
+ * (bin/keyscope.js) cannot pass flags to the node that runs it, and node refuses most of them in
+ * NODE_OPTIONS: started without them, it starts node again with those `nodeFlagsFor` gives its
+ * subcommand. The container's entrypoint (deploy/keyscope.Dockerfile, which runs serve) and the
+ * benchmark's service process pass `SERVICE_NODE_FLAGS` themselves; a test keeps them in step with
+ * these lists.
+ */
+
+/**
+ * The young generation, for every subcommand that processes spans.
  *
  * `--max-semi-space-size=64` (MiB; V8's default cap is 16): under load the embedded service
  * allocates about a kilobyte per span, nearly all of it dead within a request, and each scavenge
@@ -22,7 +27,44 @@
  * resident when first used, so a fresh service takes no more memory; after load, the young
  * generation keeps the memory it reached (up to 2 × 64 MiB) instead of giving it back.
  */
-export const KEYSCOPE_NODE_FLAGS: readonly string[] = [
-  '--max-semi-space-size=64',
-  '--min-semi-space-size=64',
-];
+const YOUNG_GENERATION_FLAGS: readonly string[] = ['--max-semi-space-size=64', '--min-semi-space-size=64'];
+
+/**
+ * `keyscope serve`, in every role (the embedded service and the Kafka roles), and `keyscope demo`,
+ * which serves: services, judged by their tail latency, often on few cores.
+ *
+ * `--no-concurrent-marking`: V8 marks the old generation on a helper thread while JavaScript runs,
+ * then finishes in one pause. On two busy cores that thread finds no core free, the marking is
+ * left to the final pause, and `--trace-gc` shows mark-compact pauses of 90–260 ms, which land in
+ * the time from a duplicate's second execution to its committed finding. Without the concurrent
+ * marker V8 marks in steps between requests. The bench's history section on this 2-core machine
+ * (empty store, p99 of that time at half load), with and without the flag in turn: medians of
+ * HISTORY_MEDIANS, per-pair ratios HISTORY_RATIOS. `--single-threaded-gc`, tried
+ * once beside it: SINGLE_THREADED.
+ */
+export const SERVICE_NODE_FLAGS: readonly string[] = Object.freeze([
+  ...YOUNG_GENERATION_FLAGS,
+  '--no-concurrent-marking',
+]);
+
+/**
+ * `keyscope analyze`: a batch job, judged by its wall time. It keeps the concurrent marker, which
+ * marks on the core analyze's one thread leaves free: ANALYZE_MEASURED.
+ */
+export const ANALYZE_NODE_FLAGS: readonly string[] = Object.freeze([...YOUNG_GENERATION_FLAGS]);
+
+/**
+ * The flags for the subcommand `command` (the first argument of `keyscope`). Help and unknown
+ * commands print a few lines and exit: none, so the command does not start node twice for them.
+ */
+export function nodeFlagsFor(command: string | undefined): readonly string[] {
+  switch (command) {
+    case 'serve':
+    case 'demo':
+      return SERVICE_NODE_FLAGS;
+    case 'analyze':
+      return ANALYZE_NODE_FLAGS;
+    default:
+      return [];
+  }
+}
