@@ -17,5 +17,5 @@ RUN npx --yes pnpm@10.34.9 install --frozen-lockfile \
 FROM node:20-bookworm-slim
 COPY --from=pack /opt/keyscope /opt/keyscope
 WORKDIR /var/lib/keyscope
-ENTRYPOINT ["node", "--max-semi-space-size=64", "--min-semi-space-size=64", "--no-concurrent-marking", "/opt/keyscope/lib/node_modules/keyscope/bin/keyscope.js"]
+ENTRYPOINT ["node", "--max-semi-space-size=64", "--min-semi-space-size=64", "/opt/keyscope/lib/node_modules/keyscope/bin/keyscope.js"]
 CMD ["serve"]

@@ -8,7 +8,7 @@
 // without its subcommand's flags, this starts node again with them and stands in for that process:
 // the child runs in its own process group, so a signal (Ctrl-C included) reaches it once, relayed
 // from here, and this exits as the child does. A flag the operator gave node, on its command line
-// or in NODE_OPTIONS, stands: `--concurrent-marking` and `--no-concurrent-marking` are one flag.
+// or in NODE_OPTIONS, stands.
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
