@@ -42,7 +42,10 @@ const YOUNG_GENERATION_FLAGS: readonly string[] = ['--max-semi-space-size=64', '
  * 111 ms with it and 148 ms without, but per-pair ratios of 0.19–2.02×, median 1.05×. It won
  * 0.19× and 0.34× under the heaviest load, where the service with it also ingested at 0.52× and
  * 0.87× the rate, so its half-load passes were offered less; at load ~4 it was 1.03–2.02×. Spans/s
- * at full rate, per-pair median 0.84×. Not better in pairs, so not a default: an operator's choice
+ * at full rate, per-pair median 0.84×. One pair under `--trace-gc` (load ~3.5): the service's main
+ * thread paused for mark-compact 13 and 25 ms without the flag, 185 ms (median of 3) with it; its
+ * longest pauses in either were scavenges (178 and 367 ms), the young generation's collection
+ * waiting for a core. Not better in pairs, so not a default: an operator's choice
  * for a service on few, busy cores (docs/configuration.md). `--single-threaded-gc`, tried once
  * beside it: 3 pairs, p99 at half load per-pair median 1.21× (0.36–1.47×).
  */
