@@ -1,5 +1,5 @@
 import type { ChildProcess } from 'node:child_process';
-import { KEYSCOPE_NODE_FLAGS } from '@keyscope/analyzer';
+import { SERVICE_NODE_FLAGS } from '@keyscope/analyzer';
 import { forkTypeScript, nextMessage } from './fork-typescript.ts';
 import type { RetentionPurge, ServiceCommand, ServiceReply, ServiceSample } from './service-process.ts';
 
@@ -15,13 +15,13 @@ export class ServiceProcess {
   }
 
   /**
-   * With the Node.js flags `keyscope serve` runs with (services/analyzer/src/node-flags.ts), and
+   * With the Node.js flags `keyscope serve` runs with (SERVICE_NODE_FLAGS, services/analyzer/src/node-flags.ts), and
    * `extraNodeFlags` after them (a profiler's, say).
    */
   static start(extraNodeFlags: readonly string[] = []): ServiceProcess {
     return new ServiceProcess(
       forkTypeScript(new URL('./service-process.ts', import.meta.url), {
-        nodeFlags: [...KEYSCOPE_NODE_FLAGS, ...extraNodeFlags],
+        nodeFlags: [...SERVICE_NODE_FLAGS, ...extraNodeFlags],
       }),
     );
   }

@@ -1,5 +1,6 @@
 # keyscope as docker-compose.yml builds it: the tarball `pnpm pack:cli` makes, installed with npm
-# as the README's "Install" says, run by node with keyscope's flags. The role comes from
+# as the README's "Install" says, run by node with the flags of keyscope's service
+# (services/analyzer/src/node-flags.ts, SERVICE_NODE_FLAGS): the container runs serve, its role from
 # KEYSCOPE_ROLE or `serve --role`.
 FROM node:20-bookworm-slim AS pack
 # better-sqlite3 builds from source when no prebuilt binary matches.

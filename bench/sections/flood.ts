@@ -5,7 +5,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { KEYSCOPE_NODE_FLAGS } from '@keyscope/analyzer';
+import { SERVICE_NODE_FLAGS } from '@keyscope/analyzer';
 import { serverSpan } from '@keyscope/attempts/testing';
 import { encodeTraces, type Span } from '@keyscope/otlp';
 import { median } from '../measure.ts';
@@ -31,7 +31,7 @@ export const floodSection: Section = {
     const { repetitions, flood } = context.sizes;
     const dir = mkdtempSync(join(tmpdir(), 'keyscope-bench-flood-'));
     const [apiPort, httpPort, grpcPort] = await freePorts(3);
-    const service = spawn(process.execPath, [...KEYSCOPE_NODE_FLAGS, '--import', 'tsx', CLI, 'serve'], {
+    const service = spawn(process.execPath, [...SERVICE_NODE_FLAGS, '--import', 'tsx', CLI, 'serve'], {
       env: {
         ...process.env,
         KEYSCOPE_API_PORT: String(apiPort),

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { KEYSCOPE_NODE_FLAGS } from '@keyscope/analyzer';
+import { SERVICE_NODE_FLAGS } from '@keyscope/analyzer';
 import { KeyscopeStore } from '@keyscope/store';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ServiceProcess } from '../service-process-handle.ts';
@@ -40,7 +40,7 @@ describe('the embedded service in a process of its own', () => {
       const { tracesUrl, execArgv } = await service.startServiceWithFlags(dbPath, workload.endUnixMillis);
       expect(tracesUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/v1\/traces$/);
       // Measured as `keyscope serve` runs: with its Node.js flags.
-      expect(execArgv).toEqual(expect.arrayContaining([...KEYSCOPE_NODE_FLAGS]));
+      expect(execArgv).toEqual(expect.arrayContaining([...SERVICE_NODE_FLAGS]));
       await postAll(tracesUrl, workload.bodies);
       const stopped = await service.stopService();
       expect(stopped.spans).toBe(workload.spans);

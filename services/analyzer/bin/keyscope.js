@@ -1,23 +1,30 @@
 #!/usr/bin/env node
 // The `keyscope` command. Installed from the packed tarball (services/analyzer/scripts/pack-cli.ts)
-// it runs the bundled CLI in ../dist; in a checkout, the TypeScript sources through tsx, as
-// `pnpm keyscope` does.
+// it runs the bundled CLI in ../dist; in a checkout (`pnpm keyscope` runs it there), the
+// TypeScript sources through tsx.
 //
-// Node takes keyscope's flags (src/node-flags.ts) only on its own command line, which an installed
-// bin cannot write. Started without them, this starts node again with them and stands in for that
-// process: the child runs in its own process group, so a signal (Ctrl-C included) reaches it once,
-// relayed from here, and this exits as the child does.
+// Node takes keyscope's flags (src/node-flags.ts: the service's for serve and demo, the batch
+// job's for analyze) only on its own command line, which an installed bin cannot write. Started
+// without its subcommand's flags, this starts node again with them and stands in for that process:
+// the child runs in its own process group, so a signal (Ctrl-C included) reaches it once, relayed
+// from here, and this exits as the child does. A flag the operator gave node, on its command line
+// or in NODE_OPTIONS, stands.
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 const packed = existsSync(new URL('../dist/cli.js', import.meta.url));
 if (!packed) (await import('tsx/esm/api')).register();
-const { KEYSCOPE_NODE_FLAGS } = await import(packed ? '../dist/node-flags.js' : '../src/node-flags.ts');
+const { nodeFlagsFor } = await import(packed ? '../dist/node-flags.js' : '../src/node-flags.ts');
 
-const flagName = (arg) => arg.split('=')[0].replaceAll('_', '-');
-const given = new Set(process.execArgv.map(flagName));
-const missing = KEYSCOPE_NODE_FLAGS.filter((flag) => !given.has(flagName(flag)));
+const flagName = (arg) =>
+  arg
+    .split('=')[0]
+    .replaceAll('_', '-')
+    .replace(/^--no-/, '--');
+const nodeOptions = (process.env.NODE_OPTIONS ?? '').split(/\s+/).filter((arg) => arg.startsWith('-'));
+const given = new Set([...nodeOptions, ...process.execArgv].map(flagName));
+const missing = nodeFlagsFor(process.argv[2]).filter((flag) => !given.has(flagName(flag)));
 
 if (missing.length === 0) {
   const { runCli } = await import(packed ? '../dist/cli.js' : '../src/cli.ts');

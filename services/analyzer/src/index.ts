@@ -14,7 +14,7 @@ export { KafkaCounters } from './kafka/kafka-counters.ts';
 export type { RunningRole } from './kafka/running-role.ts';
 export type { ListenAddress } from './listen-address.ts';
 export { consoleLogger, type Logger, silentLogger } from './logger.ts';
-export { KEYSCOPE_NODE_FLAGS } from './node-flags.ts';
+export { ANALYZE_NODE_FLAGS, nodeFlagsFor, SERVICE_NODE_FLAGS } from './node-flags.ts';
 export { CountingConsumer } from './pipeline/counting-consumer.ts';
 export {
   type IngestCountersSnapshot,

@@ -1,9 +1,14 @@
 /**
- * Node.js flags `keyscope` runs with: the `keyscope` script in package.json, the container's
- * entrypoint (deploy/keyscope.Dockerfile) and the benchmark's service process pass them, and a
- * test keeps the three in step with this list. The installed `keyscope` command (bin/keyscope.js)
- * cannot pass flags to the node that runs it, and node refuses `--min-semi-space-size` in
- * NODE_OPTIONS: started without them, it starts node again with them.
+ * Node.js flags each `keyscope` subcommand runs with. The installed `keyscope` command
+ * (bin/keyscope.js) cannot pass flags to the node that runs it, and node refuses most of them in
+ * NODE_OPTIONS: started without them, it starts node again with those `nodeFlagsFor` gives its
+ * subcommand. The container's entrypoint (deploy/keyscope.Dockerfile, which runs serve) and the
+ * benchmark's service process pass `SERVICE_NODE_FLAGS` themselves; a test keeps them in step with
+ * these lists.
+ */
+
+/**
+ * The young generation, for every subcommand that processes spans.
  *
  * `--max-semi-space-size=64` (MiB; V8's default cap is 16): under load the embedded service
  * allocates about a kilobyte per span, nearly all of it dead within a request, and each scavenge
@@ -22,7 +27,51 @@
  * resident when first used, so a fresh service takes no more memory; after load, the young
  * generation keeps the memory it reached (up to 2 × 64 MiB) instead of giving it back.
  */
-export const KEYSCOPE_NODE_FLAGS: readonly string[] = [
-  '--max-semi-space-size=64',
-  '--min-semi-space-size=64',
-];
+const YOUNG_GENERATION_FLAGS: readonly string[] = ['--max-semi-space-size=64', '--min-semi-space-size=64'];
+
+/**
+ * `keyscope serve`, in every role (the embedded service and the Kafka roles), and `keyscope demo`,
+ * which serves: services, judged by their tail latency, often on few cores.
+ *
+ * Without `--no-concurrent-marking`. On two busy cores V8's concurrent marker can find no core
+ * free and leave the marking of the old generation to one final pause (`--trace-gc` has shown
+ * mark-compact pauses of 90–260 ms), which lands in the time from a duplicate's second execution
+ * to its finding; without the marker V8 marks in steps between requests. The bench's history
+ * section (empty store, p99 of that time at half load), with and without the flag in turn on this
+ * shared 2-core machine while others ran their tests (load average 3–10), 6 pairs: medians of
+ * 111 ms with it and 148 ms without, but per-pair ratios of 0.19–2.02×, median 1.05×. It won
+ * 0.19× and 0.34× under the heaviest load, where the service with it also ingested at 0.52× and
+ * 0.87× the rate, so its half-load passes were offered less; at load ~4 it was 1.03–2.02×. Spans/s
+ * at full rate, per-pair median 0.84×. One pair under `--trace-gc` (load ~3.5): the service's main
+ * thread paused for mark-compact 13 and 25 ms without the flag, 185 ms (median of 3) with it; its
+ * longest pauses in either were scavenges (178 and 367 ms), the young generation's collection
+ * waiting for a core. Not better in pairs, so not a default: an operator's choice
+ * for a service on few, busy cores (docs/configuration.md). `--single-threaded-gc`, tried once
+ * beside it: 3 pairs, p99 at half load per-pair median 1.21× (0.36–1.47×).
+ */
+export const SERVICE_NODE_FLAGS: readonly string[] = Object.freeze([...YOUNG_GENERATION_FLAGS]);
+
+/**
+ * `keyscope analyze`: a batch job, judged by its wall time. It keeps the concurrent marker, which
+ * marks on the core its one thread leaves free: with `--no-concurrent-marking` it ran ~1.2× slower
+ * with a core free. Where no core is free the marker has nowhere to run: on this machine under
+ * others' load, over the archive section's 1,000,000 spans (1,954 .pb files), the flag's wall time
+ * was 0.99× and 0.94× (two calls of 4 pairs, per-pair medians; 0.84–1.19×).
+ */
+export const ANALYZE_NODE_FLAGS: readonly string[] = Object.freeze([...YOUNG_GENERATION_FLAGS]);
+
+/**
+ * The flags for the subcommand `command` (the first argument of `keyscope`). Help and unknown
+ * commands print a few lines and exit: none, so the command does not start node twice for them.
+ */
+export function nodeFlagsFor(command: string | undefined): readonly string[] {
+  switch (command) {
+    case 'serve':
+    case 'demo':
+      return SERVICE_NODE_FLAGS;
+    case 'analyze':
+      return ANALYZE_NODE_FLAGS;
+    default:
+      return [];
+  }
+}

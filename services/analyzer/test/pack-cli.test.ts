@@ -4,13 +4,13 @@ import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { KEYSCOPE_NODE_FLAGS } from '../src/node-flags.ts';
+import { ANALYZE_NODE_FLAGS, SERVICE_NODE_FLAGS } from '../src/node-flags.ts';
 
 /**
  * What a user does with the README's "Install": `pnpm pack:cli` in a checkout, `npm install -g` of
  * the tarball with plain npm into a fresh prefix, then the installed `keyscope` from outside the
- * repository: `demo` (its API, its web page, its Node.js flags, SIGTERM) and `analyze` of a
- * Collector export holding one duplicate.
+ * repository: `demo` (its API, its web page, the service's Node.js flags, SIGTERM) and `analyze` of
+ * a Collector export holding one duplicate (under the batch job's flags).
  *
  * better-sqlite3's install script downloads its prebuilt addon from GitHub, which this machine
  * cannot reach, and compiling it takes minutes: the test hands prebuild-install that same prebuilt,
@@ -207,18 +207,38 @@ describe('keyscope packed by pnpm pack:cli and installed with plain npm', () => 
     expect(page.status).toBe(200);
     expect(await page.text()).toBe(readFileSync(join(installed, 'dist/web-page/main.js'), 'utf8'));
 
-    // The bin, started by its shebang without flags, runs keyscope in a node started with them.
+    // The bin, started by its shebang without flags, runs keyscope in a node started with the service's.
     const [service] = childrenOf(demo.pid!);
-    expect(service).toEqual(expect.arrayContaining([...KEYSCOPE_NODE_FLAGS, 'demo']));
+    expect(service).toEqual(expect.arrayContaining([...SERVICE_NODE_FLAGS, 'demo']));
 
     demo.kill('SIGTERM');
     expect(await exited).toBe(0);
     expect(output).toMatch(/^keyscope: SIGTERM, stopping\nkeyscope: stopped$/m);
   });
 
-  it('analyzes a Collector export and reports its duplicate', async () => {
-    const analysis = await mustRun(keyscopeBin, ['analyze', '--format', 'json', FIXTURE], { cwd: dir });
-    const report = JSON.parse(analysis.stdout) as { findings: { key: string; executions: number }[] };
+  it("analyzes a Collector export under the batch job's Node.js flags and reports its duplicate", async () => {
+    // Read from stdin, analyze waits for its input: long enough to read the command line it runs with.
+    const analyze = spawn(keyscopeBin, ['analyze', '--format', 'json', '-'], { cwd: dir, env: cleanEnv() });
+    children.push(analyze);
+    let stdout = '';
+    analyze.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    const exited = new Promise<number | null>((resolve) => analyze.on('exit', (code) => resolve(code)));
+    // The node the bin started again, once it runs: until its exec a child shows its parent's command line.
+    let argv: string[] | undefined;
+    const deadline = Date.now() + 20_000;
+    while (argv === undefined && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      const parent = readFileSync(`/proc/${analyze.pid}/cmdline`, 'utf8');
+      argv = childrenOf(analyze.pid!).find(
+        (child) => child.includes('analyze') && child.join('\0') !== parent,
+      );
+    }
+    const serviceOnly = SERVICE_NODE_FLAGS.filter((flag) => !ANALYZE_NODE_FLAGS.includes(flag));
+    expect(argv).toEqual(expect.arrayContaining([...ANALYZE_NODE_FLAGS, 'analyze']));
+    expect(argv!.filter((arg) => serviceOnly.includes(arg))).toEqual([]);
+    analyze.stdin.end(readFileSync(FIXTURE));
+    expect(await exited).toBe(0);
+    const report = JSON.parse(stdout) as { findings: { key: string; executions: number }[] };
     expect(report.findings).toEqual([
       expect.objectContaining({ key: '9d4e1f0a-7c55-4a7e-b1e2-cc0ffee00001', executions: 2 }),
     ]);
