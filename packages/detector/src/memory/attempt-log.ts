@@ -20,20 +20,24 @@ export interface AttemptLog {
 /**
  * The detector's default log, for tests and benchmarks: the attempt objects themselves, in memory.
  * `keyscope analyze` keeps the compact log instead (compact-attempt-log.ts), a fifth of the memory.
+ *
+ * Most keys hold a handful of attempts: a redelivery is found by comparing ids with each of them,
+ * which costs no string and no set per key; a key past `SPAN_SCAN_LIMIT` attempts gets a set of its
+ * spans, so that a hot key's appends stay constant-time.
  */
 export function createMemoryAttemptLog(): AttemptLog {
-  const byKey = new Map<string, { attempts: Attempt[]; spans: Set<string>; lastSeenUnixMillis: number }>();
+  const byKey = new Map<string, HeldAttempts>();
   return {
     append(partitionKey, attempt) {
       let entry = byKey.get(partitionKey);
       if (entry === undefined) {
-        entry = { attempts: [], spans: new Set(), lastSeenUnixMillis: attempt.endUnixMillis };
+        entry = { attempts: [], spans: null, lastSeenUnixMillis: attempt.endUnixMillis };
         byKey.set(partitionKey, entry);
       }
-      const spanKey = attempt.traceId + attempt.spanId;
-      if (entry.spans.has(spanKey)) return false;
-      entry.spans.add(spanKey);
+      if (holds(entry, attempt)) return false;
       entry.attempts.push(attempt);
+      if (entry.spans !== null) entry.spans.add(spanKeyOf(attempt));
+      else if (entry.attempts.length > SPAN_SCAN_LIMIT) entry.spans = new Set(entry.attempts.map(spanKeyOf));
       if (attempt.endUnixMillis > entry.lastSeenUnixMillis) entry.lastSeenUnixMillis = attempt.endUnixMillis;
       return true;
     },
@@ -44,4 +48,25 @@ export function createMemoryAttemptLog(): AttemptLog {
       for (const [key, entry] of byKey) if (entry.lastSeenUnixMillis < beforeUnixMillis) byKey.delete(key);
     },
   };
+}
+
+/** Attempts of a key past which redelivery is checked in a set rather than by comparing ids. */
+const SPAN_SCAN_LIMIT = 16;
+
+interface HeldAttempts {
+  attempts: Attempt[];
+  /** The spans of `attempts` (trace id + span id), once there are more than `SPAN_SCAN_LIMIT`. */
+  spans: Set<string> | null;
+  lastSeenUnixMillis: number;
+}
+
+function holds(entry: HeldAttempts, attempt: Attempt): boolean {
+  if (entry.spans !== null) return entry.spans.has(spanKeyOf(attempt));
+  for (const held of entry.attempts)
+    if (held.spanId === attempt.spanId && held.traceId === attempt.traceId) return true;
+  return false;
+}
+
+function spanKeyOf(attempt: Attempt): string {
+  return attempt.traceId + attempt.spanId;
 }

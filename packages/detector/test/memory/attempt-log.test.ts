@@ -31,6 +31,19 @@ describe.each([
     expect(log.attemptsOf('k')).toEqual([first]);
   });
 
+  it('refuses redelivered attempts of a hot key, holding many attempts, as of a small one', () => {
+    const log = create();
+    const attempts = Array.from({ length: 40 }, (_, i) => server({ key: 'hot', at: i }));
+    for (const attempt of attempts) expect(log.append('hot', attempt)).toBe(true);
+    // One delivered again early and one late, and a span of another trace with a held span id.
+    expect(log.append('hot', { ...attempts[2]! })).toBe(false);
+    expect(log.append('hot', { ...attempts[39]! })).toBe(false);
+    const sameSpanOtherTrace = { ...attempts[5]!, traceId: 'f'.repeat(32) };
+    expect(log.append('hot', sameSpanOtherTrace)).toBe(true);
+    expect(log.append('hot', { ...sameSpanOtherTrace })).toBe(false);
+    expect(log.attemptsOf('hot')).toEqual([...attempts, sameSpanOtherTrace]);
+  });
+
   it('forgets the keys last seen before the cutoff, and only those', () => {
     const log = create();
     log.append('old', server({ key: 'old', at: 10 }));
