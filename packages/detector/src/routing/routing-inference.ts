@@ -2,8 +2,8 @@ import { addLatency, emptyLatency, type NodeActivity, type Placement } from '@ke
 import type { DetectorConfig } from '../config.ts';
 import { ActiveBuckets } from './active-buckets.ts';
 import type { FinderScope, NodeActivitySeries, ServiceActivity } from './activity-series.ts';
-import { ClosedEdge, detectionHorizonMillis } from './closed-edge.ts';
 import { ErrorSpikeFinder } from './error-spikes.ts';
+import { EventWindow } from './event-window.ts';
 import { composeFailovers } from './failover.ts';
 import { NodeDownFinder } from './node-down.ts';
 import { compareEvents, type RoutingEvent } from './routing-event.ts';
@@ -76,18 +76,14 @@ interface ServiceSeries extends ServiceActivity {
  * finders (node-down.ts, error-spikes.ts, slowdowns.ts) own what they found in its buckets, and
  * failover.ts composes the silences of whole clusters and regions.
  */
-export class RoutingInference {
-  private readonly services = new Map<string, ServiceSeries>();
-  private readonly frozen = new Map<string, RoutingEvent>();
+export class RoutingInference extends EventWindow<ServiceSeries> {
   /** Ids of frozen events `prune` forgot past the retry horizon since `takeExpired` last took them. */
   private expired: string[] = [];
   /** What the finders read besides activity (the bucket size follows the samples), and their counts. */
   private readonly scope: FinderScope & { bucketMillis: number };
-  /** The newest activity and the closed edge (closed-edge.ts). */
-  private readonly edge: ClosedEdge;
 
-  constructor(private readonly config: DetectorConfig) {
-    this.edge = new ClosedEdge(config.allowedLatenessMillis);
+  constructor(config: DetectorConfig) {
+    super(config);
     this.scope = { config, bucketMillis: 1000, bucketReads: 0, latencyJudgements: 0 };
   }
 
@@ -101,7 +97,7 @@ export class RoutingInference {
     return this.scope.bucketReads;
   }
 
-  private get bucketMillis(): number {
+  protected get bucketMillis(): number {
     return this.scope.bucketMillis;
   }
 
@@ -151,61 +147,12 @@ export class RoutingInference {
     this.edge.closeBehindNewest();
   }
 
-  /** Closes what the clock says is final (`ClosedEdge.advanceClock`). */
-  advanceClock(nowUnixMillis: number): void {
-    this.edge.advanceClock(nowUnixMillis);
-  }
-
-  /** Closes everything seen: the input is complete. */
-  closeAll(): void {
-    this.edge.closeAll();
-  }
-
-  /** Whether any activity of `service` has been seen. */
-  knows(service: string): boolean {
-    return this.services.has(service);
-  }
-
-  /** Activity before this time is final; past the newest activity, when the input was quiet. */
-  closedUnixMillisNow(): number {
-    return this.edge.closedUnixMillis;
-  }
-
-  /** How much closed activity after an event's start its inference needs (closed-edge.ts). */
-  detectionHorizonMillis(): number {
-    return detectionHorizonMillis(this.config, this.bucketMillis);
-  }
-
-  /**
-   * Events of one service, for judging a key right now. Re-inferred only once the closed edge has
-   * moved on by a silence's worth of buckets: a key judged on slightly older events is judged again
-   * if they change, since `all()`, which `tick`/`flush` use to re-group findings, catches them.
-   */
-  eventsOf(service: string): readonly RoutingEvent[] {
-    const series = this.services.get(service);
-    const step = Math.max(1, Math.ceil(this.config.silenceMinMillis / this.bucketMillis));
-    const stale = series !== undefined && this.closedIndex() - series.inferredClosedIndex >= step;
-    const live = series === undefined ? [] : stale ? this.refresh(service, series) : series.events;
-    if (this.frozen.size === 0) return live;
-    const frozen = [...this.frozen.values()].filter((event) => event.service === service);
-    return frozen.length === 0 ? live : [...frozen, ...live];
-  }
-
-  all(): RoutingEvent[] {
-    const out = [...this.frozen.values()];
-    for (const [name, series] of this.services)
-      for (const event of this.refresh(name, series)) out.push(event);
-    return out.sort(compareEvents);
-  }
-
   /** Drops activity older than the window, freezing the events that ended before it. */
   prune(): void {
     const cutoffIndex = Math.floor((this.edge.newestUnixMillis - ACTIVITY_WINDOW_MILLIS) / this.bucketMillis);
     const cutoffMillis = cutoffIndex * this.bucketMillis;
     for (const [name, series] of this.services) {
-      for (const event of this.refresh(name, series)) {
-        if (event.ended && event.endUnixMillis < cutoffMillis) this.frozen.set(event.id, event);
-      }
+      this.freezeEndedBefore(name, series, cutoffMillis);
       // Every node's bucket is one of the service's: nothing of the service is old, none of a node.
       if (series.totals.size === 0 || series.totals.indexAt(0) >= cutoffIndex) continue;
       series.totals.dropBelow(cutoffIndex, (index) => {
@@ -251,30 +198,15 @@ export class RoutingInference {
     return expired;
   }
 
-  /** Buckets below this index are closed and inferred from: none past the newest activity. */
-  private closedIndex(): number {
-    return this.edge.closedIndex(this.bucketMillis);
-  }
-
-  private refresh(name: string, series: ServiceSeries): RoutingEvent[] {
-    const closedIndex = this.closedIndex();
-    if (series.dirty || closedIndex !== series.inferredClosedIndex) {
-      series.events = this.infer(name, series, closedIndex).filter((event) => !this.frozen.has(event.id));
-      series.dirty = false;
-      series.changedFrom = Number.POSITIVE_INFINITY;
-      series.inferredClosedIndex = closedIndex;
-    }
-    return series.events;
-  }
-
   /**
    * The service's events in its buckets below `closedIndex`; a new event type adds its finder here.
    * What each node's buckets below `from` gave is kept as found: only the buckets from there on,
    * and what a finding there looks back at, are read.
    */
-  private infer(service: string, series: ServiceSeries, closedIndex: number): RoutingEvent[] {
+  protected infer(service: string, series: ServiceSeries, closedIndex: number): RoutingEvent[] {
     // Buckets below the last inference's closed index and the earliest change are as they were.
     const from = Math.min(series.changedFrom, series.inferredClosedIndex);
+    series.changedFrom = Number.POSITIVE_INFINITY;
     const downs: RoutingEvent[] = [];
     const spikes: RoutingEvent[] = [];
     // Summed as they close, each bucket once, rather than all at once when a silence first needs them.

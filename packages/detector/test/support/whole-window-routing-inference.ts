@@ -13,12 +13,12 @@
  * finders' own tests and the lab recordings to hold. Not for production: its cost per refresh grows
  * with the window.
  */
+
 import { addLatency, emptyLatency, type NodeActivity, type Placement } from '@keyscope/attempts';
-import type { DetectorConfig } from '../../src/config.ts';
 import { ActiveBuckets } from '../../src/routing/active-buckets.ts';
 import type { FinderScope, NodeActivitySeries, ServiceActivity } from '../../src/routing/activity-series.ts';
-import { ClosedEdge, detectionHorizonMillis } from '../../src/routing/closed-edge.ts';
 import { ErrorSpikeFinder } from '../../src/routing/error-spikes.ts';
+import { EventWindow } from '../../src/routing/event-window.ts';
 import { composeFailovers } from '../../src/routing/failover.ts';
 import { NodeDownFinder } from '../../src/routing/node-down.ts';
 import { compareEvents, type RoutingEvent } from '../../src/routing/routing-event.ts';
@@ -62,20 +62,16 @@ interface ServiceSeries {
  * Inference is recomputed per service, over the whole window, on demand when that service's closed
  * counts changed.
  */
-export class WholeWindowRoutingInference {
-  private readonly services = new Map<string, ServiceSeries>();
-  private readonly frozen = new Map<string, RoutingEvent>();
-  private bucketMillis = 1000;
-  /** The newest activity and the closed edge (closed-edge.ts). */
-  private readonly edge: ClosedEdge;
+export class WholeWindowRoutingInference extends EventWindow<ServiceSeries> {
+  private bucketSize = 1000;
 
-  constructor(private readonly config: DetectorConfig) {
-    this.edge = new ClosedEdge(config.allowedLatenessMillis);
+  protected get bucketMillis(): number {
+    return this.bucketSize;
   }
 
   record(activity: readonly NodeActivity[]): void {
     for (const sample of activity) {
-      this.bucketMillis = sample.bucketMillis;
+      this.bucketSize = sample.bucketMillis;
       const placement = sample.placement;
       let service = this.services.get(placement.service);
       if (service === undefined) {
@@ -111,62 +107,12 @@ export class WholeWindowRoutingInference {
     this.edge.closeBehindNewest();
   }
 
-  /** Closes what the clock says is final (`ClosedEdge.advanceClock`). */
-  advanceClock(nowUnixMillis: number): void {
-    this.edge.advanceClock(nowUnixMillis);
-  }
-
-  /** Closes everything seen: the input is complete. */
-  closeAll(): void {
-    this.edge.closeAll();
-  }
-
-  /** Whether any activity of `service` has been seen. */
-  knows(service: string): boolean {
-    return this.services.has(service);
-  }
-
-  /** Activity before this time is final. */
-  closedUnixMillisNow(): number {
-    return this.edge.closedUnixMillis;
-  }
-
-  /** How much closed activity after an event's start its inference needs (closed-edge.ts). */
-  detectionHorizonMillis(): number {
-    return detectionHorizonMillis(this.config, this.bucketMillis);
-  }
-
-  /**
-   * Events of one service, for judging a key right now. Re-inferred only once the closed edge has
-   * moved on by a silence's worth of buckets: inference reads the whole activity window, and
-   * re-running it on every batch made detection quadratic in the window. Anything this misses is
-   * caught by `all()`, which `tick`/`flush` use to re-group findings.
-   */
-  eventsOf(service: string): readonly RoutingEvent[] {
-    const series = this.services.get(service);
-    const step = Math.max(1, Math.ceil(this.config.silenceMinMillis / this.bucketMillis));
-    const stale = series !== undefined && this.closedIndex() - series.inferredClosedIndex >= step;
-    const live = series === undefined ? [] : stale ? this.refresh(service, series) : series.events;
-    if (this.frozen.size === 0) return live;
-    const frozen = [...this.frozen.values()].filter((event) => event.service === service);
-    return frozen.length === 0 ? live : [...frozen, ...live];
-  }
-
-  all(): RoutingEvent[] {
-    const out = [...this.frozen.values()];
-    for (const [name, series] of this.services)
-      for (const event of this.refresh(name, series)) out.push(event);
-    return out.sort(compareEvents);
-  }
-
   /** Drops activity older than the window, freezing the events that ended before it. */
   prune(): void {
     const cutoffIndex = Math.floor((this.edge.newestUnixMillis - ACTIVITY_WINDOW_MILLIS) / this.bucketMillis);
     const cutoffMillis = cutoffIndex * this.bucketMillis;
     for (const [name, series] of this.services) {
-      for (const event of this.refresh(name, series)) {
-        if (event.ended && event.endUnixMillis < cutoffMillis) this.frozen.set(event.id, event);
-      }
+      this.freezeEndedBefore(name, series, cutoffMillis);
       let removed = false;
       for (const node of series.nodes.values()) {
         for (const index of node.buckets.keys()) {
@@ -189,23 +135,8 @@ export class WholeWindowRoutingInference {
     for (const [id, event] of this.frozen) if (event.endUnixMillis < horizon) this.frozen.delete(id);
   }
 
-  /** Buckets below this index are closed and inferred from: none past the newest activity. */
-  private closedIndex(): number {
-    return this.edge.closedIndex(this.bucketMillis);
-  }
-
-  private refresh(name: string, series: ServiceSeries): RoutingEvent[] {
-    const closedIndex = this.closedIndex();
-    if (series.dirty || closedIndex !== series.inferredClosedIndex) {
-      series.events = this.infer(name, series, closedIndex).filter((event) => !this.frozen.has(event.id));
-      series.dirty = false;
-      series.inferredClosedIndex = closedIndex;
-    }
-    return series.events;
-  }
-
   /** The service's events in its buckets below `closedIndex`, read from its first bucket on. */
-  private infer(service: string, series: ServiceSeries, closedIndex: number): RoutingEvent[] {
+  protected infer(service: string, series: ServiceSeries, closedIndex: number): RoutingEvent[] {
     const scope: FinderScope = {
       config: this.config,
       bucketMillis: this.bucketMillis,
