@@ -19,7 +19,7 @@ function noop(): void {}
  *
  * Contract: a key not in memory is rebuilt by `slotOf` from the attempts the AttemptLog holds (its
  * history was counted into the scope report when it arrived, so a rebuild counts nothing there);
- * past `maxKeys` the least recently touched keys are forgotten down to nine tenths of it. Every key
+ * past `maxKeys` the least recently touched keys are forgotten down to nine tenths of it (one, at the least). Every key
  * forgotten — evicted or past the horizon — is announced to `onForget` with the slot it held,
  * before the slot can be handed to another key. A key that reached `maxAttemptsPerKey` (a hot key)
  * keeps no more attempts: `admit` refuses them and counts them.
@@ -199,7 +199,8 @@ export class KeyMemory {
 
   #evictOldest(): void {
     const keys = this.#keys;
-    const target = Math.floor(this.#maxKeys * 0.9);
+    // At least the key just added stays: it is the one being counted.
+    const target = Math.max(1, Math.floor(this.#maxKeys * 0.9));
     const victims: string[] = [];
     for (const partitionKey of keys.keys()) {
       if (keys.size - victims.length <= target) break;

@@ -38,6 +38,18 @@ describe('KeyMemory', () => {
     expect(memory.attemptCount('k10')).toBe(1);
   });
 
+  it('keeps the key it just added when maxKeys is 1, evicting the one before it', () => {
+    const { memory, forgotten, arrive } = memoryOf({ maxKeys: 1 });
+    arrive(server({ key: 'k0', node: 'payments-a', at: 0 }));
+    arrive(server({ key: 'k1', node: 'payments-a', at: 1 }));
+
+    expect(forgotten.map((f) => f.key)).toEqual(['k0']);
+    expect(memory.size).toBe(1);
+    expect(memory.attemptCount('k1')).toBe(1);
+    // The key in memory goes on counting: its second execution on another node makes it suspect.
+    expect(arrive(server({ key: 'k1', node: 'payments-b', at: 2 }))).toBe(true);
+  });
+
   it('rebuilds an evicted key from the attempts the log holds, without counting them into the scope report again', () => {
     const { memory, scopes, arrive } = memoryOf({ maxKeys: 10 });
     arrive(server({ key: 'k0', node: 'payments-a', at: 0 }));
