@@ -37,8 +37,8 @@ const YOUNG_GENERATION_FLAGS: readonly string[] = ['--max-semi-space-size=64', '
  * free and leave the marking of the old generation to one final pause (`--trace-gc` has shown
  * mark-compact pauses of 90–260 ms), which lands in the time from a duplicate's second execution
  * to its finding; without the marker V8 marks in steps between requests. The bench's history
- * section (empty store, p99 of that time at half load), with and without the flag in turn on this
- * shared 2-core machine while others ran their tests (load average 3–10), 6 pairs: medians of
+ * section (empty store, p99 of that time at half load), with and without the flag in turn on a
+ * busy 2-core machine (load average 3–10), 6 pairs: medians of
  * 111 ms with it and 148 ms without, but per-pair ratios of 0.19–2.02×, median 1.05×. It won
  * 0.19× and 0.34× under the heaviest load, where the service with it also ingested at 0.52× and
  * 0.87× the rate, so its half-load passes were offered less; at load ~4 it was 1.03–2.02×. Spans/s
@@ -54,8 +54,8 @@ export const SERVICE_NODE_FLAGS: readonly string[] = Object.freeze([...YOUNG_GEN
 /**
  * `keyscope analyze`: a batch job, judged by its wall time. It keeps the concurrent marker, which
  * marks on the core its one thread leaves free: with `--no-concurrent-marking` it ran ~1.2× slower
- * with a core free. Where no core is free the marker has nowhere to run: on this machine under
- * others' load, over the archive section's 1,000,000 spans (1,954 .pb files), the flag's wall time
+ * with a core free. Where no core is free the marker has nowhere to run: on a busy 2-core
+ * machine, over the archive section's 1,000,000 spans (1,954 .pb files), the flag's wall time
  * was 0.99× and 0.94× (two calls of 4 pairs, per-pair medians; 0.84–1.19×).
  */
 export const ANALYZE_NODE_FLAGS: readonly string[] = Object.freeze([...YOUNG_GENERATION_FLAGS]);
