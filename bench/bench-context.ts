@@ -26,8 +26,12 @@ export class BenchContext {
   #decodeOptions: Promise<DecodeOptions> | undefined;
   readonly #payloadFiles = new Map<EncodedPayloads, string>();
 
-  constructor(sizes: BenchSizes) {
+  /** `--detector-baseline`: another checkout whose detector the detector section runs beside this one's. */
+  readonly detectorBaseline: string | undefined;
+
+  constructor(sizes: BenchSizes, options: { detectorBaseline?: string } = {}) {
     this.sizes = sizes;
+    this.detectorBaseline = options.detectorBaseline;
     this.scratchDir = mkdtempSync(join(tmpdir(), 'keyscope-bench-'));
   }
 

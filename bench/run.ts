@@ -1,6 +1,6 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
-import { dirname } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { BenchContext } from './bench-context.ts';
 import { FULL_SIZES, QUICK_SIZES } from './bench-sizes.ts';
@@ -17,9 +17,11 @@ import { persistenceSection } from './sections/persistence.ts';
 import { formatReport, type Report, type Row, reportRow, type SectionTiming } from './table.ts';
 
 /**
- * `pnpm bench [--quick] [--out FILE] [--section NAME]…`: runs every section (or those named), one
- * after another, prints one table and writes it as JSON (default bench/results/latest.json).
- * Progress goes to stderr, the table to stdout.
+ * `pnpm bench [--quick] [--out FILE] [--section NAME]… [--detector-baseline DIR]`: runs every
+ * section (or those named), one after another, prints one table and writes it as JSON (default
+ * bench/results/latest.json). Progress goes to stderr, the table to stdout. With
+ * `--detector-baseline`, the detector section also runs the detector of the checkout in DIR (its
+ * dependencies installed) beside this one's, on this checkout's stream.
  */
 const SECTIONS: readonly Section[] = [
   decodeSection,
@@ -40,6 +42,7 @@ async function main(): Promise<void> {
       quick: { type: 'boolean', default: false },
       out: { type: 'string' },
       section: { type: 'string', multiple: true },
+      'detector-baseline': { type: 'string' },
     },
     strict: true,
   });
@@ -54,7 +57,10 @@ async function main(): Promise<void> {
   const mode = values.quick ? 'quick' : 'full';
   const startedAt = new Date();
   const machine = describeMachine();
-  const context = new BenchContext(values.quick ? QUICK_SIZES : FULL_SIZES);
+  const baseline = values['detector-baseline'];
+  const context = new BenchContext(values.quick ? QUICK_SIZES : FULL_SIZES, {
+    detectorBaseline: baseline === undefined ? undefined : resolve(baseline),
+  });
   const rows: Row[] = [];
   const timings: SectionTiming[] = [];
   try {

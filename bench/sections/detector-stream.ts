@@ -1,5 +1,5 @@
 import { type Attempt, defaultMapping, type ExtractedAttempts, extractAttempts } from '@keyscope/attempts';
-import { createDetector, tierName } from '@keyscope/detector';
+import { createDetector, type Detector, tierName } from '@keyscope/detector';
 import { scenarios, simulateBatches } from '@keyscope/simulator';
 import { percentile } from '../measure.ts';
 import { SPANS_PER_PAYLOAD } from '../workloads/simulated-payloads.ts';
@@ -52,6 +52,9 @@ function isExecution(attempt: Attempt): boolean {
   return attempt.kind === 'server' && attempt.outcome === 'miss';
 }
 
+/** What a pass needs of a detector: another checkout's detector (`--detector-baseline`) has at least this. */
+export type StreamDetector = Pick<Detector, 'ingest'>;
+
 export interface StreamPass {
   attemptsPerSecond: number;
   /** Cores this process used while ingesting: under 1 when other work took its core. */
@@ -65,13 +68,17 @@ export interface StreamPass {
 }
 
 /**
- * Ingests the whole stream into a fresh detector (default settings, in-memory attempt log),
+ * Ingests the whole stream into a fresh detector (default settings, in-memory attempt log; by
+ * default this checkout's),
  * timing every `ingest` call. A second execution's latency is the time of the call that delivered
  * it, plus that of every later call until one reports a finding of its key: the detector runs
  * synchronously, so nothing else stands between arrival and finding.
  */
-export function ingestStream(stream: AttemptStream): StreamPass {
-  const detector = createDetector();
+export function ingestStream(
+  stream: AttemptStream,
+  create: () => StreamDetector = createDetector,
+): StreamPass {
+  const detector = create();
   /** Keys whose second execution was delivered and not yet reported: since which call, how long. */
   const waiting = new Map<string, { sinceCall: number; millis: number }>();
   const latenciesMillis: number[] = [];

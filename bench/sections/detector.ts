@@ -1,7 +1,10 @@
+import type { ChildProcess } from 'node:child_process';
+import type { BenchSizes } from '../bench-sizes.ts';
 import { forkTypeScript, nextMessage } from '../fork-typescript.ts';
-import { median } from '../measure.ts';
+import { median, pairedRatio } from '../measure.ts';
 import type { Section } from '../section.ts';
 import type { Row } from '../table.ts';
+import type { PaceReply, PaceRequest } from './detector-pace-process.ts';
 import type { DetectorProcessReply } from './detector-process.ts';
 
 const MEMORY_TARGET_BYTES_PER_KEY = 200;
@@ -72,6 +75,72 @@ export const detectorSection: Section = {
           'over repetitions. Excludes decode and extraction (see the persisted section)',
       },
     ];
+    if (context.detectorBaseline !== undefined)
+      rows.push(await pairedWithBaseline(context.detectorBaseline, sizes));
     return rows;
   },
 };
+
+/**
+ * This checkout's detector and another checkout's (`--detector-baseline DIR`) on the same stream,
+ * each in a process of its own, taking turns pass by pass: the ratio says whether a change made
+ * the detector faster or slower, with both sides under the same load.
+ */
+async function pairedWithBaseline(checkout: string, sizes: BenchSizes): Promise<Row> {
+  const ours = await startPace(sizes, undefined);
+  const theirs = await startPace(sizes, checkout).catch((error: Error) => {
+    ours.kill();
+    throw error;
+  });
+  try {
+    const oursRates: number[] = [];
+    const theirsRates: number[] = [];
+    for (let i = 0; i < sizes.repetitions; i++) {
+      // Who goes first alternates, so neither always runs on a machine the other just warmed.
+      const order = i % 2 === 0 ? [ours, theirs] : [theirs, ours];
+      for (const child of order) (child === ours ? oursRates : theirsRates).push(await pass(child));
+    }
+    return {
+      section: 'detector',
+      measurement: 'ingest throughput beside a baseline checkout',
+      value: median(oursRates),
+      unit: 'attempts/s',
+      ratio: { value: pairedRatio(oursRates, theirsRates), against: 'baseline checkout, same stream' },
+      target: { comparison: '>=', bound: 1, on: 'ratio' },
+      samples: oursRates,
+      note:
+        `this checkout's createDetector() and ${checkout}'s, each in a process of its own, taking turns on this ` +
+        `checkout's stream (same attempts, same batches); baseline median ${Math.round(median(theirsRates))} ` +
+        `attempts/s, its passes ${theirsRates.map((rate) => `${Math.round(rate / 1000)}k`).join(' ')}`,
+    };
+  } finally {
+    ours.kill();
+    theirs.kill();
+  }
+}
+
+async function startPace(sizes: BenchSizes, checkout: string | undefined): Promise<ChildProcess> {
+  const child = forkTypeScript(new URL('./detector-pace-process.ts', import.meta.url));
+  const reply = await ask(child, { type: 'start', sizes, checkout });
+  if (reply.type !== 'ready') {
+    child.kill();
+    throw new Error(`detector pace process (${checkout ?? 'this checkout'}): ${failure(reply)}`);
+  }
+  return child;
+}
+
+async function pass(child: ChildProcess): Promise<number> {
+  const reply = await ask(child, { type: 'pass' });
+  if (reply.type !== 'passed') throw new Error(`detector pace process: ${failure(reply)}`);
+  return reply.attemptsPerSecond;
+}
+
+function ask(child: ChildProcess, request: PaceRequest): Promise<PaceReply> {
+  const replied = nextMessage<PaceReply>(child);
+  child.send(request);
+  return replied;
+}
+
+function failure(reply: PaceReply): string {
+  return reply.type === 'failed' ? reply.message : `unexpected ${reply.type}`;
+}

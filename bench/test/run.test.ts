@@ -168,3 +168,41 @@ describe('pnpm bench --quick', () => {
     for (const row of report.rows) expect(printed).toContain(row.measurement);
   });
 });
+
+describe('pnpm bench --section detector --detector-baseline', () => {
+  it("runs another checkout's detector beside this one's on the same stream and reports the paired ratio", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'keyscope-bench-test-'));
+    try {
+      const out = join(dir, 'report.json');
+      // This checkout as its own baseline: the harness is what is under test, not a speed.
+      const checkout = fileURLToPath(new URL('../..', import.meta.url));
+      await run(
+        process.execPath,
+        [
+          '--import',
+          TSX,
+          RUN_TS,
+          '--quick',
+          '--section',
+          'detector',
+          '--detector-baseline',
+          checkout,
+          '--out',
+          out,
+        ],
+        { maxBuffer: 16 * 1024 * 1024 },
+      );
+      const report = JSON.parse(readFileSync(out, 'utf8')) as Report;
+      const paired = report.rows.find(
+        (row) => row.measurement === 'ingest throughput beside a baseline checkout',
+      );
+      expect(paired?.samples).toHaveLength(QUICK_SIZES.repetitions);
+      expect(paired?.ratio?.against).toBe('baseline checkout, same stream');
+      expect(Number.isFinite(paired?.ratio?.value) && paired!.ratio!.value > 0).toBe(true);
+      expect(paired?.note).toContain(checkout.replace(/\/$/, ''));
+      expect(paired?.note?.match(/\d+k/g)).toHaveLength(QUICK_SIZES.repetitions);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
+});
