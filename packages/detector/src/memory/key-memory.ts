@@ -6,12 +6,10 @@ import { tierName } from '../rules/evaluate-key.ts';
 import { mayHideExecution } from '../rules/unseen-execution.ts';
 import type { AttemptLog } from './attempt-log.ts';
 import { Interner } from './interner.ts';
-import { KeyTable } from './key-table.ts';
+import { KeyTable, OBSERVED_FIRST_AT_TIER, OBSERVED_SUSPECT } from './key-table.ts';
 
 /** Names the interner may hold before it is first compacted. */
 const MIN_INTERNER_LIMIT = 65_536;
-
-function noop(): void {}
 
 /**
  * The detector's compact memory of the keys it has seen (docs/design.md, "Memory per key"): a
@@ -180,21 +178,22 @@ export class KeyMemory {
     if (mayHideExecution(attempt)) keys.markSuspect(slot);
     // A side effect lands at no tier, like a client send; a suspect key is judged again with it.
     if (attempt.kind === 'client' || attempt.kind === 'effect')
-      return keys.observe(slot, attempt.endUnixMillis, tenant, -1, -1, false, noop);
+      return (keys.observe(slot, attempt.endUnixMillis, tenant, -1, -1, false) & OBSERVED_SUSPECT) !== 0;
     const { service, node } = attempt.placement;
     const name = tierName(service, attempt.operation);
     // Past `maxTiers` the tier's aggregates are the overflow bucket's; the key is judged at its own tier all the same.
     const stats = fresh ? scopes.tierOf(name, service, attempt.operation, true) : undefined;
     if (stats !== undefined && attempt.kind === 'server') scopes.decided(stats, attempt);
-    return keys.observe(
+    const observed = keys.observe(
       slot,
       attempt.endUnixMillis,
       tenant,
       interner.id(name),
       interner.id(node),
       attempt.kind === 'server',
-      stats === undefined ? noop : () => scopes.keySeen(stats),
     );
+    if (stats !== undefined && (observed & OBSERVED_FIRST_AT_TIER) !== 0) scopes.keySeen(stats);
+    return (observed & OBSERVED_SUSPECT) !== 0;
   }
 
   #evictOldest(): void {

@@ -130,8 +130,10 @@ export class KeyTable {
   }
 
   /**
-   * Records (and counts) one attempt; true when the key is (now) suspect. `tier` is -1 for a client attempt
-   * (no tier); `firstAtTier` is called when the key lands at a tier it had not reached.
+   * Records (and counts) one attempt. `tier` is -1 for a client attempt (no tier). Returns
+   * OBSERVED_SUSPECT when the key is (now) suspect, OR-ed with OBSERVED_FIRST_AT_TIER when the
+   * attempt landed at a tier the key had not reached: bits, not a callback, since this runs for
+   * every attempt.
    */
   observe(
     slot: number,
@@ -140,8 +142,7 @@ export class KeyTable {
     tier: number,
     node: number,
     server: boolean,
-    firstAtTier: () => void,
-  ): boolean {
+  ): number {
     const attempts = this.#attempts[slot]!;
     if (attempts < this.#maxAttemptsPerKey) {
       this.#attempts[slot] = attempts + 1;
@@ -155,6 +156,7 @@ export class KeyTable {
       if (known === -1) this.#tenant[slot] = tenant;
       else if (known !== tenant) flags |= SUSPECT;
     }
+    let observed = 0;
     if (tier !== -1) {
       if (this.#tierA[slot] === tier) {
         const count = Math.min(2, (flags & 3) + (server ? 1 : 0));
@@ -165,7 +167,7 @@ export class KeyTable {
         flags = (flags & ~12) | (count << 2);
         if (count >= 2 || this.#nodeB[slot] !== node) flags |= SUSPECT;
       } else {
-        firstAtTier();
+        observed = OBSERVED_FIRST_AT_TIER;
         if (this.#tierA[slot] === -1) {
           this.#tierA[slot] = tier;
           this.#nodeA[slot] = node;
@@ -178,7 +180,7 @@ export class KeyTable {
       }
     }
     this.#flags[slot] = flags;
-    return (flags & SUSPECT) !== 0;
+    return (flags & SUSPECT) === 0 ? observed : observed | OBSERVED_SUSPECT;
   }
 
   /**
@@ -231,6 +233,10 @@ export class KeyTable {
 }
 
 const SUSPECT = 16;
+/** `observe`'s answer: the key is (now) suspect. */
+export const OBSERVED_SUSPECT = 1;
+/** `observe`'s answer: the attempt landed at a tier the key had not reached. */
+export const OBSERVED_FIRST_AT_TIER = 2;
 /** The key is in the evidence coverage's sample. */
 const COVERED = 32;
 /** How recent a key's last attempt may be for touching it to leave its place in the order. */
