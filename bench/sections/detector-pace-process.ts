@@ -4,7 +4,7 @@ import { ingestStream, type StreamDetector, simulatedAttemptStream } from './det
 
 /**
  * One side of `--detector-baseline`: a process that times one detector on this checkout's
- * benchmark stream, one pass per request, so two of them (this checkout's detector and another
+ * benchmark stream, one sample per request, so two of them (this checkout's detector and another
  * checkout's) can take turns on the same stream. The stream is always extracted by this
  * checkout: the other detector reads today's attempts, not the ones its own extraction made.
  */
@@ -14,11 +14,20 @@ export type PaceRequest =
   { type: 'start'; sizes: BenchSizes; checkout?: string } | { type: 'pass' };
 
 export type PaceReply =
-  | { type: 'ready' }
-  | { type: 'passed'; attemptsPerSecond: number; cpuShare: number }
+  | { type: 'ready'; warmupPasses: number; passesPerSample: number }
+  | { type: 'passed'; attemptsPerSecond: number }
   | { type: 'failed'; message: string };
 
 type CreateDetector = () => StreamDetector;
+
+/**
+ * Passes over the stream before the first sample, and per sample. One pass over 200,000 spans takes
+ * a fraction of a second, and a process's pace moves with its heap's size from pass to pass (by
+ * up to 2× in the first dozens): a sample of several passes after several untimed ones reads
+ * less of that.
+ */
+const WARMUP_PASSES = 8;
+const PASSES_PER_SAMPLE = 4;
 
 async function detectorOf(checkout: string | undefined): Promise<CreateDetector> {
   if (checkout === undefined) return (await import('@keyscope/detector')).createDetector;
@@ -35,14 +44,15 @@ async function answer(request: PaceRequest): Promise<PaceReply> {
   if (request.type === 'start') {
     create = await detectorOf(request.checkout);
     stream = simulatedAttemptStream(request.sizes.detector.streamSpans, request.sizes.seed);
-    // Untimed: the first pass of a fresh process compiles what the later ones run.
-    ingestStream(stream, create);
-    ingestStream(stream, create);
-    return { type: 'ready' };
+    // Untimed: the first passes of a fresh process compile what the later ones run, and size its heap.
+    for (let i = 0; i < WARMUP_PASSES; i++) ingestStream(stream, create);
+    return { type: 'ready', warmupPasses: WARMUP_PASSES, passesPerSample: PASSES_PER_SAMPLE };
   }
   if (create === undefined || stream === undefined) throw new Error('a pass before start');
-  const pass = ingestStream(stream, create);
-  return { type: 'passed', attemptsPerSecond: pass.attemptsPerSecond, cpuShare: pass.cpuShare };
+  let seconds = 0;
+  for (let i = 0; i < PASSES_PER_SAMPLE; i++)
+    seconds += stream.attempts / ingestStream(stream, create).attemptsPerSecond;
+  return { type: 'passed', attemptsPerSecond: (PASSES_PER_SAMPLE * stream.attempts) / seconds };
 }
 
 process.on('message', (request: PaceRequest) => {

@@ -1,5 +1,6 @@
 import type { ChildProcess } from 'node:child_process';
 import type { BenchSizes } from '../bench-sizes.ts';
+import { cpuAffinity } from '../cpu-affinity.ts';
 import { forkTypeScript, nextMessage } from '../fork-typescript.ts';
 import { median, pairedRatio } from '../measure.ts';
 import type { Section } from '../section.ts';
@@ -9,6 +10,12 @@ import type { DetectorProcessReply } from './detector-process.ts';
 
 const MEMORY_TARGET_BYTES_PER_KEY = 200;
 const LATENCY_TARGET_P99_MILLIS = 50;
+/**
+ * Pairs of samples per repetition beside a baseline checkout: a sample is under a second, and a
+ * process's pace still moves by up to 2× from sample to sample, which a ratio's median over more
+ * pairs reads through.
+ */
+const PAIRS_PER_REPETITION = 3;
 
 /** The detector on its own: throughput, memory per tracked key, second execution → finding. */
 export const detectorSection: Section = {
@@ -83,20 +90,30 @@ export const detectorSection: Section = {
 
 /**
  * This checkout's detector and another checkout's (`--detector-baseline DIR`) on the same stream,
- * each in a process of its own, taking turns pass by pass: the ratio says whether a change made
+ * each in a process of its own, taking turns sample by sample: the ratio says whether a change made
  * the detector faster or slower, with both sides under the same load.
  */
 async function pairedWithBaseline(checkout: string, sizes: BenchSizes): Promise<Row> {
-  const ours = await startPace(sizes, undefined);
-  const theirs = await startPace(sizes, checkout).catch((error: Error) => {
-    ours.kill();
-    throw error;
-  });
+  const oursPace = await startPace(sizes, undefined);
+  const ours = oursPace.child;
+  const theirs = (
+    await startPace(sizes, checkout).catch((error: Error) => {
+      ours.kill();
+      throw error;
+    })
+  ).child;
+  const { warmupPasses, passesPerSample } = oursPace.ready;
   try {
     const oursRates: number[] = [];
     const theirsRates: number[] = [];
-    for (let i = 0; i < sizes.repetitions; i++) {
-      // Who goes first alternates, so neither always runs on a machine the other just warmed.
+    const cpus = cpuAffinity.available() ? cpuAffinity.cpus() : [];
+    for (let i = 0; i < PAIRS_PER_REPETITION * sizes.repetitions; i++) {
+      // Both of a pair on one CPU (this VM's CPUs do not keep one pace; see the persisted section),
+      // each CPU in turn; who goes first alternates, so neither always runs on a core the other just warmed.
+      if (cpus.length > 0) {
+        const cpu = String(cpus[i % cpus.length]);
+        for (const child of [ours, theirs]) cpuAffinity.pin(child.pid!, cpu);
+      }
       const order = i % 2 === 0 ? [ours, theirs] : [theirs, ours];
       for (const child of order) (child === ours ? oursRates : theirsRates).push(await pass(child));
     }
@@ -110,8 +127,9 @@ async function pairedWithBaseline(checkout: string, sizes: BenchSizes): Promise<
       samples: oursRates,
       note:
         `this checkout's createDetector() and ${checkout}'s, each in a process of its own, taking turns on this ` +
-        `checkout's stream (same attempts, same batches); baseline median ${Math.round(median(theirsRates))} ` +
-        `attempts/s, its passes ${theirsRates.map((rate) => `${Math.round(rate / 1000)}k`).join(' ')}`,
+        `checkout's stream (same attempts, same batches), both of a pair pinned to one CPU${cpus.length > 0 ? '' : ' (taskset unavailable: unpinned)'}, ` +
+        `a sample ${passesPerSample} passes after ${warmupPasses} untimed ones; baseline median ${Math.round(median(theirsRates))} ` +
+        `attempts/s, its samples ${theirsRates.map((rate) => `${Math.round(rate / 1000)}k`).join(' ')}`,
     };
   } finally {
     ours.kill();
@@ -119,14 +137,19 @@ async function pairedWithBaseline(checkout: string, sizes: BenchSizes): Promise<
   }
 }
 
-async function startPace(sizes: BenchSizes, checkout: string | undefined): Promise<ChildProcess> {
+interface Pace {
+  child: ChildProcess;
+  ready: Extract<PaceReply, { type: 'ready' }>;
+}
+
+async function startPace(sizes: BenchSizes, checkout: string | undefined): Promise<Pace> {
   const child = forkTypeScript(new URL('./detector-pace-process.ts', import.meta.url));
   const reply = await ask(child, { type: 'start', sizes, checkout });
   if (reply.type !== 'ready') {
     child.kill();
     throw new Error(`detector pace process (${checkout ?? 'this checkout'}): ${failure(reply)}`);
   }
-  return child;
+  return { child, ready: reply };
 }
 
 async function pass(child: ChildProcess): Promise<number> {

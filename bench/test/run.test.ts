@@ -196,11 +196,12 @@ describe('pnpm bench --section detector --detector-baseline', () => {
       const paired = report.rows.find(
         (row) => row.measurement === 'ingest throughput beside a baseline checkout',
       );
-      expect(paired?.samples).toHaveLength(QUICK_SIZES.repetitions);
+      // Three pairs of samples per repetition.
+      expect(paired?.samples).toHaveLength(3 * QUICK_SIZES.repetitions);
       expect(paired?.ratio?.against).toBe('baseline checkout, same stream');
       expect(Number.isFinite(paired?.ratio?.value) && paired!.ratio!.value > 0).toBe(true);
       expect(paired?.note).toContain(checkout.replace(/\/$/, ''));
-      expect(paired?.note?.match(/\d+k/g)).toHaveLength(QUICK_SIZES.repetitions);
+      expect(paired?.note?.match(/\d+k/g)).toHaveLength(3 * QUICK_SIZES.repetitions);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
