@@ -46,6 +46,13 @@ export const SLOW_PAST_RATIO = 2;
  */
 export const SLOW_RUN_SIGMAS = 5;
 
+/**
+ * The histograms one verdict of `slowAt` sums, reused: a verdict reads them and keeps none, and
+ * verdicts are made one at a time.
+ */
+const SCRATCH_MINE = emptyLatency();
+const SCRATCH_PEERS = emptyLatency();
+
 interface SlowRun extends Run {
   /** Kept for the newest run only, which may still grow; recomputed from the buckets when absent. */
   latency?: RunLatency;
@@ -84,8 +91,9 @@ export class SlowdownFinder {
   /**
    * Whether the node was slow against its peers in a bucket, as of that bucket's window's version
    * (`ServiceActivity.latencyVersions`): a bucket nobody's activity touched since is not judged again.
+   * One number per bucket, `2 × version + (slow ? 1 : 0)`: a bucket of every node has one.
    */
-  private readonly slowness = new Map<number, { version: number; slow: boolean }>();
+  private readonly slowness = new Map<number, number>();
   /** Slow buckets as runs that sum their histograms as they grow: what `find` continues. */
   private readonly summed: RunCondition<SlowRun>;
   /** Slow buckets as bare runs, their sums read when judged: what pruning finds again. */
@@ -214,27 +222,25 @@ export class SlowdownFinder {
     let version = 0;
     for (let back = 0; back < SLOW_WINDOW_BUCKETS; back++)
       version += service.latencyVersions.get(index - back) ?? 0;
-    let judged = this.slowness.get(index);
-    if (judged === undefined || judged.version !== version) {
-      const minSpans = scope.config.latencySpikeMinSpans;
-      const mine = emptyLatency();
-      const peers = emptyLatency();
-      for (let back = 0; back < SLOW_WINDOW_BUCKETS; back++) {
-        const all = service.latencyTotals.get(index - back);
-        if (all === undefined) continue;
-        const ownThen = node.latency.get(index - back);
-        if (back < SLOW_OWN_BUCKETS && ownThen !== undefined) addLatency(mine, ownThen);
-        if (back < SLOW_PEER_BUCKETS) addPeers(peers, all, ownThen);
-      }
-      const slow =
-        total(mine) >= minSpans &&
-        total(peers) >= minSpans &&
-        slowerThan(mine, peers, { ratio: SLOW_SECOND_RATIO, minSpans, sigmas: 0 });
-      judged = { version, slow };
-      this.slowness.set(index, judged);
-      scope.latencyJudgements++;
+    const judged = this.slowness.get(index);
+    if (judged !== undefined && Math.floor(judged / 2) === version) return judged % 2 === 1;
+    const minSpans = scope.config.latencySpikeMinSpans;
+    const mine = SCRATCH_MINE.fill(0);
+    const peers = SCRATCH_PEERS.fill(0);
+    for (let back = 0; back < SLOW_WINDOW_BUCKETS; back++) {
+      const all = service.latencyTotals.get(index - back);
+      if (all === undefined) continue;
+      const ownThen = node.latency.get(index - back);
+      if (back < SLOW_OWN_BUCKETS && ownThen !== undefined) addLatency(mine, ownThen);
+      if (back < SLOW_PEER_BUCKETS) addPeers(peers, all, ownThen);
     }
-    return judged.slow;
+    const slow =
+      total(mine) >= minSpans &&
+      total(peers) >= minSpans &&
+      slowerThan(mine, peers, { ratio: SLOW_SECOND_RATIO, minSpans, sigmas: 0 });
+    this.slowness.set(index, 2 * version + (slow ? 1 : 0));
+    scope.latencyJudgements++;
+    return slow;
   }
 
   /** Adds bucket `index` (if it has latency) to a run's histograms. */
