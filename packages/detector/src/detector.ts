@@ -350,6 +350,7 @@ export function createDetector(
       if (scopeState !== undefined) {
         scopes.importState(scopeState);
         coverage.forgetTiers();
+        memory.forgetTiers();
       }
       const changes = new Changes();
       for (const finding of findings) {

@@ -1057,6 +1057,17 @@ describe('bounded memory', () => {
     expect(restarted.scopeReport()[0]).toMatchObject({ keys: 1, keysSpanning: { nodes: 1 } });
   });
 
+  it('counts into the restored scope report once restored, even at a tier it counted before the restore', () => {
+    const before = createDetector();
+    before.ingest(batch([server({ key: 'k1', node: 'a', at: 0 }), server({ key: 'k2', node: 'a', at: 1 })]));
+    const detector = createDetector();
+    detector.ingest(batch([server({ key: 'k3', node: 'a', at: 0 })]));
+    detector.restore({ findings: [], scopeState: before.scopeState() });
+    detector.ingest(batch([server({ key: 'k4', node: 'a', at: 2 })]));
+    // The restored row, two keys, and the key that came after: the key before the restore is not in it.
+    expect(detector.scopeReport()[0]).toMatchObject({ keys: 3 });
+  });
+
   it('retracts after a restart a finding reported before it, once restored', () => {
     const log = createMemoryAttemptLog();
     const before = createDetector(defaultDetectorConfig(), { attemptLog: log });

@@ -109,4 +109,18 @@ describe('KeyMemory', () => {
 
     expect(memory.internedNames).toBe(10);
   });
+
+  it('counts a key once at its tier across a compaction of its names', () => {
+    const { memory, scopes, arrive } = memoryOf();
+    for (let i = 0; i < 66_000; i++) arrive(client({ key: `k${i}`, tenant: `tenant-${i}`, at: i / 1000 }));
+    // Its tier's name is interned after the tenants', so compacting gives it another id.
+    arrive(server({ key: 'kept', at: 100 }));
+    memory.forgetBefore(memory.lastSeen('kept'));
+    memory.compactInterner();
+    expect(memory.internedNames).toBeLessThan(10);
+
+    arrive(arrival({ key: 'kept', at: 101 }));
+
+    expect(scopes.rows()[0]).toMatchObject({ keys: 1 });
+  });
 });
