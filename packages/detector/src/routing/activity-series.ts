@@ -9,8 +9,8 @@ export const BASELINE_BUCKETS = 30;
 export interface ServiceActivity {
   /** Spans of all nodes per bucket. */
   readonly totals: ActiveBuckets;
-  /** Bucket index → duration histogram of all nodes. */
-  readonly latencyTotals: ReadonlyMap<number, readonly number[]>;
+  /** Duration histograms of all nodes, by bucket index. */
+  readonly latencyTotals: LatencyHistograms;
   /**
    * Bucket index → how many latency samples of any node it took: a bucket's version, which a
    * node's cached latency verdicts are checked against (see slowdowns.ts).
@@ -22,8 +22,20 @@ export interface ServiceActivity {
 export interface NodeActivitySeries {
   readonly placement: Placement;
   readonly buckets: ActiveBuckets;
-  /** Bucket index → duration histogram (`NodeActivity.latency`), for buckets whose samples had one. */
-  readonly latency: ReadonlyMap<number, readonly number[]>;
+  /** Duration histograms (`NodeActivity.latency`) by bucket index, for buckets whose samples had one. */
+  readonly latency: LatencyHistograms;
+}
+
+/**
+ * Duration histograms by bucket index, read by adding them into a histogram of the reader's
+ * (`emptyLatency`), so that a verdict over many buckets allocates nothing per bucket.
+ */
+export interface LatencyHistograms {
+  /** Buckets with a histogram. */
+  readonly size: number;
+  has(index: number): boolean;
+  /** Adds bucket `index`'s histogram, times `sign` (1 or -1), into `into`; false, adding nothing, if it has none. */
+  addTo(index: number, into: number[], sign?: number): boolean;
 }
 
 /** What every finder reads besides activity, and where it counts what inference costs. */

@@ -1,10 +1,11 @@
-import { addLatency, emptyLatency, type NodeActivity, type Placement } from '@keyscope/attempts';
+import type { NodeActivity, Placement } from '@keyscope/attempts';
 import type { DetectorConfig } from '../config.ts';
 import { ActiveBuckets } from './active-buckets.ts';
 import type { FinderScope, NodeActivitySeries, ServiceActivity } from './activity-series.ts';
 import { ErrorSpikeFinder } from './error-spikes.ts';
 import { EventWindow } from './event-window.ts';
 import { composeFailovers } from './failover.ts';
+import { LatencyColumns } from './latency-columns.ts';
 import { NodeDownFinder } from './node-down.ts';
 import { compareEvents, type RoutingEvent } from './routing-event.ts';
 import { SlowdownFinder } from './slowdowns.ts';
@@ -15,7 +16,7 @@ export const ACTIVITY_WINDOW_MILLIS = 2 * 60 * 60 * 1000;
 /** A node's activity as it arrives, and its finders, which keep what they found in it. */
 class NodeSeries implements NodeActivitySeries {
   readonly buckets: ActiveBuckets;
-  readonly latency = new Map<number, number[]>();
+  readonly latency = new LatencyColumns();
   readonly downs: NodeDownFinder;
   readonly errorSpikes: ErrorSpikeFinder;
   readonly slowdowns: SlowdownFinder;
@@ -34,7 +35,7 @@ class NodeSeries implements NodeActivitySeries {
 
 interface ServiceSeries extends ServiceActivity {
   nodes: Map<string, NodeSeries>;
-  readonly latencyTotals: Map<number, number[]>;
+  readonly latencyTotals: LatencyColumns;
   readonly latencyVersions: Map<number, number>;
   /** Counts of a bucket the cached events were inferred from changed (late activity). */
   dirty: boolean;
@@ -114,7 +115,7 @@ export class RoutingInference extends EventWindow<ServiceSeries> {
         service = {
           nodes: new Map(),
           totals: new ActiveBuckets(this.scope),
-          latencyTotals: new Map(),
+          latencyTotals: new LatencyColumns(),
           latencyVersions: new Map(),
           dirty: true,
           changedFrom: Number.POSITIVE_INFINITY,
@@ -133,8 +134,8 @@ export class RoutingInference extends EventWindow<ServiceSeries> {
       node.buckets.add(index, sample.spans, sample.errors);
       service.totals.add(index, sample.spans, sample.errors);
       if (sample.latency !== undefined) {
-        addLatency(histogramAt(node.latency, index), sample.latency);
-        addLatency(histogramAt(service.latencyTotals, index), sample.latency);
+        node.latency.add(index, sample.latency);
+        service.latencyTotals.add(index, sample.latency);
         service.latencyVersions.set(index, (service.latencyVersions.get(index) ?? 0) + 1);
       }
       // A bucket beyond what was inferred changes nothing until the watermark passes it.
@@ -222,11 +223,4 @@ export class RoutingInference extends EventWindow<ServiceSeries> {
     }
     return [...composeFailovers(service, series.nodes, downs), ...spikes].sort(compareEvents);
   }
-}
-
-/** The histogram of `index`, created empty if there is none yet. */
-function histogramAt(histograms: Map<number, number[]>, index: number): number[] {
-  let histogram = histograms.get(index);
-  if (histogram === undefined) histograms.set(index, (histogram = emptyLatency()));
-  return histogram;
 }

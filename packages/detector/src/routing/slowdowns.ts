@@ -1,4 +1,4 @@
-import { addLatency, emptyLatency } from '@keyscope/attempts';
+import { emptyLatency } from '@keyscope/attempts';
 import {
   BASELINE_BUCKETS,
   bucketsOf,
@@ -213,8 +213,7 @@ export class SlowdownFinder {
    */
   private slowAt(index: number): boolean {
     const { node, service, scope } = this;
-    const own = node.latency.get(index);
-    if (own === undefined) return false;
+    if (!node.latency.has(index)) return false;
     scope.bucketReads++;
     // A bucket's verdict depends on the histograms of its window only: kept until any node's
     // activity changes one of them (versions only grow, so their sum changes when one does; pruning
@@ -228,11 +227,9 @@ export class SlowdownFinder {
     const mine = SCRATCH_MINE.fill(0);
     const peers = SCRATCH_PEERS.fill(0);
     for (let back = 0; back < SLOW_WINDOW_BUCKETS; back++) {
-      const all = service.latencyTotals.get(index - back);
-      if (all === undefined) continue;
-      const ownThen = node.latency.get(index - back);
-      if (back < SLOW_OWN_BUCKETS && ownThen !== undefined) addLatency(mine, ownThen);
-      if (back < SLOW_PEER_BUCKETS) addPeers(peers, all, ownThen);
+      const at = index - back;
+      if (back < SLOW_OWN_BUCKETS) node.latency.addTo(at, mine);
+      if (back < SLOW_PEER_BUCKETS) addPeers(peers, service, node, at);
     }
     const slow =
       total(mine) >= minSpans &&
@@ -245,11 +242,9 @@ export class SlowdownFinder {
 
   /** Adds bucket `index` (if it has latency) to a run's histograms. */
   private addRunBucket(latency: RunLatency, index: number): void {
-    const own = this.node.latency.get(index);
-    if (own === undefined) return;
+    if (!this.node.latency.addTo(index, latency.during)) return;
     this.scope.bucketReads++;
-    addLatency(latency.during, own);
-    addPeers(latency.peers, this.service.latencyTotals.get(index)!, own);
+    addPeers(latency.peers, this.service, this.node, index);
   }
 
   /** The latency spike a run of slow buckets is, if it is one. */
@@ -269,10 +264,7 @@ export class SlowdownFinder {
     if (run.latency.before === undefined) {
       const before = emptyLatency();
       for (let at = buckets.lowerBound(first - BASELINE_BUCKETS); buckets.indexAt(at) < first; at++) {
-        const own = node.latency.get(buckets.indexAt(at));
-        if (own === undefined) continue;
-        scope.bucketReads++;
-        addLatency(before, own);
+        if (node.latency.addTo(buckets.indexAt(at), before)) scope.bucketReads++;
       }
       run.latency.before = before;
     }
@@ -282,13 +274,15 @@ export class SlowdownFinder {
     // A second's verdict reads the one before it too (SLOW_OWN_BUCKETS): a run's last second with
     // no span of its own past the bound was slow for the one before only, the brownout's first
     // healthy second, and is no part of the event.
-    const lastOwn = node.latency.get(last)!;
+    const lastOwn = emptyLatency();
+    node.latency.addTo(last, lastOwn);
     const bound = slowShareOf(during, peers);
     if (bound !== undefined && spansPast(lastOwn, bound.boundMillis) === 0) {
       if (last - 1 - first + 1 < minBuckets) return undefined;
       during = during.map((count, i) => count - lastOwn[i]!);
-      const all = service.latencyTotals.get(last)!;
-      peers = peers.map((count, i) => count - (all[i]! - lastOwn[i]!));
+      const lastPeers = emptyLatency();
+      addPeers(lastPeers, service, node, last);
+      peers = peers.map((count, i) => count - lastPeers[i]!);
       last--;
     }
     if (total(before) < minSpans || total(peers) < minSpans) return undefined;
@@ -315,7 +309,7 @@ function total(counts: readonly number[]): number {
   return sum;
 }
 
-/** Adds a bucket's other nodes' histogram (the service's less the node's own, if any) into `into`. */
-function addPeers(into: number[], all: readonly number[], own: readonly number[] | undefined): void {
-  for (let i = 0; i < into.length; i++) into[i]! += all[i]! - (own?.[i] ?? 0);
+/** Adds bucket `index`'s other nodes' histogram (the service's less the node's own, if any) into `into`. */
+function addPeers(into: number[], service: ServiceActivity, node: NodeActivitySeries, index: number): void {
+  if (service.latencyTotals.addTo(index, into)) node.latency.addTo(index, into, -1);
 }

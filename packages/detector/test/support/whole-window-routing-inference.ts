@@ -16,7 +16,12 @@
 
 import { addLatency, emptyLatency, type NodeActivity, type Placement } from '@keyscope/attempts';
 import { ActiveBuckets } from '../../src/routing/active-buckets.ts';
-import type { FinderScope, NodeActivitySeries, ServiceActivity } from '../../src/routing/activity-series.ts';
+import type {
+  FinderScope,
+  LatencyHistograms,
+  NodeActivitySeries,
+  ServiceActivity,
+} from '../../src/routing/activity-series.ts';
 import { ErrorSpikeFinder } from '../../src/routing/error-spikes.ts';
 import { EventWindow } from '../../src/routing/event-window.ts';
 import { composeFailovers } from '../../src/routing/failover.ts';
@@ -145,7 +150,7 @@ export class WholeWindowRoutingInference extends EventWindow<ServiceSeries> {
     };
     const activity: ServiceActivity = {
       totals: closedBuckets(series.totals, closedIndex, scope),
-      latencyTotals: series.latencyTotals,
+      latencyTotals: histogramsOf(series.latencyTotals),
       latencyVersions: series.latencyVersions,
     };
     const downs: RoutingEvent[] = [];
@@ -154,7 +159,7 @@ export class WholeWindowRoutingInference extends EventWindow<ServiceSeries> {
       const read: NodeActivitySeries = {
         placement: node.placement,
         buckets: closedBuckets(node.buckets, closedIndex, scope),
-        latency: node.latency,
+        latency: histogramsOf(node.latency),
       };
       const nodeDowns = new NodeDownFinder(scope, activity, read);
       const errorSpikes = new ErrorSpikeFinder(scope, read);
@@ -196,4 +201,20 @@ function histogramAt(histograms: Map<number, number[]>, index: number): number[]
   let histogram = histograms.get(index);
   if (histogram === undefined) histograms.set(index, (histogram = emptyLatency()));
   return histogram;
+}
+
+/** A plain map of histograms as the finders read histograms (`LatencyColumns` in production). */
+function histogramsOf(histograms: Map<number, number[]>): LatencyHistograms {
+  return {
+    get size() {
+      return histograms.size;
+    },
+    has: (index) => histograms.has(index),
+    addTo(index, into, sign = 1) {
+      const counts = histograms.get(index);
+      if (counts === undefined) return false;
+      for (let i = 0; i < into.length; i++) into[i]! += sign * (counts[i] ?? 0);
+      return true;
+    },
+  };
 }
