@@ -18,6 +18,9 @@ const CHUNK_LENGTH = CHUNK_BUCKETS * STRIDE + 1;
 export class LatencyColumns implements LatencyHistograms {
   private readonly chunks = new Map<number, Uint32Array>();
   private histograms = 0;
+  /** The chunk last looked up: a verdict reads the buckets around one, mostly in one chunk. */
+  private lastChunkIndex = Number.NaN;
+  private lastChunk: Uint32Array | undefined;
 
   /** Buckets with a histogram. */
   get size(): number {
@@ -25,15 +28,18 @@ export class LatencyColumns implements LatencyHistograms {
   }
 
   has(index: number): boolean {
-    const chunk = this.chunks.get(Math.floor(index / CHUNK_BUCKETS));
+    const chunk = this.chunkOf(index);
     return chunk !== undefined && chunk[offsetOf(index) + LATENCY_BUCKETS] === 1;
   }
 
   /** Adds `counts` (a histogram) into bucket `index`'s, which it creates if there is none. */
   add(index: number, counts: readonly number[]): void {
-    const chunkIndex = Math.floor(index / CHUNK_BUCKETS);
-    let chunk = this.chunks.get(chunkIndex);
-    if (chunk === undefined) this.chunks.set(chunkIndex, (chunk = new Uint32Array(CHUNK_LENGTH)));
+    let chunk = this.chunkOf(index);
+    if (chunk === undefined) {
+      chunk = new Uint32Array(CHUNK_LENGTH);
+      this.chunks.set(Math.floor(index / CHUNK_BUCKETS), chunk);
+      this.lastChunk = chunk;
+    }
     const offset = offsetOf(index);
     if (chunk[offset + LATENCY_BUCKETS] === 0) {
       chunk[offset + LATENCY_BUCKETS] = 1;
@@ -44,7 +50,7 @@ export class LatencyColumns implements LatencyHistograms {
   }
 
   addTo(index: number, into: number[], sign = 1): boolean {
-    const chunk = this.chunks.get(Math.floor(index / CHUNK_BUCKETS));
+    const chunk = this.chunkOf(index);
     if (chunk === undefined) return false;
     const offset = offsetOf(index);
     if (chunk[offset + LATENCY_BUCKETS] === 0) return false;
@@ -54,14 +60,26 @@ export class LatencyColumns implements LatencyHistograms {
 
   /** Drops bucket `index`'s histogram, and its chunk once it holds none. */
   delete(index: number): void {
-    const chunkIndex = Math.floor(index / CHUNK_BUCKETS);
-    const chunk = this.chunks.get(chunkIndex);
+    const chunk = this.chunkOf(index);
     if (chunk === undefined) return;
     const offset = offsetOf(index);
     if (chunk[offset + LATENCY_BUCKETS] === 0) return;
     chunk.fill(0, offset, offset + STRIDE);
     this.histograms--;
-    if (--chunk[CHUNK_LENGTH - 1]! === 0) this.chunks.delete(chunkIndex);
+    if (--chunk[CHUNK_LENGTH - 1]! === 0) {
+      this.chunks.delete(this.lastChunkIndex);
+      this.lastChunk = undefined;
+    }
+  }
+
+  /** The chunk holding bucket `index`, if any; it is the one `lastChunk` remembers after. */
+  private chunkOf(index: number): Uint32Array | undefined {
+    const chunkIndex = Math.floor(index / CHUNK_BUCKETS);
+    if (chunkIndex !== this.lastChunkIndex) {
+      this.lastChunkIndex = chunkIndex;
+      this.lastChunk = this.chunks.get(chunkIndex);
+    }
+    return this.lastChunk;
   }
 }
 
