@@ -15,7 +15,7 @@ export interface ServiceActivity {
    * Bucket index → how many latency samples of any node it took: a bucket's version, which a
    * node's cached latency verdicts are checked against (see slowdowns.ts).
    */
-  readonly latencyVersions: ReadonlyMap<number, number>;
+  readonly latencyVersions: { get(index: number): number | undefined };
 }
 
 /** One node's activity, as the finders read it. */

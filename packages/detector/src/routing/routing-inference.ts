@@ -7,6 +7,7 @@ import { EventWindow } from './event-window.ts';
 import { composeFailovers } from './failover.ts';
 import { LatencyColumns } from './latency-columns.ts';
 import { NodeDownFinder } from './node-down.ts';
+import { NumberColumn } from './number-column.ts';
 import { compareEvents, type RoutingEvent } from './routing-event.ts';
 import { SlowdownFinder } from './slowdowns.ts';
 
@@ -36,7 +37,7 @@ class NodeSeries implements NodeActivitySeries {
 interface ServiceSeries extends ServiceActivity {
   nodes: Map<string, NodeSeries>;
   readonly latencyTotals: LatencyColumns;
-  readonly latencyVersions: Map<number, number>;
+  readonly latencyVersions: NumberColumn;
   /** Counts of a bucket the cached events were inferred from changed (late activity). */
   dirty: boolean;
   /**
@@ -116,7 +117,7 @@ export class RoutingInference extends EventWindow<ServiceSeries> {
           nodes: new Map(),
           totals: new ActiveBuckets(this.scope),
           latencyTotals: new LatencyColumns(),
-          latencyVersions: new Map(),
+          latencyVersions: new NumberColumn(),
           dirty: true,
           changedFrom: Number.POSITIVE_INFINITY,
           events: [],

@@ -7,6 +7,7 @@ import {
   type ServiceActivity,
 } from './activity-series.ts';
 import { FoundEvents } from './found-events.ts';
+import { NumberColumn } from './number-column.ts';
 import type { RoutingEvent } from './routing-event.ts';
 import { latencySpikeEvent } from './routing-event-builders.ts';
 import { extendRuns, type Run, type RunCondition, reopenRuns } from './runs.ts';
@@ -93,7 +94,7 @@ export class SlowdownFinder {
    * (`ServiceActivity.latencyVersions`): a bucket nobody's activity touched since is not judged again.
    * One number per bucket, `2 × version + (slow ? 1 : 0)`: a bucket of every node has one.
    */
-  private readonly slowness = new Map<number, number>();
+  private readonly slowness = new NumberColumn();
   /** Slow buckets as runs that sum their histograms as they grow: what `find` continues. */
   private readonly summed: RunCondition<SlowRun>;
   /** Slow buckets as bare runs, their sums read when judged: what pruning finds again. */
