@@ -24,6 +24,9 @@ export interface BenchSizes {
     streamSpans: number;
     /** Distinct keys tracked when measuring memory per key. */
     memoryKeys: number;
+    /** Nodes, and seconds of their activity, when measuring the routing window's memory per node. */
+    windowNodes: number;
+    windowSeconds: number;
   };
   persistence: {
     /** Spans per repetition; every repetition starts from an empty database. */
@@ -73,7 +76,8 @@ export const FULL_SIZES: BenchSizes = Object.freeze({
   seed: 1,
   decode: { payloads: 200, warmupPasses: 2 },
   ingest: { requestsPerRepetition: 1000, warmupRequests: 300, connections: 4 },
-  detector: { streamSpans: 200_000, memoryKeys: 500_000 },
+  // 7,200 seconds: the routing window's two hours.
+  detector: { streamSpans: 200_000, memoryKeys: 500_000, windowNodes: 10, windowSeconds: 7_200 },
   // 5 repetitions × 200,000 = 1,000,000 spans through the persisted path.
   persistence: { spans: 200_000, connections: 10, fewerConnections: 4 },
   analyze: { spans: 1_000_000 },
@@ -94,7 +98,7 @@ export const QUICK_SIZES: BenchSizes = Object.freeze({
   seed: 1,
   decode: { payloads: 8, warmupPasses: 1 },
   ingest: { requestsPerRepetition: 20, warmupRequests: 10, connections: 4 },
-  detector: { streamSpans: 10_000, memoryKeys: 10_000 },
+  detector: { streamSpans: 10_000, memoryKeys: 10_000, windowNodes: 2, windowSeconds: 600 },
   persistence: { spans: 10_000, connections: 10, fewerConnections: 4 },
   analyze: { spans: 10_000 },
   history: {

@@ -1,6 +1,7 @@
 import type { BenchSizes } from '../bench-sizes.ts';
 import { measureMemoryPerKey } from './detector-memory.ts';
 import { ingestStream, latencyPercentiles, simulatedAttemptStream } from './detector-stream.ts';
+import { measureWindowMemoryPerNode } from './routing-window-memory.ts';
 
 /**
  * The detector section's measurements, in a process of their own: started with `--expose-gc`
@@ -21,6 +22,8 @@ export interface DetectorMeasurements {
   neverFound: number;
   bytesPerKey: number[];
   keysInMemory: number;
+  /** Per repetition: the routing window's memory per node (routing-window-memory.ts). */
+  windowBytesPerNode: number[];
 }
 
 export type DetectorProcessReply =
@@ -42,6 +45,7 @@ function measure(sizes: BenchSizes): DetectorMeasurements {
     neverFound: 0,
     bytesPerKey: [],
     keysInMemory: 0,
+    windowBytesPerNode: [],
   };
   for (let i = 0; i < sizes.repetitions; i++) {
     const pass = ingestStream(stream);
@@ -58,6 +62,11 @@ function measure(sizes: BenchSizes): DetectorMeasurements {
     const pass = measureMemoryPerKey(stream, sizes.detector.memoryKeys);
     measurements.bytesPerKey.push(pass.bytesPerKey);
     measurements.keysInMemory = pass.keysInMemory;
+  }
+  for (let i = 0; i < sizes.repetitions; i++) {
+    measurements.windowBytesPerNode.push(
+      measureWindowMemoryPerNode(sizes.detector.windowNodes, sizes.detector.windowSeconds),
+    );
   }
   return measurements;
 }

@@ -60,6 +60,17 @@ export const detectorSection: Section = {
       },
       {
         section: 'detector',
+        measurement: 'memory per node of the routing window',
+        value: median(m.windowBytesPerNode) / 2 ** 20,
+        unit: 'MiB',
+        samples: m.windowBytesPerNode.map((bytes) => bytes / 2 ** 20),
+        note:
+          `heap used plus ArrayBuffers after gc, before and after ${sizes.detector.windowSeconds} s of activity of ` +
+          `${sizes.detector.windowNodes} nodes of one service (every second, 20 spans with a latency histogram), / nodes: ` +
+          'what each node sending to keyscope costs once its activity fills the two-hour routing window',
+      },
+      {
+        section: 'detector',
         measurement: 'second execution → finding, p50',
         value: median(m.latencyP50Millis),
         unit: 'ms',

@@ -35,6 +35,7 @@ const EXPECTED_ROWS: Record<string, string[]> = {
   detector: [
     'ingest throughput',
     'memory per tracked key',
+    'memory per node of the routing window',
     'second execution → finding, p50',
     'second execution → finding, p99',
   ],
