@@ -47,7 +47,9 @@ const YOUNG_GENERATION_FLAGS: readonly string[] = ['--max-semi-space-size=64', '
  * longest pauses in either were scavenges (178 and 367 ms), the young generation's collection
  * waiting for a core. Not better in pairs, so not a default: an operator's choice
  * for a service on few, busy cores (docs/configuration.md). `--single-threaded-gc`, tried once
- * beside it: 3 pairs, p99 at half load per-pair median 1.21× (0.36–1.47×).
+ * beside it: 3 pairs, p99 at half load per-pair median 1.21× (0.36–1.47×). `--no-parallel-scavenge`
+ * (scavenges on the main thread alone, waiting for no helper): 4 pairs, per-pair median 1.09×
+ * (0.59–1.43×).
  */
 export const SERVICE_NODE_FLAGS: readonly string[] = Object.freeze([...YOUNG_GENERATION_FLAGS]);
 
