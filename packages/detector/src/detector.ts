@@ -349,8 +349,6 @@ export function createDetector(
       if (activity !== undefined) routing.record(activity);
       if (scopeState !== undefined) {
         scopes.importState(scopeState);
-        coverage.forgetTiers();
-        memory.forgetTiers();
       }
       const changes = new Changes();
       for (const finding of findings) {

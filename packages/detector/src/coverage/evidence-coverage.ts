@@ -1,6 +1,5 @@
 import type { Attempt } from '@keyscope/attempts';
 import { SlotTable } from '../memory/slot-table.ts';
-import { tierName } from '../rules/evaluate-key.ts';
 import {
   CLIENT,
   coverageKindOf,
@@ -60,10 +59,6 @@ export class EvidenceCoverage {
    * The tier counts looked up, by service then operation, and the last one. The overflow bucket's
    * are not remembered by name: a URL-named tier past `maxTiers` would keep its name here forever.
    */
-  private readonly tiers = new Map<string, Map<string, TierCounts>>();
-  private lastService = '';
-  private lastOperation = '';
-  private lastTier: TierCounts | undefined;
   private openEntries = 0;
   private evicted = 0;
   /** Counted entries and windows, to reuse (at most POOLED of each). */
@@ -110,7 +105,7 @@ export class EvidenceCoverage {
   add(attempt: Attempt, slot: number, seenBefore: boolean): void {
     const kind = coverageKindOf(attempt.kind);
     if (kind === UNCOUNTED) return;
-    const tier = kind === CLIENT ? null : this.tierOf(attempt.placement.service, attempt.operation);
+    const tier = kind === CLIENT ? null : this.scopes.tierAt(attempt.placement.service, attempt.operation);
     const entry = (this.freeEntries.pop() ?? new OpenAttempt()).reset(attempt, kind, tier);
     const window = this.windows.get(slot);
     if (window === undefined) {
@@ -143,28 +138,6 @@ export class EvidenceCoverage {
     if (window === undefined) return;
     this.windows.delete(slot);
     window.detached = true;
-  }
-
-  /** Forgets the tier counts looked up: the scope report replaced them (`importState`). */
-  forgetTiers(): void {
-    this.tiers.clear();
-    this.lastTier = undefined;
-  }
-
-  private tierOf(service: string, operation: string): TierCounts {
-    if (this.lastTier !== undefined && service === this.lastService && operation === this.lastOperation)
-      return this.lastTier;
-    let byOperation = this.tiers.get(service);
-    if (byOperation === undefined) this.tiers.set(service, (byOperation = new Map()));
-    let tier = byOperation.get(operation);
-    if (tier === undefined) {
-      tier = this.scopes.tierOf(tierName(service, operation), service, operation);
-      if (!this.scopes.isOverflow(tier)) byOperation.set(operation, tier);
-    }
-    this.lastService = service;
-    this.lastOperation = operation;
-    this.lastTier = tier;
-    return tier;
   }
 
   /** A window whose bucket came: its final clusters are counted, the rest waits in a later bucket. */

@@ -1,4 +1,5 @@
 import type { Attempt, ScopeLevel, ServerAttempt } from '@keyscope/attempts';
+import { tierName } from '../rules/evaluate-key.ts';
 import { DistinctCount } from './distinct-count.ts';
 import { replayHeaderOf, type TierReplayHeader } from './replay-header.ts';
 
@@ -211,6 +212,11 @@ export interface TierStats {
  */
 export class ScopeReport {
   private readonly tiers = new Map<string, TierStats>();
+  /**
+   * The same rows by service, then operation: `tierAt` finds an attempt's row from strings the
+   * decoder made (their hashes kept with them), without building and hashing its name.
+   */
+  private readonly byService = new Map<string, Map<string, TierStats>>();
   private readonly overflowStats: TierStats;
   private readonly overflowTiers = new DistinctCount();
   private overflowed = 0;
@@ -256,9 +262,18 @@ export class ScopeReport {
       return this.overflowStats;
     }
     const created = newStats(tier, service, operation);
-    this.tiers.set(tier, created);
+    this.add(created);
     this.sorted = null;
     return created;
+  }
+
+  /** `tierOf` the tier of `service` and `operation`, found without building its name when it is kept. */
+  tierAt(service: string, operation: string, attempt = false): TierStats {
+    const kept = this.byService.get(service)?.get(operation);
+    if (kept !== undefined) return kept;
+    const stats = this.tierOf(tierName(service, operation), service, operation, attempt);
+    if (stats !== this.overflowStats) this.indexUnder(service, operation, stats);
+    return stats;
   }
 
   /** Whether `stats` is the overflow bucket's. */
@@ -349,6 +364,7 @@ export class ScopeReport {
    */
   importState(state: ScopeReportState): void {
     this.tiers.clear();
+    this.byService.clear();
     this.sorted = null;
     this.changedList = [];
     this.firstReplays = [];
@@ -362,8 +378,19 @@ export class ScopeReport {
       }
       const stats = newStats(row.tier, row.service, row.operation);
       loadStats(stats, row);
-      this.tiers.set(row.tier, stats);
+      this.add(stats);
     }
+  }
+
+  private add(stats: TierStats): void {
+    this.tiers.set(stats.tier, stats);
+    this.indexUnder(stats.service, stats.operation, stats);
+  }
+
+  private indexUnder(service: string, operation: string, stats: TierStats): void {
+    let byOperation = this.byService.get(service);
+    if (byOperation === undefined) this.byService.set(service, (byOperation = new Map()));
+    byOperation.set(operation, stats);
   }
 
   /** Every tier's row in name order, then a row for each declared scope of a service not seen. */

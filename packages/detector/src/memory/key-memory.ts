@@ -1,7 +1,7 @@
 import type { Attempt } from '@keyscope/attempts';
 import type { DetectorConfig } from '../config.ts';
 import { coversKey } from '../coverage/evidence-coverage.ts';
-import type { ScopeReport, TierStats } from '../coverage/scope-report.ts';
+import type { ScopeReport } from '../coverage/scope-report.ts';
 import { tierName } from '../rules/evaluate-key.ts';
 import { mayHideExecution } from '../rules/unseen-execution.ts';
 import type { AttemptLog } from './attempt-log.ts';
@@ -10,16 +10,6 @@ import { KeyTable, OBSERVED_FIRST_AT_TIER, OBSERVED_SUSPECT } from './key-table.
 
 /** Names the interner may hold before it is first compacted. */
 const MIN_INTERNER_LIMIT = 65_536;
-/** Tiers `#tierOf` remembers before it starts over (each attempt's tier is looked up there first). */
-const MAX_KNOWN_TIERS = 65_536;
-
-/** What an attempt's tier is known as: its name, the name's interned id and, once counted, its scope report row. */
-interface KnownTier {
-  readonly name: string;
-  readonly id: number;
-  /** Unset until a fresh attempt counts at the tier, and for a tier past `maxTiers` (the overflow bucket's). */
-  stats: TierStats | undefined;
-}
 
 /**
  * The detector's compact memory of the keys it has seen (docs/design.md, "Memory per key"): a
@@ -41,14 +31,6 @@ export class KeyMemory {
   readonly #coverageKeysOneIn: number;
   readonly #log: AttemptLog;
   readonly #scopes: ScopeReport;
-  /**
-   * Tiers by service and operation, so an attempt's tier costs two lookups of strings the decoder
-   * made (their hashes kept with them) instead of building and hashing its name for the scope
-   * report and again for the interner. Forgotten with the interner's ids (`compactInterner`) and
-   * the scope report's rows (`forgetTiers`).
-   */
-  #knownTiers = new Map<string, Map<string, KnownTier>>();
-  #knownTierCount = 0;
   readonly #onForget: (partitionKey: string, slot: number) => void;
   #evictedKeys = 0;
   #rebuiltKeys = 0;
@@ -153,13 +135,6 @@ export class KeyMemory {
     });
     this.#interner = fresh;
     this.#internerLimit = Math.max(MIN_INTERNER_LIMIT, 2 * fresh.size);
-    this.forgetTiers();
-  }
-
-  /** Forgets the tiers looked up: the interner's ids or the scope report's rows were replaced. */
-  forgetTiers(): void {
-    this.#knownTiers.clear();
-    this.#knownTierCount = 0;
   }
 
   get size(): number {
@@ -205,41 +180,22 @@ export class KeyMemory {
     if (attempt.kind === 'client' || attempt.kind === 'effect')
       return (keys.observe(slot, attempt.endUnixMillis, tenant, -1, -1, false) & OBSERVED_SUSPECT) !== 0;
     const { service, node } = attempt.placement;
-    const tier = this.#tierOf(service, attempt.operation);
     // Past `maxTiers` the tier's aggregates are the overflow bucket's; the key is judged at its own tier all the same.
-    let stats: TierStats | undefined;
-    if (fresh) {
-      stats = tier.stats;
-      if (stats === undefined) {
-        stats = scopes.tierOf(tier.name, service, attempt.operation, true);
-        if (!scopes.isOverflow(stats)) tier.stats = stats;
-      }
-    }
+    const stats = fresh ? scopes.tierAt(service, attempt.operation, true) : undefined;
+    // A tier's row holds its name; one in the overflow bucket, or a replayed attempt's, is named here.
+    const tier =
+      stats !== undefined && !scopes.isOverflow(stats) ? stats.tier : tierName(service, attempt.operation);
     if (stats !== undefined && attempt.kind === 'server') scopes.decided(stats, attempt);
     const observed = keys.observe(
       slot,
       attempt.endUnixMillis,
       tenant,
-      tier.id,
+      interner.id(tier),
       interner.id(node),
       attempt.kind === 'server',
     );
     if (stats !== undefined && (observed & OBSERVED_FIRST_AT_TIER) !== 0) scopes.keySeen(stats);
     return (observed & OBSERVED_SUSPECT) !== 0;
-  }
-
-  #tierOf(service: string, operation: string): KnownTier {
-    let byOperation = this.#knownTiers.get(service);
-    let known = byOperation?.get(operation);
-    if (known !== undefined) return known;
-    const name = tierName(service, operation);
-    known = { name, id: this.#interner.id(name), stats: undefined };
-    if (this.#knownTierCount === MAX_KNOWN_TIERS) this.forgetTiers();
-    byOperation = this.#knownTiers.get(service);
-    if (byOperation === undefined) this.#knownTiers.set(service, (byOperation = new Map()));
-    byOperation.set(operation, known);
-    this.#knownTierCount++;
-    return known;
   }
 
   #evictOldest(): void {
