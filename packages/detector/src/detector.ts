@@ -74,6 +74,16 @@ export interface DetectorStats {
   watermarkUnixMillis: number;
 }
 
+export interface TickOptions {
+  /**
+   * How many of the keys a changed routing event has to judge again the tick judges (all by
+   * default): judging a key reads all its attempts, and an event under a large incident regroups
+   * thousands. The rest wait, first in line, for `judgeRegrouped` or the next tick, and incidents
+   * settle only once none waits. For a service that must not hold its event loop that long.
+   */
+  maxRegroupedKeys?: number;
+}
+
 export interface Detector {
   /**
    * Judges a batch of attempts; findings are emitted as soon as their evidence is complete. A
@@ -97,7 +107,14 @@ export interface Detector {
    * has arrived, and past the newest by as long as nothing newer has (`RoutingInference.advanceClock`):
    * so when traffic stops, incidents still settle (and page) and resolve.
    */
-  tick(nowUnixMillis: number): DetectorChanges;
+  tick(nowUnixMillis: number, options?: TickOptions): DetectorChanges;
+  /**
+   * Judges up to `maxKeys` of the keys a tick regrouped and left waiting (`TickOptions`), and
+   * settles incidents once none waits.
+   */
+  judgeRegrouped(maxKeys: number): DetectorChanges;
+  /** Keys a tick regrouped that wait for `judgeRegrouped` (or the next tick). */
+  regroupedKeys(): number;
   /** `tick` at the watermark with all activity closed: what a finished input looks like. */
   flush(): DetectorChanges;
   /**
@@ -181,12 +198,15 @@ export function createDetector(
     coverageBatch.detach(slot);
     schedule.forget(partitionKey);
   });
+  /** Keys a changed routing event is to judge again, not yet judged (see `TickOptions`). */
+  const regrouped = new Set<string>();
   let watermark = Number.NEGATIVE_INFINITY;
   let attemptsSeen = 0;
   let duplicateAttempts = 0;
 
   /** Judges the key on every attempt the log holds of it, and reports what its findings became. */
   function judge(partitionKey: string, changes: Changes): void {
+    regrouped.delete(partitionKey);
     const evidence = log.attemptsOf(partitionKey);
     schedule.judged(partitionKey, evidence.length);
     if (evidence.length === 0) return;
@@ -226,7 +246,21 @@ export function createDetector(
     const keysToJudge = new Set<string>();
     ledger.keysOfServices(changed.services, keysToJudge);
     followUp.keysNear(changed.windows, keysToJudge);
-    judgeAll(keysToJudge, changes);
+    for (const partitionKey of [...keysToJudge].sort()) regrouped.add(partitionKey);
+  }
+
+  /**
+   * Judges up to `maxKeys` of the keys regrouping queued, in the order queued. Incidents settle
+   * only once none waits: a finding about to move to another incident must not page with the one
+   * it is leaving.
+   */
+  function judgeRegrouped(maxKeys: number, changes: Changes): void {
+    let judged = 0;
+    for (const partitionKey of regrouped) {
+      if (judged++ >= maxKeys) break;
+      judge(partitionKey, changes);
+    }
+    if (regrouped.size === 0) ledger.settle(changes);
   }
 
   /** Keys, attempts and findings last seen before `cutoff`. */
@@ -238,13 +272,13 @@ export function createDetector(
     ledger.forgetBefore(cutoff);
   }
 
-  function tick(nowUnixMillis: number): DetectorChanges {
+  function tick(nowUnixMillis: number, options: TickOptions = {}): DetectorChanges {
     const changes = new Changes();
     routing.advanceClock(nowUnixMillis);
     if (schedule.deferredCount > 0)
       for (const partitionKey of schedule.deferredKeys()) judge(partitionKey, changes);
     regroup(changes);
-    ledger.settle(changes);
+    judgeRegrouped(options.maxRegroupedKeys ?? Number.POSITIVE_INFINITY, changes);
     book.resolveQuiet(nowUnixMillis, changes.incidents);
     const cutoff = nowUnixMillis - config.retryHorizonMillis;
     forgetBefore(cutoff);
@@ -301,6 +335,13 @@ export function createDetector(
       return result;
     },
     tick,
+    judgeRegrouped(maxKeys) {
+      const changes = new Changes();
+      judgeRegrouped(maxKeys, changes);
+      book.summarizeChanged();
+      return changes.result();
+    },
+    regroupedKeys: () => regrouped.size,
     flush: () => {
       routing.closeAll();
       coverage.finalizeAll();
@@ -309,6 +350,7 @@ export function createDetector(
     expire(nowUnixMillis) {
       const changes = new Changes();
       const cutoff = nowUnixMillis - config.retryHorizonMillis;
+      for (const partitionKey of [...regrouped]) judge(partitionKey, changes);
       for (const partitionKey of schedule.deferredKeys())
         if (memory.lastSeen(partitionKey) < cutoff) judge(partitionKey, changes);
       forgetBefore(cutoff);

@@ -29,6 +29,7 @@ export {
   type DetectorDependencies,
   type DetectorSnapshot,
   type DetectorStats,
+  type TickOptions,
 } from './detector.ts';
 export {
   type Incident,

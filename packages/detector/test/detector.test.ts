@@ -675,6 +675,40 @@ describe('routing events and incidents', () => {
     expect(later.incidents[0]!.routingEvent?.type).toBe('node_down');
   });
 
+  it('judges the keys a tick regroups a step at a time when asked to, and ends where a whole tick ends', () => {
+    const attempts: Attempt[] = [];
+    for (let i = 0; i < 30; i++) {
+      attempts.push(server({ key: `k${i}`, node: 'a', store: 'A', at: 58 + i * 0.05, durationMillis: 1900 }));
+      attempts.push(server({ key: `k${i}`, node: 'b', store: 'B', at: 61 + i * 0.05 }));
+    }
+    const early = traffic.filter((sample) => sample.bucketStartUnixMillis < TEST_EPOCH_UNIX_MILLIS + 62_000);
+    const late = traffic.filter((sample) => sample.bucketStartUnixMillis >= TEST_EPOCH_UNIX_MILLIS + 62_000);
+    const now = TEST_EPOCH_UNIX_MILLIS + 180_000;
+    const seen = () => {
+      const detector = createDetector();
+      detector.ingest(batch(attempts, early));
+      detector.ingest(batch([], late));
+      return detector;
+    };
+    const whole = seen();
+    whole.tick(now);
+    const stepped = seen();
+    const first = stepped.tick(now, { maxRegroupedKeys: 12 });
+    expect(first.findings).toHaveLength(12);
+    expect(stepped.regroupedKeys()).toBe(18);
+    // The failover's incident waits for its other 18 keys before it settles.
+    expect(first.incidents.every((incident) => !incident.settled)).toBe(true);
+    const second = stepped.judgeRegrouped(12);
+    expect(second.findings).toHaveLength(12);
+    expect(stepped.regroupedKeys()).toBe(6);
+    const last = stepped.judgeRegrouped(12);
+    expect(last.findings).toHaveLength(6);
+    expect(stepped.regroupedKeys()).toBe(0);
+    expect(last.incidents.some((incident) => incident.settled)).toBe(true);
+    expect(stepped.findings()).toEqual(whole.findings());
+    expect(stepped.incidents()).toEqual(whole.incidents());
+  });
+
   it('reports a finding again when its routing event ends, so the last version reported is the current one', () => {
     const detector = createDetector();
     const reported = new Map<string, Finding>();

@@ -178,7 +178,11 @@ describe('the detection pipeline fed spans in any order', () => {
   const scenario = scenarios.nodeFailover();
   const { spans } = simulate(scenario);
 
-  async function deliver(payloads: Span[][]) {
+  /**
+   * `regroupStep`: ticks leave the keys a changed routing event judges again waiting, and they are
+   * judged that many per transaction before the next payload, as the service does between requests.
+   */
+  async function deliver(payloads: Span[][], regroupStep?: number) {
     const own = new KeyscopeStore({ path: join(dir, `order-${Math.random().toString(36).slice(2)}.db`) });
     let clock = scenario.startUnixMillis;
     const endUnixMillis = scenario.startUnixMillis + scenario.durationMillis + 30_000;
@@ -191,15 +195,22 @@ describe('the detection pipeline fed spans in any order', () => {
       logger: silentLogger,
       now: () => clock,
     });
+    let mostWaiting = 0;
+    const tick = () => {
+      if (regroupStep === undefined) return replaying.tick();
+      replaying.tick(clock, { maxRegroupedKeys: 0 });
+      mostWaiting = Math.max(mostWaiting, replaying.detector.regroupedKeys());
+      while (replaying.judgeRegrouped(regroupStep));
+    };
     for (const payload of payloads) {
       const result = await replaying.consumeSpans(payload.map((span) => ({ ...span })));
       expect(result.rejectedSpans).toBe(0);
       clock += stepMillis;
-      replaying.tick();
+      tick();
     }
     for (let i = 0; i < 3; i++) {
       clock += 10_000;
-      replaying.tick();
+      tick();
     }
     const stored = {
       findings: own.findings
@@ -217,20 +228,28 @@ describe('the detection pipeline fed spans in any order', () => {
         .map((e) => `${e.id} ${e.startUnixMillis} ${e.endUnixMillis}`),
     };
     own.close();
-    return stored;
+    return { stored, mostWaiting };
   }
 
   it('stores the findings, routing events and incidents of in-order delivery', async () => {
-    const inOrder = await deliver(splitIntoPayloads(spans, 150, 1));
+    const { stored: inOrder } = await deliver(splitIntoPayloads(spans, 150, 1));
     expect(inOrder.incidents).toHaveLength(2);
     expect(inOrder.events).toHaveLength(2);
     const shuffled = splitIntoPayloads(shuffle(spans, 3), 150, 3);
-    expect(await deliver(shuffled)).toEqual(inOrder);
+    expect((await deliver(shuffled)).stored).toEqual(inOrder);
     // About 1 in 7 payloads delivered again, a few payloads later (an exporter's retry).
     const redelivered = shuffled.flatMap((payload, i) =>
       i % 7 === 3 ? [payload] : i % 7 === 6 ? [payload, duplicateSome(shuffled[i - 3]!, 1, i)] : [payload],
     );
     expect(redelivered.length).toBeGreaterThan(shuffled.length + 15);
-    expect(await deliver(redelivered)).toEqual(inOrder);
+    expect((await deliver(redelivered)).stored).toEqual(inOrder);
+  }, 60_000);
+
+  it('stores what a whole tick stores when the keys a routing event regroups are judged a few per transaction', async () => {
+    const payloads = splitIntoPayloads(spans, 150, 1);
+    const { stored: whole } = await deliver(payloads);
+    const stepped = await deliver(payloads, 3);
+    expect(stepped.mostWaiting).toBeGreaterThan(3);
+    expect(stepped.stored).toEqual(whole);
   }, 60_000);
 });

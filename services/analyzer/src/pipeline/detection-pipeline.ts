@@ -15,6 +15,7 @@ import {
   type FindingClass,
   type Incident,
   type ScopeReportState,
+  type TickOptions,
 } from '@keyscope/detector';
 import type { ConsumeResult, DecodeOptions, Span, SpanConsumer } from '@keyscope/otlp';
 import type { KeyscopeStore } from '@keyscope/store';
@@ -188,9 +189,23 @@ export class DetectionPipeline implements SpanConsumer {
     return spanLimitsAt(now, this.#options.detectorConfig.retryHorizonMillis, this.#spans);
   }
 
-  /** Re-groups, resolves quiet incidents, forgets expired state; called on a timer. */
-  tick(nowUnixMillis = (this.#options.now ?? Date.now)()): void {
-    this.#commit((detector, apply) => apply(detector.tick(nowUnixMillis)));
+  /**
+   * Re-groups, resolves quiet incidents, forgets expired state; called on a timer. With
+   * `maxRegroupedKeys`, the keys past it that a changed routing event judges again wait for
+   * `judgeRegrouped` (see TickOptions).
+   */
+  tick(nowUnixMillis = (this.#options.now ?? Date.now)(), options: TickOptions = {}): void {
+    this.#commit((detector, apply) => apply(detector.tick(nowUnixMillis, options)));
+  }
+
+  /**
+   * Judges up to `maxKeys` of the keys a tick left waiting, in a transaction of their own, and
+   * says whether more wait.
+   */
+  judgeRegrouped(maxKeys: number): boolean {
+    if (this.#detector.regroupedKeys() === 0) return false;
+    this.#commit((detector, apply) => apply(detector.judgeRegrouped(maxKeys)));
+    return this.#detector.regroupedKeys() > 0;
   }
 
   counts(): PipelineCounts {
