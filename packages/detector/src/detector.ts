@@ -71,6 +71,8 @@ export interface DetectorStats {
    * followed: a routing event inferred later no longer revises their findings.
    */
   routingFollowUpDropped: number;
+  /** Keys a changed routing event judges again that wait for `judgeRegrouped` (see TickOptions). */
+  regroupedKeys: number;
   watermarkUnixMillis: number;
 }
 
@@ -382,6 +384,7 @@ export function createDetector(
       tiers: scopes.size,
       tierOverflowAttempts: scopes.overflowAttempts,
       routingFollowUpKeys: followUp.size,
+      regroupedKeys: regrouped.size,
       routingFollowUpDropped: followUp.dropped,
       watermarkUnixMillis: watermark,
     }),

@@ -696,6 +696,7 @@ describe('routing events and incidents', () => {
     const first = stepped.tick(now, { maxRegroupedKeys: 12 });
     expect(first.findings).toHaveLength(12);
     expect(stepped.regroupedKeys()).toBe(18);
+    expect(stepped.stats().regroupedKeys).toBe(18);
     // The failover's incident waits for its other 18 keys before it settles.
     expect(first.incidents.every((incident) => !incident.settled)).toBe(true);
     const second = stepped.judgeRegrouped(12);

@@ -322,6 +322,15 @@ export function createMetrics(sources: MetricSources): { registry: Registry; ren
     },
   });
   new Gauge({
+    name: 'keyscope_regrouped_keys_waiting',
+    help: 'Keys a changed routing event judges again that wait for their turn (serve judges them 16 per turn of the event loop); their incidents settle, and page, once none waits.',
+    registers: [registry],
+    collect() {
+      const stats = sources.detector?.();
+      if (stats !== undefined) this.set(stats.regroupedKeys);
+    },
+  });
+  new Gauge({
     name: 'keyscope_detector_interned_names',
     help: 'Tier, node and tenant names the detector holds for its keys; compacted when it doubles.',
     registers: [registry],

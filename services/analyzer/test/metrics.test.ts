@@ -57,6 +57,7 @@ describe('Prometheus metrics', () => {
         tierOverflowAttempts: 0,
         routingFollowUpKeys: 2,
         routingFollowUpDropped: 3,
+        regroupedKeys: 9,
         watermarkUnixMillis: 0,
       }),
       openIncidents: () => 1,
@@ -93,6 +94,7 @@ describe('Prometheus metrics', () => {
     expect(first).toContain('keyscope_evidence_coverage_evicted_total 7');
     expect(first).toContain('keyscope_routing_followup_keys 2');
     expect(first).toContain('keyscope_routing_followup_dropped_total 3');
+    expect(first).toContain('keyscope_regrouped_keys_waiting 9');
     expect(first).toContain('keyscope_alert_deliveries_total{sink="pagerduty",outcome="retried"} 2');
     expect(first).toContain('keyscope_store_write_seconds_count 2');
     accepted = 25;

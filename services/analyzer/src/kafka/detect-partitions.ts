@@ -401,6 +401,7 @@ export function sumDetectorStats(parts: readonly DetectorStats[]): DetectorStats
     tierOverflowAttempts: 0,
     routingFollowUpKeys: 0,
     routingFollowUpDropped: 0,
+    regroupedKeys: 0,
     watermarkUnixMillis: 0,
   };
   for (const part of parts) {

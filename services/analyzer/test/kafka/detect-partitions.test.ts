@@ -42,6 +42,7 @@ describe("a detect instance's detector stats", () => {
         'tierOverflowAttempts',
         'routingFollowUpKeys',
         'routingFollowUpDropped',
+        'regroupedKeys',
         'watermarkUnixMillis',
       ].sort(),
     );
