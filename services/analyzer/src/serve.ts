@@ -39,7 +39,10 @@ export interface RunningService {
 }
 
 const TICK_MILLIS = 1_000;
-/** Keys judged again per turn of the event loop after a routing event changed: 5–15 ms of work. */
+/**
+ * Keys judged again per turn of the event loop after a routing event changed: ~2 ms a step at half
+ * load (24 ms the longest of 289 steps; a key is ~0.2 ms, its attempts read from SQLite).
+ */
 const REGROUP_STEP_KEYS = 16;
 const PURGE_MILLIS = 10_000;
 const PURGE_CHUNK_ROWS = 5_000;
