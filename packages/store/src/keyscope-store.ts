@@ -131,6 +131,7 @@ export class KeyscopeStore {
         if (outermost) {
           this.#attempts.flush();
           this.#attempts.indexIfDue();
+          this.#attempts.stepFilterRebuild();
           this.#activity.foldIfDue();
         }
         return result;

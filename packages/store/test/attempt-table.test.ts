@@ -541,7 +541,7 @@ describe('the attempt log in SQLite', () => {
     });
   });
 
-  it('rebuilds its key filter a step per indexing once it is full, answering rightly all along', () => {
+  it('rebuilds its key filter a step per commit once it is full, answering rightly all along', () => {
     store.close();
     store = open(10_000);
     const table = store.attemptLog as AttemptTable;
@@ -563,13 +563,21 @@ describe('the attempt log in SQLite', () => {
       });
       for (const a of firsts) expect(store.attemptLog.attemptsOf(a.key)).toEqual([a]);
     };
-    // The last indexing found the filter full and read the first 50,000 keys into a new one.
+    // The last indexing found the filter full; its commit read the first 4,096 keys into a new one.
     expect(table.keyFilter).toEqual({ capacity: 65_536, rebuilding: true });
     answersRightly();
-    // The next indexing (a purge indexes what waits) reads the rest and swaps the filters.
+    // Each commit reads 4,096 more (answersRightly committed one); a key appended meanwhile is
+    // indexed into the new filter too (a purge indexes what waits).
     const late = attempt('key-late', 'a');
     store.transaction(() => store.attemptLog.append(late.key, late));
     store.purge({ attemptsBeforeUnixMillis: 0, recordsBeforeUnixMillis: 0, maxRows: 1 });
+    let commits = 4; // the indexing's, answersRightly's, the late key's, the purge's
+    while (table.keyFilter.rebuilding) {
+      store.transaction(() => {});
+      commits++;
+    }
+    // A step reads again the key the step before ended on: 4,095 new keys a commit.
+    expect(commits).toBe(Math.ceil((keys + 1) / 4_095));
     expect(table.keyFilter).toEqual({ capacity: 2 * keys, rebuilding: false });
     answersRightly();
     store.transaction(() => expect(store.attemptLog.append(late.key, { ...late })).toBe(false));
