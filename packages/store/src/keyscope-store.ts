@@ -117,7 +117,8 @@ export class KeyscopeStore {
   /**
    * Runs `work` in one transaction (nested calls become savepoints). The outermost one writes the
    * attempts appended meanwhile as one row, brings their key index up to date when enough attempts
-   * wait for it, and folds the node activity log into a chunk when that is due. A nested one first
+   * wait for it, takes a step of the key filter's rebuild while one is under way, and folds the
+   * node activity log into a chunk when that is due. A nested one first
    * writes what the outer one appended, so that if it fails, rolling it back takes only its own
    * attempts with it.
    */
