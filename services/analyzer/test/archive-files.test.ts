@@ -1,4 +1,13 @@
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  fstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gunzipSync, gzipSync } from 'node:zlib';
@@ -133,5 +142,47 @@ describe('ArchiveFiles', () => {
     archive.append(member(4));
     archive.finish();
     expect(finished().flatMap(linesOf)).toEqual([4]);
+  });
+
+  it('syncs a file each time it grows by syncBytes, and once more before its finished name appears', () => {
+    const syncs: { bytes: number; names: string[] }[] = [];
+    const archive = files({
+      fileBytes: 100_000,
+      syncBytes: 1000,
+      sync: (fd) => syncs.push({ bytes: fstatSync(fd).size, names: names() }),
+    });
+    for (let line = 0; line < 7; line++) archive.append(member(line));
+    // ~330 bytes a member: a sync after the 4th (past 1000 bytes since the start), none since.
+    expect(syncs).toHaveLength(1);
+    expect(syncs[0]!.bytes).toBeGreaterThanOrEqual(1000);
+    expect(syncs[0]!.bytes).toBeLessThan(1400);
+    archive.finish();
+    expect(syncs).toHaveLength(2);
+    // The last sync saw the whole file, still under its .partial name.
+    expect(syncs[1]!.bytes).toBe(statSync(join(dir, finished()[0]!)).size);
+    expect(syncs[1]!.names).toEqual([`${finished()[0]}.partial`]);
+    expect(linesOf(finished()[0]!)).toEqual([0, 1, 2, 3, 4, 5, 6]);
+  });
+
+  it('cuts the file back to its last whole member when a sync fails, and counts it towards maxBytes', () => {
+    let failing = false;
+    const archive = files({
+      fileBytes: 100_000,
+      syncBytes: 1,
+      sync: () => {
+        if (failing) throw Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' });
+      },
+    });
+    archive.append(member(1));
+    archive.append(member(2));
+    failing = true;
+    expect(() => archive.append(member(3))).toThrow(/EIO/);
+    // Finished although its last sync failed: it holds the members written before, and its bytes count.
+    expect(finished().flatMap(linesOf)).toEqual([1, 2]);
+    expect(archive.counts().diskBytes).toBe(statSync(join(dir, finished()[0]!)).size);
+    failing = false;
+    archive.append(member(4));
+    archive.finish();
+    expect(finished().flatMap(linesOf)).toEqual([1, 2, 4]);
   });
 });
