@@ -24,7 +24,7 @@ import { isSqliteError, type WriteFailure, WriteFailures } from './write-failure
 export interface StoreOptions {
   /** A file path, or ':memory:' for tests. */
   path: string;
-  /** Attempts appended before their keys' index entries are written (attempt-table.ts); default 20,000. */
+  /** Attempts appended before their keys' index entries are written (attempt-table.ts); default 10,000. */
   attemptIndexBatchRows?: number;
   /**
    * Checkpoint the WAL on a worker thread instead of inside the commit that crosses the limit
@@ -91,7 +91,7 @@ export class KeyscopeStore {
       // met there refuses the database as damage met while opening it does.
       this.#placements = new PlacementTable(db);
       this.#attempts = new AttemptTable(db, {
-        indexBatchRows: options.attemptIndexBatchRows ?? 20_000,
+        indexBatchRows: options.attemptIndexBatchRows ?? 10_000,
         placements: this.#placements,
       });
       this.#activity = new ActivityTable(db, { placements: this.#placements });
