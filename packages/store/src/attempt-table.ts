@@ -137,9 +137,9 @@ interface FilterRebuild {
  * the index lookups, and the attempts of a hot key (HOT_KEY_ATTEMPTS or more) are checked against
  * the identities of its attempts kept in memory instead of its rows. Once the filter holds more
  * keys than it was sized for, a new one, sized for twice the index's entries, is filled from the
- * index 50,000 keys per indexing and then takes over: no transaction on the ingest path reads the
- * whole index. A crash loses nothing committed: unindexed
- * batches are the ones past `attempt_index.indexed_through`, indexed when the store opens. After a
+ * index a step per commit (REBUILD_STEP_KEYS) and then takes over: no transaction on the ingest
+ * path reads the whole index. A crash loses nothing committed: unindexed batches are the ones past
+ * `attempt_index.indexed_through`, indexed when the store opens. After a
  * failed transaction the tail is read back from the database (`afterRollback`), since SQLite
  * rolled its rows back.
  */
