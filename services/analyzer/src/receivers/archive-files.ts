@@ -23,10 +23,9 @@ import { join } from 'node:path';
  * read them as one stream), so a finished file is valid gzip at every member's end. A write (or
  * sync) that fails is cut back to the end of the last member written.
  *
- * Each file is synced every `syncBytes` it grows, and before it is renamed. Left to the kernel's
- * writeback, the archive's dirty pages go to disk in bursts of tens of MB, and every `fsync` on the
- * same file system waits for them: the database's among them, which SQLite runs on the event loop
- * when its WAL starts over. The syncs happen here, on the archive's own thread.
+ * Each file is synced every `syncBytes` it grows, and before it is renamed: a power cut takes at
+ * most the last few MiB written, and never leaves a finished name on data that is not on disk.
+ * The syncs happen here, on the archive's own thread.
  *
  * Synchronous: it runs on the archive thread (archive-worker.ts), never on the event loop.
  */
