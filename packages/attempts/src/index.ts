@@ -95,4 +95,5 @@ export {
   type SpanLimits,
   type SpanRefusals,
 } from './span-limits.ts';
+export { endedBefore } from './span-order.ts';
 export { derivedStoreId } from './store-id.ts';

@@ -77,6 +77,16 @@ describe('duplicate executions', () => {
     expect(finding.cause).toBe('race');
   });
 
+  it('calls a back-to-back repeat an expired key, not a race, when only a millisecond clock makes it overlap', () => {
+    // Spans of the JS SDK: starts in whole milliseconds, ends a measured duration after them.
+    const first = server({ key: 'k1', store: 's', at: 0 });
+    const detector = run([
+      { ...first, startUnixMillis: 1_000, endUnixMillis: 1_004.7 },
+      { ...server({ key: 'k1', store: 's', at: 0 }), startUnixMillis: 1_004, endUnixMillis: 1_006.2 },
+    ]);
+    expect(only(detector.findings()).cause).toBe('ttl_expired');
+  });
+
   it('calls two executions in one store hours apart an expired key', () => {
     const detector = run([
       server({ key: 'k1', store: 's', at: 0 }),

@@ -1,4 +1,4 @@
-import type { Attempt, ServerAttempt } from '@keyscope/attempts';
+import { type Attempt, endedBefore, type ServerAttempt } from '@keyscope/attempts';
 import type { FindingDraft } from '../rules/evaluate-key.ts';
 
 /**
@@ -58,8 +58,9 @@ export type InferredDecision = Pick<
 
 /**
  * How many of one key's inferred decisions at one tier are repeats in one store on one node: a
- * decision that began after an earlier `miss` there had ended. Overlapping requests are left out:
- * a store without an in-flight lock executes a concurrent repeat, replay header or not.
+ * decision that began after an earlier `miss` there had ended (`endedBefore`, which allows for a
+ * millisecond clock). Overlapping requests are left out: a store without an in-flight lock
+ * executes a concurrent repeat, replay header or not.
  */
 export function inferredRepeatsOf(decisions: readonly InferredDecision[]): number {
   let repeats = 0;
@@ -70,7 +71,7 @@ export function inferredRepeatsOf(decisions: readonly InferredDecision[]): numbe
         earlier.outcome === 'miss' &&
         earlier.store === decision.store &&
         earlier.placement.node === decision.placement.node &&
-        earlier.endUnixMillis <= decision.startUnixMillis,
+        endedBefore(earlier.endUnixMillis, decision.startUnixMillis),
     );
     if (follows) repeats++;
   }

@@ -2,6 +2,7 @@ import {
   type Attempt,
   type ClientAttempt,
   derivedStoreId,
+  endedBefore,
   partitionKey,
   type ServerAttempt,
   withoutRepeatedLogDecisions,
@@ -347,6 +348,7 @@ function storeUnknownAcrossNodes(executions: readonly ServerAttempt[]): boolean 
  * past a store without an in-flight lock (race); a repeat that came after every earlier request
  * had finished should have been replayed, so the store had forgotten the key (ttl_expired). When
  * a key shows both, the expiry is reported: it is the one a longer-lived key would have stopped.
+ * Ends and starts are compared allowing for a millisecond clock (`endedBefore`).
  * Requests are judged on the SERVER span that carried the key when the decision was recorded on a
  * short child span, because without a lock the key is written only when the request finishes.
  */
@@ -362,7 +364,7 @@ function causeOfRepeat(
     let overlapsEarlier = false;
     for (let i = j - 1; i >= 0 && !overlapsEarlier; i--) {
       const a = windows[i]!;
-      overlapsEarlier = a.start < repeat.end && repeat.start < a.end;
+      overlapsEarlier = !endedBefore(a.end, repeat.start) && !endedBefore(repeat.end, a.start);
     }
     if (!overlapsEarlier) return 'ttl_expired';
   }

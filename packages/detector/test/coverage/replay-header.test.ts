@@ -87,6 +87,20 @@ describe('replay headers: the verdict', () => {
     // After a replay, not an execution: nothing that should have been replayed ran before it.
     expect(inferredRepeatsOf([answered('k', 0, { outcome: 'hit' }), answered('k', 1)])).toBe(0);
   });
+
+  it('counts a back-to-back repeat whose whole-millisecond start, as the JS SDK stamps it, reads just before the earlier end', () => {
+    // The SDK stamps a start with Date.now() and ends the span a measured duration later: the next
+    // request from the same client, begun after the first was answered, can read 0.3 ms early.
+    const first = { ...answered('k', 0), startUnixMillis: 1_000, endUnixMillis: 1_001.6 };
+    const repeat = {
+      ...answered('k', 0, { outcome: 'hit' }),
+      startUnixMillis: 1_001,
+      endUnixMillis: 1_001.9,
+    };
+    expect(inferredRepeatsOf([first, repeat])).toBe(1);
+    // A start stamped with a finer clock is read as it is: that repeat overlapped.
+    expect(inferredRepeatsOf([first, { ...repeat, startUnixMillis: 1_001.3 }])).toBe(0);
+  });
 });
 
 describe('replay headers: the scope report', () => {
