@@ -6,9 +6,9 @@ import type { Attempt } from '@keyscope/attempts';
  * table's `flush` writes them), where its arrays in rows not yet indexed are, and a 32-bit hash
  * of the span id of each attempt in them (`spanIdHash`), for the redelivery check.
  *
- * In columns rather than an object per key: the tail holds up to 10,000 attempts (an indexing's
- * worth) for a fraction of a second or more under load, long enough for everything in it to be
- * copied by a scavenge and promoted, and an object per key with two arrays and a span id string
+ * In columns rather than an object per key: the tail holds an indexing's worth of attempts
+ * (INDEX_BATCH_ROWS, attempt-table.ts) for a fraction of a second or more under load, long enough
+ * for everything in it to be copied by a scavenge and promoted, and an object per key with two arrays and a span id string
  * per attempt was most of what the embedded service's young generation copied (~5 MB of the
  * ~8 MB that survived each scavenge).
  * Segments and hashes sit in typed arrays, linked per key, reused from one indexing to the next;

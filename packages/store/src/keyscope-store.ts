@@ -3,7 +3,7 @@ import type { AttemptLog, DetectorChanges } from '@keyscope/detector';
 import { KeyscopeError } from '@keyscope/errors';
 import type { Database } from 'better-sqlite3';
 import { ActivityTable } from './activity-table.ts';
-import { AttemptTable } from './attempt-table.ts';
+import { AttemptTable, INDEX_BATCH_ROWS } from './attempt-table.ts';
 import { type BackgroundCheckpoints, checkpointInBackground } from './background-checkpoints.ts';
 import { STORE_UNAVAILABLE } from './errors.ts';
 import { type Findings, FindingTable } from './finding-table.ts';
@@ -24,7 +24,7 @@ import { isSqliteError, type WriteFailure, WriteFailures } from './write-failure
 export interface StoreOptions {
   /** A file path, or ':memory:' for tests. */
   path: string;
-  /** Attempts appended before their keys' index entries are written (attempt-table.ts); default 10,000. */
+  /** Attempts appended before their keys' index entries are written (attempt-table.ts); default INDEX_BATCH_ROWS. */
   attemptIndexBatchRows?: number;
   /**
    * Checkpoint the WAL on a worker thread instead of inside the commit that crosses the limit
@@ -91,7 +91,7 @@ export class KeyscopeStore {
       // met there refuses the database as damage met while opening it does.
       this.#placements = new PlacementTable(db);
       this.#attempts = new AttemptTable(db, {
-        indexBatchRows: options.attemptIndexBatchRows ?? 10_000,
+        indexBatchRows: options.attemptIndexBatchRows ?? INDEX_BATCH_ROWS,
         placements: this.#placements,
       });
       this.#activity = new ActivityTable(db, { placements: this.#placements });

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { activity, arrival, client, effect, server, TEST_EPOCH_UNIX_MILLIS } from '@keyscope/testkit';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ARRIVAL, ENTRY, SEGMENT, SERVER } from '../src/attempt-codec.ts';
-import type { AttemptTable } from '../src/attempt-table.ts';
+import { type AttemptTable, INDEX_BATCH_ROWS } from '../src/attempt-table.ts';
 import { spanIdHash } from '../src/attempt-tail.ts';
 import { KeyscopeStore } from '../src/index.ts';
 import { connectionOf } from '../src/keyscope-store.ts';
@@ -88,6 +88,20 @@ describe('the attempt log in SQLite', () => {
     expect(indexedRows()).toBe(0);
     store.transaction(() => store.attemptLog.append('k3', attempt('k3', 'a')));
     expect(indexedRows()).toBe(3);
+  });
+
+  it('indexes on its defaults once an indexing step of attempts waits, keeping each indexing commit short', () => {
+    store.close();
+    store = new KeyscopeStore({ path });
+    const appendKeys = (from: number, count: number) =>
+      store.transaction(() => {
+        for (let i = from; i < from + count; i++) store.attemptLog.append(`k${i}`, attempt(`k${i}`, 'a'));
+      });
+    appendKeys(0, INDEX_BATCH_ROWS - 1);
+    expect(indexedRows()).toBe(0);
+    appendKeys(INDEX_BATCH_ROWS - 1, 1);
+    expect(indexedRows()).toBe(INDEX_BATCH_ROWS);
+    expect(INDEX_BATCH_ROWS).toBeLessThanOrEqual(2_500);
   });
 
   it('refuses a redelivered attempt while it waits for the index and after it is indexed', () => {
