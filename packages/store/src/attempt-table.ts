@@ -86,6 +86,17 @@ const GENERATION_ENTRIES = 16_384;
  */
 export const INDEX_BATCH_ROWS = 2_500;
 
+/**
+ * The batches retention may delete: ended before the cutoff, indexed and older than the last
+ * indexed batch (whose id the next insert follows), a chunk at most. Found through the index on
+ * their end time: with `id < ?` a rowid range, SQLite preferred that range, which is the whole log,
+ * and read every row's end time. The purge that runs every few seconds and finds nothing then took
+ * 110–120 ms at 20 million attempts (0.1 ms through the index), and one that found an hour's
+ * batches 133 ms (65 ms). The unary `+` leaves the id a filter.
+ */
+export const EXPIRED_BATCHES =
+  'SELECT id, keys, attempts FROM attempt_batches WHERE end_ms < ? AND +id < ? LIMIT ?';
+
 /** A generation of the key index: its entries, the batches they point into, and its keys' filter. */
 interface Generation {
   readonly id: number;
@@ -567,9 +578,7 @@ export class AttemptTable implements AttemptLog {
    */
   purge(beforeUnixMillis: number, maxRows: number): number {
     if (this.#tail.size > 0) this.indexPending();
-    const rows = this.#db
-      .prepare('SELECT id, keys, attempts FROM attempt_batches WHERE end_ms < ? AND id < ? LIMIT ?')
-      .all(beforeUnixMillis, this.#indexedThrough(), maxRows) as {
+    const rows = this.#db.prepare(EXPIRED_BATCHES).all(beforeUnixMillis, this.#indexedThrough(), maxRows) as {
       id: number;
       keys: string;
       attempts: number;

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { activity, arrival, client, effect, server, TEST_EPOCH_UNIX_MILLIS } from '@keyscope/testkit';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ARRIVAL, ENTRY, SEGMENT, SERVER } from '../src/attempt-codec.ts';
-import { type AttemptTable, INDEX_BATCH_ROWS } from '../src/attempt-table.ts';
+import { type AttemptTable, EXPIRED_BATCHES, INDEX_BATCH_ROWS } from '../src/attempt-table.ts';
 import { spanIdHash } from '../src/attempt-tail.ts';
 import { KeyscopeStore } from '../src/index.ts';
 import { connectionOf } from '../src/keyscope-store.ts';
@@ -252,6 +252,19 @@ describe('the attempt log in SQLite', () => {
     expect(batches().map((batch) => batch.keys.map(([key]) => key))).toEqual([['new']]);
     expect(store.attemptsOfKey('old')).toEqual([]);
     expect(store.attemptsOfKey('new')).toHaveLength(1);
+  });
+
+  it('finds the batches past the horizon through their end time, not by reading every batch', () => {
+    for (let i = 0; i < 20; i++)
+      store.transaction(() => store.attemptLog.append(`k${i}`, attempt(`k${i}`, 'a', i)));
+    const plan = connectionOf(store)
+      .prepare(`EXPLAIN QUERY PLAN ${EXPIRED_BATCHES}`)
+      .all(TEST_EPOCH_UNIX_MILLIS, 10, 5) as { detail: string }[];
+    expect(plan.map(({ detail }) => detail)).toEqual([
+      'SEARCH attempt_batches USING INDEX attempt_batches_by_end (end_ms<?)',
+    ]);
+    expect(purgeBefore(store, 0)).toBe(0);
+    expect(purgeBefore(store, 10)).toBeGreaterThan(0);
   });
 
   it('keeps a batch until every attempt in it is past the horizon', () => {
