@@ -97,6 +97,7 @@ export async function startRoles(
             ingest: () => receivers.counters.snapshot(),
             queue: () => receivers.inFlight(),
             buffered: () => receivers.bufferedBytes(),
+            archive: () => receivers.archiveCounts(),
           }),
       ...(detect === undefined ? {} : { detector: detect.detectorStats }),
     };
