@@ -9,6 +9,7 @@ import type { ListenAddress } from './listen-address.ts';
 import { consoleLogger, type Logger, REPEAT_WINDOW_MILLIS, rateLimitedLogger } from './logger.ts';
 import { createMetrics } from './metrics.ts';
 import { DetectionPipeline } from './pipeline/detection-pipeline.ts';
+import { REGROUP_STEP_KEYS } from './pipeline/stored-detector.ts';
 import type { IngestCountersSnapshot } from './receivers/ingest-counters.ts';
 import { type RunningReceivers, startReceivers } from './receivers/start-receivers.ts';
 import { startSelfTelemetry } from './self-telemetry.ts';
@@ -39,11 +40,6 @@ export interface RunningService {
 }
 
 const TICK_MILLIS = 1_000;
-/**
- * Keys judged again per turn of the event loop after a routing event changed: ~2 ms a step at half
- * load (24 ms the longest of 289 steps; a key is ~0.2 ms, its attempts read from SQLite).
- */
-const REGROUP_STEP_KEYS = 16;
 const PURGE_MILLIS = 10_000;
 const PURGE_CHUNK_ROWS = 5_000;
 /**

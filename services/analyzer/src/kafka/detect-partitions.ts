@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import type { DetectorConfig, DetectorStats } from '@keyscope/detector';
 import type { Admin, Batch, Consumer, EachBatchPayload, Producer } from 'kafkajs';
 import type { Logger } from '../logger.ts';
+import { REGROUP_STEP_KEYS } from '../pipeline/stored-detector.ts';
 import { type AttemptsRecord, decodeAttemptsRecord } from './attempt-records.ts';
 import { sendInChunks } from './chunked-send.ts';
 import { type DeadLetters, unreadableRecord } from './dead-letters.ts';
@@ -47,6 +48,8 @@ interface Slot {
   deferred: { offset: number; record: AttemptsRecord }[];
   /** The last offset the deferred records cover (-1 when none are deferred). */
   deferredThrough: number;
+  /** Whether a step of regrouping is queued (DetectPartitions.tick). */
+  regroupQueued: boolean;
   /** The offset a gap made this slot seek back to once; a second gap there is accepted. */
   seekedBackTo?: number;
   /**
@@ -115,6 +118,7 @@ export class DetectPartitions {
           queue: this.#retiring.get(partition) ?? Promise.resolve(),
           deferred: [],
           deferredThrough: -1,
+          regroupQueued: false,
         };
         this.#slots.set(partition, slot);
       } else {
@@ -141,11 +145,34 @@ export class DetectPartitions {
     await this.#enqueue(slot, () => this.#applyBatch(slot, batch, resolveOffset));
   }
 
-  /** Every ready partition's detector regroups, resolves quiet incidents and expires state; what changed is published. */
+  /**
+   * Every ready partition's detector regroups, resolves quiet incidents and expires state; what
+   * changed is published. The keys a changed routing event judges again are judged in steps of
+   * REGROUP_STEP_KEYS, each queued behind the partition's batches on a later turn of the event
+   * loop, so an incident of thousands of keys holds neither the partition nor the process.
+   */
   tick(): void {
-    this.#everyReady(async (detector) => {
-      detector.tick(this.#options.now());
+    this.#everyReady(async (detector, slot) => {
+      detector.tick(this.#options.now(), { maxRegroupedKeys: 0 });
       await this.#flush(detector);
+      if (detector.detector.regroupedKeys() > 0) this.#regroupLater(slot);
+    });
+  }
+
+  /** Queues the next step of a partition's regrouping, unless one is queued already. */
+  #regroupLater(slot: Slot): void {
+    if (slot.regroupQueued) return;
+    slot.regroupQueued = true;
+    setImmediate(() => {
+      void this.#enqueue(slot, async () => {
+        slot.regroupQueued = false;
+        const detector = readyDetector(slot.state);
+        // A partition in backoff or gone keeps its keys waiting for the next tick (or drops them).
+        if (detector === undefined || this.#options.backoff.waiting(slot.partition)) return;
+        const more = detector.judgeRegrouped(REGROUP_STEP_KEYS);
+        await this.#flush(detector);
+        if (more) this.#regroupLater(slot);
+      });
     });
   }
 
@@ -210,12 +237,12 @@ export class DetectPartitions {
     slot.state = closed(slot.state);
   }
 
-  #everyReady(work: (detector: PartitionDetector) => Promise<void> | void): void {
+  #everyReady(work: (detector: PartitionDetector, slot: Slot) => Promise<void> | void): void {
     for (const slot of this.#slots.values()) {
       if (slot.state.phase !== 'ready' || this.#options.backoff.waiting(slot.partition)) continue;
       void this.#enqueue(slot, () => {
         const detector = readyDetector(slot.state);
-        if (detector !== undefined) return work(detector);
+        if (detector !== undefined) return work(detector, slot);
       });
     }
   }

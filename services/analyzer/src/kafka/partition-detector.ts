@@ -1,6 +1,6 @@
 import { rmSync } from 'node:fs';
 import type { Attempt, NodeActivity } from '@keyscope/attempts';
-import type { Detector, DetectorChanges, DetectorConfig } from '@keyscope/detector';
+import type { Detector, DetectorChanges, DetectorConfig, TickOptions } from '@keyscope/detector';
 import { KeyscopeStore } from '@keyscope/store';
 import { ACTIVITY_RESTORE_MILLIS, restoreDetector, saveScopeState } from '../pipeline/stored-detector.ts';
 import type { AttemptsRecord } from './attempt-records.ts';
@@ -137,8 +137,12 @@ export class PartitionDetector {
     return attempts.length;
   }
 
-  /** Regroups, resolves quiet incidents, expires state; publishes the scope counts when they moved. */
-  tick(nowUnixMillis: number): void {
+  /**
+   * Regroups, resolves quiet incidents, expires state; publishes the scope counts when they moved.
+   * With `maxRegroupedKeys`, the keys past it that a changed routing event judges again wait for
+   * `judgeRegrouped` (see TickOptions).
+   */
+  tick(nowUnixMillis: number, options: TickOptions = {}): void {
     const cutoff = nowUnixMillis - ACTIVITY_RESTORE_MILLIS;
     let sourcesChanged = false;
     for (const [source, mark] of this.#sources) {
@@ -151,13 +155,23 @@ export class PartitionDetector {
     const scopeText = JSON.stringify(scope);
     const extra: IncidentRecord[] =
       scopeText === this.#publishedScope ? [] : [{ type: 'scope', partition: this.partition, scope }];
-    const changes = this.#detector.tick(nowUnixMillis);
+    const changes = this.#detector.tick(nowUnixMillis, options);
     if (!sourcesChanged && extra.length === 0 && isEmpty(changes)) return;
     this.#commit((_detector, store) => {
       if (sourcesChanged) store.state.save(SOURCES, Object.fromEntries(this.#sources));
       return changes;
     }, extra);
     this.#publishedScope = scopeText;
+  }
+
+  /**
+   * Judges up to `maxKeys` of the keys a tick left waiting, in a transaction of their own that
+   * publishes what they changed, and says whether more wait.
+   */
+  judgeRegrouped(maxKeys: number): boolean {
+    if (this.#detector.regroupedKeys() === 0) return false;
+    this.#commit((detector) => detector.judgeRegrouped(maxKeys));
+    return this.#detector.regroupedKeys() > 0;
   }
 
   /**

@@ -157,6 +157,57 @@ describe('one attempts partition', () => {
     expect(detector.pending()).toEqual([]);
   });
 
+  it('judges the keys a routing event regroups a step at a time, publishing each step, and settles their incident after the last', () => {
+    // 30 keys run on a, then on b as a goes silent at second 60: a node_down of a regroups them all.
+    const keys = Array.from({ length: 30 }, (_, i) => [
+      attempt(
+        2 * i,
+        server({ key: `k${i}`, node: 'a', store: 'A', at: 58 + i * 0.05, durationMillis: 1900 }),
+      ),
+      attempt(2 * i + 1, server({ key: `k${i}`, node: 'b', store: 'B', at: 61 + i * 0.05 })),
+    ]).flat();
+    const early = [
+      ...activity({ node: 'a', fromSecond: 0, toSecond: 60 }),
+      ...['b', 'c'].flatMap((node) => activity({ node, fromSecond: 0, toSecond: 62 })),
+    ];
+    const late = [
+      ...activity({ node: 'a', fromSecond: 120, toSecond: 180 }),
+      ...['b', 'c'].flatMap((node) => activity({ node, fromSecond: 62, toSecond: 180 })),
+    ];
+    const now = TEST_EPOCH_UNIX_MILLIS + 180_000;
+    const seen = () => {
+      const detector = partitionDetector();
+      detector.apply([...keys, samples(60, '', early)], 60);
+      detector.apply([samples(61, '', late)], 61);
+      detector.delivered(detector.pending().length);
+      return detector;
+    };
+    const published = (detector: PartitionDetector) => {
+      const records = detector.pending();
+      detector.delivered(records.length);
+      return {
+        findings: records.filter((record) => record.type === 'finding').length,
+        settled: records.some((record) => record.type === 'incident' && record.incident?.settled === true),
+      };
+    };
+
+    const whole = seen();
+    whole.tick(now);
+    expect(published(whole)).toMatchObject({ findings: 30, settled: true });
+
+    const stepped = seen();
+    stepped.tick(now, { maxRegroupedKeys: 0 });
+    expect(published(stepped)).toEqual({ findings: 0, settled: false });
+    expect(stepped.judgeRegrouped(16)).toBe(true);
+    expect(published(stepped)).toEqual({ findings: 16, settled: false });
+    expect(stepped.judgeRegrouped(16)).toBe(false);
+    expect(published(stepped)).toEqual({ findings: 14, settled: true });
+    expect(stepped.judgeRegrouped(16)).toBe(false);
+    expect(stepped.pending()).toEqual([]);
+    expect(stepped.detector.findings()).toEqual(whole.detector.findings());
+    expect(stepped.detector.incidents()).toEqual(whole.detector.incidents());
+  });
+
   it('publishes its scope report counts on a tick, and again only when they move', () => {
     const detector = partitionDetector();
     detector.apply(twice, 1);
