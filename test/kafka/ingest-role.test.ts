@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { defaultMapping, extractAttempts } from '@keyscope/attempts';
@@ -13,12 +13,16 @@ import { silentLogger } from '../../services/analyzer/src/logger.ts';
 import { counterReaches } from './support/counter-reaches.ts';
 
 /**
- * An ingest instance that finds a backlog on the traces topic writes its attempts in a few large
- * writes, not one acknowledged write per fetched batch: a fetch may carry a single message per
- * partition, and each write waits for every in-sync replica.
+ * The scaled mode's ingest role. An instance that finds a backlog on the traces topic writes its
+ * attempts in a few large writes, not one acknowledged write per fetched batch: a fetch may carry a
+ * single message per partition, and each write waits for every in-sync replica. It keeps the OTLP
+ * payloads it acknowledges in `archive.path` as the embedded service does, and its /metrics says
+ * how the archive is doing.
  */
 const { spans } = simulate(scenarios.nodeFailover({ startUnixMillis: Date.now() - 5 * 60_000 }), { seed: 7 });
 const MESSAGES = 200;
+/** OTLP/HTTP requests the archive test sends. */
+const PAYLOADS = 3;
 const PARTITIONS = 2;
 
 let cluster: KafkaCluster;
@@ -75,5 +79,57 @@ describe('the ingest role reading a backlog', () => {
     expect(await counterReaches(() => counters.attemptsExtracted, attempts)).toBe(attempts);
     // One write per message would be 200; a rebalance may add a re-read per partition.
     expect(counters.attemptWrites).toBeLessThanOrEqual(4 * PARTITIONS + Math.ceil(MESSAGES / 64));
+  }, 120_000);
+});
+
+function metricValue(text: string, name: string): number | undefined {
+  const line = text.split('\n').find((l) => l.startsWith(`${name} `));
+  return line === undefined ? undefined : Number(line.slice(name.length + 1));
+}
+
+describe("the ingest role's archive", () => {
+  it('archives the payloads it acknowledges and shows the archive on its /metrics', async () => {
+    await keyscope?.stop();
+    keyscope = undefined;
+    const archive = join(dir, 'archive');
+    const config = resolveServeConfig({
+      role: 'ingest',
+      api: { port: 0 },
+      otlp: { http: { port: 0 }, grpc: { port: 0 } },
+      archive: { path: archive },
+      kafka: {
+        brokers: cluster.brokers,
+        traces: { topic: '' },
+        attempts: { topic: cluster.topic('attempts'), partitions: 2 },
+        stateDir: join(dir, 'partitions'),
+      },
+    });
+    keyscope = await startRoles(config, { logger: silentLogger });
+    const otlp = keyscope.addresses.otlpHttp!;
+    const per = Math.ceil(spans.length / PAYLOADS);
+    for (let at = 0; at < spans.length; at += per) {
+      const response = await fetch(`http://${otlp.host}:${otlp.port}/v1/traces`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-protobuf' },
+        body: Buffer.from(encodeTraces(spans.slice(at, at + per))),
+      });
+      expect(response.status).toBe(200);
+    }
+    const api = keyscope.addresses.api;
+    let text = '';
+    const deadline = Date.now() + 30_000;
+    while (Date.now() < deadline) {
+      text = await (await fetch(`http://${api.host}:${api.port}/metrics`)).text();
+      if (metricValue(text, 'keyscope_archive_payloads_total') === PAYLOADS) break;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(metricValue(text, 'keyscope_archive_payloads_total')).toBe(PAYLOADS);
+    expect(metricValue(text, 'keyscope_archive_written_bytes_total')).toBeGreaterThan(0);
+    expect(metricValue(text, 'keyscope_archive_bytes')).toBeGreaterThan(0);
+    expect(text).not.toMatch(/^keyscope_archive_write_failures_total\{/m);
+
+    await keyscope.stop();
+    keyscope = undefined;
+    expect(readdirSync(archive).filter((name) => /^traces-.*\.jsonl\.gz$/.test(name))).toHaveLength(1);
   }, 120_000);
 });
