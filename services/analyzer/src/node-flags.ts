@@ -50,6 +50,20 @@ const YOUNG_GENERATION_FLAGS: readonly string[] = ['--max-semi-space-size=64', '
  * beside it: 3 pairs, p99 at half load per-pair median 1.21× (0.36–1.47×). `--no-parallel-scavenge`
  * (scavenges on the main thread alone, waiting for no helper): 4 pairs, per-pair median 1.09×
  * (0.59–1.43×).
+ *
+ * Without `--heap-growing-percent`. Under `--trace-gc`, the history section's passes whose p99 at
+ * half load went past ~30 ms were those where the service ran 2–7 mark-compacts back to back (one
+ * every 150–250 ms, 5–16 ms each plus 10–25 ms of marking steps), with few or no scavenges between
+ * them: after an idle spell V8 sets the old generation's next limit at ~1.3–1.6× what is live, and
+ * each full collection promotes the requests in flight, which fills it again. Passes without them
+ * read 8–23 ms. With `--heap-growing-percent=200` (the next limit at 3× what is live) such clusters
+ * were gone in a traced run; run by turns untraced (the section's per-store medians, 0 / 2 M /
+ * 20 M attempts retained): 27 / 20 / 12 and 11 / 14 / 10 ms, `=100` 11 / 16 / 16 ms, against 48 /
+ * 12 / 58 and 27 / 13 / 46 ms without; peak RSS at 2 M 573–713 MiB against 501–503. A fixed
+ * factor also stops V8 from growing faster under sustained allocation: a loop promoting garbage
+ * beside 300,000 live objects ran 10 mark-compacts with `=100` against 6 without, 1.16× slower.
+ * Better at the empty and the largest store, worse at 2 M and in memory, from few runs: not a
+ * default, an operator's choice for a service whose load comes in bursts (docs/configuration.md).
  */
 export const SERVICE_NODE_FLAGS: readonly string[] = Object.freeze([...YOUNG_GENERATION_FLAGS]);
 
