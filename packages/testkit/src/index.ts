@@ -27,6 +27,7 @@ export {
   server,
 } from './attempt-builders.ts';
 export { BlockingConsumer } from './blocking-consumer.ts';
+export { metricValue } from './prometheus-text.ts';
 export { RecordingConsumer } from './recording-consumer.ts';
 export { createTextSink, type TextSink } from './text-sink.ts';
 export { tracesJson } from './traces-json.ts';

@@ -3,6 +3,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { encodeTraces, type Span, SpanKind, StatusCode } from '@keyscope/otlp';
+import { metricValue } from '@keyscope/testkit';
 import { type DecodedExportResponse, decodeExportResponse } from '@keyscope/testkit/wire';
 import { stringify } from 'yaml';
 import { loadServeConfig } from '../../src/cli.ts';
@@ -110,20 +111,6 @@ export async function startConfigured(
       }
     },
   };
-}
-
-/** The sum of `name`'s samples whose labels include `labels`, in Prometheus text format. */
-export function metricValue(text: string, name: string, labels: Record<string, string> = {}): number {
-  let sum = 0;
-  for (const line of text.split('\n')) {
-    const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$/.exec(line);
-    if (match === null || match[1] !== name) continue;
-    const series = match[2] ?? '';
-    if (Object.entries(labels).every(([label, value]) => series.includes(`${label}="${value}"`))) {
-      sum += Number(match[3]);
-    }
-  }
-  return sum;
 }
 
 function baseFile(dir: string): Record<string, unknown> {
