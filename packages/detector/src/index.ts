@@ -39,6 +39,7 @@ export {
   type ListOverflow,
   nodesTotalOfIncident,
   storesTotalOfIncident,
+  tierLabel,
 } from './incidents/incidents.ts';
 export { type AttemptLog, createMemoryAttemptLog } from './memory/attempt-log.ts';
 export {
@@ -47,6 +48,13 @@ export {
   createCompactAttemptLog,
 } from './memory/compact-attempt-log.ts';
 export { ROUTING_EVENT_TYPES, type RoutingEvent, type RoutingEventType } from './routing/routing-event.ts';
+export {
+  ADVICE_SENTENCES,
+  type AdviceRule,
+  type AdviceSentence,
+  adviceSentences,
+} from './rules/advice.ts';
+export { endpointOf, isRouteLike, requestOf } from './rules/endpoint.ts';
 export { evaluateKey, type FindingDraft, tierName } from './rules/evaluate-key.ts';
 export { type EvidenceAttempt, type EvidenceGap, evidenceGapsOf } from './rules/evidence-gaps.ts';
 export {
@@ -61,7 +69,9 @@ export {
   type FindingClass,
   type FindingRouting,
   nodesTotalOf,
+  RETRY_AFTER,
   type RetriedBy,
+  type RetryAfter,
   repeatUnixMillisOf,
   SEVERITY,
   type Severity,

@@ -311,8 +311,9 @@ describe('retry timing', () => {
     expect(finding.firstExecutionMillis).toBe(2400);
     expect(finding.outlivedCallerWait).toBe(true);
     const advice = detector.incidents()[0]!.advice;
-    expect(advice).toContain('callers gave up after 2.0 s');
-    expect(advice).toContain('first executions on node-a2 took 2.4 s at p90');
+    expect(finding.retryAfter).toBe('timeout');
+    expect(advice).toContain("The key was retried after the caller's send timed out, at 2.0 s");
+    expect(advice).toContain('First executions on node-a2 ran 2.4 s at p90 (1 of 1 key known)');
     // Context, never the fix: the advice still leads with the scope rule.
     expect(advice).toMatch(/Smallest sound fix: widen the key namespace/);
   });
@@ -366,8 +367,8 @@ describe('retry timing', () => {
     expect(finding.firstExecutionMillis).toBe(1990);
     expect(finding.outlivedCallerWait).toBe(true);
     const advice = detector.incidents()[0]!.advice;
-    expect(advice).toContain("1 of 1 first executions outlived the caller's wait");
-    expect(advice).toContain('ran at least until the caller left');
+    expect(advice).toContain("1 of 1 first execution outlived the caller's wait");
+    expect(advice).toContain('The first execution was still running when its caller left');
   });
 
   it('measures a clipped first execution to the end of the side-effect span under it', () => {
@@ -430,8 +431,8 @@ describe('retry timing', () => {
     expect(finding.firstExecutionMillis).toBe(1490);
     expect(finding.outlivedCallerWait).toBe(false);
     const advice = detector.incidents()[0]!.advice;
-    expect(advice).toContain("0 of 1 first executions outlived the caller's wait.");
-    expect(advice).not.toContain('ran at least until the caller left');
+    expect(advice).toContain("0 of 1 first execution outlived the caller's wait.");
+    expect(advice).not.toContain('still running when its caller left');
   });
 
   it('leaves the caller’s wait unknown when no CLIENT span of the key shows a failed send', () => {

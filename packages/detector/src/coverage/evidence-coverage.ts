@@ -229,10 +229,12 @@ export class EvidenceCoverage {
       this.count(tier!, 31 - Math.clz32(left & -left));
     if (entry.kind === CLIENT) window.sendCounted(entry);
     else {
+      if (entry.endpoint !== null) this.scopes.decisionUnder(tier!, entry.endpoint);
       window.requestAt(tier!);
       if ((figures & INCOMPLETE) !== 0) window.hide(tier!);
     }
     entry.decision = null;
+    entry.endpoint = null;
     if (this.freeEntries.length < POOLED) this.freeEntries.push(entry);
   }
 

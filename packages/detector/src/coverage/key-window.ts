@@ -1,5 +1,5 @@
 import type { Attempt } from '@keyscope/attempts';
-import { ANSWERED, childEvidence, parentEvidence, resendBit } from './coverage-rule.ts';
+import { ANSWERED, childEvidence, IS_DECISION, parentEvidence, resendBit } from './coverage-rule.ts';
 import { type InferredDecision, isInferredDecision } from './replay-header.ts';
 import type { TierStats } from './scope-report.ts';
 
@@ -26,6 +26,8 @@ export class OpenAttempt {
   resendCount = 0;
   /** A `miss` or `hit` read from an HTTP response: counted for the tier's replay header. */
   decision: InferredDecision | null = null;
+  /** A decision's: the tier of the arrival (its request's SERVER span) it was matched under. */
+  endpoint: TierCounts | null = null;
 
   reset(attempt: Attempt, kind: number, tier: TierCounts | null): this {
     this.traceId = attempt.traceId;
@@ -35,6 +37,7 @@ export class OpenAttempt {
     this.kind = kind;
     this.flags = 0;
     this.tier = tier;
+    this.endpoint = null;
     this.decision = isInferredDecision(attempt) ? attempt : null;
     if (attempt.kind === 'client') {
       this.service = attempt.placement.service;
@@ -268,7 +271,9 @@ function link(parent: OpenAttempt, child: OpenAttempt): void {
   // A send lands at the tier of the first server-side span matched under it.
   if (evidence === ANSWERED && (parent.flags & ANSWERED) === 0) parent.tier = child.tier;
   parent.flags |= evidence;
-  child.flags |= childEvidence(parent.kind, child.kind);
+  const childFlags = childEvidence(parent.kind, child.kind);
+  if (childFlags === IS_DECISION) child.endpoint = parent.tier;
+  child.flags |= childFlags;
 }
 
 function indexEntry(index: Map<string, OpenAttempt[]>, entry: OpenAttempt): void {

@@ -1,4 +1,5 @@
 import { type Attempt, endedBefore, type ServerAttempt } from '@keyscope/attempts';
+import { endpointOf } from '../rules/endpoint.ts';
 import type { FindingDraft } from '../rules/evaluate-key.ts';
 
 /**
@@ -105,7 +106,7 @@ export function withReplayDoubt(draft: FindingDraft, tierShowsReplays: boolean):
       a.kind === 'server' &&
       a.outcome === 'miss' &&
       a.placement.service === draft.service &&
-      a.operation === draft.operation,
+      endpointOf(a, draft.attempts) === draft.operation,
   );
   const first = executions[0];
   if (first === undefined) return draft;

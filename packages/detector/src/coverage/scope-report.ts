@@ -157,7 +157,17 @@ export interface ScopeTierState {
    */
   coverage?: number[];
   distinct?: string;
+  /**
+   * For a tier of dedup decisions recorded on child spans of requests (`idempotency.check`), the
+   * tiers of those requests' SERVER spans (`tierName`, at most `MAX_ENDPOINTS`, in name order):
+   * with exactly one, the report shows the two as one row named after the request's endpoint.
+   * Absent when none was seen.
+   */
+  endpoints?: string[];
 }
+
+/** Endpoints a decision tier records; a tier under more is named after its own span all the same. */
+const MAX_ENDPOINTS = 4;
 
 /**
  * The tier name of the overflow bucket: '' is no tier's (a tier name holds a NUL between its
@@ -197,6 +207,8 @@ export interface TierStats {
   keys: number;
   readonly spread: number[];
   readonly coverage: number[];
+  /** `ScopeTierState.endpoints`: the tiers of the requests this tier's decisions were made in. */
+  readonly endpoints: Set<string>;
   /** Changed since the last `takeChanges`. */
   changed: boolean;
 }
@@ -222,6 +234,11 @@ export class ScopeReport {
   private overflowed = 0;
   /** Tier names in order, for paging; null when a tier was added since it was sorted. */
   private sorted: string[] | null = [];
+  /**
+   * Endpoint tier → the decision tiers shown in its row (`decisionUnder`); null when a tier or an
+   * endpoint was added since it was built.
+   */
+  private merged: Map<string, TierStats[]> | null = null;
   private changedList: TierStats[] = [];
   /** `service\0operation` and `service\0` of the scopes the mapping declares. */
   private readonly mapped: ReadonlySet<string>;
@@ -264,6 +281,7 @@ export class ScopeReport {
     const created = newStats(tier, service, operation);
     this.add(created);
     this.sorted = null;
+    this.merged = null;
     return created;
   }
 
@@ -327,6 +345,20 @@ export class ScopeReport {
     this.touched(stats);
   }
 
+  /**
+   * A decision of tier `decisions` was seen on a child span of a request of tier `endpoint` (its
+   * SERVER span, carrying the key): the report shows them as one row, the endpoint's, while that
+   * is the only endpoint its decisions were seen under.
+   */
+  decisionUnder(decisions: TierStats, endpoint: TierStats): void {
+    if (decisions === endpoint || decisions.service !== endpoint.service) return;
+    if (decisions === this.overflowStats || endpoint === this.overflowStats) return;
+    if (decisions.endpoints.has(endpoint.tier) || decisions.endpoints.size >= MAX_ENDPOINTS) return;
+    decisions.endpoints.add(endpoint.tier);
+    this.merged = null;
+    this.touched(decisions);
+  }
+
   /** A suspect key's spread at a tier changed from `from` to `to`. */
   spreadChanged(tier: string, from: SpreadLevel, to: SpreadLevel): void {
     if (from === to) return;
@@ -366,6 +398,7 @@ export class ScopeReport {
     this.tiers.clear();
     this.byService.clear();
     this.sorted = null;
+    this.merged = null;
     this.changedList = [];
     this.firstReplays = [];
     resetStats(this.overflowStats);
@@ -454,10 +487,44 @@ export class ScopeReport {
     };
   }
 
+  /** The names of the rows, in order: every tier but the decision tiers shown in their endpoint's row. */
   private sortedTiers(): string[] {
+    // Building the merged rows drops the order: which tiers are rows may have changed.
+    this.mergedRows();
     if (this.sorted === null)
-      this.sorted = [...this.tiers.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+      this.sorted = [...this.tiers.values()]
+        .filter((stats) => this.endpointOf(stats) === undefined)
+        .map((stats) => stats.tier)
+        .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
     return this.sorted;
+  }
+
+  private mergedRows(): Map<string, TierStats[]> {
+    if (this.merged !== null) return this.merged;
+    const merged = new Map<string, TierStats[]>();
+    for (const stats of this.tiers.values()) {
+      const endpoint = this.endpointOf(stats);
+      if (endpoint === undefined) continue;
+      const list = merged.get(endpoint.tier);
+      if (list === undefined) merged.set(endpoint.tier, [stats]);
+      else list.push(stats);
+    }
+    this.merged = merged;
+    this.sorted = null;
+    return merged;
+  }
+
+  /**
+   * The endpoint tier whose row shows `stats`: the one tier its decisions were seen under, when
+   * that tier is kept and is no decision tier of another endpoint itself.
+   */
+  private endpointOf(stats: TierStats): TierStats | undefined {
+    if (stats.endpoints.size !== 1) return undefined;
+    const [name] = stats.endpoints;
+    const endpoint = this.tiers.get(name!);
+    return endpoint !== undefined && endpoint !== stats && endpoint.endpoints.size === 0
+      ? endpoint
+      : undefined;
   }
 
   private stateOf(stats: TierStats): ScopeTierState {
@@ -470,11 +537,33 @@ export class ScopeReport {
       spread: [...stats.spread],
       coverage: [...stats.coverage],
     };
+    if (stats.endpoints.size > 0) state.endpoints = [...stats.endpoints].sort();
     if (stats === this.overflowStats) state.distinct = this.overflowTiers.exportState();
     return state;
   }
 
-  private rowOf(stats: TierStats): ScopeReportRow {
+  /**
+   * A row's figures: the tier's own, or with the decision tiers shown in it — their declarations
+   * and coverage counts added (each counts what the other does not: arrivals at the endpoint,
+   * decisions at theirs), keys and spread those of the tier that counted the most keys (both
+   * count the same keys, one at the SERVER span and one at its decision).
+   */
+  private figuresOfRow(stats: TierStats): Pick<TierStats, 'declared' | 'keys' | 'spread' | 'coverage'> {
+    const members = this.mergedRows().get(stats.tier);
+    if (members === undefined) return stats;
+    const declared = new Map(stats.declared);
+    const coverage = [...stats.coverage];
+    let most = stats;
+    for (const member of members) {
+      for (const [scope, count] of member.declared) declared.set(scope, (declared.get(scope) ?? 0) + count);
+      for (let i = 0; i < coverage.length; i++) coverage[i] = coverage[i]! + member.coverage[i]!;
+      if (member.keys > most.keys) most = member;
+    }
+    return { declared, keys: most.keys, spread: most.spread, coverage };
+  }
+
+  private rowOf(tier: TierStats): ScopeReportRow {
+    const stats = this.figuresOfRow(tier);
     let declaredScope: ScopeLevel | 'unknown' = 'unknown';
     let most = 0;
     for (const [scope, count] of stats.declared) {
@@ -490,14 +579,14 @@ export class ScopeReport {
       }
     }
     return {
-      service: stats.service,
-      operation: stats.operation,
+      service: tier.service,
+      operation: tier.operation,
       declaredScope,
       scopeFrom:
         declaredScope === 'unknown'
           ? 'unknown'
-          : this.mapped.has(`${stats.service}\u0000${stats.operation}`) ||
-              this.mapped.has(`${stats.service}\u0000`)
+          : this.mapped.has(`${tier.service}\u0000${tier.operation}`) ||
+              this.mapped.has(`${tier.service}\u0000`)
             ? 'mapping'
             : 'span',
       declaredCounts: Object.fromEntries(stats.declared),
@@ -526,6 +615,7 @@ function newStats(tier: string, service: string, operation: string): TierStats {
     keys: 0,
     spread: [0, 0, 0, 0],
     coverage: new Array<number>(TIER_COUNTS).fill(0),
+    endpoints: new Set(),
     changed: false,
   };
 }
@@ -535,6 +625,7 @@ function resetStats(stats: TierStats): void {
   stats.keys = 0;
   stats.spread.fill(0);
   stats.coverage.fill(0);
+  stats.endpoints.clear();
   stats.changed = false;
 }
 
@@ -545,6 +636,8 @@ function loadStats(stats: TierStats, row: ScopeTierState): void {
   stats.keys = row.keys;
   for (let level = 0; level < 4; level++) stats.spread[level] = row.spread[level] ?? 0;
   for (let index = 0; index < TIER_COUNTS; index++) stats.coverage[index] = row.coverage?.[index] ?? 0;
+  stats.endpoints.clear();
+  for (const endpoint of row.endpoints ?? []) stats.endpoints.add(endpoint);
 }
 
 /** The smallest level that would have held every observed retry of every key. */

@@ -1,7 +1,9 @@
 import { SCOPE_LEVELS, type ScopeLevel } from '@keyscope/attempts';
 import {
   type AdviceFacts,
+  emptyRetryAfter,
   type FindingFacts,
+  mostDeclared,
   type RetryTimingSummary,
   SPREAD_ORDER,
 } from '../rules/advice.ts';
@@ -40,6 +42,12 @@ export class IncidentTally {
   #outlived = 0;
   #clipped = 0;
   #judged = 0;
+  #known = 0;
+  #lost = 0;
+  #keys = 0;
+  /** Keys by how many stores each reached. */
+  readonly #storesPerKey = new Map<number, number>();
+  readonly #retryAfter = emptyRetryAfter();
 
   /**
    * An incident opens when its first key ran again (or crossed the key scope), not at that key's
@@ -106,7 +114,18 @@ export class IncidentTally {
       if (count > 0) declared[scope] = count;
     }
     let widest = 0;
-    for (let i = 0; i < this.#spreads.length; i++) if (this.#spreads[i]! > 0) widest = i;
+    const spreadCounts: AdviceFacts['spreadCounts'] = {};
+    for (let i = 0; i < this.#spreads.length; i++) {
+      if (this.#spreads[i]! <= 0) continue;
+      widest = i;
+      spreadCounts[SPREAD_ORDER[i]!] = this.#spreads[i]!;
+    }
+    let fewestStores = Number.POSITIVE_INFINITY;
+    let mostStores = 0;
+    for (const stores of this.#storesPerKey.keys()) {
+      if (stores < fewestStores) fewestStores = stores;
+      if (stores > mostStores) mostStores = stores;
+    }
     return {
       stores: firstInOrder(this.#stores.keys(), maxListed),
       nodes: firstInOrder(this.#nodes.keys(), maxListed),
@@ -115,9 +134,13 @@ export class IncidentTally {
       openedUnixMillis: this.#opened,
       lastFindingUnixMillis: this.#last,
       facts: {
+        keys: this.#keys,
         stores: this.#stores.size,
+        storesPerKey: { min: mostStores === 0 ? 0 : fewestStores, max: mostStores },
         declared,
+        declaredScope: mostDeclared(declared),
         spread: SPREAD_ORDER[widest]!,
+        spreadCounts,
         proxies: this.#proxies,
         race: this.#races > 0,
         ttl: this.#ttls > 0,
@@ -126,7 +149,9 @@ export class IncidentTally {
         effectUnknown: this.#effectsUnknown > 0,
         executionUnseen: this.#executionsUnseen > 0,
         longestGapMillis: this.#longestGapMillis,
+        retryAfter: { ...this.#retryAfter },
         timing: this.#timing(),
+        event: null,
       },
     };
   }
@@ -146,13 +171,19 @@ export class IncidentTally {
       callerWaitMillis: quantileOf(this.#callerWaits, 0.5),
       executionNode,
       executionP90Millis: executions === undefined ? null : quantileOf(executions, 0.9),
-      outlived: this.#outlived,
+      known: this.#known,
+      lost: this.#lost,
       clipped: this.#clipped,
+      outlived: this.#outlived,
       judged: this.#judged,
     };
   }
 
   #count(facts: FindingFacts, sign: 1 | -1): void {
+    this.#keys += sign;
+    adjust(this.#storesPerKey, facts.stores.length, sign);
+    this.#retryAfter[facts.retryAfter] += sign;
+    if (facts.executionLost) this.#lost += sign;
     for (const store of facts.stores) adjust(this.#stores, store, sign);
     for (const node of facts.nodes) adjust(this.#nodes, node, sign);
     for (const scope of SCOPE_LEVELS) {
@@ -176,11 +207,12 @@ export class IncidentTally {
       }
       adjust(buckets, bucketOf(facts.executionMillis), sign);
       if (buckets.size === 0) this.#executionMillis.delete(facts.executionNode);
+      this.#known += sign;
+      if (facts.clipped) this.#clipped += sign;
     }
     if (facts.outlived !== null) {
       this.#judged += sign;
       if (facts.outlived) this.#outlived += sign;
-      if (facts.outlived && facts.clipped) this.#clipped += sign;
     }
   }
 }

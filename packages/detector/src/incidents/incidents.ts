@@ -1,7 +1,8 @@
 import type { DetectorConfig } from '../config.ts';
 import { stableId } from '../ids.ts';
 import type { RoutingEvent } from '../routing/routing-event.ts';
-import { adviceFor, type FindingFacts, factsOf } from '../rules/advice.ts';
+import { type AdviceFacts, adviceSentences, type FindingFacts, factsOf } from '../rules/advice.ts';
+import { isRouteLike } from '../rules/endpoint.ts';
 import type { Finding, FindingClass, Severity, SeverityReason } from '../rules/finding.ts';
 import { IncidentTally } from './incident-tally.ts';
 
@@ -53,6 +54,11 @@ export interface Incident {
   resolvedUnixMillis: number | null;
   title: string;
   advice: string;
+  /**
+   * The ids of the advice's sentences, in order (`ADVICE_SENTENCES`, docs/incidents.md): which
+   * facts of the keys chose each. Absent on incidents stored before it was recorded.
+   */
+  adviceSentences?: string[];
 }
 
 interface IncidentEntry {
@@ -289,8 +295,10 @@ export class IncidentBook {
       incident.status = 'open';
       incident.resolvedUnixMillis = null;
     }
-    incident.title = titleOf(incident);
-    incident.advice = incidentAdvice(incident, summary.facts);
+    incident.title = titleOf(incident, summary.facts);
+    const advice = incidentAdvice(incident, summary.facts);
+    incident.advice = advice.text;
+    incident.adviceSentences = advice.sentences;
   }
 }
 
@@ -343,9 +351,11 @@ export class IncidentPartView {
       nodesTotal: summary.nodesTotal,
       openedUnixMillis: summary.openedUnixMillis,
       lastFindingUnixMillis: summary.lastFindingUnixMillis,
-      advice: incidentAdvice(incident, summary.facts),
     };
-    view.title = titleOf(view);
+    const advice = incidentAdvice(incident, summary.facts);
+    view.advice = advice.text;
+    view.adviceSentences = advice.sentences;
+    view.title = titleOf(view, summary.facts);
     return view;
   }
 }
@@ -375,13 +385,38 @@ const REASON_ADVICE: Record<SeverityReason, string> = {
     "Not paged as critical: each repeat was read as an execution from its HTTP response alone (no idempotency.outcome on the span), in one store on one node, and this tier has never shown a replay (Idempotent-Replayed: true) — a replay whose header the HTTP instrumentation did not capture reads the same. OpenTelemetry's HTTP instrumentation captures response headers set with res.setHeader, not those passed to res.writeHead(status, headers): set the replay header with setHeader, or record idempotency.outcome on the span. If these did execute twice:",
 };
 
-function incidentAdvice(incident: Incident, facts: Parameters<typeof adviceFor>[1]): string {
-  const advice = adviceFor(incident.class, facts);
+function incidentAdvice(incident: Incident, facts: AdviceFacts): { text: string; sentences: string[] } {
+  const said = adviceSentences(incident.class, { ...facts, event: incident.routingEvent });
   const reason = incident.severityReason;
-  return reason === undefined ? advice : `${REASON_ADVICE[reason]} ${advice}`;
+  const text = said.map((sentence) => sentence.text).join(' ');
+  return {
+    text: reason === undefined ? text : `${REASON_ADVICE[reason]} ${text}`,
+    sentences: [
+      ...(reason === undefined ? [] : [`reason_${reason}`]),
+      ...said.map((sentence) => sentence.id),
+    ],
+  };
 }
 
-function titleOf(incident: Incident): string {
+/**
+ * The tier as a title names it: the service and its endpoint (`payments /payments`), or, for a
+ * tier named after a span because no request span carried its key, what it is named after.
+ */
+export function tierLabel(service: string, operation: string): string {
+  return isRouteLike(operation)
+    ? `${service} ${operation}`
+    : `${service}, span ${operation} (no route known)`;
+}
+
+/** What a suspected duplicate's keys did, by the evidence they rest on. */
+function suspectTitle(facts: AdviceFacts): string {
+  if (facts.executionUnseen && !facts.effectUnknown)
+    return 'probably executed twice, one execution seen: the spans of the other were lost';
+  if (facts.executionUnseen) return 'probably executed twice, not confirmed by the spans';
+  return CLASS_TITLE.suspected_duplicate;
+}
+
+function titleOf(incident: Incident, facts: AdviceFacts): string {
   const event = incident.routingEvent;
   const where =
     event === null
@@ -389,5 +424,6 @@ function titleOf(incident: Incident): string {
       : ` during ${event.type.replace('_', ' ')} of ${event.node || event.cluster || event.region}`;
   const keys = incident.keys === 1 ? '1 key' : `${incident.keys} keys`;
   const reason = incident.severityReason === undefined ? '' : REASON_TITLE[incident.severityReason];
-  return `${incident.service} ${incident.operation}: ${keys} ${CLASS_TITLE[incident.class]}${reason}${where}`;
+  const what = incident.class === 'suspected_duplicate' ? suspectTitle(facts) : CLASS_TITLE[incident.class];
+  return `${tierLabel(incident.service, incident.operation)}: ${keys} ${what}${reason}${where}`;
 }

@@ -10,6 +10,7 @@ import {
 import type { DetectorConfig } from '../config.ts';
 import { findingId } from '../ids.ts';
 import { eventCovers, type RoutingEvent } from '../routing/routing-event.ts';
+import { endpointOf, requestOf, requestSpanUnseen } from './endpoint.ts';
 import {
   type ExecutionOutcomes,
   type ExecutionSpan,
@@ -21,11 +22,12 @@ import {
   type FindingCause,
   type FindingClass,
   type RetriedBy,
+  type RetryAfter,
   SEVERITY,
   type Suspicion,
 } from './finding.ts';
 import { type SpanIndex, spanIndexOf } from './span-index.ts';
-import { hasUnseenExecutionMarks, suspectUnseenExecution } from './unseen-execution.ts';
+import { hasUnseenExecutionMarks, readSend, suspectUnseenExecution } from './unseen-execution.ts';
 
 /** A finding before it is placed in an incident. */
 export type FindingDraft = Omit<Finding, 'incidentId'>;
@@ -243,10 +245,12 @@ function groupTiers(evidence: readonly Attempt[]): Map<string, Tier> {
   const tiers = new Map<string, Tier>();
   for (const attempt of evidence) {
     if (attempt.kind === 'client' || attempt.kind === 'effect') continue;
-    const name = tierName(attempt.placement.service, attempt.operation);
+    // A decision on a child span counts at its request's endpoint, with the request itself.
+    const operation = endpointOf(attempt, evidence);
+    const name = tierName(attempt.placement.service, operation);
     let tier = tiers.get(name);
     if (tier === undefined) {
-      tier = { service: attempt.placement.service, operation: attempt.operation, server: [], landed: [] };
+      tier = { service: attempt.placement.service, operation, server: [], landed: [] };
       tiers.set(name, tier);
     }
     tier.landed.push(attempt);
@@ -397,13 +401,18 @@ function keyCollision(
       return {
         cause: 'cross_tenant_replay',
         service: hit.placement.service,
-        operation: hit.operation,
+        operation: endpointOf(hit, evidence),
         second,
       };
     }
   }
   const first = server[0]!;
-  return { cause: 'shared_key', service: first.placement.service, operation: first.operation, second };
+  return {
+    cause: 'shared_key',
+    service: first.placement.service,
+    operation: endpointOf(first, evidence),
+    second,
+  };
 }
 
 /** What `draft` builds one finding from. */
@@ -460,7 +469,7 @@ function draft(input: DraftInput): FindingDraft {
     retriedBy: retriedBy(tier, executions, links),
     gapMillis,
     idleMillis,
-    ...retryTiming(tier, executions, repeat, links, executionSpans(evidence)),
+    ...retryTiming(tier, executions, repeat, links, executionSpans(evidence), evidence),
     routing: {
       affinityBroken: nodes.length >= 2,
       event: brokenBy(tier, executions, repeat, routing(tier.service), config),
@@ -498,6 +507,7 @@ function spanOf(attempts: readonly Attempt[]): { from: number; to: number } {
 class SendLinks {
   readonly clients: ClientAttempt[];
   readonly #spans: SpanIndex;
+  readonly #evidence: readonly Attempt[];
 
   constructor(
     private readonly tier: Tier,
@@ -505,12 +515,12 @@ class SendLinks {
   ) {
     this.clients = evidence.filter((a): a is ClientAttempt => a.kind === 'client');
     this.#spans = spanIndexOf(evidence);
+    this.#evidence = evidence;
   }
 
   /** The request `attempt` decided in: its SERVER span when the decision is on a child span. */
   requestOf(attempt: Attempt): Attempt {
-    const parent = this.#spans.get(attempt.traceId, attempt.parentSpanId);
-    return parent?.kind === 'arrival' ? parent : attempt;
+    return requestOf(attempt, this.#evidence);
   }
 
   /** When the request of `attempt` ran: its SERVER span's start, the later of the two ends. */
@@ -597,18 +607,28 @@ function retryTiming(
   repeat: ServerAttempt,
   links: SendLinks,
   spanOfExecution: (execution: ServerAttempt) => ExecutionSpan,
+  evidence: readonly Attempt[],
 ): Pick<
   FindingDraft,
-  'callerWaitMillis' | 'firstExecutionMillis' | 'firstExecutionClipped' | 'outlivedCallerWait'
+  | 'callerWaitMillis'
+  | 'retryAfter'
+  | 'firstExecutionMillis'
+  | 'firstExecutionClipped'
+  | 'firstExecutionLost'
+  | 'outlivedCallerWait'
 > {
   const first = executions[0];
   let firstExecutionMillis: number | null = null;
   let firstExecutionClipped = false;
+  let firstExecutionLost = false;
   if (first !== undefined && first !== repeat && first.startUnixMillis <= repeat.startUnixMillis) {
-    const window = links.windowOf(first);
-    const span = spanOfExecution(first);
-    firstExecutionMillis = Math.max(window.end, span.endUnixMillis) - window.start;
-    firstExecutionClipped = span.clipped;
+    if (requestSpanUnseen(first, evidence)) firstExecutionLost = true;
+    else {
+      const window = links.windowOf(first);
+      const span = spanOfExecution(first);
+      firstExecutionMillis = Math.max(window.end, span.endUnixMillis) - window.start;
+      firstExecutionClipped = span.clipped;
+    }
   }
   const sends = callerSends(
     tier,
@@ -623,16 +643,27 @@ function retryTiming(
     ofFirst !== undefined && failedSend(ofFirst) && ofFirst.startUnixMillis < repeat.startUnixMillis
       ? ofFirst
       : failedBefore[failedBefore.length - 1];
-  const callerWaitMillis = gaveUp === undefined ? null : gaveUp.endUnixMillis - gaveUp.startUnixMillis;
+  const retryAfter = gaveUp === undefined ? 'unknown' : retryAfterSend(gaveUp);
+  const callerWaitMillis =
+    gaveUp === undefined || retryAfter !== 'timeout' ? null : gaveUp.endUnixMillis - gaveUp.startUnixMillis;
   return {
     callerWaitMillis,
+    retryAfter,
     firstExecutionMillis,
     firstExecutionClipped,
+    firstExecutionLost,
     outlivedCallerWait:
       callerWaitMillis === null || firstExecutionMillis === null
         ? null
         : firstExecutionClipped || firstExecutionMillis > callerWaitMillis,
   };
+}
+
+/** How a failed send ended, as `Finding.retryAfter` names it. */
+function retryAfterSend(send: ClientAttempt): RetryAfter {
+  if (send.statusCode === 502 || send.statusCode === 504) return 'proxy_error';
+  if (send.statusCode !== 0) return 'error_response';
+  return readSend(send) === 'reset' ? 'reset' : 'timeout';
 }
 
 /** A send the caller gave up on: no response (a timeout, a reset) or a 5xx. */

@@ -121,6 +121,21 @@ export interface Suspicion {
 
 export type RetriedBy = 'client' | 'proxy' | 'unknown';
 
+/**
+ * What the caller's send before the repeat ended with: `timeout` (no response: the caller gave up
+ * waiting), `proxy_error` (a proxy's 502 or 504: the node it had forwarded the request to stopped
+ * answering), `reset` (the connection was reset with no response), `error_response` (another 5xx),
+ * `unknown` (no failed send of the key's caller shows).
+ */
+export type RetryAfter = 'timeout' | 'proxy_error' | 'reset' | 'error_response' | 'unknown';
+export const RETRY_AFTER: readonly RetryAfter[] = [
+  'timeout',
+  'proxy_error',
+  'reset',
+  'error_response',
+  'unknown',
+];
+
 export interface FindingRouting {
   /** The key's attempts at the finding's tier landed on two or more nodes. */
   affinityBroken: boolean;
@@ -181,17 +196,28 @@ export interface Finding {
    */
   idleMillis: number | null;
   /**
-   * How long the caller waited before it gave up: the duration of the failed CLIENT send of the
-   * key (no response, or a 5xx) that preceded the repeat. null when no CLIENT span of the key shows
-   * one — a send that timed out often carries no key, since HTTP instrumentation records request
-   * headers only once a response arrives. Absent on findings stored before it was recorded.
+   * How long the caller waited before it gave up: the duration of the CLIENT send of the key that
+   * preceded the repeat and timed out (no response, no reset). null when the send before the repeat
+   * ended otherwise (`retryAfter`: a proxy's 502 comes when the node dies, not when the caller gives
+   * up) or no CLIENT span of the key shows one — a send that timed out often carries no key, since
+   * HTTP instrumentation records request headers only once a response arrives. Absent on findings
+   * stored before it was recorded.
    */
   callerWaitMillis: number | null;
+  /** How the send before the repeat ended. Absent on findings stored before it was recorded. */
+  retryAfter?: RetryAfter;
   /**
    * How long the first execution's request ran (its SERVER span); null when there is no earlier
-   * execution than the repeat. Absent on findings stored before it was recorded.
+   * execution than the repeat, or its SERVER span was lost (`firstExecutionLost`). Absent on
+   * findings stored before it was recorded.
    */
   firstExecutionMillis: number | null;
+  /**
+   * The first execution's decision was recorded on a child span, and its request's SERVER span is
+   * not in the evidence (it died with its node, or was dropped): its duration is unknown. Absent
+   * on findings stored before it was recorded, which read it as false.
+   */
+  firstExecutionLost?: boolean;
   /**
    * The first execution's request span ended at its caller's disconnect, with no response sent
    * (execution-outcome.ts, `ExecutionSpan`): it ran at least `firstExecutionMillis`, its end unseen.

@@ -1,8 +1,8 @@
 import { SCOPE_LEVELS, type ScopeLevel } from '@keyscope/attempts';
 import { describe, expect, it } from 'vitest';
 import { type IncidentSummary, IncidentTally } from '../../src/incidents/incident-tally.ts';
-import { type AdviceFacts, type FindingFacts, SPREAD_ORDER } from '../../src/rules/advice.ts';
-import type { Finding } from '../../src/rules/finding.ts';
+import { type AdviceFacts, type FindingFacts, mostDeclared, SPREAD_ORDER } from '../../src/rules/advice.ts';
+import { type Finding, RETRY_AFTER } from '../../src/rules/finding.ts';
 
 /** A seeded generator, so a failure names the sequence that caused it. */
 function random(seed: number): () => number {
@@ -46,8 +46,10 @@ function member(next: () => number, id: number): [Finding, FindingFacts] {
     cause: pick(CAUSES),
     gapMillis: Math.floor(next() * 10_000),
     callerWaitMillis: next() < 0.6 ? 1_000 + Math.floor(next() * 3_000) : null,
+    retryAfter: pick(RETRY_AFTER),
     executionNode: pick(['node-a', 'node-b', '']),
     executionMillis: next() < 0.8 ? Math.floor(next() * 5_000) : null,
+    executionLost: next() < 0.2,
     outlived: next() < 0.5 ? next() < 0.5 : null,
     clipped: next() < 0.3,
   };
@@ -70,17 +72,29 @@ function recomputed(members: Iterable<[Finding, FindingFacts]>): IncidentSummary
   let outlived = 0;
   let clipped = 0;
   let judged = 0;
+  let known = 0;
+  let lost = 0;
+  let keys = 0;
+  const storeCounts: number[] = [];
+  const spreadCounts: AdviceFacts['spreadCounts'] = {};
+  const retryAfter = Object.fromEntries(RETRY_AFTER.map((r) => [r, 0])) as AdviceFacts['retryAfter'];
   for (const [finding, facts] of members) {
+    keys++;
+    storeCounts.push(facts.stores.length);
+    spreadCounts[facts.spread] = (spreadCounts[facts.spread] ?? 0) + 1;
+    retryAfter[facts.retryAfter]++;
+    if (facts.executionLost) lost++;
     if (facts.callerWaitMillis !== null) waits.push(Math.round(facts.callerWaitMillis / 100) * 100);
     if (facts.executionMillis !== null) {
       const list = executionsByNode.get(facts.executionNode) ?? [];
       list.push(Math.round(facts.executionMillis / 100) * 100);
       executionsByNode.set(facts.executionNode, list);
+      known++;
+      if (facts.clipped) clipped++;
     }
     if (facts.outlived !== null) {
       judged++;
       if (facts.outlived) outlived++;
-      if (facts.outlived && facts.clipped) clipped++;
     }
     for (const store of finding.stores) stores.add(store);
     for (const node of finding.nodes) nodes.add(node);
@@ -101,12 +115,17 @@ function recomputed(members: Iterable<[Finding, FindingFacts]>): IncidentSummary
     [...executionsByNode.entries()].sort(
       ([a, x], [b, y]) => y.length - x.length || (a < b ? -1 : 1),
     )[0]?.[0] ?? '';
+  const declaredInOrder = Object.fromEntries(
+    SCOPE_LEVELS.filter((s) => declared[s] !== undefined).map((s) => [s, declared[s]]),
+  );
   const adviceFacts: AdviceFacts = {
+    keys,
     stores: stores.size,
-    declared: Object.fromEntries(
-      SCOPE_LEVELS.filter((s) => declared[s] !== undefined).map((s) => [s, declared[s]]),
-    ),
+    storesPerKey: { min: Math.min(...storeCounts), max: Math.max(...storeCounts) },
+    declared: declaredInOrder,
+    declaredScope: mostDeclared(declaredInOrder),
     spread: SPREAD_ORDER[widest]!,
+    spreadCounts,
     proxies,
     race: causes.has('race'),
     ttl: causes.has('ttl_expired'),
@@ -115,14 +134,18 @@ function recomputed(members: Iterable<[Finding, FindingFacts]>): IncidentSummary
     effectUnknown: causes.has('effect_unknown'),
     executionUnseen: causes.has('execution_unseen'),
     longestGapMillis,
+    retryAfter,
     timing: {
       callerWaitMillis: nearestRank(waits, 0.5),
       executionNode: busiest,
       executionP90Millis: nearestRank(executionsByNode.get(busiest) ?? [], 0.9),
-      outlived,
+      known,
+      lost,
       clipped,
+      outlived,
       judged,
     },
+    event: null,
   };
   return {
     stores: [...stores].sort(),

@@ -56,8 +56,9 @@ describe("a tenant's view of an incident", () => {
     const view = incidentOfMembers(incident!, acme, 1_000);
     expect(view).toMatchObject({ keys: 3, stores: ['A', 'B'], nodes: ['a', 'b'] });
     expect(view.title).toMatch(/^payments \/payments: 3 keys executed twice/);
-    expect(view.advice).toContain('2 different dedup stores');
-    expect(incident!.advice).toContain('3 different dedup stores');
+    // Per key, and for the incident: every key ran in two stores, the incident's in three.
+    expect(view.advice).toContain('Each key executed in 2 different dedup stores:');
+    expect(incident!.advice).toContain('Each key executed in 2 different dedup stores (3 stores in all)');
     expect(view.openedUnixMillis).toBe(Math.min(...acme.map((f) => f.repeatUnixMillis)));
     expect(view.lastFindingUnixMillis).toBe(Math.max(...acme.map((f) => f.lastSeenUnixMillis)));
 
@@ -166,7 +167,7 @@ describe('store and node lists', () => {
     expect(incident).toMatchObject({ keys: 5, storesTotal: 200, nodesTotal: 200 });
     expect(incident!.stores).toEqual(Array.from({ length: 10 }, (_, i) => `s00-00${i}`));
     expect(incident!.nodes).toHaveLength(10);
-    expect(incident!.advice).toContain('200 different dedup stores');
+    expect(incident!.advice).toContain('Each key executed in 40 different dedup stores (200 stores in all)');
     expect(detector.stats()).toMatchObject({
       incidentStoresLeftOut: 190,
       incidentNodesLeftOut: 190,

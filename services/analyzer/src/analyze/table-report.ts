@@ -1,4 +1,10 @@
-import type { Finding, Incident, ScopeReportRow, Severity } from '@keyscope/detector';
+import {
+  type Finding,
+  type Incident,
+  type ScopeReportRow,
+  type Severity,
+  tierLabel,
+} from '@keyscope/detector';
 import type { AnalysisResult } from './analysis.ts';
 import { formatBytes } from './progress-meter.ts';
 import { type Cell, type Column, fitLine, tableLines, wrapLines } from './table-layout.ts';
@@ -28,9 +34,12 @@ export const DEFAULT_WIDTH_COLUMNS = 80;
 /** Classes whose findings mean the side effect itself ran twice. */
 const RAN_TWICE = new Set(['cross_store_duplicate', 'same_store_duplicate']);
 const SEVERITY_RANK: Readonly<Record<Severity, number>> = { critical: 0, high: 1, warning: 2 };
-/** Lines of an incident's title and advice before they are cut: the whole text is in --format json. */
+/**
+ * Lines of an incident's title before it is cut: the whole text is in --format json. The advice
+ * is never cut: it is what on-call acts on, worded as the incident page words it.
+ */
 const TITLE_LINES = 2;
-const ADVICE_LINES = 2;
+const ADVICE_LINES = Number.POSITIVE_INFINITY;
 
 /**
  * `--format table`: the report for a person — a summary; the incidents, most severe first, each
@@ -104,7 +113,8 @@ export function renderTable(result: AnalysisResult, read: ReadSummary, options: 
         width,
       ),
       ...wrapLines(
-        'COVERING: the smallest scope that would have held every observed retry of every key.',
+        'COVERING: the smallest scope that would have held every observed retry of every key. ' +
+          'CROSSED NODE/CLUSTER/REGION: keys whose retries crossed, at the widest, nodes within one cluster / clusters within one region / regions; each key counted once, at its widest.',
         width,
         '  ',
         2,
@@ -130,7 +140,7 @@ const SCOPE_COLUMNS: readonly Column[] = [
   { header: 'DECLARED' },
   { header: 'COVERING' },
   { header: 'KEYS' },
-  { header: 'SPANNING N/C/R' },
+  { header: 'CROSSED NODE/CLUSTER/REGION' },
   { header: 'AT RISK' },
   { header: 'STATUS' },
 ];
@@ -284,7 +294,7 @@ function findingRow(finding: Finding, withCause: boolean, timeOnly: boolean): Ce
 function scopeRow(row: ScopeReportRow, style: Style): Cell[] {
   const spanning = row.keysSpanning;
   return [
-    `${row.service} ${row.operation}`,
+    tierLabel(row.service, row.operation),
     row.declaredScope,
     row.smallestCoveringScope,
     count(row.keys),

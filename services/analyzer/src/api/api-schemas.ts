@@ -1,5 +1,10 @@
 import { EFFECTS, OUTCOMES, SCOPE_LEVELS } from '@keyscope/attempts';
-import { FINDING_CLASSES, ROUTING_EVENT_TYPES, SUSPICION_EVIDENCE_KINDS } from '@keyscope/detector';
+import {
+  FINDING_CLASSES,
+  RETRY_AFTER,
+  ROUTING_EVENT_TYPES,
+  SUSPICION_EVIDENCE_KINDS,
+} from '@keyscope/detector';
 
 /*
  * The JSON schemas of the API's answers: fastify serializes each route's answer with them (but
@@ -281,13 +286,20 @@ const FINDING_PROPERTIES: Record<string, JsonSchema> = {
     "From the first execution's end to the second's start (negative when they overlapped); null with fewer than two or when not recorded.",
   ),
   callerWaitMillis: MILLIS_OR_NULL(
-    'How long the caller waited before it gave up (the failed send before the repeat); null when no send of the key shows one.',
+    'How long the caller waited before it gave up: its send before the repeat, when that send timed out; null when it ended otherwise (`retryAfter`) or no send of the key shows one.',
+  ),
+  retryAfter: choice(
+    [...RETRY_AFTER],
+    "How the caller's send before the repeat ended: `timeout` (no response), `proxy_error` (a proxy's 502 or 504), `reset`, `error_response` (another 5xx), `unknown` (no failed send shows).",
   ),
   firstExecutionMillis: MILLIS_OR_NULL(
-    "How long the first execution's request ran; null when there is no execution before the repeat.",
+    "How long the first execution's request ran; null when there is no execution before the repeat, or its request's SERVER span was lost (`firstExecutionLost`).",
   ),
   firstExecutionClipped: flag(
     "The first execution's request span ended at its caller's disconnect: it ran at least `firstExecutionMillis`, its end unseen.",
+  ),
+  firstExecutionLost: flag(
+    "The first execution's decision span is in the spans and its request's SERVER span is not (it died with its node, or was dropped): its duration is unknown.",
   ),
   outlivedCallerWait: nullable(
     flag(''),
@@ -367,6 +379,10 @@ const INCIDENT_PROPERTIES: Record<string, JsonSchema> = {
   lastFindingAt: time('When its latest finding was last seen.'),
   resolvedAt: nullable(time(''), 'When it was resolved; null while open.'),
   advice: text('What to check or change, from its findings.'),
+  adviceSentences: list(
+    text(''),
+    'The ids of the advice\'s sentences in order (docs/incidents.md, "The advice, sentence by sentence"): each is said because a fact of the incident\'s keys selects it. `reason_…` first when the severity is lowered.',
+  ),
 };
 
 export const INCIDENT_SCHEMA = closed(
@@ -438,11 +454,14 @@ const SPREAD = choice(
   ['node', 'cluster', 'region', 'global'],
   'The smallest level that would have held every observed retry of every key.',
 );
-const KEYS_SPANNING = closed('Keys whose requests landed on several places.', {
-  nodes: count('Keys on two or more nodes of one cluster.'),
-  clusters: count('Keys on two or more clusters of one region.'),
-  regions: count('Keys on two or more regions.'),
-});
+const KEYS_SPANNING = closed(
+  'Keys whose requests landed on several places, each counted once at the widest boundary its retries crossed.',
+  {
+    nodes: count('Keys on two or more nodes, all within one cluster.'),
+    clusters: count('Keys on two or more clusters, all within one region.'),
+    regions: count('Keys on two or more regions (whatever clusters they crossed too).'),
+  },
+);
 
 export const COVERAGE_SCHEMA = closed(
   "How complete keyscope's view of the tier is, counted over one key in `keysOneIn` (`detector.coverageKeysOneIn`).",

@@ -174,6 +174,8 @@ export function sumScopeStates(states: readonly ScopeReportState[]): ScopeReport
         continue;
       }
       sum.keys += row.keys;
+      if (row.endpoints !== undefined)
+        sum.endpoints = [...new Set([...(sum.endpoints ?? []), ...row.endpoints])].sort();
       for (const [level, count] of Object.entries(row.declared) as [keyof typeof row.declared, number][]) {
         sum.declared[level] = (sum.declared[level] ?? 0) + count;
       }

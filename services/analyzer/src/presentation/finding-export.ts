@@ -1,5 +1,5 @@
 import type { ServerAttempt } from '@keyscope/attempts';
-import { executionOutcomes, type Finding, type FindingClass } from '@keyscope/detector';
+import { endpointOf, executionOutcomes, type Finding, type FindingClass } from '@keyscope/detector';
 import { isoTime } from './present.ts';
 
 /*
@@ -75,7 +75,11 @@ export function executionRows(finding: Finding): ExecutionRow[] {
   const rows: ExecutionRow[] = [];
   for (const attempt of finding.attempts) {
     if (attempt.kind !== 'server' || attempt.outcome !== 'miss') continue;
-    if (attempt.placement.service !== finding.service || attempt.operation !== finding.operation) continue;
+    if (
+      attempt.placement.service !== finding.service ||
+      endpointOf(attempt, finding.attempts) !== finding.operation
+    )
+      continue;
     const outcome = outcomeOf(attempt);
     if (outcome === 'not_executed') continue;
     rows.push({

@@ -69,8 +69,10 @@ export function presentFinding(finding: Finding) {
     gapMillis: finding.gapMillis,
     idleMillis: finding.idleMillis ?? null,
     callerWaitMillis: finding.callerWaitMillis ?? null,
+    retryAfter: finding.retryAfter ?? 'unknown',
     firstExecutionMillis: finding.firstExecutionMillis ?? null,
     firstExecutionClipped: finding.firstExecutionClipped ?? false,
+    firstExecutionLost: finding.firstExecutionLost ?? false,
     outlivedCallerWait: finding.outlivedCallerWait ?? null,
     routing: {
       affinityBroken: finding.routing.affinityBroken,
@@ -127,6 +129,8 @@ export function presentIncident(incident: StoredIncident) {
     lastFindingAt: isoTime(incident.lastFindingUnixMillis),
     resolvedAt: incident.resolvedUnixMillis === null ? null : isoTime(incident.resolvedUnixMillis),
     advice: incident.advice,
+    // Incidents stored before the ids were recorded have none.
+    adviceSentences: incident.adviceSentences ?? [],
   };
 }
 
