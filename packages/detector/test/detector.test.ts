@@ -270,6 +270,63 @@ describe('who retried', () => {
 });
 
 describe('retry timing', () => {
+  it("reads a request that lasted as long as its caller's timed-out send as cut off at the disconnect, whatever status it shows", () => {
+    const traceId = 'c'.repeat(32);
+    const first = client({ key: 'k1', traceId, at: 0, durationMillis: 1500, statusCode: 0, error: 'Error' });
+    const retry = client({ key: 'k1', traceId, at: 1.8, resendCount: 1 });
+    // The SERVER span starts a hop after the send and ends when the caller's socket closes: 1497 ms.
+    const request = arrival({
+      key: 'k1',
+      traceId,
+      parentSpanId: first.spanId,
+      node: 'a',
+      at: 0.002,
+      durationMillis: 1497,
+      statusCode: 200,
+    });
+    const retried = arrival({
+      key: 'k1',
+      traceId,
+      parentSpanId: retry.spanId,
+      node: 'b',
+      at: 1.801,
+      durationMillis: 300,
+      statusCode: 201,
+    });
+    const detector = run([
+      first,
+      retry,
+      request,
+      retried,
+      server({
+        key: 'k1',
+        traceId,
+        parentSpanId: request.spanId,
+        node: 'a',
+        store: 'S',
+        operation: 'idempotency.check',
+        at: 0.003,
+        durationMillis: 2,
+        effect: 'unknown',
+      }),
+      server({
+        key: 'k1',
+        traceId,
+        parentSpanId: retried.spanId,
+        node: 'b',
+        store: 'S',
+        operation: 'idempotency.check',
+        at: 1.802,
+        durationMillis: 2,
+        effect: 'unknown',
+      }),
+    ]);
+    const finding = only(detector.findings());
+    expect(finding).toMatchObject({ operation: '/payments', retryAfter: 'timeout', callerWaitMillis: 1500 });
+    expect(finding.firstExecutionClipped).toBe(true);
+    expect(finding.outlivedCallerWait).toBe(true);
+  });
+
   it('records how long the caller waited, how long the first execution ran and that it outlived the wait', () => {
     const traceId = 'f'.repeat(32);
     const first = client({

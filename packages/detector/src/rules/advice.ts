@@ -126,7 +126,7 @@ export const ADVICE_SENTENCES: readonly AdviceRule[] = [
     condition: "a repeat came after the store's retention of the key (no overlap)",
     when: (f) => f.ttl,
     say: (f) =>
-      `A retry arrived after the store had forgotten the key: the longest time from a first execution's end to its repeat was ${formatDuration(f.longestGapMillis)}. Keep keys at least as long as clients retry (their longest backoff plus total timeout), or make clients give up before the key expires.`,
+      `A retry arrived after the store had forgotten the key: repeats came up to ${formatDuration(f.longestGapMillis)} after their first execution began. Keep keys at least as long as clients retry (their longest backoff plus total timeout), or make clients give up before the key expires.`,
   },
   {
     id: 'effect_unknown',
@@ -230,7 +230,7 @@ export const ADVICE_SENTENCES: readonly AdviceRule[] = [
     condition: "some keys' first executions' SERVER spans ended at their caller's disconnect",
     when: (f) => f.timing.clipped > 0,
     say: (f) =>
-      `${ofKeys(f.timing.clipped, f, 'first execution')} still running when ${f.timing.clipped === 1 ? 'its caller' : 'their callers'} left: ${f.timing.clipped === 1 ? 'its SERVER span' : 'their SERVER spans'} ended at the disconnect, with no response sent.`,
+      `${ofKeys(f.timing.clipped, f, 'first execution')} still running when ${f.timing.clipped === 1 ? 'its caller' : 'their callers'} left: ${f.timing.clipped === 1 ? 'its SERVER span' : 'their SERVER spans'} ended at the disconnect, so ${f.timing.clipped === 1 ? 'its' : 'their'} duration is a lower bound.`,
   },
   {
     id: 'outlived_wait',
@@ -393,6 +393,7 @@ export interface AdviceFacts {
   effectUnknown: boolean;
   /** Some findings are suspected on marks of an execution whose spans were lost (`execution_unseen`). */
   executionUnseen: boolean;
+  /** The longest time from a key's first execution's start to its repeat's. */
   longestGapMillis: number;
   /** Keys by how the caller's send before the repeat ended. */
   retryAfter: Record<RetryAfter, number>;
@@ -444,8 +445,8 @@ export function factsOf(finding: Finding): FindingFacts {
     spread,
     proxy: finding.retriedBy === 'proxy',
     cause: finding.cause,
-    // The store's retention is measured from when it recorded the key, the first run's end.
-    gapMillis: finding.idleMillis ?? finding.gapMillis ?? 0,
+    // From start to start: a first execution's end may be its caller's disconnect, not its own.
+    gapMillis: finding.gapMillis ?? 0,
     callerWaitMillis: finding.callerWaitMillis ?? null,
     retryAfter: finding.retryAfter ?? 'unknown',
     executionNode: firstExecution?.placement.node ?? '',

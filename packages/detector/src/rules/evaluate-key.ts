@@ -646,6 +646,18 @@ function retryTiming(
   const retryAfter = gaveUp === undefined ? 'unknown' : retryAfterSend(gaveUp);
   const callerWaitMillis =
     gaveUp === undefined || retryAfter !== 'timeout' ? null : gaveUp.endUnixMillis - gaveUp.startUnixMillis;
+  // A request whose caller timed out and whose span lasted (about) as long as the caller waited
+  // ended at the disconnect — the HTTP instrumentation ends it when the caller's socket closes —
+  // whatever status it shows: it ran at least that long. It starts a network hop after its send
+  // and ends a hop after the caller left, so its duration is the wait within a few milliseconds,
+  // either side: read against the wait, not past it, or that noise decides "outlived".
+  if (
+    firstExecutionMillis !== null &&
+    callerWaitMillis !== null &&
+    gaveUp === ofFirst &&
+    Math.abs(firstExecutionMillis - callerWaitMillis) <= disconnectToleranceMillis(callerWaitMillis)
+  )
+    firstExecutionClipped = true;
   return {
     callerWaitMillis,
     retryAfter,
@@ -657,6 +669,14 @@ function retryTiming(
         ? null
         : firstExecutionClipped || firstExecutionMillis > callerWaitMillis,
   };
+}
+
+/**
+ * How much shorter than its caller's wait a request cut off by the caller's disconnect can read:
+ * the hops at its start and end, and the clocks of two processes.
+ */
+function disconnectToleranceMillis(callerWaitMillis: number): number {
+  return Math.max(50, callerWaitMillis * 0.02);
 }
 
 /** How a failed send ended, as `Finding.retryAfter` names it. */

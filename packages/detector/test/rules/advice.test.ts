@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import type { RoutingEvent } from '../../src/routing/routing-event.ts';
 import {
   ADVICE_SENTENCES,
   type AdviceFacts,
@@ -6,7 +7,6 @@ import {
   emptyRetryAfter,
 } from '../../src/rules/advice.ts';
 import type { FindingClass } from '../../src/rules/finding.ts';
-import type { RoutingEvent } from '../../src/routing/routing-event.ts';
 
 /** The facts of an incident of `keys` keys, each in two node stores of one cluster, unless told. */
 function facts(overrides: Partial<AdviceFacts> = {}): AdviceFacts {
@@ -126,11 +126,18 @@ describe('the advice, sentence by sentence', () => {
     const input = facts({ spread: 'global', spreadCounts: { cluster: 3, global: 10 } });
     expect(ids('cross_store_duplicate', input)).toContain('pin_not_global');
     expect(ids('cross_store_duplicate', input)).not.toContain('widen_scope');
-    expect(text('cross_store_duplicate', input)).toContain('the retries of 10 of 13 keys reached other regions');
+    expect(text('cross_store_duplicate', input)).toContain(
+      'the retries of 10 of 13 keys reached other regions',
+    );
   });
 
   it('names the brownout behind a repeat the store had forgotten', () => {
-    const input = facts({ ttl: true, longestGapMillis: 2300, event: SPIKE, storesPerKey: { min: 1, max: 1 } });
+    const input = facts({
+      ttl: true,
+      longestGapMillis: 2300,
+      event: SPIKE,
+      storesPerKey: { min: 1, max: 1 },
+    });
     const chosen = ids('same_store_duplicate', input);
     expect(chosen.slice(0, 2)).toEqual(['slow_node_before_ttl', 'ttl_expired']);
     expect(text('same_store_duplicate', input)).toContain('ran on payments-a during its latency spike');
