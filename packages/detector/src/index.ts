@@ -32,6 +32,12 @@ export {
   type TickOptions,
 } from './detector.ts';
 export {
+  adviceFactsOf,
+  type IncidentFacts,
+  mergeIncidentFacts,
+} from './incidents/incident-facts.ts';
+export {
+  describeIncident,
   type Incident,
   IncidentPartView,
   type IncidentStatus,

@@ -1,13 +1,7 @@
 import { SCOPE_LEVELS, type ScopeLevel } from '@keyscope/attempts';
-import {
-  type AdviceFacts,
-  emptyRetryAfter,
-  type FindingFacts,
-  mostDeclared,
-  type RetryTimingSummary,
-  SPREAD_ORDER,
-} from '../rules/advice.ts';
+import { type AdviceFacts, emptyRetryAfter, type FindingFacts, SPREAD_ORDER } from '../rules/advice.ts';
 import { type Finding, repeatUnixMillisOf } from '../rules/finding.ts';
+import { adviceFactsOf, busiestNodes, type IncidentFacts, pairsOf } from './incident-facts.ts';
 
 /**
  * Running totals over an incident's findings: what its summary (stores, nodes, times) and its
@@ -108,24 +102,6 @@ export class IncidentTally {
       }
       this.#extremesStale = false;
     }
-    const declared: Partial<Record<ScopeLevel, number>> = {};
-    for (const scope of SCOPE_LEVELS) {
-      const count = this.#declared.get(scope) ?? 0;
-      if (count > 0) declared[scope] = count;
-    }
-    let widest = 0;
-    const spreadCounts: AdviceFacts['spreadCounts'] = {};
-    for (let i = 0; i < this.#spreads.length; i++) {
-      if (this.#spreads[i]! <= 0) continue;
-      widest = i;
-      spreadCounts[SPREAD_ORDER[i]!] = this.#spreads[i]!;
-    }
-    let fewestStores = Number.POSITIVE_INFINITY;
-    let mostStores = 0;
-    for (const stores of this.#storesPerKey.keys()) {
-      if (stores < fewestStores) fewestStores = stores;
-      if (stores > mostStores) mostStores = stores;
-    }
     return {
       stores: firstInOrder(this.#stores.keys(), maxListed),
       nodes: firstInOrder(this.#nodes.keys(), maxListed),
@@ -133,44 +109,36 @@ export class IncidentTally {
       nodesTotal: this.#nodes.size,
       openedUnixMillis: this.#opened,
       lastFindingUnixMillis: this.#last,
-      facts: {
-        keys: this.#keys,
-        stores: this.#stores.size,
-        storesPerKey: { min: mostStores === 0 ? 0 : fewestStores, max: mostStores },
-        declared,
-        declaredScope: mostDeclared(declared),
-        spread: SPREAD_ORDER[widest]!,
-        spreadCounts,
-        proxies: this.#proxies,
-        race: this.#races > 0,
-        ttl: this.#ttls > 0,
-        storeUnknown: this.#storesUnknown > 0,
-        crossTenantReplay: this.#crossTenantReplays > 0,
-        effectUnknown: this.#effectsUnknown > 0,
-        executionUnseen: this.#executionsUnseen > 0,
-        longestGapMillis: this.#longestGapMillis,
-        retryAfter: { ...this.#retryAfter },
-        timing: this.#timing(),
-        event: null,
+      incidentFacts: this.#incidentFacts(),
+      get facts(): AdviceFacts {
+        return adviceFactsOf(this.incidentFacts, this.storesTotal);
       },
     };
   }
 
-  #timing(): RetryTimingSummary {
-    // The node that ran most first executions; ties to the first in name order, so any order of
-    // adds gives one summary.
-    let executionNode = '';
-    let most = 0;
-    for (const [node, buckets] of this.#executionMillis) {
-      let count = 0;
-      for (const n of buckets.values()) count += n;
-      if (count > most || (count === most && node < executionNode)) [executionNode, most] = [node, count];
+  /** The facts as plain data that adds up over an incident's parts (incident-facts.ts). */
+  #incidentFacts(): IncidentFacts {
+    const declared: Partial<Record<ScopeLevel, number>> = {};
+    for (const scope of SCOPE_LEVELS) {
+      const count = this.#declared.get(scope) ?? 0;
+      if (count > 0) declared[scope] = count;
     }
-    const executions = this.#executionMillis.get(executionNode);
     return {
-      callerWaitMillis: quantileOf(this.#callerWaits, 0.5),
-      executionNode,
-      executionP90Millis: executions === undefined ? null : quantileOf(executions, 0.9),
+      keys: this.#keys,
+      storesPerKey: pairsOf(this.#storesPerKey),
+      declared,
+      spreads: [...this.#spreads],
+      proxies: this.#proxies,
+      races: this.#races,
+      ttls: this.#ttls,
+      storesUnknown: this.#storesUnknown,
+      crossTenantReplays: this.#crossTenantReplays,
+      effectsUnknown: this.#effectsUnknown,
+      executionsUnseen: this.#executionsUnseen,
+      longestGapMillis: this.#longestGapMillis,
+      retryAfter: { ...this.#retryAfter },
+      callerWaits: pairsOf(this.#callerWaits),
+      executions: busiestNodes(this.#executionMillis),
       known: this.#known,
       lost: this.#lost,
       clipped: this.#clipped,
@@ -224,7 +192,9 @@ export interface IncidentSummary {
   nodesTotal: number;
   openedUnixMillis: number;
   lastFindingUnixMillis: number;
-  facts: AdviceFacts;
+  incidentFacts: IncidentFacts;
+  /** The advice's facts, from `incidentFacts` and `storesTotal`. */
+  readonly facts: AdviceFacts;
 }
 
 /** Durations are summarized to the nearest 100 ms (a 2000.4 ms timeout reads 2.0 s). */
@@ -232,20 +202,6 @@ export const TIMING_BUCKET_MILLIS = 100;
 
 function bucketOf(millis: number): number {
   return Math.round(millis / TIMING_BUCKET_MILLIS) * TIMING_BUCKET_MILLIS;
-}
-
-/** The `q` quantile (nearest rank) of counted buckets; null when none are counted. */
-export function quantileOf(buckets: ReadonlyMap<number, number>, q: number): number | null {
-  let total = 0;
-  for (const n of buckets.values()) total += n;
-  if (total === 0) return null;
-  const rank = Math.max(1, Math.ceil(q * total));
-  let seen = 0;
-  for (const bucket of [...buckets.keys()].sort((a, b) => a - b)) {
-    seen += buckets.get(bucket)!;
-    if (seen >= rank) return bucket;
-  }
-  return null;
 }
 
 /** The first `limit` of `names` in code-unit order. */

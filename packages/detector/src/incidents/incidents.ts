@@ -4,6 +4,7 @@ import type { RoutingEvent } from '../routing/routing-event.ts';
 import { type AdviceFacts, adviceSentences, type FindingFacts, factsOf } from '../rules/advice.ts';
 import { isRouteLike } from '../rules/endpoint.ts';
 import type { Finding, FindingClass, Severity, SeverityReason } from '../rules/finding.ts';
+import type { IncidentFacts } from './incident-facts.ts';
 import { IncidentTally } from './incident-tally.ts';
 
 export type IncidentStatus = 'open' | 'resolved';
@@ -59,6 +60,12 @@ export interface Incident {
    * facts of the keys chose each. Absent on incidents stored before it was recorded.
    */
   adviceSentences?: string[];
+  /**
+   * What the title and advice are made of, as data that adds up over the parts of one incident
+   * (incident-facts.ts): the Kafka serve role sums its partitions' and words the whole. Absent on
+   * incidents stored before it was recorded.
+   */
+  facts?: IncidentFacts;
 }
 
 interface IncidentEntry {
@@ -295,10 +302,8 @@ export class IncidentBook {
       incident.status = 'open';
       incident.resolvedUnixMillis = null;
     }
-    incident.title = titleOf(incident, summary.facts);
-    const advice = incidentAdvice(incident, summary.facts);
-    incident.advice = advice.text;
-    incident.adviceSentences = advice.sentences;
+    incident.facts = summary.incidentFacts;
+    Object.assign(incident, describeIncident(incident, summary.facts));
   }
 }
 
@@ -352,11 +357,8 @@ export class IncidentPartView {
       openedUnixMillis: summary.openedUnixMillis,
       lastFindingUnixMillis: summary.lastFindingUnixMillis,
     };
-    const advice = incidentAdvice(incident, summary.facts);
-    view.advice = advice.text;
-    view.adviceSentences = advice.sentences;
-    view.title = titleOf(view, summary.facts);
-    return view;
+    view.facts = summary.incidentFacts;
+    return Object.assign(view, describeIncident(view, summary.facts));
   }
 }
 
@@ -384,6 +386,19 @@ const REASON_ADVICE: Record<SeverityReason, string> = {
   replay_unseen:
     "Not paged as critical: each repeat was read as an execution from its HTTP response alone (no idempotency.outcome on the span), in one store on one node, and this tier has never shown a replay (Idempotent-Replayed: true) — a replay whose header the HTTP instrumentation did not capture reads the same. OpenTelemetry's HTTP instrumentation captures response headers set with res.setHeader, not those passed to res.writeHead(status, headers): set the replay header with setHeader, or record idempotency.outcome on the span. If these did execute twice:",
 };
+
+/**
+ * An incident's title and advice, worded from the facts of its keys: what the detector writes on
+ * every incident it summarizes, and what a reader of several detectors' parts of one incident
+ * writes from their summed facts (`mergeIncidentFacts`, `adviceFactsOf`).
+ */
+export function describeIncident(
+  incident: Incident,
+  facts: AdviceFacts,
+): Pick<Incident, 'title' | 'advice' | 'adviceSentences'> {
+  const advice = incidentAdvice(incident, facts);
+  return { title: titleOf(incident, facts), advice: advice.text, adviceSentences: advice.sentences };
+}
 
 function incidentAdvice(incident: Incident, facts: AdviceFacts): { text: string; sentences: string[] } {
   const said = adviceSentences(incident.class, { ...facts, event: incident.routingEvent });

@@ -1,4 +1,11 @@
-import { type Incident, nodesTotalOfIncident, storesTotalOfIncident } from '@keyscope/detector';
+import {
+  adviceFactsOf,
+  describeIncident,
+  type Incident,
+  mergeIncidentFacts,
+  nodesTotalOfIncident,
+  storesTotalOfIncident,
+} from '@keyscope/detector';
 
 /**
  * One incident from the parts the attempts partitions' detectors report for it. The parts share
@@ -24,7 +31,7 @@ export function mergeIncidentParts(parts: readonly Incident[], maxListed: number
   ).routingEvent;
   const open = parts.some((part) => part.status === 'open');
   const keys = parts.reduce((sum, part) => sum + part.keys, 0);
-  return {
+  const merged: Incident = {
     ...largest,
     status: open ? 'open' : 'resolved',
     settled: parts.some((part) => part.settled !== false),
@@ -39,11 +46,18 @@ export function mergeIncidentParts(parts: readonly Incident[], maxListed: number
     resolvedUnixMillis: open ? null : extreme(parts, (part) => part.resolvedUnixMillis ?? 0, Math.max),
     title: retitle(largest, keys),
   };
+  // Worded anew from the parts' facts summed: every count in the advice is the whole incident's.
+  if (parts.every((part) => part.facts !== undefined)) {
+    merged.facts = mergeIncidentFacts(parts.map((part) => part.facts!));
+    Object.assign(merged, describeIncident(merged, adviceFactsOf(merged.facts, merged.storesTotal)));
+  }
+  return merged;
 }
 
 /**
  * The detector titles an incident `<service> <operation>: <n> key(s) …` from its own part's key
  * count; the merged incident says the total. Anything else in the title is the same in every part.
+ * Parts stored before they carried their facts are retitled so; the others are worded anew.
  */
 function retitle(part: Incident, keys: number): string {
   const prefix = `${part.service} ${part.operation}: ${keysText(part.keys)}`;

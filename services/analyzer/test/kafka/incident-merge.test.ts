@@ -1,4 +1,6 @@
-import type { Incident } from '@keyscope/detector';
+import type { Attempt } from '@keyscope/attempts';
+import { createDetector, defaultDetectorConfig, type Incident } from '@keyscope/detector';
+import { client, server } from '@keyscope/testkit';
 import { describe, expect, it } from 'vitest';
 import { mergeIncidentParts } from '../../src/kafka/incident-merge.ts';
 
@@ -106,5 +108,63 @@ describe('an incident reported by several attempts partitions', () => {
   it('is the part itself when there is one', () => {
     const only = part({ keys: 4 });
     expect(mergeIncidentParts([only], 1_000)).toBe(only);
+  });
+});
+
+/** Key `i` executed in two node stores; every third key after a proxy's 502, the rest after a timeout. */
+function runTwice(i: number): Attempt[] {
+  const key = `k${i}`;
+  const traceId = String(i + 1).padStart(32, '0');
+  const first = client({ key, traceId, at: i, durationMillis: 2000, statusCode: i % 3 === 0 ? 502 : 0 });
+  const retry = client({ key, traceId, at: i + 2.2, resendCount: 1 });
+  return [
+    first,
+    retry,
+    server({
+      key,
+      traceId,
+      parentSpanId: first.spanId,
+      node: 'a',
+      store: 'payments/node:a',
+      at: i,
+      durationMillis: 1000 + i * 10,
+    }),
+    server({
+      key,
+      traceId,
+      parentSpanId: retry.spanId,
+      node: i % 2 === 0 ? 'b' : 'c',
+      store: `payments/node:${i % 2 === 0 ? 'b' : 'c'}`,
+      at: i + 2.21,
+    }),
+  ];
+}
+
+function incidentOf(keys: number[]): Incident {
+  const detector = createDetector({ ...defaultDetectorConfig(), incidentBucketMillis: 3_600_000 });
+  detector.ingest({
+    attempts: keys.flatMap(runTwice),
+    activity: [],
+    invalid: { outcome: 0, hit: 0, scope: 0 },
+  });
+  detector.flush();
+  const [incident, ...others] = detector.incidents();
+  expect(others).toEqual([]);
+  return incident!;
+}
+
+describe('the words of an incident reported in parts', () => {
+  it("says what the whole incident's keys say, not the largest part's", () => {
+    const keys = Array.from({ length: 12 }, (_, i) => i);
+    const whole = incidentOf(keys);
+    const merged = mergeIncidentParts(
+      [incidentOf(keys.filter((k) => k % 3 !== 1)), incidentOf(keys.filter((k) => k % 3 === 1))],
+      1_000,
+    );
+    expect(merged.keys).toBe(12);
+    expect(merged.title).toBe(whole.title);
+    expect(merged.advice).toBe(whole.advice);
+    expect(merged.adviceSentences).toEqual(whole.adviceSentences);
+    expect(merged.advice).toContain('8 of 12 keys were retried after the caller');
   });
 });
