@@ -43,6 +43,8 @@ interface FindingJson {
 interface IncidentJson {
   id: string;
   keys: number;
+  title: string;
+  advice: string;
 }
 
 interface RoutingEventJson {
@@ -58,8 +60,9 @@ function findingLine(f: FindingJson): string {
   return `${f.id} ${f.class} ${f.incidentId} ${event}`;
 }
 
+/** An incident and the words on-call reads: the same keys must say the same, however they arrived. */
 function incidentLine(i: IncidentJson): string {
-  return `${i.id} ${i.keys}`;
+  return `${i.id} ${i.keys}: ${i.title} | ${i.advice}`;
 }
 
 function readPayloads(scenario: string): Payload[] {

@@ -12,6 +12,8 @@ export interface IncidentFacts {
   keys: number;
   /** Keys by how many stores each reached: [stores, keys] pairs. */
   storesPerKey: [number, number][];
+  /** Keys by how many stores each executed in: [stores, keys] pairs. */
+  executionStoresPerKey: [number, number][];
   declared: Partial<Record<ScopeLevel, number>>;
   /** Keys by the widest level their retries reached, in `SPREAD_ORDER`. */
   spreads: number[];
@@ -50,13 +52,7 @@ export function adviceFactsOf(facts: IncidentFacts, stores: number): AdviceFacts
     widest = level;
     spreadCounts[SPREAD_ORDER[level]!] = count;
   });
-  let fewestStores = Number.POSITIVE_INFINITY;
-  let mostStores = 0;
-  for (const [count, keys] of facts.storesPerKey) {
-    if (keys <= 0) continue;
-    if (count < fewestStores) fewestStores = count;
-    if (count > mostStores) mostStores = count;
-  }
+
   const declared: Partial<Record<ScopeLevel, number>> = {};
   for (const scope of SCOPE_LEVELS) {
     const count = facts.declared[scope] ?? 0;
@@ -77,7 +73,8 @@ export function adviceFactsOf(facts: IncidentFacts, stores: number): AdviceFacts
   return {
     keys: facts.keys,
     stores,
-    storesPerKey: { min: mostStores === 0 ? 0 : fewestStores, max: mostStores },
+    storesPerKey: extremesOf(facts.storesPerKey),
+    executionStoresPerKey: extremesOf(facts.executionStoresPerKey ?? []),
     declared,
     declaredScope: mostDeclared(declared),
     spread: SPREAD_ORDER[widest]!,
@@ -127,6 +124,7 @@ export function mergeIncidentFacts(parts: readonly IncidentFacts[]): IncidentFac
   return {
     keys: sum((p) => p.keys),
     storesPerKey: pairsOf(addAll(parts.map((p) => p.storesPerKey))),
+    executionStoresPerKey: pairsOf(addAll(parts.map((p) => p.executionStoresPerKey ?? []))),
     declared,
     spreads: SPREAD_ORDER.map((_, level) => sum((p) => p.spreads[level] ?? 0)),
     proxies: sum((p) => p.proxies),
@@ -182,6 +180,18 @@ export function quantileOf(buckets: Iterable<readonly [number, number]>, q: numb
     if (seen >= rank) return bucket;
   }
   return null;
+}
+
+/** The fewest and the most of counted values ([value, count] pairs); 0 and 0 when none is counted. */
+function extremesOf(pairs: readonly (readonly [number, number])[]): { min: number; max: number } {
+  let min = Number.POSITIVE_INFINITY;
+  let max = 0;
+  for (const [value, count] of pairs) {
+    if (count <= 0) continue;
+    if (value < min) min = value;
+    if (value > max) max = value;
+  }
+  return { min: max === 0 && min === Number.POSITIVE_INFINITY ? 0 : min, max };
 }
 
 function addPairs(into: Map<number, number>, pairs: readonly (readonly [number, number])[]): void {

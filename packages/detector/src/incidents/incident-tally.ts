@@ -41,6 +41,7 @@ export class IncidentTally {
   #keys = 0;
   /** Keys by how many stores each reached. */
   readonly #storesPerKey = new Map<number, number>();
+  readonly #executionStoresPerKey = new Map<number, number>();
   readonly #retryAfter = emptyRetryAfter();
 
   /**
@@ -126,6 +127,7 @@ export class IncidentTally {
     return {
       keys: this.#keys,
       storesPerKey: pairsOf(this.#storesPerKey),
+      executionStoresPerKey: pairsOf(this.#executionStoresPerKey),
       declared,
       spreads: [...this.#spreads],
       proxies: this.#proxies,
@@ -150,6 +152,7 @@ export class IncidentTally {
   #count(facts: FindingFacts, sign: 1 | -1): void {
     this.#keys += sign;
     adjust(this.#storesPerKey, facts.stores.length, sign);
+    adjust(this.#executionStoresPerKey, facts.executionStores, sign);
     this.#retryAfter[facts.retryAfter] += sign;
     if (facts.executionLost) this.#lost += sign;
     for (const store of facts.stores) adjust(this.#stores, store, sign);

@@ -2,6 +2,7 @@ import type { ScopeLevel } from '@keyscope/attempts';
 import { covers, type SpreadLevel, spreadOf } from '../coverage/scope-report.ts';
 import type { RoutingEvent } from '../routing/routing-event.ts';
 import { endpointOf } from './endpoint.ts';
+import { executionOutcomes } from './execution-outcome.ts';
 import { type Finding, type FindingClass, RETRY_AFTER, type RetryAfter } from './finding.ts';
 
 /**
@@ -62,7 +63,7 @@ export const ADVICE_SENTENCES: readonly AdviceRule[] = [
     condition: 'always: how many stores each key executed in, and how many in all when more',
     when: () => true,
     say: (f) =>
-      `${eachKey(f)} executed in ${storesPerKey(f)} different dedup stores${storesInAll(f)}: keys have ${declaredText(f)}, but ${retriesReached(f)}.`,
+      `${eachKey(f)} executed in ${range(f.executionStoresPerKey)} different dedup stores${storesInAll(f)}: keys have ${declaredText(f)}, but ${retriesReached(f)}.`,
   },
   {
     id: 'reaches_stores',
@@ -291,7 +292,10 @@ function ofKeys(count: number, f: AdviceFacts, noun = 'key'): string {
 }
 
 function storesPerKey(f: AdviceFacts): string {
-  const { min, max } = f.storesPerKey;
+  return range(f.storesPerKey);
+}
+
+function range({ min, max }: { min: number; max: number }): string {
   return min === max ? `${max}` : `${min} to ${max}`;
 }
 
@@ -352,6 +356,8 @@ export interface FindingFacts {
    */
   stores: readonly string[];
   nodes: readonly string[];
+  /** Distinct stores among the key's executions at its tier (admissions that did not execute left out). */
+  executionStores: number;
   declared: Partial<Record<ScopeLevel, number>>;
   spread: SpreadLevel;
   proxy: boolean;
@@ -377,6 +383,8 @@ export interface AdviceFacts {
   stores: number;
   /** The fewest and the most stores one key reached. */
   storesPerKey: { min: number; max: number };
+  /** The fewest and the most stores one key executed in. */
+  executionStoresPerKey: { min: number; max: number };
   declared: Partial<Record<ScopeLevel, number>>;
   /** The scope most decisions declared. */
   declaredScope: ScopeLevel | 'unknown';
@@ -421,6 +429,11 @@ export function factsOf(finding: Finding): FindingFacts {
       endpointOf(a, finding.attempts) === finding.operation,
   );
   const firstExecution = landed.find((a) => a.kind === 'server' && a.outcome === 'miss');
+  const outcomes = executionOutcomes(finding.attempts);
+  const executionStores = new Set<string>();
+  for (const a of landed)
+    if (a.kind === 'server' && a.outcome === 'miss' && outcomes(a) !== 'not_executed')
+      executionStores.add(a.store);
   // As evaluate-key.ts lists them, before the finding's lists are cut.
   const stores = new Set<string>();
   const nodes = new Set<string>();
@@ -441,6 +454,7 @@ export function factsOf(finding: Finding): FindingFacts {
   return {
     stores: [...stores],
     nodes: [...nodes],
+    executionStores: executionStores.size,
     declared,
     spread,
     proxy: finding.retriedBy === 'proxy',

@@ -40,6 +40,7 @@ function member(next: () => number, id: number): [Finding, FindingFacts] {
   const facts: FindingFacts = {
     stores,
     nodes: stores.map((store) => `node-${store}`),
+    executionStores: 1 + Math.floor(next() * stores.length),
     declared,
     spread: pick(SPREAD_ORDER),
     proxy: next() < 0.3,
@@ -84,11 +85,13 @@ function recomputed(members: Iterable<[Finding, FindingFacts]>): SummaryView {
   let lost = 0;
   let keys = 0;
   const storeCounts: number[] = [];
+  const executionStoreCounts: number[] = [];
   const spreadCounts: AdviceFacts['spreadCounts'] = {};
   const retryAfter = Object.fromEntries(RETRY_AFTER.map((r) => [r, 0])) as AdviceFacts['retryAfter'];
   for (const [finding, facts] of members) {
     keys++;
     storeCounts.push(facts.stores.length);
+    executionStoreCounts.push(facts.executionStores);
     spreadCounts[facts.spread] = (spreadCounts[facts.spread] ?? 0) + 1;
     retryAfter[facts.retryAfter]++;
     if (facts.executionLost) lost++;
@@ -130,6 +133,7 @@ function recomputed(members: Iterable<[Finding, FindingFacts]>): SummaryView {
     keys,
     stores: stores.size,
     storesPerKey: { min: Math.min(...storeCounts), max: Math.max(...storeCounts) },
+    executionStoresPerKey: { min: Math.min(...executionStoreCounts), max: Math.max(...executionStoreCounts) },
     declared: declaredInOrder,
     declaredScope: mostDeclared(declaredInOrder),
     spread: SPREAD_ORDER[widest]!,

@@ -15,6 +15,7 @@ function facts(overrides: Partial<AdviceFacts> = {}): AdviceFacts {
     keys,
     stores: 3,
     storesPerKey: { min: 2, max: 2 },
+    executionStoresPerKey: { min: 2, max: 2 },
     declared: { node: keys * 2 },
     declaredScope: 'node',
     spread: 'cluster',
