@@ -2,6 +2,7 @@ import type { ChildProcess } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { spawnUnderSdk } from '../support/sdk-process.ts';
+import type { DecisionSpan, StoreScope } from './scenarios.ts';
 
 /**
  * Starting the lab's Node processes (payments nodes, the checkout client); waiting for them and
@@ -19,6 +20,13 @@ export interface PaymentsNodeSettings {
   readonly ledgerPath: string;
   readonly ttlMillis: number;
   readonly otlpUrl: string;
+  /** Default `node`: a memory store of its own. */
+  readonly storeScope?: StoreScope;
+  /** A cluster store's SQLite file, and the one store id every node of the cluster records. */
+  readonly storePath?: string;
+  readonly storeId?: string;
+  /** Default `server`. */
+  readonly decisionSpan?: DecisionSpan;
 }
 
 export function paymentsNodeEnv(settings: PaymentsNodeSettings): Record<string, string> {
@@ -27,6 +35,10 @@ export function paymentsNodeEnv(settings: PaymentsNodeSettings): Record<string, 
     LAB_LEDGER: settings.ledgerPath,
     LAB_TTL_MILLIS: String(settings.ttlMillis),
     LAB_OTLP_URL: settings.otlpUrl,
+    LAB_STORE_SCOPE: settings.storeScope ?? 'node',
+    LAB_STORE_PATH: settings.storePath ?? '',
+    LAB_STORE_ID: settings.storeId ?? '',
+    LAB_DECISION_SPAN: settings.decisionSpan ?? 'server',
     LAB_RESOURCE: JSON.stringify({
       'service.name': 'payments',
       'service.instance.id': settings.name,

@@ -8,6 +8,7 @@ import { sleep } from './service-latency.ts';
 export type Balance = 'round_robin' | 'key_hash';
 
 export interface ProxyPlan {
+  readonly kind: 'nginx';
   readonly balance: Balance;
   /**
    * Re-send a POST the node already received to the next node on an error or a read timeout

@@ -28,19 +28,35 @@ export interface TrafficSpec {
   readonly backoffBaseMillis: number;
 }
 
+/**
+ * Where a payments node records the gate's decision: on the HTTP instrumentation's SERVER span, or
+ * on an INTERNAL `idempotency.check` span, its child, that lasts as long as the store's answer.
+ */
+export type DecisionSpan = 'server' | 'child';
+
+/**
+ * Whose dedup store admits a key: each node's own, in its memory (gone with a kill), or one SQLite
+ * file every node of the cluster opens, declared `keyScope: 'cluster'` with one store id.
+ */
+export type StoreScope = 'node' | 'cluster';
+
 export interface Scenario {
   readonly name: string;
   readonly description: string;
   /** `service.instance.id` of each payments node. */
   readonly nodes: readonly string[];
   readonly proxy: ProxyPlan;
-  /** How long a node store replays a completed key. */
+  /** How long the store replays a completed key. */
   readonly ttlMillis: number;
+  readonly storeScope: StoreScope;
+  readonly decisionSpan: DecisionSpan;
   readonly traffic: TrafficSpec;
   readonly failures: readonly FailureSpec[];
 }
 
 const DAY_MILLIS = 24 * 3600_000;
+/** What the first six scenarios share: a node store each, the decision on the SERVER span. */
+const NODE_STORE = { storeScope: 'node', decisionSpan: 'server' } as const;
 const THREE_NODES = ['payments-a', 'payments-b', 'payments-c'];
 const TRAFFIC: TrafficSpec = {
   durationMillis: 40_000,
@@ -50,6 +66,7 @@ const TRAFFIC: TrafficSpec = {
   backoffBaseMillis: 200,
 };
 const PROXY: ProxyPlan = {
+  kind: 'nginx',
   balance: 'round_robin',
   retryPosts: false,
   readTimeoutMillis: 10_000,
@@ -64,6 +81,7 @@ export const SCENARIOS: readonly Scenario[] = [
     nodes: THREE_NODES,
     proxy: { ...PROXY, balance: 'key_hash' },
     ttlMillis: DAY_MILLIS,
+    ...NODE_STORE,
     traffic: TRAFFIC,
     failures: [
       { type: 'kill', node: 'payments-b', atMillis: 15_000, durationMillis: 10_000, stallBeforeMillis: 3000 },
@@ -76,6 +94,7 @@ export const SCENARIOS: readonly Scenario[] = [
     nodes: THREE_NODES,
     proxy: PROXY,
     ttlMillis: DAY_MILLIS,
+    ...NODE_STORE,
     traffic: TRAFFIC,
     failures: [
       { type: 'brownout', node: 'payments-b', atMillis: 10_000, durationMillis: 15_000, addedMillis: 3000 },
@@ -88,6 +107,7 @@ export const SCENARIOS: readonly Scenario[] = [
     nodes: ['payments-a', 'payments-b'],
     proxy: { ...PROXY, balance: 'key_hash' },
     ttlMillis: 500,
+    ...NODE_STORE,
     traffic: { ...TRAFFIC, ratePerSecond: 20, timeoutMillis: 1500, maxSends: 5, backoffBaseMillis: 300 },
     failures: [
       { type: 'brownout', node: 'payments-a', atMillis: 10_000, durationMillis: 15_000, addedMillis: 2500 },
@@ -100,6 +120,7 @@ export const SCENARIOS: readonly Scenario[] = [
     nodes: THREE_NODES,
     proxy: PROXY,
     ttlMillis: DAY_MILLIS,
+    ...NODE_STORE,
     traffic: TRAFFIC,
     failures: [{ type: 'partition', node: 'payments-c', atMillis: 12_000, durationMillis: 8000 }],
   },
@@ -110,6 +131,7 @@ export const SCENARIOS: readonly Scenario[] = [
     nodes: THREE_NODES,
     proxy: { ...PROXY, balance: 'key_hash' },
     ttlMillis: DAY_MILLIS,
+    ...NODE_STORE,
     traffic: { ...TRAFFIC, durationMillis: 60_000 },
     failures: [
       { type: 'kill', node: 'payments-a', atMillis: 10_000, durationMillis: 5000, stallBeforeMillis: 2000 },
@@ -124,6 +146,7 @@ export const SCENARIOS: readonly Scenario[] = [
     // Leaving a node out after read timeouts would leave none: the slow tail times out somewhere every second.
     proxy: { ...PROXY, retryPosts: true, readTimeoutMillis: 1500, maxFails: 0 },
     ttlMillis: DAY_MILLIS,
+    ...NODE_STORE,
     traffic: { ...TRAFFIC, timeoutMillis: 4000 },
     failures: [
       { type: 'brownout', node: 'payments-b', atMillis: 10_000, durationMillis: 12_000, addedMillis: 2000 },
