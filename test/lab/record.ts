@@ -1,33 +1,35 @@
 import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { exited, freePort, whenReady } from '../support/sdk-process.ts';
 import { startCaptureReceiver } from './capture-receiver.ts';
+import type { ClientSend } from './checkout-traffic.ts';
 import { children, labProcess, paymentsNodeEnv } from './lab-processes.ts';
-import { readLedger } from './ledger.ts';
+import { readAnswers, readLedger } from './ledger.ts';
 import { startNginx } from './nginx-proxy.ts';
 import { type FailureSpec, SCENARIOS, type Scenario, scenarioNamed } from './scenarios.ts';
 import { sleep } from './service-latency.ts';
 import { startTcpRelay, type TcpRelay } from './tcp-relay.ts';
-import { computeTruth, type FailureWindow, readRecording, serverSpanIds } from './truth.ts';
+import { computeTruth, decisionSpanIds, type FailureWindow, readRecording, serverSpanIds } from './truth.ts';
 
 /**
  * Records the lab's scenarios: `node --import tsx test/lab/record.ts [scenario…]` (all when none
  * is named). Each one runs real processes on 127.0.0.1 — payments nodes with the OpenTelemetry
- * Node SDK, nginx in front of them, the checkout client — injects its failures, and writes
- * `recordings/<scenario>.jsonl.gz` (the spans as exported) and `<scenario>.truth.json` (from the
- * nodes' ledgers). Every process it started is killed at the end of a scenario, failed or not.
+ * Node SDK, nginx in front of them, the checkout client — injects its failures, and
+ * writes `recordings/<scenario>.jsonl.gz` (the spans as exported) and `<scenario>.truth.json`
+ * (from the nodes' ledgers and the client's log of its sends). Every process it started is killed
+ * at the end of a scenario, failed or not.
  */
 const RECORDINGS = join(dirname(fileURLToPath(import.meta.url)), 'recordings');
 
-/** The running nginx: stopped with SIGTERM, on which its master stops its workers (a SIGKILL would orphan them). */
-let nginx: ChildProcess | undefined;
+/** The running proxy: stopped with SIGTERM, on which nginx's master stops its workers (a SIGKILL would orphan them). */
+let proxy: ChildProcess | undefined;
 
 process.once('exit', () => {
   for (const child of children) child.kill('SIGKILL');
-  nginx?.kill('SIGTERM');
+  proxy?.kill('SIGTERM');
 });
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.once(signal, () => process.exit(130));
@@ -54,25 +56,40 @@ async function recordScenario(scenario: Scenario): Promise<void> {
         ledgerPath: join(work, `ledger-${name}.jsonl`),
         ttlMillis: scenario.ttlMillis,
         otlpUrl: receiver.url,
+        storeScope: scenario.storeScope,
+        // One file and one store id for every node of the cluster (they all run in cluster `lab`).
+        storePath: join(work, 'dedup-store.sqlite'),
+        storeId: scenario.storeScope === 'cluster' ? 'payments/cluster:lab' : '',
+        decisionSpan: scenario.decisionSpan,
       });
       nodes.push({ name, port, env, process: labProcess('payments-node.ts', env) });
     }
     await Promise.all(nodes.map((node) => whenReady(node.process, node.name)));
+    // Each port is the node's: a port freePort() handed out is free until the node binds it, not after.
+    for (const node of nodes) await expectNodeAt(node);
     const partitioned = new Set(scenario.failures.filter((f) => f.type === 'partition').map((f) => f.node));
-    const upstreamPorts: number[] = [];
+    const upstreams: { name: string; port: number }[] = [];
     for (const node of nodes) {
       if (!partitioned.has(node.name)) {
-        upstreamPorts.push(node.port);
+        upstreams.push({ name: node.name, port: node.port });
         continue;
       }
       const relay = await startTcpRelay(node.port);
       relays.set(node.name, relay);
-      upstreamPorts.push(relay.port);
+      upstreams.push({ name: node.name, port: relay.port });
     }
     const proxyPort = await freePort();
-    nginx = await startNginx(scenario.proxy, proxyPort, upstreamPorts, join(work, 'nginx'));
+    const proxyFolder = join(work, scenario.proxy.kind);
+    proxy = await startNginx(
+      scenario.proxy,
+      proxyPort,
+      upstreams.map((upstream) => upstream.port),
+      proxyFolder,
+    );
 
+    const clientLog = join(work, 'client-sends.jsonl');
     const client = labProcess('checkout-traffic.ts', {
+      LAB_CLIENT_LOG: clientLog,
       LAB_OTLP_URL: receiver.url,
       LAB_RESOURCE: JSON.stringify({ 'service.name': 'checkout', 'service.instance.id': 'checkout-1' }),
       LAB_TRAFFIC: JSON.stringify({ proxyUrl: `http://127.0.0.1:${proxyPort}`, ...scenario.traffic }),
@@ -103,14 +120,32 @@ async function recordScenario(scenario: Scenario): Promise<void> {
 
     const recording = join(RECORDINGS, `${scenario.name}.jsonl.gz`);
     receiver.save(recording);
-    const ledger = scenario.nodes.flatMap((name) => readLedger(join(work, `ledger-${name}.jsonl`)));
+    const ledgers = scenario.nodes.map((name) => join(work, `ledger-${name}.jsonl`));
+    // A node the proxy never reached (it took it for down from the start) is no scenario of ours.
+    for (const [index, path] of ledgers.entries())
+      if (readLedger(path).length === 0) throw new Error(`${scenario.nodes[index]} charged nothing`);
+    const spans = readRecording(recording);
     const truth = computeTruth({
       scenario: scenario.name,
       description: scenario.description,
       nodes: scenario.nodes,
+      setup: {
+        proxy: scenario.proxy.kind,
+        decisionSpan: scenario.decisionSpan,
+        storeScope: scenario.storeScope,
+        ttlMillis: scenario.ttlMillis,
+        clientTimeoutMillis: traffic.timeoutMillis,
+        clientMaxSends: traffic.maxSends,
+      },
       windows,
-      ledger,
-      recordedServerSpans: serverSpanIds(readRecording(recording)),
+      ledger: ledgers.flatMap(readLedger),
+      answers: ledgers.flatMap(readAnswers),
+      sends: readFileSync(clientLog, 'utf8')
+        .split('\n')
+        .filter((line) => line !== '')
+        .map((line) => JSON.parse(line) as ClientSend),
+      recordedServerSpans: serverSpanIds(spans),
+      recordedDecisionSpans: decisionSpanIds(spans),
     });
     writeFileSync(join(RECORDINGS, `${scenario.name}.truth.json`), `${JSON.stringify(truth, null, 2)}\n`);
     const hidden = truth.lostFirstExecutions.filter((lost) => lost.ranAgain).length;
@@ -118,18 +153,31 @@ async function recordScenario(scenario: Scenario): Promise<void> {
       `${scenario.name}: client ${summary.trim()}; ${receiver.requests} exports, ${truth.charges} charges of ${truth.keysCharged} keys, ${truth.duplicates.length} duplicates (${truth.duplicates.filter((d) => d.windowId !== null).length} in a failure window), ${truth.lostFirstExecutions.length} first executions unseen (${hidden} ran again)`,
     );
   } finally {
-    // Whatever is left of this scenario: nodes, a client that did not finish, nginx.
+    // Whatever is left of this scenario: nodes, a client that did not finish, the proxy.
     for (const child of children) child.kill('SIGKILL');
-    if (nginx !== undefined) {
-      nginx.kill('SIGTERM');
-      await within(exited(nginx), 5000);
-      nginx.kill('SIGKILL');
-      nginx = undefined;
+    if (proxy !== undefined) {
+      proxy.kill('SIGTERM');
+      await within(exited(proxy), 5000);
+      proxy.kill('SIGKILL');
+      proxy = undefined;
     }
     for (const relay of relays.values()) await relay.close();
     await receiver.close();
-    rmSync(work, { recursive: true, force: true });
+    // LAB_KEEP_WORK=1 keeps the ledgers, the client log and the proxy's log for a look.
+    if (process.env.LAB_KEEP_WORK === '1') console.log(`${scenario.name}: kept ${work}`);
+    else rmSync(work, { recursive: true, force: true });
   }
+}
+
+/** Throws unless the node answers its health check at its port, under its own name. */
+async function expectNodeAt(node: LabNode): Promise<void> {
+  const response = await fetch(`http://127.0.0.1:${node.port}/healthz`);
+  const name = response.headers.get('x-lab-node');
+  await response.text();
+  if (response.status !== 200 || name !== node.name)
+    throw new Error(
+      `127.0.0.1:${node.port} answered ${response.status} from ${name ?? 'no lab node'}, not ${node.name}`,
+    );
 }
 
 /** `promise`, or `'late'` when it has not settled within `millis`; the timer never keeps the recorder alive. */
@@ -169,6 +217,7 @@ async function inject(
       await sleep(failure.durationMillis);
       node.process = labProcess('payments-node.ts', node.env);
       await whenReady(node.process, node.name);
+      await expectNodeAt(node);
       break;
     }
     case 'brownout': {

@@ -3,7 +3,7 @@ import type { AnalyzeReport, ReportFinding } from './analyze-recording.ts';
 import { scoreReport } from './score.ts';
 import type { LabTruth, TruthDuplicate, TruthExecution } from './truth.ts';
 
-function execution(node: string, visible = true): TruthExecution {
+function execution(node: string, visible = true, decisionVisible = visible): TruthExecution {
   return {
     node,
     traceId: '0'.repeat(32),
@@ -11,14 +11,28 @@ function execution(node: string, visible = true): TruthExecution {
     receivedUnixMillis: 0,
     chargedUnixMillis: 0,
     visible,
+    decisionSpanId: `${node}-check`,
+    decisionVisible,
+    handlerEndedUnixMillis: null,
+    answeredUnixMillis: null,
+    callerLeftUnixMillis: null,
+    send: 0,
   };
 }
 
-function duplicate(key: string, options: { windowId?: string; firstVisible?: boolean } = {}): TruthDuplicate {
+function duplicate(
+  key: string,
+  options: { windowId?: string; firstVisible?: boolean; firstDecisionVisible?: boolean } = {},
+): TruthDuplicate {
+  const firstVisible = options.firstVisible ?? true;
   return {
     key,
-    executions: [execution('payments-b', options.firstVisible ?? true), execution('payments-a')],
+    executions: [
+      execution('payments-b', firstVisible, options.firstDecisionVisible ?? firstVisible),
+      execution('payments-a'),
+    ],
     windowId: options.windowId ?? null,
+    sends: [],
   };
 }
 
@@ -34,6 +48,12 @@ const truth: LabTruth = {
   scenario: 'brownout',
   description: '',
   nodes: ['payments-a', 'payments-b'],
+  proxy: 'nginx',
+  decisionSpan: 'child',
+  storeScope: 'node',
+  ttlMillis: 1000,
+  clientTimeoutMillis: 2000,
+  clientMaxSends: 4,
   windows: [{ id: 'brownout-1', type: 'brownout', node: 'payments-b', startUnixMillis: 0, endUnixMillis: 1 }],
   charges: 9,
   keysCharged: 5,
@@ -42,10 +62,13 @@ const truth: LabTruth = {
     duplicate('k2', { windowId: 'brownout-1' }),
     duplicate('k3'),
     duplicate('k4', { firstVisible: false }),
+    // Its SERVER span died with the node, its check reached the recording: two executions in the spans.
+    duplicate('k6', { firstVisible: false, firstDecisionVisible: true }),
   ],
   lostFirstExecutions: [
-    { key: 'k4', node: 'payments-b', ranAgain: true },
-    { key: 'k5', node: 'payments-b', ranAgain: false },
+    { key: 'k4', node: 'payments-b', ranAgain: true, decisionVisible: false },
+    { key: 'k5', node: 'payments-b', ranAgain: false, decisionVisible: false },
+    { key: 'k6', node: 'payments-b', ranAgain: true, decisionVisible: true },
   ],
 };
 
@@ -58,13 +81,14 @@ describe('scoreReport', () => {
       finding('k4', 'suspected_duplicate'),
       finding('k5', 'suspected_duplicate'),
       finding('k1', 'absorbed_duplicate'),
+      finding('k6', 'cross_store_duplicate'),
     ],
   };
   const score = scoreReport(truth, report);
 
   it('counts a visible duplicate without a duplicate finding as missed, and a finding of a key charged once as false', () => {
-    expect(score.visibleDuplicates).toBe(3);
-    expect(score.found).toBe(2);
+    expect(score.visibleDuplicates).toBe(4);
+    expect(score.found).toBe(3);
     expect(score.missedVisibleKeys).toEqual(['k3']);
     expect(score.falseKeys).toEqual(['k9']);
   });
@@ -75,8 +99,8 @@ describe('scoreReport', () => {
     expect(score.attributionRatio).toBe(0.5);
   });
 
-  it('measures suspected duplicates against the keys whose unseen first execution ran again', () => {
-    expect(score.lostFirstExecutions).toBe(2);
+  it('measures suspected duplicates against the keys whose unseen first execution ran again, its decision unseen too', () => {
+    expect(score.lostFirstExecutions).toBe(3);
     expect(score.hiddenDuplicates).toBe(1);
     expect(score.flagged).toBe(1);
     expect(score.flaggedRatio).toBe(1);

@@ -3,7 +3,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { type AnalyzeReport, analyzeRecording } from './analyze-recording.ts';
 import { SCENARIOS } from './scenarios.ts';
-import type { FailureWindow, LabTruth } from './truth.ts';
+import type { FailureWindow, LabTruth, TruthExecution } from './truth.ts';
 
 /** Finding classes that say a key executed twice, both executions in the spans. */
 export const DUPLICATE_CLASSES: ReadonlySet<string> = new Set([
@@ -24,7 +24,7 @@ export interface LabScore {
   readonly scenario: string;
   /** Keys the ledger charged twice or more. */
   readonly duplicates: number;
-  /** Of those, the ones with at least two executions in the spans. */
+  /** Of those, the ones with at least two executions in the spans: two decision spans in the recording. */
   readonly visibleDuplicates: number;
   /** Truth duplicates with a duplicate finding. */
   readonly found: number;
@@ -39,7 +39,10 @@ export interface LabScore {
   readonly attributionRatio: number | null;
   /** Keys whose first execution's SERVER span never reached the recording. */
   readonly lostFirstExecutions: number;
-  /** Of those, the keys that executed again: duplicates the spans show once at most. */
+  /**
+   * Of those, the keys that executed again and whose first decision span is lost too: duplicates
+   * the spans show once at most. (A child check that reached the recording shows the execution.)
+   */
   readonly hiddenDuplicates: number;
   /** Hidden duplicates with a `suspected_duplicate` finding. */
   readonly flagged: number;
@@ -60,7 +63,7 @@ export function scoreReport(truth: LabTruth, report: AnalyzeReport): LabScore {
   const suspected = report.findings.filter((finding) => finding.class === 'suspected_duplicate');
   const suspectedKeys = new Set(suspected.map((finding) => finding.key));
 
-  const visible = truth.duplicates.filter((d) => d.executions.filter((e) => e.visible).length >= 2);
+  const visible = truth.duplicates.filter((d) => d.executions.filter(decisionVisible).length >= 2);
   const foundDuplicates = truth.duplicates.filter((d) => found.has(d.key));
   const inWindow = foundDuplicates.filter((d) => d.windowId !== null);
   const attributed = inWindow.filter((d) => {
@@ -70,7 +73,7 @@ export function scoreReport(truth: LabTruth, report: AnalyzeReport): LabScore {
       event !== null && event.node === window.node && EXPECTED_EVENT_TYPES[window.type].includes(event.type)
     );
   });
-  const hidden = truth.lostFirstExecutions.filter((lost) => lost.ranAgain);
+  const hidden = truth.lostFirstExecutions.filter((lost) => lost.ranAgain && lost.decisionVisible !== true);
   const flagged = hidden.filter((lost) => suspectedKeys.has(lost.key));
   return {
     scenario: truth.scenario,
@@ -92,6 +95,11 @@ export function scoreReport(truth: LabTruth, report: AnalyzeReport): LabScore {
       suspected.length,
     ),
   };
+}
+
+/** Whether keyscope can count the execution: its decision span is in the recording (older truth files: its SERVER span). */
+function decisionVisible(execution: TruthExecution): boolean {
+  return execution.decisionVisible ?? execution.visible;
 }
 
 function ratio(part: number, whole: number): number | null {
