@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { exited, freePort, whenReady } from '../support/sdk-process.ts';
 import { startCaptureReceiver } from './capture-receiver.ts';
 import type { ClientSend } from './checkout-traffic.ts';
+import { haproxyNotices, readHaproxyLog, startHaproxy } from './haproxy-proxy.ts';
 import { children, labProcess, paymentsNodeEnv } from './lab-processes.ts';
 import { readAnswers, readLedger } from './ledger.ts';
 import { startNginx } from './nginx-proxy.ts';
@@ -17,14 +18,17 @@ import { computeTruth, decisionSpanIds, type FailureWindow, readRecording, serve
 /**
  * Records the lab's scenarios: `node --import tsx test/lab/record.ts [scenario…]` (all when none
  * is named). Each one runs real processes on 127.0.0.1 — payments nodes with the OpenTelemetry
- * Node SDK, nginx in front of them, the checkout client — injects its failures, and
+ * Node SDK, nginx or HAProxy in front of them, the checkout client — injects its failures, and
  * writes `recordings/<scenario>.jsonl.gz` (the spans as exported) and `<scenario>.truth.json`
  * (from the nodes' ledgers and the client's log of its sends). Every process it started is killed
  * at the end of a scenario, failed or not.
  */
 const RECORDINGS = join(dirname(fileURLToPath(import.meta.url)), 'recordings');
 
-/** The running proxy: stopped with SIGTERM, on which nginx's master stops its workers (a SIGKILL would orphan them). */
+/**
+ * The running proxy: stopped with SIGTERM, on which nginx's master stops its workers (a SIGKILL
+ * would orphan them) and HAProxy, one process in the foreground, exits.
+ */
 let proxy: ChildProcess | undefined;
 
 process.once('exit', () => {
@@ -80,12 +84,15 @@ async function recordScenario(scenario: Scenario): Promise<void> {
     }
     const proxyPort = await freePort();
     const proxyFolder = join(work, scenario.proxy.kind);
-    proxy = await startNginx(
-      scenario.proxy,
-      proxyPort,
-      upstreams.map((upstream) => upstream.port),
-      proxyFolder,
-    );
+    proxy =
+      scenario.proxy.kind === 'nginx'
+        ? await startNginx(
+            scenario.proxy,
+            proxyPort,
+            upstreams.map((upstream) => upstream.port),
+            proxyFolder,
+          )
+        : await startHaproxy(scenario.proxy, proxyPort, upstreams, proxyFolder);
 
     const clientLog = join(work, 'client-sends.jsonl');
     const client = labProcess('checkout-traffic.ts', {
@@ -152,6 +159,7 @@ async function recordScenario(scenario: Scenario): Promise<void> {
     console.log(
       `${scenario.name}: client ${summary.trim()}; ${receiver.requests} exports, ${truth.charges} charges of ${truth.keysCharged} keys, ${truth.duplicates.length} duplicates (${truth.duplicates.filter((d) => d.windowId !== null).length} in a failure window), ${truth.lostFirstExecutions.length} first executions unseen (${hidden} ran again)`,
     );
+    if (scenario.proxy.kind === 'haproxy') console.log(haproxySummary(proxyFolder));
   } finally {
     // Whatever is left of this scenario: nodes, a client that did not finish, the proxy.
     for (const child of children) child.kill('SIGKILL');
@@ -178,6 +186,22 @@ async function expectNodeAt(node: LabNode): Promise<void> {
     throw new Error(
       `127.0.0.1:${node.port} answered ${response.status} from ${name ?? 'no lab node'}, not ${node.name}`,
     );
+}
+
+/**
+ * What HAProxy did with the requests that did not end normally (a 2xx, or a node's 409, with
+ * termination state `----`): counted by node, status, termination state and retries; then its
+ * notices (servers going down and up).
+ */
+function haproxySummary(folder: string): string {
+  const counts = new Map<string, number>();
+  for (const line of readHaproxyLog(folder)) {
+    if (line.termination === '----' && line.status < 500) continue;
+    const what = `${line.server} status ${line.status} ${line.termination} retries ${line.retries}`;
+    counts.set(what, (counts.get(what) ?? 0) + 1);
+  }
+  const requests = [...counts].sort().map(([what, count]) => `  ${count} × ${what}`);
+  return ['haproxy, requests that did not end normally:', ...requests, ...haproxyNotices(folder)].join('\n');
 }
 
 /** `promise`, or `'late'` when it has not settled within `millis`; the timer never keeps the recorder alive. */

@@ -1,3 +1,4 @@
+import type { HaproxyPlan } from './haproxy-proxy.ts';
 import type { ProxyPlan } from './nginx-proxy.ts';
 
 /**
@@ -45,7 +46,7 @@ export interface Scenario {
   readonly description: string;
   /** `service.instance.id` of each payments node. */
   readonly nodes: readonly string[];
-  readonly proxy: ProxyPlan;
+  readonly proxy: ProxyPlan | HaproxyPlan;
   /** How long the store replays a completed key. */
   readonly ttlMillis: number;
   readonly storeScope: StoreScope;
@@ -64,6 +65,15 @@ const TRAFFIC: TrafficSpec = {
   timeoutMillis: 2000,
   maxSends: 4,
   backoffBaseMillis: 200,
+};
+const HAPROXY: HaproxyPlan = {
+  kind: 'haproxy',
+  balance: 'key_hash',
+  connectTimeoutMillis: 1000,
+  serverTimeoutMillis: 10_000,
+  retries: 1,
+  redispatch: true,
+  healthCheck: { path: '/healthz', intervalMillis: 500, fall: 2, rise: 2 },
 };
 const PROXY: ProxyPlan = {
   kind: 'nginx',
@@ -150,6 +160,20 @@ export const SCENARIOS: readonly Scenario[] = [
     traffic: { ...TRAFFIC, timeoutMillis: 4000 },
     failures: [
       { type: 'brownout', node: 'payments-b', atMillis: 10_000, durationMillis: 12_000, addedMillis: 2000 },
+    ],
+  },
+  {
+    name: 'haproxy-node-killed',
+    description:
+      'HAProxy instead of nginx: keys stick to a node (a consistent hash of the Idempotency-Key header), HTTP health checks every 500 ms, one retry, redispatch; the decision on an idempotency.check child span. payments-b hangs after charging for 3 s, then is SIGKILLed and restarted 10 s later: HAProxy closes the client connections of most of its in-flight POSTs with no response (a 502 for the first request of a connection), and redispatches the requests that meet its refused connection before the health checks take it out.',
+    nodes: THREE_NODES,
+    proxy: HAPROXY,
+    ttlMillis: DAY_MILLIS,
+    storeScope: 'node',
+    decisionSpan: 'child',
+    traffic: TRAFFIC,
+    failures: [
+      { type: 'kill', node: 'payments-b', atMillis: 15_000, durationMillis: 10_000, stallBeforeMillis: 3000 },
     ],
   },
 ];
