@@ -176,6 +176,28 @@ export const SCENARIOS: readonly Scenario[] = [
       { type: 'kill', node: 'payments-b', atMillis: 15_000, durationMillis: 10_000, stallBeforeMillis: 3000 },
     ],
   },
+  {
+    name: 'cluster-store-short-ttl',
+    description:
+      'Round robin over three nodes that share one dedup store (one SQLite file, key scope cluster) whose keys live 500 ms; the decision on an idempotency.check child span. payments-a answers 2.5 s slower for 20 s (client timeout 1.5 s): a retry on another node gets 409 while the first execution runs, and executes again in the same store once the completed key expired.',
+    nodes: THREE_NODES,
+    proxy: PROXY,
+    ttlMillis: 500,
+    storeScope: 'cluster',
+    decisionSpan: 'child',
+    // 33 s at 30 payments/s keep the recording under 5 MiB of OTLP/JSON, what one Kafka partition of
+    // test/kafka's mock broker holds; the longer backoff sends fewer 409s while the first execution runs.
+    traffic: {
+      ...TRAFFIC,
+      durationMillis: 33_000,
+      timeoutMillis: 1500,
+      maxSends: 5,
+      backoffBaseMillis: 500,
+    },
+    failures: [
+      { type: 'brownout', node: 'payments-a', atMillis: 10_000, durationMillis: 20_000, addedMillis: 2500 },
+    ],
+  },
 ];
 
 export function scenarioNamed(name: string): Scenario {
