@@ -54,6 +54,7 @@ interface ApiIncident {
   keys: number;
   status: string;
   title: string;
+  advice: string;
   openedAt: string;
   lastFindingAt: string;
   routingEvent: ApiRoutingEvent | null;
@@ -83,7 +84,7 @@ function reportOf(
     incidents: incidents
       .map(
         (i) =>
-          `${i.id} ${i.keys} keys ${i.status} ${i.openedAt}..${i.lastFindingAt} ${event(i.routingEvent)}: ${i.title}`,
+          `${i.id} ${i.keys} keys ${i.status} ${i.openedAt}..${i.lastFindingAt} ${event(i.routingEvent)}: ${i.title} | ${i.advice}`,
       )
       .sort(),
     routingEvents: routingEvents

@@ -114,10 +114,10 @@ export function renderTable(result: AnalysisResult, read: ReadSummary, options: 
       ),
       ...wrapLines(
         'COVERING: the smallest scope that would have held every observed retry of every key. ' +
-          'CROSSED NODE/CLUSTER/REGION: keys whose retries crossed, at the widest, nodes within one cluster / clusters within one region / regions; each key counted once, at its widest.',
+          'CROSSED N/C/R: keys whose retries crossed nodes within one cluster / clusters within one region / regions, each key counted once, at the widest it crossed.',
         width,
         '  ',
-        2,
+        4,
       ),
     );
   }
@@ -140,7 +140,7 @@ const SCOPE_COLUMNS: readonly Column[] = [
   { header: 'DECLARED' },
   { header: 'COVERING' },
   { header: 'KEYS' },
-  { header: 'CROSSED NODE/CLUSTER/REGION' },
+  { header: 'CROSSED N/C/R' },
   { header: 'AT RISK' },
   { header: 'STATUS' },
 ];
