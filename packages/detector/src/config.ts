@@ -1,4 +1,11 @@
-import type { MappedScope } from './coverage/scope-report.ts';
+import type { ScopeLevel } from '@keyscope/attempts';
+
+/** A scope the mapping declares, as the scope report takes it. */
+export interface MappedScope {
+  readonly service: string;
+  readonly operation?: string;
+  readonly scope?: ScopeLevel;
+}
 
 /** The detector's settings, all in one place with units in their names. */
 export interface DetectorConfig {

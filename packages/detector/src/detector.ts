@@ -20,9 +20,10 @@ import { ReportedRoutingEvents } from './routing/reported-routing-events.ts';
 import type { RoutingEvent } from './routing/routing-event.ts';
 import { RoutingFollowUp } from './routing/routing-follow-up.ts';
 import { RoutingInference } from './routing/routing-inference.ts';
-import { evaluateKey, type RoutingLookup, tierName } from './rules/evaluate-key.ts';
+import { evaluateKey, type RoutingLookup } from './rules/evaluate-key.ts';
 import type { Finding } from './rules/finding.ts';
 import { JudgementSchedule } from './rules/judgement-schedule.ts';
+import { tierName } from './tier-name.ts';
 
 export type { DetectorChanges } from './detector-changes.ts';
 

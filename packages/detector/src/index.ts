@@ -61,7 +61,7 @@ export {
   adviceSentences,
 } from './rules/advice.ts';
 export { endpointOf, isRouteLike, requestOf } from './rules/endpoint.ts';
-export { evaluateKey, type FindingDraft, tierName } from './rules/evaluate-key.ts';
+export { evaluateKey, type FindingDraft } from './rules/evaluate-key.ts';
 export { type EvidenceAttempt, type EvidenceGap, evidenceGapsOf } from './rules/evidence-gaps.ts';
 export {
   type ExecutionOutcome,
@@ -90,3 +90,4 @@ export {
   storesTotalOf,
 } from './rules/finding.ts';
 export { mayHideExecution, readSend, type SendReading } from './rules/unseen-execution.ts';
+export { tierName } from './tier-name.ts';

@@ -1,5 +1,5 @@
 import type { Attempt } from '@keyscope/attempts';
-import { tierName } from '../rules/evaluate-key.ts';
+import { tierName } from '../tier-name.ts';
 import { type ScopeReport, type SpreadLevel, spreadOf } from './scope-report.ts';
 
 /** A judged key's spread at each tier it landed at, and the latest end of its attempts. */

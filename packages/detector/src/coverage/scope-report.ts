@@ -1,5 +1,9 @@
 import type { Attempt, ScopeLevel, ServerAttempt } from '@keyscope/attempts';
-import { tierName } from '../rules/evaluate-key.ts';
+import type { MappedScope } from '../config.ts';
+import { tierName } from '../tier-name.ts';
+
+export type { MappedScope } from '../config.ts';
+
 import { DistinctCount } from './distinct-count.ts';
 import { replayHeaderOf, type TierReplayHeader } from './replay-header.ts';
 
@@ -42,13 +46,6 @@ export interface ScopeReportRow {
    * Such a row has no keys and status `unknown`, and comes after the tiers seen.
    */
   spansSeen: boolean;
-}
-
-/** A scope the mapping declares, as the scope report takes it. */
-export interface MappedScope {
-  readonly service: string;
-  readonly operation?: string;
-  readonly scope?: ScopeLevel;
 }
 
 /**

@@ -2,7 +2,7 @@ import { type Mapping, partitionKey } from '@keyscope/attempts';
 import type { Changes } from '../detector-changes.ts';
 import { findingId } from '../ids.ts';
 import type { RoutingInference } from '../routing/routing-inference.ts';
-import { type FindingDraft, tierName } from '../rules/evaluate-key.ts';
+import type { FindingDraft } from '../rules/evaluate-key.ts';
 import {
   FINDING_CLASSES,
   type Finding,
@@ -10,6 +10,7 @@ import {
   repeatUnixMillisOf,
   storesTotalOf,
 } from '../rules/finding.ts';
+import { tierName } from '../tier-name.ts';
 import type { IncidentBook } from './incidents.ts';
 
 /**

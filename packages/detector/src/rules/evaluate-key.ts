@@ -10,6 +10,7 @@ import {
 import type { DetectorConfig } from '../config.ts';
 import { findingId } from '../ids.ts';
 import { eventCovers, type RoutingEvent } from '../routing/routing-event.ts';
+import { tierName } from '../tier-name.ts';
 import { endpointOf, requestOf, requestSpanUnseen } from './endpoint.ts';
 import {
   type ExecutionOutcomes,
@@ -51,10 +52,6 @@ interface Duplicate {
   absorbed: boolean;
   /** false: some of `executions` failed after admission with an effect nobody can tell. */
   confirmed: boolean;
-}
-
-export function tierName(service: string, operation: string): string {
-  return `${service}\u0000${operation}`;
 }
 
 /**

@@ -2,7 +2,7 @@ import { server } from '@keyscope/testkit';
 import { describe, expect, it } from 'vitest';
 import { KeySpreads } from '../../src/coverage/key-spreads.ts';
 import { ScopeReport } from '../../src/coverage/scope-report.ts';
-import { tierName } from '../../src/rules/evaluate-key.ts';
+import { tierName } from '../../src/tier-name.ts';
 
 /** A scope report that has counted `keys` keys at payments' tier, each on one node. */
 function reportWithKeys(keys: number): ScopeReport {

@@ -17,20 +17,8 @@ import type { Logger } from '../logger.ts';
 import type { Admission, AdmissionSlot } from './admission.ts';
 import type { IngestCounters, RejectReason, Transport } from './ingest-counters.ts';
 import { INTERNAL_FAILURE, type IngestFailure, ingestFailureFor } from './ingest-failure.ts';
+import type { Payload } from './payload.ts';
 import type { PayloadArchive } from './payload-archive.ts';
-import type { PayloadBytes } from './payload-bytes.ts';
-
-export type PayloadEncoding = 'protobuf' | 'json';
-
-export interface Payload {
-  /** What the request exports: an ExportTraceServiceRequest, or an ExportLogsServiceRequest. */
-  readonly signal: OtlpSignal;
-  readonly encoding: PayloadEncoding;
-  /** The request, decompressed. */
-  readonly bytes: PayloadBytes;
-  /** Its size on the wire, 0 when the transport does not show it. */
-  readonly compressedBytes: number;
-}
 
 export type IngestOutcome =
   | { readonly accepted: true; readonly result: ConsumeResult }

@@ -20,8 +20,9 @@ import type { Receiver } from '../listen-address.ts';
 import type { Logger } from '../logger.ts';
 import { BufferedBodies } from './buffered-bodies.ts';
 import { type ContentCoding, RequestAbortedError, type RequestBody, readRequestBody } from './http-body.ts';
-import { type Ingest, isIngestFailure, type PayloadEncoding } from './ingest.ts';
+import { type Ingest, isIngestFailure } from './ingest.ts';
 import type { IngestFailure } from './ingest-failure.ts';
+import type { PayloadEncoding } from './payload.ts';
 import { chunkedPayload, ScratchBuffer } from './payload-bytes.ts';
 
 export const OTLP_HTTP_TRACES_PATH = '/v1/traces';

@@ -6,7 +6,7 @@ import { ANALYZER_ARCHIVE_UNWRITABLE } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import { threadBootstrap } from '../thread-bootstrap.ts';
 import type { ArchiveFileCounts, ArchiveFilesOptions } from './archive-files.ts';
-import type { Payload, PayloadEncoding } from './ingest.ts';
+import type { Payload, PayloadEncoding } from './payload.ts';
 
 export type ArchiveConfig = ServeConfig['archive'];
 
