@@ -75,6 +75,7 @@ export {
   type FindingClass,
   type FindingRouting,
   nodesTotalOf,
+  RAN_TWICE,
   RETRY_AFTER,
   type RetriedBy,
   type RetryAfter,

@@ -28,6 +28,20 @@ export type Severity = 'critical' | 'high' | 'warning';
  */
 export type SeverityReason = 'replay_unseen';
 
+/**
+ * What a finding of each class says of its key: `executed` — its tier executed the key twice (an
+ * absorbed duplicate's front tier did, and a downstream dedup caught the repeat); `effect` — the
+ * side effect itself ran twice. A suspicion, a scope violation and a collision say neither.
+ */
+export const RAN_TWICE: Readonly<Record<FindingClass, { executed: boolean; effect: boolean }>> = {
+  cross_store_duplicate: { executed: true, effect: true },
+  same_store_duplicate: { executed: true, effect: true },
+  absorbed_duplicate: { executed: true, effect: false },
+  suspected_duplicate: { executed: false, effect: false },
+  key_collision: { executed: false, effect: false },
+  scope_violation: { executed: false, effect: false },
+};
+
 export const SEVERITY: Readonly<Record<FindingClass, Severity>> = {
   cross_store_duplicate: 'critical',
   same_store_duplicate: 'critical',

@@ -1,6 +1,7 @@
 import {
   type Finding,
   type Incident,
+  RAN_TWICE,
   type ScopeReportRow,
   type Severity,
   tierLabel,
@@ -31,8 +32,6 @@ export const DEFAULT_TABLE_LIMIT = 20;
 /** The width when stdout is not a terminal and `--width` is not given. */
 export const DEFAULT_WIDTH_COLUMNS = 80;
 
-/** Classes whose findings mean the side effect itself ran twice. */
-const RAN_TWICE = new Set(['cross_store_duplicate', 'same_store_duplicate']);
 const SEVERITY_RANK: Readonly<Record<Severity, number>> = { critical: 0, high: 1, warning: 2 };
 /**
  * Lines of an incident's title before it is cut: the whole text is in --format json. The advice
@@ -52,7 +51,7 @@ export function renderTable(result: AnalysisResult, read: ReadSummary, options: 
   const style = options.colour ? COLOUR : PLAIN;
   const width = options.widthColumns;
   const out: string[] = [];
-  const ranTwice = new Set(result.findings.filter((f) => RAN_TWICE.has(f.class)).map((f) => f.key));
+  const ranTwice = new Set(result.findings.filter((f) => RAN_TWICE[f.class].effect).map((f) => f.key));
 
   out.push(style.bold('Summary'));
   const counts = result.counts;

@@ -1,5 +1,5 @@
 import { withoutRepeatedLogDecisions } from '@keyscope/attempts';
-import { executionOutcomes } from '@keyscope/detector';
+import { executionOutcomes, RAN_TWICE } from '@keyscope/detector';
 import type { FastifyInstance } from 'fastify';
 import { presentAttempt, presentFinding } from '../presentation/present.ts';
 import { KEY_LOOKUP_SCHEMA } from './api-schemas.ts';
@@ -62,10 +62,7 @@ export async function keyRoutes(app: FastifyInstance, options: ResourceRouteOpti
         evidenceSince: since === null ? null : new Date(since).toISOString(),
         executions,
         unconfirmedExecutions,
-        ranTwice: findings.some(
-          (f) =>
-            f.class !== 'scope_violation' && f.class !== 'key_collision' && f.class !== 'suspected_duplicate',
-        ),
+        ranTwice: findings.some((f) => RAN_TWICE[f.class].executed),
         attempts: attempts.map(presentAttempt),
         findings: findings.map((finding) => presentFinding(finding)),
       };
