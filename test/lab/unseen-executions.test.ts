@@ -28,10 +28,20 @@ describe('suspected duplicates over the lab’s recordings', () => {
     expect(sum((score) => score.flagged) / hidden).toBeGreaterThanOrEqual(0.8);
   });
 
-  it('are keys the ledger charged twice at least nine times in ten', () => {
+  // A reset says the request reached a process that went away under it, not that the process had
+  // charged yet: HAProxy resets the keep-alive POSTs in flight to a killed node, and of its resets
+  // those whose request was still before the charge ran once (haproxy-node-killed: 5 of 7 suspects
+  // ran twice; 61 of 69 over every recording).
+  it('are keys the ledger charged twice at least 85 times in 100', () => {
     const suspected = sum((score) => score.suspectedFindings);
     expect(suspected).toBeGreaterThan(0);
-    expect(sum(suspectsThatRanTwice) / suspected).toBeGreaterThanOrEqual(0.9);
+    expect(sum(suspectsThatRanTwice) / suspected).toBeGreaterThanOrEqual(0.85);
+  });
+
+  it('flag the killed node’s requests HAProxy reset, whose CLIENT spans say only "Error" and "socket hang up"', () => {
+    const score = scores.get('haproxy-node-killed')!;
+    expect(score.hiddenDuplicates).toBeGreaterThan(0);
+    expect(score.flaggedRatio).toBeGreaterThanOrEqual(0.8);
   });
 
   it('flag the killed nodes’ requests that nginx answered with a 502 in both failovers of two-failovers', () => {

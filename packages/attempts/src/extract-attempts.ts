@@ -455,11 +455,18 @@ function targetOf(span: Span, compiled: CompiledMapping, view: ResourceView): st
   return port === undefined ? address : address + ':' + port;
 }
 
-/** `error.type`, else the status message of an ERROR span, else ''. */
+/**
+ * `error.type`, else the status message of an ERROR span, else ''. An `error.type` that names only
+ * a generic class (`Error`, what the Node HTTP instrumentation records for "socket hang up" and for
+ * its own timeout alike) says less than the status message, which is taken instead when there is one.
+ */
 function sendErrorOf(span: Span, compiled: CompiledMapping, view: ResourceView): string {
   const failed = span.status.code === StatusCode.ERROR;
-  return (
-    readText(span.attributes, compiled.names.errorType, view.fields.errorType) ??
-    (failed ? span.status.message || 'error' : '')
-  );
+  const type = readText(span.attributes, compiled.names.errorType, view.fields.errorType);
+  if (type !== undefined && !(GENERIC_ERROR_TYPES.has(type) && failed && span.status.message !== ''))
+    return type;
+  return failed ? span.status.message || 'error' : '';
 }
+
+/** `error.type` values that name a class, not what went wrong. */
+const GENERIC_ERROR_TYPES: ReadonlySet<string> = new Set(['Error', 'error', '_OTHER']);

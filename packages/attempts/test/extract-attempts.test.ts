@@ -448,6 +448,19 @@ describe('client attempts', () => {
     ).toBe('socket hang up');
   });
 
+  it('takes the status message over an error.type that names only a generic class', () => {
+    // The Node HTTP instrumentation on a connection a proxy closed: error.type Error, "socket hang up".
+    const input = clientSpan({
+      key: 'k1',
+      error: true,
+      statusMessage: 'socket hang up',
+      attributes: { 'error.type': 'Error' },
+    });
+    expect(only<ClientAttempt>([input]).error).toBe('socket hang up');
+    const bare = clientSpan({ key: 'k1', error: true, attributes: { 'error.type': 'Error' } });
+    expect(only<ClientAttempt>([bare]).error).toBe('Error');
+  });
+
   it("says 'error' for an ERROR span with no message and no error.type", () => {
     expect(only<ClientAttempt>([clientSpan({ key: 'k1', error: true })]).error).toBe('error');
   });
