@@ -25,6 +25,8 @@ export interface IncidentFacts {
   effectsUnknown: number;
   executionsUnseen: number;
   longestGapMillis: number;
+  /** Keys whose first execution ran where and while the incident's routing event was. */
+  firstInEvent?: number;
   retryAfter: Record<RetryAfter, number>;
   /** Callers' waits: [100 ms bucket, keys] pairs. */
   callerWaits: [number, number][];
@@ -63,6 +65,7 @@ export function adviceFactsOf(facts: IncidentFacts, stores: number): AdviceFacts
   let executionNode = '';
   let executions: [number, number][] | undefined;
   let most = 0;
+  // most: the first executions counted on executionNode.
   for (const [node, buckets] of facts.executions) {
     let count = 0;
     for (const [, n] of buckets) count += n;
@@ -87,11 +90,13 @@ export function adviceFactsOf(facts: IncidentFacts, stores: number): AdviceFacts
     effectUnknown: facts.effectsUnknown > 0,
     executionUnseen: facts.executionsUnseen > 0,
     longestGapMillis: facts.longestGapMillis,
+    firstInEvent: facts.firstInEvent ?? 0,
     retryAfter: { ...emptyRetryAfter(), ...facts.retryAfter },
     timing: {
       callerWaitMillis: quantileOf(facts.callerWaits, 0.5),
       executionNode,
       executionP90Millis: executions === undefined ? null : quantileOf(executions, 0.9),
+      executionNodeCount: most,
       known: facts.known,
       lost: facts.lost,
       clipped: facts.clipped,
@@ -135,6 +140,7 @@ export function mergeIncidentFacts(parts: readonly IncidentFacts[]): IncidentFac
     effectsUnknown: sum((p) => p.effectsUnknown),
     executionsUnseen: sum((p) => p.executionsUnseen),
     longestGapMillis: parts.reduce((longest, p) => Math.max(longest, p.longestGapMillis), 0),
+    firstInEvent: sum((p) => p.firstInEvent ?? 0),
     retryAfter,
     callerWaits: pairsOf(addAll(parts.map((p) => p.callerWaits))),
     executions: busiestNodes(executions),

@@ -38,6 +38,7 @@ export class IncidentTally {
   #judged = 0;
   #known = 0;
   #lost = 0;
+  #firstInEvent = 0;
   #keys = 0;
   /** Keys by how many stores each reached. */
   readonly #storesPerKey = new Map<number, number>();
@@ -138,6 +139,7 @@ export class IncidentTally {
       effectsUnknown: this.#effectsUnknown,
       executionsUnseen: this.#executionsUnseen,
       longestGapMillis: this.#longestGapMillis,
+      firstInEvent: this.#firstInEvent,
       retryAfter: { ...this.#retryAfter },
       callerWaits: pairsOf(this.#callerWaits),
       executions: busiestNodes(this.#executionMillis),
@@ -155,6 +157,7 @@ export class IncidentTally {
     adjust(this.#executionStoresPerKey, facts.executionStores, sign);
     this.#retryAfter[facts.retryAfter] += sign;
     if (facts.executionLost) this.#lost += sign;
+    if (facts.firstInEvent) this.#firstInEvent += sign;
     for (const store of facts.stores) adjust(this.#stores, store, sign);
     for (const node of facts.nodes) adjust(this.#nodes, node, sign);
     for (const scope of SCOPE_LEVELS) {

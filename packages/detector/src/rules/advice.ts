@@ -1,6 +1,6 @@
-import type { ScopeLevel } from '@keyscope/attempts';
+import type { Attempt, ScopeLevel } from '@keyscope/attempts';
 import { covers, type SpreadLevel, spreadOf } from '../coverage/scope-report.ts';
-import type { RoutingEvent } from '../routing/routing-event.ts';
+import { eventCovers, type RoutingEvent } from '../routing/routing-event.ts';
 import { endpointOf } from './endpoint.ts';
 import { executionOutcomes } from './execution-outcome.ts';
 import { type Finding, type FindingClass, RETRY_AFTER, type RetryAfter } from './finding.ts';
@@ -117,9 +117,10 @@ export const ADVICE_SENTENCES: readonly AdviceRule[] = [
     classes: ['same_store_duplicate'],
     condition:
       "a repeat came after the store's retention, and the incident's routing event is a latency or error spike",
-    when: (f) => f.ttl && (f.event?.type === 'latency_spike' || f.event?.type === 'error_spike'),
+    when: (f) =>
+      f.ttl && f.firstInEvent > 0 && (f.event?.type === 'latency_spike' || f.event?.type === 'error_spike'),
     say: (f) =>
-      `The first executions ran on ${f.event!.node} during its ${f.event!.type === 'latency_spike' ? 'latency spike' : 'error spike'}: ${f.event!.type === 'latency_spike' ? 'they outlasted their callers, who retried' : 'their callers retried'} after the store had forgotten the key.`,
+      `${f.firstInEvent === f.keys ? (f.keys === 1 ? "The key's first execution" : `The first executions of all ${f.keys} keys`) : `The first executions of ${f.firstInEvent} of ${f.keys} keys`} ran on ${f.event!.node} during its ${f.event!.type === 'latency_spike' ? 'latency spike' : 'error spike'}: ${f.event!.type === 'latency_spike' ? 'they outlasted their callers, who retried' : 'their callers retried'} after the store had forgotten the key.`,
   },
   {
     id: 'ttl_expired',
@@ -127,7 +128,7 @@ export const ADVICE_SENTENCES: readonly AdviceRule[] = [
     condition: "a repeat came after the store's retention of the key (no overlap)",
     when: (f) => f.ttl,
     say: (f) =>
-      `A retry arrived after the store had forgotten the key: repeats came up to ${formatDuration(f.longestGapMillis)} after their first execution began. Keep keys at least as long as clients retry (their longest backoff plus total timeout), or make clients give up before the key expires.`,
+      `A retry arrived after the store had forgotten the key: a key's second execution began up to ${formatDuration(f.longestGapMillis)} after its first. Keep keys at least as long as clients retry (their longest backoff plus total timeout), or make clients give up before the key expires.`,
   },
   {
     id: 'effect_unknown',
@@ -215,7 +216,7 @@ export const ADVICE_SENTENCES: readonly AdviceRule[] = [
     condition: "some keys' first executions have a known duration (their SERVER span is in the spans)",
     when: (f) => f.timing.executionP90Millis !== null,
     say: (f) =>
-      `First executions${f.timing.executionNode === '' ? '' : ` on ${f.timing.executionNode}`} ran ${f.timing.clipped > 0 ? 'at least ' : ''}${formatDuration(f.timing.executionP90Millis!)} at p90 (${f.timing.known} of ${keysText(f)} known).`,
+      `First executions${f.timing.executionNode === '' ? '' : ` on ${f.timing.executionNode}`} ran ${f.timing.clipped > 0 ? 'at least ' : ''}${formatDuration(f.timing.executionP90Millis!)} at p90 (${f.timing.executionNodeCount === f.timing.known ? '' : `${f.timing.executionNodeCount} of them; `}${f.timing.known} of ${keysText(f)} known).`,
   },
   {
     id: 'first_executions_lost',
@@ -336,6 +337,8 @@ export interface RetryTimingSummary {
   callerWaitMillis: number | null;
   executionNode: string;
   executionP90Millis: number | null;
+  /** Keys whose first execution's duration on `executionNode` is known: what the p90 is of. */
+  executionNodeCount: number;
   /** Keys whose first execution has a known duration. */
   known: number;
   /** Keys whose first execution's SERVER span is not in the spans (`Finding.firstExecutionLost`). */
@@ -371,6 +374,8 @@ export interface FindingFacts {
   executionMillis: number | null;
   /** `Finding.firstExecutionLost`. */
   executionLost: boolean;
+  /** The first execution ran where the finding's routing event was, while it was. */
+  firstInEvent: boolean;
   outlived: boolean | null;
   /** `Finding.firstExecutionClipped`. */
   clipped: boolean;
@@ -403,6 +408,8 @@ export interface AdviceFacts {
   executionUnseen: boolean;
   /** The longest time from a key's first execution's start to its repeat's. */
   longestGapMillis: number;
+  /** Keys whose first execution ran on the node of the incident's routing event, within its window. */
+  firstInEvent: number;
   /** Keys by how the caller's send before the repeat ended. */
   retryAfter: Record<RetryAfter, number>;
   timing: RetryTimingSummary;
@@ -466,9 +473,20 @@ export function factsOf(finding: Finding): FindingFacts {
     executionNode: firstExecution?.placement.node ?? '',
     executionMillis: finding.firstExecutionMillis ?? null,
     executionLost: finding.firstExecutionLost ?? false,
+    firstInEvent: firstExecution !== undefined && ranDuring(firstExecution, finding.routing.event),
     outlived: finding.outlivedCallerWait ?? null,
     clipped: finding.firstExecutionClipped ?? false,
   };
+}
+
+/** Whether `attempt` ran where `event` was while it was (its request overlaps the event's window). */
+function ranDuring(attempt: Attempt, event: RoutingEvent | null): boolean {
+  return (
+    event !== null &&
+    eventCovers(event, attempt.placement) &&
+    attempt.startUnixMillis <= event.endUnixMillis &&
+    attempt.endUnixMillis >= event.startUnixMillis
+  );
 }
 
 export function mostDeclared(counts: Partial<Record<ScopeLevel, number>>): ScopeLevel | 'unknown' {

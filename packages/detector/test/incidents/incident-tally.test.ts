@@ -51,6 +51,7 @@ function member(next: () => number, id: number): [Finding, FindingFacts] {
     executionNode: pick(['node-a', 'node-b', '']),
     executionMillis: next() < 0.8 ? Math.floor(next() * 5_000) : null,
     executionLost: next() < 0.2,
+    firstInEvent: next() < 0.5,
     outlived: next() < 0.5 ? next() < 0.5 : null,
     clipped: next() < 0.3,
   };
@@ -83,6 +84,7 @@ function recomputed(members: Iterable<[Finding, FindingFacts]>): SummaryView {
   let judged = 0;
   let known = 0;
   let lost = 0;
+  let firstInEvent = 0;
   let keys = 0;
   const storeCounts: number[] = [];
   const executionStoreCounts: number[] = [];
@@ -95,6 +97,7 @@ function recomputed(members: Iterable<[Finding, FindingFacts]>): SummaryView {
     spreadCounts[facts.spread] = (spreadCounts[facts.spread] ?? 0) + 1;
     retryAfter[facts.retryAfter]++;
     if (facts.executionLost) lost++;
+    if (facts.firstInEvent) firstInEvent++;
     if (facts.callerWaitMillis !== null) waits.push(Math.round(facts.callerWaitMillis / 100) * 100);
     if (facts.executionMillis !== null) {
       const list = executionsByNode.get(facts.executionNode) ?? [];
@@ -146,11 +149,13 @@ function recomputed(members: Iterable<[Finding, FindingFacts]>): SummaryView {
     effectUnknown: causes.has('effect_unknown'),
     executionUnseen: causes.has('execution_unseen'),
     longestGapMillis,
+    firstInEvent,
     retryAfter,
     timing: {
       callerWaitMillis: nearestRank(waits, 0.5),
       executionNode: busiest,
       executionP90Millis: nearestRank(executionsByNode.get(busiest) ?? [], 0.9),
+      executionNodeCount: executionsByNode.get(busiest)?.length ?? 0,
       known,
       lost,
       clipped,

@@ -28,11 +28,13 @@ function facts(overrides: Partial<AdviceFacts> = {}): AdviceFacts {
     effectUnknown: false,
     executionUnseen: false,
     longestGapMillis: 0,
+    firstInEvent: 0,
     retryAfter: { ...emptyRetryAfter(), timeout: keys },
     timing: {
       callerWaitMillis: 2000,
       executionNode: 'payments-b',
       executionP90Millis: null,
+      executionNodeCount: 0,
       known: 0,
       lost: keys,
       clipped: 0,
@@ -95,6 +97,7 @@ describe('the advice, sentence by sentence', () => {
         callerWaitMillis: 2000,
         executionNode: 'payments-b',
         executionP90Millis: 2400,
+        executionNodeCount: 2,
         known: 2,
         lost: 11,
         clipped: 0,
@@ -137,12 +140,20 @@ describe('the advice, sentence by sentence', () => {
       ttl: true,
       longestGapMillis: 2300,
       event: SPIKE,
+      firstInEvent: 11,
       storesPerKey: { min: 1, max: 1 },
     });
     const chosen = ids('same_store_duplicate', input);
     expect(chosen.slice(0, 2)).toEqual(['slow_node_before_ttl', 'ttl_expired']);
-    expect(text('same_store_duplicate', input)).toContain('ran on payments-a during its latency spike');
+    // Counted over the keys whose first execution ran there and then, not said of all of them.
+    expect(text('same_store_duplicate', input)).toContain(
+      'The first executions of 11 of 13 keys ran on payments-a during its latency spike',
+    );
+    expect(text('same_store_duplicate', { ...input, firstInEvent: 13 })).toContain(
+      'The first executions of all 13 keys ran on payments-a',
+    );
     expect(ids('same_store_duplicate', { ...input, event: null })).not.toContain('slow_node_before_ttl');
+    expect(ids('same_store_duplicate', { ...input, firstInEvent: 0 })).not.toContain('slow_node_before_ttl');
   });
 
   it('says who retried: the proxy’s count, and a 502 apart from a timeout', () => {
