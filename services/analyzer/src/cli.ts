@@ -5,6 +5,7 @@ import { isKeyscopeError } from '@keyscope/errors';
 import {
   ANALYZE_FORMATS,
   type AnalyzeFormat,
+  type AnalyzeOptions,
   DEFAULT_MAX_RECORD_MIB,
   defaultAnalyzeThreads,
   MAX_ANALYZE_THREADS,
@@ -70,7 +71,7 @@ serving until Ctrl-C.
   --config FILE         as for serve (docs/configuration.md)
   -h, --help            show this help`;
 
-const ANALYZE_USAGE = `usage: keyscope analyze [--format table|json|csv|ndjson] [--mapping FILE] [--keep-going] [--max-record-mib N] [--width N] [--limit N] [--threads N] PATH…
+const ANALYZE_USAGE = `usage: keyscope analyze [--format table|json|csv|ndjson] [--config FILE] [--mapping FILE] [--keep-going] [--max-record-mib N] [--width N] [--limit N] [--threads N] PATH…
 
   PATH                  a file, a folder (read recursively, in sorted order) or - (JSON lines on stdin):
                           .pb     one protobuf ExportTraceServiceRequest
@@ -83,7 +84,9 @@ const ANALYZE_USAGE = `usage: keyscope analyze [--format table|json|csv|ndjson] 
                         csv, ndjson: one row per execution, as GET /api/v1/findings?format=csv
   --width N             the table's width in columns (default: the terminal's, else 80; 0: no limit)
   --limit N             incidents and findings the table shows (default ${DEFAULT_TABLE_LIMIT}; 0: all)
-  --mapping FILE        attribute mapping, YAML or JSON (as serve's mapping.file)
+  --config FILE         serve's settings file (YAML or JSON): the archive is judged with its detector
+                        settings and its mapping.file, as serve would judge it
+  --mapping FILE        attribute mapping, YAML or JSON (as serve's mapping.file); wins over --config's
   --keep-going          report each bad record on stderr (file, byte offset, error code) and
                         analyse the rest
   --max-record-mib N    largest .pb or .json file, or JSON line, after decompression (default ${DEFAULT_MAX_RECORD_MIB})
@@ -169,6 +172,7 @@ function parseServeArgs(args: string[], mode: 'serve' | 'demo'): ServeArgs {
 
 const ANALYZE_OPTIONS = {
   format: { type: 'string' },
+  config: { type: 'string' },
   mapping: { type: 'string' },
   'keep-going': { type: 'boolean' },
   'max-record-mib': { type: 'string' },
@@ -205,6 +209,8 @@ function parseAnalyzeArgs(args: string[]) {
   };
   if (values.mapping !== undefined && values.mapping.trim() === '')
     throw new UsageError('--mapping must not be empty');
+  if (values.config !== undefined && values.config.trim() === '')
+    throw new UsageError('--config must not be empty');
   const mib = values['max-record-mib'] ?? String(DEFAULT_MAX_RECORD_MIB);
   const maxRecordMib = /^\d{1,5}$/.test(mib) ? Number(mib) : Number.NaN;
   if (!(maxRecordMib >= 1 && maxRecordMib <= 4096)) {
@@ -224,6 +230,7 @@ function parseAnalyzeArgs(args: string[]) {
   }
   return {
     help: values.help === true,
+    configFile: values.config,
     options: {
       paths: positionals,
       format: format as AnalyzeFormat,
@@ -246,12 +253,30 @@ async function analyze(args: string[]): Promise<number> {
     process.stdout.write(`${ANALYZE_USAGE}\n`);
     return 0;
   }
-  return runAnalyze(parsed.options, {
+  return runAnalyze(await withSettingsFile(parsed.options, parsed.configFile), {
     stdout: process.stdout,
     stderr: process.stderr,
     stdin: process.stdin,
     env: process.env,
   });
+}
+
+/**
+ * `keyscope analyze --config FILE`: the archive judged with serve's settings file — its detector
+ * section, and its mapping file unless --mapping names another. Throws KS_ANALYZER_CONFIG_INVALID
+ * naming a bad field, as serve would.
+ */
+async function withSettingsFile(
+  options: AnalyzeOptions,
+  configFile: string | undefined,
+): Promise<AnalyzeOptions> {
+  if (configFile === undefined) return options;
+  const settings = resolveServeConfig(await readConfigFile(configFile), DEFAULTS);
+  return {
+    ...options,
+    detector: settings.detector,
+    mappingFile: options.mappingFile ?? (settings.mapping.file === '' ? undefined : settings.mapping.file),
+  };
 }
 
 /**

@@ -1,5 +1,4 @@
 import type { Alerter } from '@keyscope/alerts';
-import { type DetectorConfig, defaultDetectorConfig } from '@keyscope/detector';
 import { KeyscopeStore } from '@keyscope/store';
 import { startApiWithAlerts } from './api-with-alerts.ts';
 import { AuthFailures } from './auth/auth-failures.ts';
@@ -9,6 +8,7 @@ import type { ListenAddress } from './listen-address.ts';
 import { consoleLogger, type Logger, REPEAT_WINDOW_MILLIS, rateLimitedLogger } from './logger.ts';
 import { createMetrics } from './metrics.ts';
 import { DetectionPipeline } from './pipeline/detection-pipeline.ts';
+import { detectorConfigOf } from './pipeline/detector-settings.ts';
 import { REGROUP_STEP_KEYS } from './pipeline/stored-detector.ts';
 import type { IngestCountersSnapshot } from './receivers/ingest-counters.ts';
 import { type RunningReceivers, startReceivers } from './receivers/start-receivers.ts';
@@ -71,12 +71,7 @@ export async function startServe(
   const now = dependencies.now ?? Date.now;
   const mapping = await readMappingFile(config.mapping.file);
   logger.info(describeMapping(config.mapping.file, mapping));
-  const detectorConfig: DetectorConfig = Object.freeze({
-    ...defaultDetectorConfig(),
-    ...config.detector,
-    keyNamespace: mapping.keyNamespace,
-    declaredScopes: mapping.scopes,
-  });
+  const detectorConfig = detectorConfigOf(config.detector, mapping);
 
   const stops = new ShutdownStack();
   // Pushed first, so run last: the counts of lines held back by everything stopped before.

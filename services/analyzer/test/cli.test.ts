@@ -280,6 +280,49 @@ describe('keyscope CLI', () => {
     expect(child.stderr()).toContain('htttp');
   });
 
+  it("analyzes an archive with serve's settings file: its detector section and its mapping file", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'keyscope-analyze-config-'));
+    writeFileSync(join(dir, 'mapping.yaml'), 'scopes:\n  - service: ledger\n    scope: region\n');
+    writeFileSync(
+      join(dir, 'keyscope.yaml'),
+      `detector:\n  maxStoresPerFinding: 1\nmapping:\n  file: ${join(dir, 'mapping.yaml')}\n`,
+    );
+    const recording = 'test/lab/recordings/node-killed-behind-proxy.jsonl.gz';
+    const run = async (...args: string[]) => {
+      const child = keyscope('analyze', '--format', 'json', ...args, recording);
+      expect(await child.exited, child.stderr()).toBe(0);
+      return JSON.parse(child.stdout()) as {
+        findings: { class: string; stores: string[]; storesTotal: number }[];
+        scopes: { service: string; spansSeen: boolean }[];
+      };
+    };
+    const [withDefaults, withSettings] = await Promise.all([
+      run(),
+      run('--config', join(dir, 'keyscope.yaml')),
+    ]);
+    const spread = (report: typeof withDefaults) =>
+      report.findings.filter((f) => f.class === 'cross_store_duplicate').map((f) => f.stores.length);
+    expect(Math.min(...spread(withDefaults))).toBeGreaterThanOrEqual(2);
+    expect(new Set(spread(withSettings))).toEqual(new Set([1]));
+    expect(withSettings.findings.map((f) => f.storesTotal)).toEqual(
+      withDefaults.findings.map((f) => f.storesTotal),
+    );
+    // The settings file's mapping declares a service the archive never traced: its row says so.
+    expect(withSettings.scopes.find((row) => row.service === 'ledger')).toMatchObject({ spansSeen: false });
+    expect(withDefaults.scopes.find((row) => row.service === 'ledger')).toBeUndefined();
+  }, 60_000);
+
+  it('refuses an analyze settings file with an unknown key, naming it', async () => {
+    const child = keyscope(
+      'analyze',
+      '--config',
+      'services/analyzer/test/fixtures/config-with-unknown-key.yaml',
+      'test/lab/recordings/partition.jsonl.gz',
+    );
+    expect(await child.exited).toBe(1);
+    expect(child.stderr()).toContain('htttp');
+  });
+
   it('exits 2 with usage for an unknown command', async () => {
     const child = keyscope('srve');
     expect(await child.exited).toBe(2);

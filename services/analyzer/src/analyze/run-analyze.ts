@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { defaultMapping, loadMapping, type Mapping } from '@keyscope/attempts';
-import { type DetectorConfig, defaultDetectorConfig } from '@keyscope/detector';
+import { defaultServeConfig, type ServeConfig } from '../config.ts';
+import { detectorConfigOf } from '../pipeline/detector-settings.ts';
 import { exportChunks } from '../presentation/finding-export.ts';
 import { Analysis } from './analysis.ts';
 import { ANALYZE_INPUT_UNREADABLE, ANALYZE_NO_INPUT } from './analyze-errors.ts';
@@ -32,6 +33,8 @@ export interface AnalyzeOptions {
   readonly widthColumns?: number;
   /** Incidents and findings the table shows (`--limit`; 0 for all); `DEFAULT_TABLE_LIMIT` when absent. */
   readonly limit?: number;
+  /** The detector settings of serve's settings file (`--config`); serve's defaults when absent. */
+  readonly detector?: ServeConfig['detector'];
 }
 
 export const DEFAULT_MAX_RECORD_MIB = 64;
@@ -83,12 +86,8 @@ const EXPORT_BATCH_FINDINGS = 500;
  */
 export async function runAnalyze(options: AnalyzeOptions, io: AnalyzeIo): Promise<number> {
   const mapping = await readMapping(options.mappingFile);
-  // serve's detector with its default settings; the mapping decides the key namespace there too.
-  const detectorConfig: DetectorConfig = Object.freeze({
-    ...defaultDetectorConfig(),
-    keyNamespace: mapping.keyNamespace,
-    declaredScopes: mapping.scopes,
-  });
+  // serve's detector, with the settings file's detector section when one is given (--config).
+  const detectorConfig = detectorConfigOf(options.detector ?? defaultServeConfig().detector, mapping);
   const say = (line: string) => io.stderr.write(`${PREFIX}${line}\n`);
 
   const listing = await listInputs(options.paths);

@@ -1,9 +1,10 @@
 import { mkdirSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { type DetectorConfig, type DetectorStats, defaultDetectorConfig } from '@keyscope/detector';
+import type { DetectorStats } from '@keyscope/detector';
 import type { Admin, Consumer, Producer } from 'kafkajs';
 import type { ServeConfig } from '../config.ts';
 import type { Logger } from '../logger.ts';
+import { detectorConfigOf } from '../pipeline/detector-settings.ts';
 import { ShutdownStack } from '../shutdown-stack.ts';
 import { DeadLetters } from './dead-letters.ts';
 import { DetectPartitions } from './detect-partitions.ts';
@@ -46,12 +47,7 @@ export async function startDetectRole(
   const topic = kafkaConfig.attempts.topic;
   const groupId = kafkaConfig.attempts.groupId;
   const mapping = await readMappingFile(config.mapping.file);
-  const detectorConfig: DetectorConfig = Object.freeze({
-    ...defaultDetectorConfig(),
-    ...config.detector,
-    keyNamespace: mapping.keyNamespace,
-    declaredScopes: mapping.scopes,
-  });
+  const detectorConfig = detectorConfigOf(config.detector, mapping);
   const kafka = createKafkaClient(kafkaConfig, 'detect', logger);
   const partitionCounts = await ensureTopics(
     kafka,

@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import type { Alerter } from '@keyscope/alerts';
-import { type DetectorConfig, defaultDetectorConfig } from '@keyscope/detector';
 import { KeyscopeStore } from '@keyscope/store';
 import type { Consumer, EachBatchPayload } from 'kafkajs';
 import { startApiWithAlerts } from '../api-with-alerts.ts';
@@ -9,6 +8,7 @@ import type { ServeConfig } from '../config.ts';
 import type { ListenAddress } from '../listen-address.ts';
 import type { Logger } from '../logger.ts';
 import { createMetrics, type MetricSources } from '../metrics.ts';
+import { detectorConfigOf } from '../pipeline/detector-settings.ts';
 import { ReplayHeaderLog } from '../pipeline/replay-header-log.ts';
 import { ShutdownStack } from '../shutdown-stack.ts';
 import { DeadLetters, unreadableRecord } from './dead-letters.ts';
@@ -50,12 +50,7 @@ export async function startServeRole(
   const kafkaConfig = config.kafka;
   const topic = kafkaConfig.incidents.topic;
   const mapping = await readMappingFile(config.mapping.file);
-  const detectorConfig: DetectorConfig = Object.freeze({
-    ...defaultDetectorConfig(),
-    ...config.detector,
-    keyNamespace: mapping.keyNamespace,
-    declaredScopes: mapping.scopes,
-  });
+  const detectorConfig = detectorConfigOf(config.detector, mapping);
   const kafka = createKafkaClient(kafkaConfig, 'serve', logger);
   await ensureTopics(kafka, topicSpecs(config, ['incidents', 'deadLetter']), kafkaConfig, logger);
 
