@@ -20,7 +20,7 @@ import { ReportedRoutingEvents } from './routing/reported-routing-events.ts';
 import type { RoutingEvent } from './routing/routing-event.ts';
 import { RoutingFollowUp } from './routing/routing-follow-up.ts';
 import { RoutingInference } from './routing/routing-inference.ts';
-import { evaluateKey, type RoutingLookup } from './rules/evaluate-key.ts';
+import { evaluateKey, type FindingDraft, type RoutingLookup } from './rules/evaluate-key.ts';
 import type { Finding } from './rules/finding.ts';
 import { JudgementSchedule } from './rules/judgement-schedule.ts';
 import { tierName } from './tier-name.ts';
@@ -213,10 +213,10 @@ export function createDetector(
     const evidence = log.attemptsOf(partitionKey);
     schedule.judged(partitionKey, evidence.length);
     if (evidence.length === 0) return;
-    spreads.update(partitionKey, evidence);
     const drafts = evaluateKey(evidence[0]!.key, evidence, routingLookup, config).map((draft) =>
       withReplayDoubt(draft, scopes.showsReplays(tierName(draft.service, draft.operation))),
     );
+    spreads.update(partitionKey, evidence, unseenNodesOf(drafts));
     ledger.apply(partitionKey, drafts, changes);
     followUp.follow(partitionKey, evidence);
   }
@@ -403,4 +403,15 @@ export function createDetector(
       }
     },
   };
+}
+
+/** The nodes suspects' evidence says an unseen execution ran on, by the tier of each suspect. */
+function unseenNodesOf(drafts: readonly FindingDraft[]): Map<string, string[]> | undefined {
+  let nodes: Map<string, string[]> | undefined;
+  for (const draft of drafts) {
+    if (draft.suspicion === null) continue;
+    const named = draft.suspicion.evidence.map((e) => e.node).filter((node) => node !== '');
+    if (named.length > 0) (nodes ??= new Map()).set(tierName(draft.service, draft.operation), named);
+  }
+  return nodes;
 }

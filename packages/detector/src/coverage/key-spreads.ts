@@ -25,8 +25,16 @@ export class KeySpreads {
     this.#scopes = scopes;
   }
 
-  /** Counts the key's spread at each tier its `evidence` (every attempt of it) landed at. */
-  update(partitionKey: string, evidence: readonly Attempt[]): void {
+  /**
+   * Counts the key's spread at each tier its `evidence` (every attempt of it) landed at. `unseen`:
+   * nodes where the key's findings say an execution ran whose spans were lost (a suspect's
+   * evidence), by tier: a node there that no attempt landed on is one the key's retries crossed to.
+   */
+  update(
+    partitionKey: string,
+    evidence: readonly Attempt[],
+    unseen?: ReadonlyMap<string, readonly string[]>,
+  ): void {
     const byTier = new Map<string, Attempt[]>();
     for (const attempt of evidence) {
       if (attempt.kind === 'client' || attempt.kind === 'effect') continue;
@@ -42,7 +50,14 @@ export class KeySpreads {
       if (attempt.endUnixMillis > known.lastSeenUnixMillis) known.lastSeenUnixMillis = attempt.endUnixMillis;
     }
     for (const [name, landed] of byTier) {
-      const spread = spreadOf(landed);
+      let spread = spreadOf(landed);
+      const nodes = unseen?.get(name);
+      if (
+        spread === 'node' &&
+        nodes !== undefined &&
+        nodes.some((node) => !landed.some((a) => a.placement.node === node))
+      )
+        spread = 'cluster';
       this.#scopes.spreadChanged(name, known.tiers.get(name) ?? 'node', spread);
       known.tiers.set(name, spread);
     }

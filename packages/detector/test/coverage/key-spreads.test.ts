@@ -28,6 +28,17 @@ describe('KeySpreads', () => {
     expect(spreads.size).toBe(1);
   });
 
+  it('counts a suspect whose lost execution ran on another node as crossing nodes, as its advice says', () => {
+    const scopes = reportWithKeys(1);
+    const spreads = new KeySpreads(scopes);
+    // One execution in the spans, on payments-a; the send to payments-b was reset as it died.
+    const evidence = [server({ key: 'k1', node: 'payments-a', at: 1 })];
+    spreads.update('k1', evidence, new Map([[tierName('payments', '/payments'), ['payments-b']]]));
+    expect(scopes.rows()[0]!.keysSpanning).toEqual({ nodes: 1, clusters: 0, regions: 0 });
+    spreads.update('k1', evidence, new Map([[tierName('payments', '/payments'), ['payments-a']]]));
+    expect(scopes.rows()[0]!.keysSpanning).toEqual({ nodes: 0, clusters: 0, regions: 0 });
+  });
+
   it('moves the key again when its spread grows', () => {
     const scopes = reportWithKeys(1);
     const spreads = new KeySpreads(scopes);
