@@ -259,7 +259,7 @@ describe('docs/instrumenting.md, a fastify service and its fetch clients', () =>
   it('A fastify service with the gate plugin yields an incident titled with its route (a test with the real instrumentation)', async () => {
     const { items } = await get('/api/v1/incidents?class=cross_store_duplicate');
     expect(items).toHaveLength(1);
-    expect(items[0].title).toBe(`payments ${ROUTE}: 2 keys executed twice in different dedup stores`);
+    expect(items[0].title).toBe(`payments POST ${ROUTE}: 2 keys executed twice in different dedup stores`);
     for (const { key } of Object.values(CLIENTS)) {
       const { findings } = await get(`/api/v1/keys/${key}`);
       expect(findings, key).toHaveLength(1);

@@ -94,7 +94,7 @@ describe('an incident of the haproxy-node-killed recording', () => {
       await page.goto(`${api}/incidents/${id}`);
       const title = (await page.locator('#incident-title').textContent())!;
       const advice = (await page.locator('section.advice p').first().textContent())!;
-      expect(title.startsWith('payments /payments: ')).toBe(true);
+      expect(title.startsWith('payments POST /payments: ')).toBe(true);
       expect(advice.length).toBeGreaterThan(0);
       // The table: the incident's id line, then its title and its advice each on one line at width 0.
       expect(tableLines).toContain(title);

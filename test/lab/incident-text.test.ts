@@ -108,9 +108,9 @@ describe.each(SCENARIOS.map((s) => s.name))('what the incidents of the %s record
     for (const incident of report.incidents) {
       const keys = keysOf(name, incident).length;
       expect(incident.keys, incident.title).toBe(keys);
-      expect(incident.title.startsWith(`payments /payments: ${keys === 1 ? '1 key' : `${keys} keys`} `)).toBe(
-        true,
-      );
+      expect(
+        incident.title.startsWith(`payments POST /payments: ${keys === 1 ? '1 key' : `${keys} keys`} `),
+      ).toBe(true);
       const event = incident.routingEvent;
       if (event !== null)
         expect(incident.title).toContain(

@@ -5,7 +5,13 @@ import { scoreRecording } from './score.ts';
 // each duplicate in a failure window (a latency_spike of the browned-out node, a node_down of the
 // killed or partitioned one), and the suspected duplicates of executions whose spans were lost.
 describe('routing events keyscope names on the committed recordings', () => {
-  it.each([{ scenario: 'brownout-round-robin' }, { scenario: 'brownout-short-ttl' }])(
+  // cluster-store-short-ttl: one store the cluster shares, whose keys expire while the slowed node's
+  // callers retry; every duplicate is a same-store repeat on another node, blamed on the brownout.
+  it.each([
+    { scenario: 'brownout-round-robin' },
+    { scenario: 'brownout-short-ttl' },
+    { scenario: 'cluster-store-short-ttl' },
+  ])(
     'blames at least 95 in 100 of the $scenario duplicates in the brownout on a latency_spike of the slowed node',
     async ({ scenario }) => {
       const score = await scoreRecording(scenario);
@@ -22,6 +28,7 @@ describe('routing events keyscope names on the committed recordings', () => {
     { scenario: 'partition', attributed: 3, flagged: 0, suspectedPrecision: null },
     { scenario: 'two-failovers', attributed: 0, flagged: 31, suspectedPrecision: 0.9 },
     { scenario: 'proxy-retries-posts', attributed: 113, flagged: 0, suspectedPrecision: null },
+    { scenario: 'haproxy-node-killed', attributed: 16, flagged: 5, suspectedPrecision: 0.7 },
   ])(
     'keeps the $scenario recording attributed as well as before, and its suspected duplicates',
     async ({ scenario, attributed, flagged, suspectedPrecision }) => {

@@ -3,6 +3,7 @@ import {
   type Attempt,
   type ClientAttempt,
   EFFECTS,
+  HTTP_METHODS,
   type KeylessSend,
   OUTCOMES,
   type Placement,
@@ -71,6 +72,8 @@ const FAILED = { name: 'failed', carried: 'flag', absentReadsAs: false } as cons
 const EFFECT = { name: 'effect', carried: 'closed', values: STATED_EFFECTS, absentReadsAs: '' } as const;
 const RELEASED = { name: 'released', carried: 'flag', absentReadsAs: false } as const;
 const BUSINESS_ID = { name: 'businessId', carried: 'text', absentReadsAs: '' } as const;
+const METHODS = ['', ...HTTP_METHODS] as const;
+const METHOD = { name: 'method', carried: 'closed', values: METHODS, absentReadsAs: '' } as const;
 
 export const ATTEMPT_FIELDS = {
   server: [
@@ -85,8 +88,10 @@ export const ATTEMPT_FIELDS = {
     BUSINESS_ID,
     { name: 'effectSpansDeclared', carried: 'flag', absentReadsAs: false },
     { name: 'outcomeFrom', carried: 'optional', value: 'http' },
+    // Last: records and segments written before it end where it would start.
+    METHOD,
   ],
-  arrival: [...COMMON_FIELDS, STATUS_CODE, FAILED, EFFECT, RELEASED, BUSINESS_ID],
+  arrival: [...COMMON_FIELDS, STATUS_CODE, FAILED, EFFECT, RELEASED, BUSINESS_ID, METHOD],
   client: [
     ...COMMON_FIELDS,
     { name: 'resendCount', carried: 'number' },

@@ -64,7 +64,28 @@ interface RequestResult {
    * '' when the span carries none or the mapping names no attribute for it.
    */
   businessId: string;
+  /**
+   * The request's HTTP method (`http.request.method`, else the older `http.method`): with the
+   * route, the endpoint a title names. '' when the span has none; `_OTHER` for a method outside
+   * `HTTP_METHODS`, as OpenTelemetry's HTTP conventions spell it.
+   */
+  method: HttpMethod | '';
 }
+
+/** HTTP methods as OpenTelemetry's HTTP conventions list them, and `_OTHER` for any other. */
+export const HTTP_METHODS = [
+  'GET',
+  'HEAD',
+  'POST',
+  'PUT',
+  'PATCH',
+  'DELETE',
+  'OPTIONS',
+  'CONNECT',
+  'TRACE',
+  '_OTHER',
+] as const;
+export type HttpMethod = (typeof HTTP_METHODS)[number];
 
 /** A server-side span in which a dedup store was consulted. */
 export interface ServerAttempt extends AttemptBase, RequestResult {

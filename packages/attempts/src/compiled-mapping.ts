@@ -28,6 +28,7 @@ const SPAN_FIELDS: readonly SpanField[] = [
   'effect',
   'released',
   'businessId',
+  'method',
 ];
 
 /** The resource's values for one field's names, index-aligned with the names. */

@@ -7,6 +7,8 @@ import {
   EFFECTS,
   type Effect,
   type ExtractedAttempts,
+  HTTP_METHODS,
+  type HttpMethod,
   type InvalidValueCounts,
   type KeylessSend,
   OUTCOMES,
@@ -51,6 +53,7 @@ import { derivedStoreId } from './store-id.ts';
 const OUTCOME_SET: ReadonlySet<string> = new Set(OUTCOMES);
 const SCOPE_SET: ReadonlySet<string> = new Set(SCOPE_LEVELS);
 const EFFECT_SET: ReadonlySet<string> = new Set(EFFECTS);
+const METHOD_SET: ReadonlySet<string> = new Set(HTTP_METHODS.filter((method) => method !== '_OTHER'));
 /** An outcome or hit value outside its closed list: the span is no attempt. */
 const REFUSED = Symbol('refused');
 
@@ -356,6 +359,7 @@ function serverAttempt(
     businessId: businessIdOf(span, compiled, view),
     effectSpansDeclared: compiled.sideEffectSpans !== null,
     outcomeFrom: outcomeInferred(span, compiled, view) ? 'http' : undefined,
+    method: methodOf(span, compiled, view),
   });
 }
 
@@ -382,7 +386,16 @@ function arrival(
     effect: effectOf(span, compiled, view),
     released: releasedOf(span, compiled, view),
     businessId: businessIdOf(span, compiled, view),
+    method: methodOf(span, compiled, view),
   });
+}
+
+/** The request's HTTP method, upper-cased; `_OTHER` for one outside the conventions' list. */
+function methodOf(span: Span, compiled: CompiledMapping, view: ResourceView): HttpMethod | '' {
+  const method = readText(span.attributes, compiled.names.method, view.fields.method);
+  if (method === undefined || method === '') return '';
+  const upper = method.length <= 7 ? method.toUpperCase() : '';
+  return METHOD_SET.has(upper) ? (upper as HttpMethod) : '_OTHER';
 }
 
 function sideEffect(span: Span, key: string, compiled: CompiledMapping, view: ResourceView): SideEffect {

@@ -5,6 +5,8 @@ export {
   EFFECTS,
   type Effect,
   type ExtractedAttempts,
+  HTTP_METHODS,
+  type HttpMethod,
   INVALID_VALUE_REASONS,
   type InvalidValueCounts,
   type InvalidValueReason,

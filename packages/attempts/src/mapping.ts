@@ -56,6 +56,9 @@ const DEFAULT_FIELDS = {
   // What the business calls the mutation (`payment.id`), for the people who reconcile a duplicate:
   // none by default, since no convention names one.
   businessId: [],
+  // The request's method, for titles that name the endpoint (`POST /payments`); the older
+  // convention's name after the current one.
+  method: ['http.request.method', 'http.method'],
 } as const satisfies Record<string, readonly string[]>;
 
 /** Fields read only when the mapping names attributes for them: their list may be empty. */

@@ -89,6 +89,7 @@ function attemptsOfEveryShape(): CheckedAttempts {
       effect: '',
       released: false,
       businessId: '',
+      method: 'POST',
     },
     {
       kind: 'client',

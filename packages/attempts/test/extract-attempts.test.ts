@@ -61,6 +61,7 @@ describe('server attempts', () => {
       released: false,
       businessId: '',
       effectSpansDeclared: false,
+      method: '',
     });
   });
 
@@ -295,7 +296,21 @@ describe('arrivals', () => {
       effect: '',
       released: false,
       businessId: '',
+      method: '',
     });
+  });
+
+  it('reads the request method of either convention, upper-cased, and _OTHER for one outside the list', () => {
+    const methods = extractAttempts(
+      [
+        serverSpan({ key: 'k1', attributes: { 'http.request.method': 'POST' } }),
+        serverSpan({ key: 'k2', attributes: { 'http.method': 'put' } }),
+        serverSpan({ key: 'k3', attributes: { 'http.request.method': 'PURGE' } }),
+        serverSpan({ key: 'k4' }),
+      ],
+      mapping,
+    ).attempts.map((a) => (a as Arrival).method);
+    expect(methods).toEqual(['POST', 'PUT', '_OTHER', '']);
   });
 
   it('does not infer outcomes from HTTP by default', () => {

@@ -138,6 +138,7 @@ describe('default mapping', () => {
       effect: ['idempotency.effect'],
       released: ['idempotency.released'],
       businessId: [],
+      method: ['http.request.method', 'http.method'],
     });
     expect(options).toEqual({
       inferOutcomeFromHttp: false,

@@ -52,6 +52,7 @@ function landing(
     effect: '',
     released: false,
     businessId: '',
+    method: '',
   };
 }
 

@@ -6,6 +6,7 @@ import {
   createServerAttempt,
   createSideEffect,
   type Effect,
+  type HttpMethod,
   type NodeActivity,
   type Outcome,
   type Placement,
@@ -82,6 +83,7 @@ interface RequestInput {
   effect?: Effect | '';
   released?: boolean;
   businessId?: string;
+  method?: HttpMethod | '';
 }
 
 function request(input: RequestInput) {
@@ -92,6 +94,7 @@ function request(input: RequestInput) {
     effect: input.effect ?? '',
     released: input.released ?? false,
     businessId: input.businessId ?? '',
+    method: input.method ?? ('' as const),
   };
 }
 

@@ -10,6 +10,8 @@ import { RETRY_AFTER, type RetryAfter } from '../rules/finding.ts';
  */
 export interface IncidentFacts {
   keys: number;
+  /** Keys by the HTTP method of their requests ('' for none): [method, keys] pairs in name order. */
+  methods?: [string, number][];
   /** Keys by how many stores each reached: [stores, keys] pairs. */
   storesPerKey: [number, number][];
   /** Keys by how many stores each executed in: [stores, keys] pairs. */
@@ -73,8 +75,15 @@ export function adviceFactsOf(facts: IncidentFacts, stores: number): AdviceFacts
       [executionNode, executions, most] = [node, buckets, count];
     }
   }
+  let method = '';
+  let withMethod = 0;
+  for (const [name, count] of facts.methods ?? []) {
+    if (name !== '' && (count > withMethod || (count === withMethod && name < method)))
+      [method, withMethod] = [name, count];
+  }
   return {
     keys: facts.keys,
+    method,
     stores,
     storesPerKey: extremesOf(facts.storesPerKey),
     executionStoresPerKey: extremesOf(facts.executionStoresPerKey ?? []),
@@ -126,8 +135,12 @@ export function mergeIncidentFacts(parts: readonly IncidentFacts[]): IncidentFac
       if (merged === undefined) executions.set(node, (merged = new Map()));
       addPairs(merged, buckets);
     }
+  const methods = new Map<string, number>();
+  for (const part of parts)
+    for (const [name, count] of part.methods ?? []) methods.set(name, (methods.get(name) ?? 0) + count);
   return {
     keys: sum((p) => p.keys),
+    methods: namedPairsOf(methods),
     storesPerKey: pairsOf(addAll(parts.map((p) => p.storesPerKey))),
     executionStoresPerKey: pairsOf(addAll(parts.map((p) => p.executionStoresPerKey ?? []))),
     declared,
@@ -166,6 +179,11 @@ export function busiestNodes(
     .slice(0, MAX_EXECUTION_NODES)
     .sort((a, b) => (a.node < b.node ? -1 : a.node > b.node ? 1 : 0))
     .map(({ node, buckets }) => [node, pairsOf(buckets)]);
+}
+
+/** Counted names as [name, count] pairs in name order. */
+export function namedPairsOf(counts: ReadonlyMap<string, number>): [string, number][] {
+  return [...counts].filter(([, n]) => n > 0).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
 }
 
 /** Counted buckets as [bucket, count] pairs in bucket order. */

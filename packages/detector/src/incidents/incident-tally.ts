@@ -1,7 +1,7 @@
 import { SCOPE_LEVELS, type ScopeLevel } from '@keyscope/attempts';
 import { type AdviceFacts, emptyRetryAfter, type FindingFacts, SPREAD_ORDER } from '../rules/advice.ts';
 import { type Finding, repeatUnixMillisOf } from '../rules/finding.ts';
-import { adviceFactsOf, busiestNodes, type IncidentFacts, pairsOf } from './incident-facts.ts';
+import { adviceFactsOf, busiestNodes, type IncidentFacts, namedPairsOf, pairsOf } from './incident-facts.ts';
 
 /**
  * Running totals over an incident's findings: what its summary (stores, nodes, times) and its
@@ -43,6 +43,7 @@ export class IncidentTally {
   /** Keys by how many stores each reached. */
   readonly #storesPerKey = new Map<number, number>();
   readonly #executionStoresPerKey = new Map<number, number>();
+  readonly #methods = new Map<string, number>();
   readonly #retryAfter = emptyRetryAfter();
 
   /**
@@ -127,6 +128,7 @@ export class IncidentTally {
     }
     return {
       keys: this.#keys,
+      methods: namedPairsOf(this.#methods),
       storesPerKey: pairsOf(this.#storesPerKey),
       executionStoresPerKey: pairsOf(this.#executionStoresPerKey),
       declared,
@@ -155,6 +157,7 @@ export class IncidentTally {
     this.#keys += sign;
     adjust(this.#storesPerKey, facts.stores.length, sign);
     adjust(this.#executionStoresPerKey, facts.executionStores, sign);
+    adjust(this.#methods, facts.method, sign);
     this.#retryAfter[facts.retryAfter] += sign;
     if (facts.executionLost) this.#lost += sign;
     if (facts.firstInEvent) this.#firstInEvent += sign;

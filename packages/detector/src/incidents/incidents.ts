@@ -417,10 +417,12 @@ function incidentAdvice(incident: Incident, facts: AdviceFacts): { text: string;
  * The tier as a title names it: the service and its endpoint (`payments /payments`), or, for a
  * tier named after a span because no request span carried its key, what it is named after.
  */
-export function tierLabel(service: string, operation: string): string {
-  return isRouteLike(operation)
+export function tierLabel(service: string, operation: string, method = ''): string {
+  if (!isRouteLike(operation)) return `${service}, span ${operation} (no route known)`;
+  // A route the span already names with its method (`POST /payments`) is not prefixed again.
+  return method === '' || method === '_OTHER' || operation.startsWith(`${method} `)
     ? `${service} ${operation}`
-    : `${service}, span ${operation} (no route known)`;
+    : `${service} ${method} ${operation}`;
 }
 
 /** What a suspected duplicate's keys did, by the evidence they rest on. */
@@ -440,5 +442,5 @@ function titleOf(incident: Incident, facts: AdviceFacts): string {
   const keys = incident.keys === 1 ? '1 key' : `${incident.keys} keys`;
   const reason = incident.severityReason === undefined ? '' : REASON_TITLE[incident.severityReason];
   const what = incident.class === 'suspected_duplicate' ? suspectTitle(facts) : CLASS_TITLE[incident.class];
-  return `${tierLabel(incident.service, incident.operation)}: ${keys} ${what}${reason}${where}`;
+  return `${tierLabel(incident.service, incident.operation, facts.method)}: ${keys} ${what}${reason}${where}`;
 }

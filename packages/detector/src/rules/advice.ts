@@ -361,6 +361,8 @@ export interface FindingFacts {
   nodes: readonly string[];
   /** Distinct stores among the key's executions at its tier (admissions that did not execute left out). */
   executionStores: number;
+  /** `Finding.method`. */
+  method: string;
   declared: Partial<Record<ScopeLevel, number>>;
   spread: SpreadLevel;
   proxy: boolean;
@@ -384,6 +386,8 @@ export interface FindingFacts {
 /** The facts of all of an incident's findings together. */
 export interface AdviceFacts {
   keys: number;
+  /** The HTTP method most of the keys' requests were sent with; '' when the spans name none. */
+  method: string;
   /** Distinct stores over all keys. */
   stores: number;
   /** The fewest and the most stores one key reached. */
@@ -462,6 +466,7 @@ export function factsOf(finding: Finding): FindingFacts {
     stores: [...stores],
     nodes: [...nodes],
     executionStores: executionStores.size,
+    method: finding.method ?? '',
     declared,
     spread,
     proxy: finding.retriedBy === 'proxy',

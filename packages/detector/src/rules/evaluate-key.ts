@@ -3,6 +3,7 @@ import {
   type ClientAttempt,
   derivedStoreId,
   endedBefore,
+  type HttpMethod,
   partitionKey,
   type ServerAttempt,
   withoutRepeatedLogDecisions,
@@ -463,6 +464,7 @@ function draft(input: DraftInput): FindingDraft {
     storesTotal: stores.length,
     nodesTotal: nodes.length,
     executions: executions.length,
+    method: methodOf(tier, executions, evidence),
     retriedBy: retriedBy(tier, executions, links),
     gapMillis,
     idleMillis,
@@ -478,6 +480,20 @@ function draft(input: DraftInput): FindingDraft {
     suspicion: null,
     evidenceCapped: evidence.length >= config.maxAttemptsPerKey,
   };
+}
+
+/** The HTTP method of the tier's first execution's request, else of its first landing's. */
+function methodOf(
+  tier: Tier,
+  executions: readonly ServerAttempt[],
+  evidence: readonly Attempt[],
+): HttpMethod | '' {
+  for (const attempt of [...executions, ...tier.landed]) {
+    const request = requestOf(attempt, evidence);
+    if ((request.kind === 'server' || request.kind === 'arrival') && request.method !== '')
+      return request.method;
+  }
+  return '';
 }
 
 /**

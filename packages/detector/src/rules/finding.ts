@@ -1,4 +1,4 @@
-import type { Attempt } from '@keyscope/attempts';
+import type { Attempt, HttpMethod } from '@keyscope/attempts';
 import type { RoutingEvent } from '../routing/routing-event.ts';
 
 export type FindingClass =
@@ -220,6 +220,12 @@ export interface Finding {
   callerWaitMillis: number | null;
   /** How the send before the repeat ended. Absent on findings stored before it was recorded. */
   retryAfter?: RetryAfter;
+  /**
+   * The HTTP method of the requests the finding's tier executed (its first execution's request):
+   * with `operation`, the endpoint (`POST /payments`). '' when the spans name none; absent on
+   * findings stored before it was recorded.
+   */
+  method?: HttpMethod | '';
   /**
    * How long the first execution's request ran (its SERVER span); null when there is no earlier
    * execution than the repeat, or its SERVER span was lost (`firstExecutionLost`). Absent on

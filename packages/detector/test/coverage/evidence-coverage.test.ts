@@ -41,7 +41,14 @@ function attempt(
     },
     operation: kind === 'client' ? 'POST' : '/payments',
   };
-  const result = { statusCode: 201, failed: false, effect: '' as const, released: false, businessId: '' };
+  const result = {
+    statusCode: 201,
+    failed: false,
+    effect: '' as const,
+    released: false,
+    businessId: '',
+    method: '' as const,
+  };
   if (kind === 'client')
     return {
       ...base,

@@ -41,6 +41,7 @@ function member(next: () => number, id: number): [Finding, FindingFacts] {
     stores,
     nodes: stores.map((store) => `node-${store}`),
     executionStores: 1 + Math.floor(next() * stores.length),
+    method: pick(['POST', 'PUT', '']),
     declared,
     spread: pick(SPREAD_ORDER),
     proxy: next() < 0.3,
@@ -89,6 +90,7 @@ function recomputed(members: Iterable<[Finding, FindingFacts]>): SummaryView {
   const storeCounts: number[] = [];
   const executionStoreCounts: number[] = [];
   const spreadCounts: AdviceFacts['spreadCounts'] = {};
+  const methods = new Map<string, number>();
   const retryAfter = Object.fromEntries(RETRY_AFTER.map((r) => [r, 0])) as AdviceFacts['retryAfter'];
   for (const [finding, facts] of members) {
     keys++;
@@ -96,6 +98,7 @@ function recomputed(members: Iterable<[Finding, FindingFacts]>): SummaryView {
     executionStoreCounts.push(facts.executionStores);
     spreadCounts[facts.spread] = (spreadCounts[facts.spread] ?? 0) + 1;
     retryAfter[facts.retryAfter]++;
+    methods.set(facts.method, (methods.get(facts.method) ?? 0) + 1);
     if (facts.executionLost) lost++;
     if (facts.firstInEvent) firstInEvent++;
     if (facts.callerWaitMillis !== null) waits.push(Math.round(facts.callerWaitMillis / 100) * 100);
@@ -132,8 +135,14 @@ function recomputed(members: Iterable<[Finding, FindingFacts]>): SummaryView {
   const declaredInOrder = Object.fromEntries(
     SCOPE_LEVELS.filter((s) => declared[s] !== undefined).map((s) => [s, declared[s]]),
   );
+  // The most common method named, ties to the first name.
+  const method =
+    [...methods]
+      .filter(([name]) => name !== '')
+      .sort(([a, x], [b, y]) => y - x || (a < b ? -1 : 1))[0]?.[0] ?? '';
   const adviceFacts: AdviceFacts = {
     keys,
+    method,
     stores: stores.size,
     storesPerKey: { min: Math.min(...storeCounts), max: Math.max(...storeCounts) },
     executionStoresPerKey: { min: Math.min(...executionStoreCounts), max: Math.max(...executionStoreCounts) },

@@ -13,6 +13,7 @@ function facts(overrides: Partial<AdviceFacts> = {}): AdviceFacts {
   const keys = overrides.keys ?? 13;
   return {
     keys,
+    method: 'POST',
     stores: 3,
     storesPerKey: { min: 2, max: 2 },
     executionStoresPerKey: { min: 2, max: 2 },

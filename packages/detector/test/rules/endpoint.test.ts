@@ -28,6 +28,7 @@ function paymentRunTwice(key: string, at: number, withArrivals = true): Attempt[
       node,
       at: at + i * 2,
       durationMillis: 2500,
+      method: 'POST',
     });
     attempts.push(send);
     if (withArrivals) attempts.push(request);
@@ -64,7 +65,9 @@ describe('endpoints of decisions recorded on child spans', () => {
     ]);
     const [incident] = detector.incidents();
     expect(incident!.operation).toBe('/payments');
-    expect(incident!.title.startsWith('payments /payments: 2 keys')).toBe(true);
+    // The endpoint as the user calls it: the request's method and route.
+    expect(findings.map((f) => f.method)).toEqual(['POST', 'POST']);
+    expect(incident!.title.startsWith('payments POST /payments: 2 keys')).toBe(true);
   });
 
   it('shows the requests and their decisions as one scope-report row, named after the route', () => {

@@ -1,4 +1,4 @@
-import { EFFECTS, OUTCOMES, SCOPE_LEVELS } from '@keyscope/attempts';
+import { EFFECTS, HTTP_METHODS, OUTCOMES, SCOPE_LEVELS } from '@keyscope/attempts';
 import {
   FINDING_CLASSES,
   RETRY_AFTER,
@@ -169,6 +169,10 @@ export const ATTEMPT_SCHEMA = closed(
     businessId: text(
       `The mutation's business identifier (the mapping's \`businessId\` attribute); empty when there is none. ${REQUEST_ONLY}`,
     ),
+    method: choice(
+      [...HTTP_METHODS, ''],
+      `The request's HTTP method (\`http.request.method\`, else \`http.method\`); \`_OTHER\` for one outside OpenTelemetry's list, empty when the span has none. ${REQUEST_ONLY}`,
+    ),
     resendCount: count('`http.request.resend_count`; 0 for the first send. Sends only.'),
     target: text(
       '`server.address[:server.port]`, else `network.peer.address`; empty when unknown. Sends only.',
@@ -189,6 +193,7 @@ export const ATTEMPT_SCHEMA = closed(
     'effect',
     'released',
     'businessId',
+    'method',
     'resendCount',
     'target',
     'error',
@@ -287,6 +292,10 @@ const FINDING_PROPERTIES: Record<string, JsonSchema> = {
   ),
   callerWaitMillis: MILLIS_OR_NULL(
     'How long the caller waited before it gave up: its send before the repeat, when that send timed out; null when it ended otherwise (`retryAfter`) or no send of the key shows one.',
+  ),
+  method: choice(
+    [...HTTP_METHODS, ''],
+    "The HTTP method of the requests the tier executed (its first execution's request): with `operation`, the endpoint. Empty when the spans name none.",
   ),
   retryAfter: choice(
     [...RETRY_AFTER],

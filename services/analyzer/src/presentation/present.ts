@@ -69,6 +69,7 @@ export function presentFinding(finding: Finding) {
     gapMillis: finding.gapMillis,
     idleMillis: finding.idleMillis ?? null,
     callerWaitMillis: finding.callerWaitMillis ?? null,
+    method: finding.method ?? '',
     retryAfter: finding.retryAfter ?? 'unknown',
     firstExecutionMillis: finding.firstExecutionMillis ?? null,
     firstExecutionClipped: finding.firstExecutionClipped ?? false,

@@ -413,6 +413,7 @@ describe('keyscope analyze reports', () => {
         'gapMillis',
         'idleMillis',
         'callerWaitMillis',
+        'method',
         'retryAfter',
         'firstExecutionMillis',
         'firstExecutionClipped',
