@@ -1,4 +1,4 @@
-import type { Attempt } from '@keyscope/attempts';
+import { type Attempt, HTTP_METHODS } from '@keyscope/attempts';
 import { spanIndexOf } from './span-index.ts';
 
 /**
@@ -33,21 +33,11 @@ export function endpointOf(attempt: Attempt, evidence: readonly Attempt[]): stri
  * of an internal span, which is what a tier is named after when no request span carried its key.
  */
 export function isRouteLike(operation: string): boolean {
-  return operation.includes('/') || HTTP_METHODS.has(operation);
+  return operation.includes('/') || HTTP_METHOD_NAMES.has(operation);
 }
 
 /** A SERVER span named by the HTTP instrumentation without a route is named after its method. */
-const HTTP_METHODS: ReadonlySet<string> = new Set([
-  'GET',
-  'HEAD',
-  'POST',
-  'PUT',
-  'PATCH',
-  'DELETE',
-  'OPTIONS',
-  'CONNECT',
-  'TRACE',
-]);
+const HTTP_METHOD_NAMES: ReadonlySet<string> = new Set(HTTP_METHODS.filter((method) => method !== '_OTHER'));
 
 /**
  * Whether the request span (the SERVER span) of a decision is missing from the key's evidence, so
