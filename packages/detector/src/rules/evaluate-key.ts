@@ -707,7 +707,8 @@ function failedSend(send: ClientAttempt): boolean {
 /**
  * The routing event that broke the key's retry path: one on the node (or the cluster or region,
  * for a failover) where an earlier attempt of the key at this tier landed — an execution first,
- * else any landing (a store error, a request whose response was lost) — whose window comes within
+ * else a landing that got no proper answer (a store error, a failed request, a response never
+ * sent; an `in_progress` or a replay was answered as it should) — whose window comes within
  * `routingSlackMillis` of the interval from the key's first attempt at the tier to `repeat`.
  * Never an event elsewhere: a node that went down and came back before the key's first attempt
  * did not break its path, even if the repeat ran on it. The nearest such event wins, then the
@@ -729,7 +730,9 @@ function brokenBy(
     compareAttempts(a, repeat) < 0 &&
     !(a.traceId === repeat.traceId && a.placement.node === repeat.placement.node);
   const executed = executions.filter(before).map((a) => a.placement);
-  const landed = tier.landed.filter(before).map((a) => a.placement);
+  // A landing counts when it got no proper answer (a store error, a failed request, one whose
+  // response was lost): an `in_progress` or a replay answered as it should, and broke nothing.
+  const landed = tier.landed.filter((a) => before(a) && unanswered(a)).map((a) => a.placement);
   let best: RoutingEvent | null = null;
   let bestRank = 0;
   let bestDistance = 0;
@@ -757,6 +760,13 @@ function brokenBy(
     }
   }
   return best;
+}
+
+/** A landing that got no proper answer: a store error, a failed request, a response never sent. */
+function unanswered(landing: Attempt): boolean {
+  if (landing.kind === 'server')
+    return landing.outcome === 'error' || landing.outcome === 'miss' || landing.failed;
+  return landing.kind === 'arrival' && (landing.failed || landing.statusCode === 0);
 }
 
 export function compareAttempts(a: Attempt, b: Attempt): number {
