@@ -11,7 +11,7 @@ import { RETRY_AFTER, type RetryAfter } from '../rules/finding.ts';
 export interface IncidentFacts {
   keys: number;
   /** Keys by the HTTP method of their requests ('' for none): [method, keys] pairs in name order. */
-  methods?: [string, number][];
+  methods: [string, number][];
   /** Keys by how many stores each reached: [stores, keys] pairs. */
   storesPerKey: [number, number][];
   /** Keys by how many stores each executed in: [stores, keys] pairs. */
@@ -28,7 +28,7 @@ export interface IncidentFacts {
   executionsUnseen: number;
   longestGapMillis: number;
   /** Keys whose first execution ran where and while the incident's routing event was. */
-  firstInEvent?: number;
+  firstInEvent: number;
   retryAfter: Record<RetryAfter, number>;
   /** Callers' waits: [100 ms bucket, keys] pairs. */
   callerWaits: [number, number][];
@@ -77,7 +77,7 @@ export function adviceFactsOf(facts: IncidentFacts, stores: number): AdviceFacts
   }
   let method = '';
   let withMethod = 0;
-  for (const [name, count] of facts.methods ?? []) {
+  for (const [name, count] of facts.methods) {
     if (name !== '' && (count > withMethod || (count === withMethod && name < method)))
       [method, withMethod] = [name, count];
   }
@@ -86,7 +86,7 @@ export function adviceFactsOf(facts: IncidentFacts, stores: number): AdviceFacts
     method,
     stores,
     storesPerKey: extremesOf(facts.storesPerKey),
-    executionStoresPerKey: extremesOf(facts.executionStoresPerKey ?? []),
+    executionStoresPerKey: extremesOf(facts.executionStoresPerKey),
     declared,
     declaredScope: mostDeclared(declared),
     spread: SPREAD_ORDER[widest]!,
@@ -99,7 +99,7 @@ export function adviceFactsOf(facts: IncidentFacts, stores: number): AdviceFacts
     effectUnknown: facts.effectsUnknown > 0,
     executionUnseen: facts.executionsUnseen > 0,
     longestGapMillis: facts.longestGapMillis,
-    firstInEvent: facts.firstInEvent ?? 0,
+    firstInEvent: facts.firstInEvent,
     retryAfter: { ...emptyRetryAfter(), ...facts.retryAfter },
     timing: {
       callerWaitMillis: quantileOf(facts.callerWaits, 0.5),
@@ -137,12 +137,12 @@ export function mergeIncidentFacts(parts: readonly IncidentFacts[]): IncidentFac
     }
   const methods = new Map<string, number>();
   for (const part of parts)
-    for (const [name, count] of part.methods ?? []) methods.set(name, (methods.get(name) ?? 0) + count);
+    for (const [name, count] of part.methods) methods.set(name, (methods.get(name) ?? 0) + count);
   return {
     keys: sum((p) => p.keys),
     methods: namedPairsOf(methods),
     storesPerKey: pairsOf(addAll(parts.map((p) => p.storesPerKey))),
-    executionStoresPerKey: pairsOf(addAll(parts.map((p) => p.executionStoresPerKey ?? []))),
+    executionStoresPerKey: pairsOf(addAll(parts.map((p) => p.executionStoresPerKey))),
     declared,
     spreads: SPREAD_ORDER.map((_, level) => sum((p) => p.spreads[level] ?? 0)),
     proxies: sum((p) => p.proxies),
@@ -153,7 +153,7 @@ export function mergeIncidentFacts(parts: readonly IncidentFacts[]): IncidentFac
     effectsUnknown: sum((p) => p.effectsUnknown),
     executionsUnseen: sum((p) => p.executionsUnseen),
     longestGapMillis: parts.reduce((longest, p) => Math.max(longest, p.longestGapMillis), 0),
-    firstInEvent: sum((p) => p.firstInEvent ?? 0),
+    firstInEvent: sum((p) => p.firstInEvent),
     retryAfter,
     callerWaits: pairsOf(addAll(parts.map((p) => p.callerWaits))),
     executions: busiestNodes(executions),

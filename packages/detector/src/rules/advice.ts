@@ -71,7 +71,7 @@ export const ADVICE_SENTENCES: readonly AdviceRule[] = [
     condition: 'always: how many stores the retries of each key reached',
     when: () => true,
     say: (f) =>
-      `${eachKey(f, "'s retries")} already reach ${storesPerKey(f)} dedup stores${storesInAll(f)} (keys have ${declaredText(f)}; ${retriesReached(f)}); nothing has executed twice yet, but the next slow response will.`,
+      `${eachKey(f, "'s retries")} already reach ${range(f.storesPerKey)} dedup stores${storesInAll(f)} (keys have ${declaredText(f)}; ${retriesReached(f)}); nothing has executed twice yet, but the next slow response will.`,
   },
   {
     id: 'widen_scope',
@@ -93,7 +93,7 @@ export const ADVICE_SENTENCES: readonly AdviceRule[] = [
     condition: 'the declared scope covers every place the retries went, yet a key reached two or more stores',
     when: (f) => f.declaredScope !== 'unknown' && !narrower(f) && f.storesPerKey.max >= 2,
     say: (f) =>
-      `The declared ${f.declaredScope} scope covers every place these retries went, yet ${f.keys === 1 ? 'the key' : 'keys'} reached ${storesPerKey(f)} stores: check that every instance really shares the store it reports (one idempotency.store per ${f.declaredScope}).`,
+      `The declared ${f.declaredScope} scope covers every place these retries went, yet ${f.keys === 1 ? 'the key' : 'keys'} reached ${range(f.storesPerKey)} stores: check that every instance really shares the store it reports (one idempotency.store per ${f.declaredScope}).`,
   },
   {
     id: 'store_unknown',
@@ -290,10 +290,6 @@ function ofKeys(count: number, f: AdviceFacts, noun = 'key'): string {
   const verb = count === 1 ? 'was' : 'were';
   if (count === f.keys) return f.keys === 1 ? `The ${noun} ${verb}` : `All ${f.keys} ${noun}s ${verb}`;
   return `${count} of ${f.keys} ${noun}s ${verb}`;
-}
-
-function storesPerKey(f: AdviceFacts): string {
-  return range(f.storesPerKey);
 }
 
 function range({ min, max }: { min: number; max: number }): string {

@@ -17,6 +17,15 @@ export function requestOf(attempt: Attempt, evidence: readonly Attempt[]): Attem
     : attempt;
 }
 
+/** When the request of `attempt` ran: its SERVER span's start, the later of the two ends. */
+export function requestWindowOf(
+  attempt: Attempt,
+  evidence: readonly Attempt[],
+): { start: number; end: number } {
+  const request = requestOf(attempt, evidence);
+  return { start: request.startUnixMillis, end: Math.max(request.endUnixMillis, attempt.endUnixMillis) };
+}
+
 /**
  * The endpoint a server-side attempt counts at, with its service the dedup tier: its request's
  * operation (the SERVER span's `http.route`), so that a decision recorded on a child span and the

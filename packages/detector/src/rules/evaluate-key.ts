@@ -12,7 +12,7 @@ import type { DetectorConfig } from '../config.ts';
 import { findingId } from '../ids.ts';
 import { eventCovers, type RoutingEvent } from '../routing/routing-event.ts';
 import { tierName } from '../tier-name.ts';
-import { endpointOf, requestOf, requestSpanUnseen } from './endpoint.ts';
+import { endpointOf, requestOf, requestSpanUnseen, requestWindowOf } from './endpoint.ts';
 import {
   type ExecutionOutcomes,
   type ExecutionSpan,
@@ -358,8 +358,7 @@ function causeOfRepeat(
   executions: readonly ServerAttempt[],
   evidence: readonly Attempt[],
 ): 'race' | 'ttl_expired' {
-  const spans = spanIndexOf(evidence);
-  const windows = executions.map((execution) => requestWindow(execution, spans));
+  const windows = executions.map((execution) => requestWindowOf(execution, evidence));
   for (let j = 1; j < windows.length; j++) {
     const repeat = windows[j]!;
     // Nearest first: a racing repeat overlaps the execution just before it.
@@ -371,12 +370,6 @@ function causeOfRepeat(
     if (!overlapsEarlier) return 'ttl_expired';
   }
   return 'race';
-}
-
-function requestWindow(execution: ServerAttempt, spans: SpanIndex): { start: number; end: number } {
-  const request = spans.get(execution.traceId, execution.parentSpanId);
-  const span = request?.kind === 'arrival' ? request : execution;
-  return { start: span.startUnixMillis, end: Math.max(span.endUnixMillis, execution.endUnixMillis) };
 }
 
 function keyCollision(
@@ -444,8 +437,8 @@ function draft(input: DraftInput): FindingDraft {
   let gapMillis: number | null = null;
   let idleMillis: number | null = null;
   if (executions.length >= 2) {
-    const first = links.windowOf(executions[0]!);
-    const second = links.windowOf(executions[1]!);
+    const first = requestWindowOf(executions[0]!, evidence);
+    const second = requestWindowOf(executions[1]!, evidence);
     gapMillis = second.start - first.start;
     idleMillis = second.start - first.end;
   }
@@ -520,7 +513,6 @@ function spanOf(attempts: readonly Attempt[]): { from: number; to: number } {
 class SendLinks {
   readonly clients: ClientAttempt[];
   readonly #spans: SpanIndex;
-  readonly #evidence: readonly Attempt[];
 
   constructor(
     private readonly tier: Tier,
@@ -528,21 +520,6 @@ class SendLinks {
   ) {
     this.clients = evidence.filter((a): a is ClientAttempt => a.kind === 'client');
     this.#spans = spanIndexOf(evidence);
-    this.#evidence = evidence;
-  }
-
-  /** The request `attempt` decided in: its SERVER span when the decision is on a child span. */
-  requestOf(attempt: Attempt): Attempt {
-    return requestOf(attempt, this.#evidence);
-  }
-
-  /** When the request of `attempt` ran: its SERVER span's start, the later of the two ends. */
-  windowOf(attempt: Attempt): { start: number; end: number } {
-    const request = this.requestOf(attempt);
-    return {
-      start: request.startUnixMillis,
-      end: Math.max(request.endUnixMillis, attempt.endUnixMillis),
-    };
   }
 
   /**
@@ -637,7 +614,7 @@ function retryTiming(
   if (first !== undefined && first !== repeat && first.startUnixMillis <= repeat.startUnixMillis) {
     if (requestSpanUnseen(first, evidence)) firstExecutionLost = true;
     else {
-      const window = links.windowOf(first);
+      const window = requestWindowOf(first, evidence);
       const span = spanOfExecution(first);
       firstExecutionMillis = Math.max(window.end, span.endUnixMillis) - window.start;
       firstExecutionClipped = span.clipped;
